@@ -1,0 +1,238 @@
+#include "cli/output.h"
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <iostream>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "fmt/format.h"
+
+namespace prism::cli {
+
+int ExitStatusFor(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kOk:
+      return 0;
+    case absl::StatusCode::kInvalidArgument:
+    case absl::StatusCode::kNotFound:
+    case absl::StatusCode::kOutOfRange:
+    case absl::StatusCode::kAlreadyExists:
+    case absl::StatusCode::kFailedPrecondition:
+    case absl::StatusCode::kUnauthenticated:
+    case absl::StatusCode::kPermissionDenied:
+      return 2;
+    default:
+      return 1;
+  }
+}
+
+int ReportError(absl::string_view command, const absl::Status& status) {
+  std::string message(status.message());
+  std::replace(message.begin(), message.end(), '\n', ' ');
+  std::cerr << "prism " << command << ": " << message << "\n";
+  return ExitStatusFor(status);
+}
+
+absl::StatusOr<Format> ParseFormat(absl::string_view text, bool allow_csv) {
+  const std::string f = absl::AsciiStrToLower(text);
+  if (f == "text" || f == "table") return Format::kText;
+  if (f == "json") return Format::kJson;
+  if (f == "csv" && allow_csv) return Format::kCsv;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown format '", text, "' (use text, json",
+                   allow_csv ? " or csv)" : ")"));
+}
+
+Table::Table(std::vector<std::string> columns) : columns_(std::move(columns)) {}
+
+void Table::AddRow(std::vector<std::string> cells) {
+  cells.resize(columns_.size());
+  rows_.push_back(std::move(cells));
+}
+
+namespace {
+
+std::string CsvCell(const std::string& cell) {
+  if (cell.find_first_of(",\"\n") == std::string::npos) return cell;
+  std::string out = "\"";
+  for (char c : cell) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  return out + "\"";
+}
+
+std::string JsonString(const std::string& s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    switch (c) {
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      default:
+        if (c < 0x20) {
+          out += fmt::format("\\u{:04x}", c);
+        } else {
+          out += static_cast<char>(c);
+        }
+    }
+  }
+  return out + "\"";
+}
+
+std::string JsonCell(const std::string& cell) {
+  double number;
+  if (cell == "true" || cell == "false") return cell;
+  if (!cell.empty() && absl::SimpleAtod(cell, &number) && std::isfinite(number) &&
+      cell.find_first_not_of("0123456789+-.eE") == std::string::npos) {
+    return cell;
+  }
+  return JsonString(cell);
+}
+
+bool LooksNumeric(const std::string& cell) {
+  double number;
+  return !cell.empty() && absl::SimpleAtod(cell, &number);
+}
+
+}  // namespace
+
+void Table::Print(std::ostream& out, Format format) const {
+  switch (format) {
+    case Format::kCsv: {
+      std::vector<std::string> header;
+      for (const auto& c : columns_) header.push_back(CsvCell(c));
+      out << absl::StrJoin(header, ",") << "\n";
+      for (const auto& row : rows_) {
+        std::vector<std::string> cells;
+        for (const auto& c : row) cells.push_back(CsvCell(c));
+        out << absl::StrJoin(cells, ",") << "\n";
+      }
+      return;
+    }
+    case Format::kJson: {
+      out << "[";
+      for (size_t r = 0; r < rows_.size(); ++r) {
+        out << (r ? ",\n " : "\n ") << "{";
+        for (size_t c = 0; c < columns_.size(); ++c) {
+          out << (c ? ", " : "") << JsonString(columns_[c]) << ": "
+              << JsonCell(rows_[r][c]);
+        }
+        out << "}";
+      }
+      out << (rows_.empty() ? "]\n" : "\n]\n");
+      return;
+    }
+    case Format::kText: {
+      std::vector<size_t> width(columns_.size());
+      std::vector<bool> numeric(columns_.size(), true);
+      for (size_t c = 0; c < columns_.size(); ++c) {
+        width[c] = columns_[c].size();
+        for (const auto& row : rows_) {
+          width[c] = std::max(width[c], row[c].size());
+          if (!row[c].empty() && !LooksNumeric(row[c])) numeric[c] = false;
+        }
+      }
+      auto print_row = [&](const std::vector<std::string>& row) {
+        std::string line;
+        for (size_t c = 0; c < row.size(); ++c) {
+          if (c) line += "  ";
+          const size_t pad = width[c] - row[c].size();
+          if (numeric[c]) line += std::string(pad, ' ');
+          line += row[c];
+          if (!numeric[c] && c + 1 < row.size()) line += std::string(pad, ' ');
+        }
+        out << line << "\n";
+      };
+      print_row(columns_);
+      for (const auto& row : rows_) print_row(row);
+      return;
+    }
+  }
+}
+
+bool IsTerminal(int fd) { return isatty(fd) == 1; }
+
+std::string FormatDuration(double seconds) {
+  if (!std::isfinite(seconds) || seconds < 0) return "?";
+  const int64_t s = static_cast<int64_t>(std::llround(seconds));
+  if (s < 60) return fmt::format("{}s", s);
+  if (s < 3600) return fmt::format("{}:{:02}", s / 60, s % 60);
+  return fmt::format("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60);
+}
+
+Progress::Progress(std::string label, int64_t total,
+                   std::chrono::seconds plain_interval)
+    : label_(std::move(label)),
+      total_(total),
+      tty_(IsTerminal(STDERR_FILENO)),
+      plain_interval_(plain_interval),
+      start_(std::chrono::steady_clock::now()),
+      last_draw_(start_ - plain_interval) {}
+
+Progress::~Progress() {
+  if (!finished_ && tty_ && done_ > 0) std::cerr << "\n";
+}
+
+void Progress::Update(int64_t done, absl::string_view suffix) {
+  done_ = done;
+  const auto now = std::chrono::steady_clock::now();
+  const auto min_gap = tty_ ? std::chrono::milliseconds(100)
+                            : std::chrono::duration_cast<std::chrono::milliseconds>(
+                                  plain_interval_);
+  if (now - last_draw_ < min_gap) return;
+  last_draw_ = now;
+  Draw(suffix, /*final=*/false);
+}
+
+void Progress::Finish(absl::string_view suffix) {
+  if (finished_) return;
+  finished_ = true;
+  Draw(suffix, /*final=*/true);
+}
+
+void Progress::Draw(absl::string_view suffix, bool final) {
+  const double elapsed =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
+          .count();
+  const double fraction =
+      total_ > 0 ? std::clamp(static_cast<double>(done_) / total_, 0.0, 1.0)
+                 : 0.0;
+  std::string eta = "?";
+  if (final) {
+    eta = FormatDuration(elapsed);
+  } else if (done_ > 0 && total_ > 0) {
+    eta = FormatDuration(elapsed / fraction - elapsed);
+  }
+  const std::string counts = fmt::format("{}/{}", done_, total_);
+  if (tty_) {
+    constexpr int kWidth = 24;
+    const int filled = static_cast<int>(fraction * kWidth);
+    std::string bar = std::string(filled, '#') + std::string(kWidth - filled, '.');
+    std::cerr << fmt::format("\r\033[K{} [{}] {:3.0f}% {} {} {} {}", label_, bar,
+                             fraction * 100, counts, std::string(suffix),
+                             final ? "in" : "ETA", eta);
+    if (final) std::cerr << "\n";
+    std::cerr.flush();
+  } else {
+    std::cerr << fmt::format("{}: {:3.0f}% {} {} ({} {})\n", label_,
+                             fraction * 100, counts, std::string(suffix),
+                             final ? "took" : "ETA", eta);
+  }
+}
+
+}  // namespace prism::cli

@@ -1,0 +1,96 @@
+// Output helpers shared by every subcommand: error lines and exit statuses,
+// table/JSON/CSV result formats, and a progress display that is a bar on a
+// terminal and plain lines otherwise.
+//
+//   Table t({"rank", "schedule", "val loss"});
+//   t.AddRow({"1", "3x3,6x3,12x6", "3.3604"});
+//   t.Print(std::cout, Format::kText);   // aligned columns
+//
+//   Progress p("train", /*total=*/200);
+//   p.Update(10, "loss 2.31  4,210 tok/s");
+//   p.Finish("done");
+//
+// Thread-safety: none of these are thread-safe; use one per thread.
+#ifndef PRISM_CLI_OUTPUT_H_
+#define PRISM_CLI_OUTPUT_H_
+
+#include <chrono>
+#include <cstdint>
+#include <ostream>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace prism::cli {
+
+// ExitStatusFor maps a Status to the process exit status: OK -> 0;
+// InvalidArgument, NotFound, OutOfRange, AlreadyExists, FailedPrecondition,
+// Unauthenticated and PermissionDenied (the user can fix them) -> 2;
+// anything else -> 1.
+int ExitStatusFor(const absl::Status& status);
+
+// ReportError prints "prism <command>: <message>" on one line to stderr and
+// returns ExitStatusFor(status).
+int ReportError(absl::string_view command, const absl::Status& status);
+
+enum class Format { kText, kJson, kCsv };
+
+// ParseFormat accepts "text"/"table", "json" and "csv" (csv only when
+// allow_csv). InvalidArgument naming the accepted values otherwise.
+absl::StatusOr<Format> ParseFormat(absl::string_view text,
+                                   bool allow_csv = true);
+
+// Table is a result set printed as aligned columns (text), RFC 4180 CSV, or a
+// JSON array of objects keyed by column name. Cells that parse as numbers are
+// written as JSON numbers, "true"/"false" as booleans.
+class Table {
+ public:
+  explicit Table(std::vector<std::string> columns);
+  void AddRow(std::vector<std::string> cells);
+  size_t rows() const { return rows_.size(); }
+  void Print(std::ostream& out, Format format) const;
+
+ private:
+  std::vector<std::string> columns_;
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// IsTerminal is true when the stream's file descriptor is a TTY.
+bool IsTerminal(int fd);
+
+// Progress shows the progress of long work on stderr: a redrawn bar with
+// percentage, rate and ETA on a terminal; otherwise a plain line at most every
+// `plain_interval` (and at the end), so logs stay readable.
+class Progress {
+ public:
+  Progress(std::string label, int64_t total,
+           std::chrono::seconds plain_interval = std::chrono::seconds(10));
+  ~Progress();
+  // Update records `done` units complete, with a free-form suffix
+  // ("loss 2.31").
+  void Update(int64_t done, absl::string_view suffix = "");
+  // Finish draws the final state and ends the line.
+  void Finish(absl::string_view suffix = "");
+
+ private:
+  void Draw(absl::string_view suffix, bool final);
+
+  std::string label_;
+  int64_t total_;
+  int64_t done_ = 0;
+  bool tty_;
+  bool finished_ = false;
+  std::chrono::seconds plain_interval_;
+  std::chrono::steady_clock::time_point start_;
+  std::chrono::steady_clock::time_point last_draw_;
+};
+
+// FormatDuration renders seconds as "1:05:03", "4:07" or "12s".
+std::string FormatDuration(double seconds);
+
+}  // namespace prism::cli
+
+#endif  // PRISM_CLI_OUTPUT_H_

@@ -1,0 +1,136 @@
+// Trainer: trains one Prism decoder (one trial) and measures everything the
+// paper reports. The public API is torch-free so the worker and CLI do not
+// compile LibTorch headers; torch lives in the .cc files.
+//
+//   TrainConfig config;            // shape, schedule, data, budget ...
+//   StdoutObserver progress;       // or the worker's reporter
+//   absl::StatusOr<TrainResult> r = Train(config, &progress);
+//
+// Recipe: AdamW (betas 0.9/0.95, weight decay on 2-D weights only), linear
+// warmup then cosine decay to a floor, gradient clipping at 1.0, gradient
+// accumulation, bf16 autocast on CUDA and fp32 on CPU. A non-finite loss ends
+// the run as diverged at that step (an OK result with diverged = true).
+//
+// Checkpoints (model, optimizer, RNG states, step) go to checkpoint_dir every
+// checkpoint_every steps, written to a temp file and renamed; with resume the
+// run continues from the latest one and, on CPU, reproduces the uninterrupted
+// run's later losses bitwise. Batches are a pure function of (seed, step), so
+// the data cursor is the step.
+//
+// Thread-safety: Train may run on any thread; the observer is called from
+// that thread only.
+#ifndef PRISM_MODEL_TRAINER_H_
+#define PRISM_MODEL_TRAINER_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "scheduler/presets.h"
+#include "scheduler/schedule.h"
+
+namespace prism::model {
+
+struct TrainConfig {
+  ModelShape shape;
+  Schedule schedule;  // must satisfy the hard constraints for `shape`
+  // Token shard files or directories (llm.c format). Empty train: the demo
+  // corpus (see data.h). Empty val: the train shards' held-out tail.
+  std::vector<std::string> train_paths;
+  std::vector<std::string> val_paths;
+
+  int64_t steps = 200;
+  int batch_size = 8;     // sequences per micro-batch
+  int grad_accum = 1;
+  int context = 0;        // 0: shape.context
+  int eval_every = 50;    // steps between val evaluations (and at the end)
+  int eval_batches = 4;   // fixed val batches per evaluation
+  int log_every = 10;     // steps between train-loss points
+  double learning_rate = 1e-3;
+  double min_lr_ratio = 0.1;
+  int warmup_steps = 20;
+  double weight_decay = 0.1;
+  double grad_clip = 1.0;
+  std::vector<double> loss_targets;  // convergence milestones (val loss)
+  uint64_t seed = 0;
+
+  std::string device = "auto";  // "auto", "cpu", "cuda", "cuda:N"
+  int threads = 0;              // 0: all cores
+  std::string checkpoint_dir;   // "" disables checkpoints
+  int checkpoint_every = 0;     // 0: only at the end
+  bool resume = false;          // continue from checkpoint_dir's latest
+  bool measure_attention = true;
+  bool measure_mfu = true;
+};
+
+enum class CurveSplit { kTrain, kVal };
+
+struct CurvePoint {
+  CurveSplit split = CurveSplit::kTrain;
+  int64_t step = 0;
+  float loss = 0.0f;
+  float learning_rate = 0.0f;
+  double tokens_per_second = 0.0;
+  double elapsed_seconds = 0.0;
+};
+
+struct Milestone {
+  double target = 0.0;
+  int64_t step = -1;  // -1: never reached
+};
+
+struct TrainResult {
+  std::vector<CurvePoint> curve;  // every point emitted, in order
+  double final_val_loss = 0.0;
+  double min_val_loss = 0.0;
+  double final_train_loss = 0.0;
+  int64_t steps = 0;              // steps completed
+  int64_t resumed_from_step = 0;  // 0: fresh start
+  double tokens_per_second = 0.0;
+  double mfu = 0.0;
+  double peak_matmul_flops = 0.0;
+  int64_t flops_per_token = 0;
+  int64_t peak_memory_bytes = 0;
+  int64_t parameters = 0;
+  int64_t parameters_nanogpt = 0;
+  std::vector<Milestone> milestones;
+  std::vector<double> attention_distance;  // per layer, tokens
+  bool diverged = false;
+  int64_t diverged_step = 0;
+  bool stopped = false;  // the observer asked to stop
+  double wall_seconds = 0.0;
+  std::string device;
+};
+
+// TrainObserver receives progress as it happens. Default methods do nothing.
+class TrainObserver {
+ public:
+  virtual ~TrainObserver() = default;
+  // OnStart is called once the model is built (and any checkpoint loaded).
+  virtual void OnStart(const TrainConfig& config, int64_t start_step) {
+    (void)config;
+    (void)start_step;
+  }
+  virtual void OnPoint(const CurvePoint& point) { (void)point; }
+  // OnStep is called after every optimizer step.
+  virtual void OnStep(int64_t step, double loss, double tokens_per_second) {
+    (void)step;
+    (void)loss;
+    (void)tokens_per_second;
+  }
+  virtual void OnCheckpoint(int64_t step) { (void)step; }
+  // ShouldStop is polled every step; true ends the run early (stopped=true)
+  // after writing a checkpoint.
+  virtual bool ShouldStop() { return false; }
+};
+
+// Train runs one trial. Returns InvalidArgument for a bad config (named
+// field), NotFound / DataLoss for missing or corrupt data (file and offset),
+// Internal for a LibTorch error (message, no stack trace).
+absl::StatusOr<TrainResult> Train(const TrainConfig& config,
+                                  TrainObserver* observer);
+
+}  // namespace prism::model
+
+#endif  // PRISM_MODEL_TRAINER_H_
