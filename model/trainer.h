@@ -119,6 +119,11 @@ class TrainObserver {
     (void)loss;
     (void)tokens_per_second;
   }
+  // BeforeCheckpoint is called before the checkpoint for `step` is written,
+  // after every point up to `step` (train and val) went to OnPoint. The worker
+  // waits here until the coordinator stored those points, so a run resumed
+  // from this checkpoint never leaves a hole in the curve.
+  virtual void BeforeCheckpoint(int64_t step) { (void)step; }
   virtual void OnCheckpoint(int64_t step) { (void)step; }
   // ShouldStop is polled every step; true ends the run early (stopped=true)
   // after writing a checkpoint.
