@@ -1,0 +1,200 @@
+// Experiment leaderboard: ranked schedules one server-side page at a time
+// (sorted and filtered by the coordinator, never all loaded), each drawn as
+// its head-count staircase with principle badges, val loss and the paired
+// delta vs the uniform baseline with their 95% intervals; plus the principle
+// summary chart. Live over the experiment's event stream.
+
+import { api } from '../api.js';
+import { barChart, kColors } from '../charts.js';
+import { h, replace } from '../dom.js';
+import {
+  compact, deltaClass, experimentState, integer, interval, loss, num, principleName, ratio, signed,
+} from '../format.js';
+import { layerHeads, staircase } from '../staircase.js';
+import {
+  badge, empty, keyValues, pageQuery, pageState, pager, progressBar, section, stateBadge, table,
+} from '../ui.js';
+
+const kPageSize = 50;
+const kPrinciples = ['smooth', 'baseline', 'pow2'];
+const kPrincipleTitles = {
+  smooth: 'staircase smoothness: every non-baseline run spans min_run..max_run layers',
+  baseline: 'baseline preservation: at least half the layers use the baseline head count',
+  pow2: 'power-of-two head dimensions in every layer',
+};
+// The sort's natural direction (RankSort): losses ascend, speed-ups descend.
+const kNaturallyDescending = new Set(['speedup', 'throughput']);
+
+function principleBadges(report = {}) {
+  return h('span', { class: 'badges' }, kPrinciples.map((p) => (report[p]
+    ? badge(p, `principle on principle-${p}`, `satisfies ${kPrincipleTitles[p]}`)
+    : badge(p, `principle off principle-${p}`, `violates ${kPrincipleTitles[p]}`))));
+}
+
+function scheduleCell(row) {
+  const heads = layerHeads(row.principles, row.schedule);
+  const first = (row.trialIds || [])[0];
+  const text = first ? h('a', { href: `#/trials/${first}`, class: 'schedule-link' }, row.schedule)
+                     : h('span', {}, row.schedule);
+  return h('div', { class: 'schedule-cell' }, staircase(heads, { label: `${row.schedule}: heads per layer ${heads.join(' ')}` }),
+           h('code', { class: 'schedule' }, text), row.isBaseline ? badge('baseline', 'uniform') : null);
+}
+
+function header(experiment) {
+  const spec = experiment.spec || {};
+  const model = spec.model || {};
+  const budget = spec.budget || {};
+  const seeds = (spec.seeds || []).join(', ');
+  return h('div', { class: 'page-head' },
+           h('div', { class: 'crumbs' }, h('a', { href: '#/' }, 'Queue'), ' / ', `experiment #${experiment.id}`),
+           h('h1', {}, experiment.name || `Experiment #${experiment.id}`, ' ', stateBadge(experimentState(experiment.state))),
+           h('div', { class: 'head-grid' },
+             keyValues([
+               ['Owner', experiment.owner || '\u2014'],
+               ['Priority', integer(experiment.priority)],
+               ['Model', `${model.preset || 'custom'}${model.dModel ? ` d=${model.dModel}` : ''}${model.layers ? ` L=${model.layers}` : ''}`],
+               ['Budget', `${budget.steps ? `${integer(budget.steps)} steps` : 'preset steps'}${budget.batchSize ? `, batch ${budget.batchSize}` : ''}`],
+               ['Seeds', seeds || '\u2014'],
+               ['Trials', `${integer(experiment.counts?.completed)} of ${integer(experiment.counts?.total)} completed`],
+             ]),
+             h('div', { class: 'head-progress' }, progressBar(experiment.progress),
+               h('a', { href: `#/experiments/${experiment.id}/trials`, class: 'button-link', id: 'trials-link' }, 'All trials \u203a'))));
+}
+
+function baselineCard(baseline) {
+  if (!baseline || !baseline.schedule) {
+    return section('Baseline', empty('The uniform baseline has no finished trial yet.',
+                                     'Deltas and speed-ups appear once it does.'));
+  }
+  return section('Baseline',
+                 h('div', { class: 'baseline-row' },
+                   staircase(layerHeads(baseline.principles, baseline.schedule), { width: 120, height: 32 }),
+                   keyValues([
+                     ['Schedule', h('code', {}, baseline.schedule)],
+                     ['Val loss', interval(baseline.finalValLoss)],
+                     ['Min val loss', loss(baseline.minValLoss)],
+                     ['Tokens/s', compact(baseline.tokensPerSecond)],
+                     ['Seeds', integer(baseline.seedsCompleted)],
+                   ])));
+}
+
+function effectsCard(effects) {
+  const usable = (effects || []).filter((e) => num(e.satisfied) + num(e.violated) > 0);
+  if (!usable.length) {
+    return section('Principle effects', empty('No finished trials yet.', 'The chart compares schedules that satisfy each principle with those that violate it.'));
+  }
+  const holder = h('div', { class: 'chart', id: 'principle-chart' });
+  const card = section('Principle effects: mean delta vs baseline (lower is better)', holder,
+                       table({
+                         id: 'effects-table',
+                         columns: [
+                           { label: 'Principle', render: (e) => principleName(e.principle) },
+                           { label: 'Satisfied', class: 'num', render: (e) => integer(e.satisfied) },
+                           { label: 'Mean \u0394 satisfied', class: 'num', render: (e) => (num(e.satisfied) ? signed(e.meanDeltaSatisfied) : '\u2014') },
+                           { label: 'Violated', class: 'num', render: (e) => integer(e.violated) },
+                           { label: 'Mean \u0394 violated', class: 'num', render: (e) => (num(e.violated) ? signed(e.meanDeltaViolated) : '\u2014') },
+                         ],
+                         rows: usable,
+                       }));
+  // The chart needs its container in the document to know its width.
+  card.drawChart = () => barChart(holder, {
+    categories: usable.map((e) => principleName(e.principle)),
+    yLabel: 'mean \u0394 val loss',
+    series: [
+      { label: 'satisfied', color: kColors.satisfied, values: usable.map((e) => (num(e.satisfied) ? num(e.meanDeltaSatisfied) : NaN)) },
+      { label: 'violated', color: kColors.violated, values: usable.map((e) => (num(e.violated) ? num(e.meanDeltaViolated) : NaN)) },
+    ],
+  });
+  return card;
+}
+
+function controls(state, apply) {
+  const boxes = kPrinciples.map((p) => h('label', { class: 'check', title: kPrincipleTitles[p] },
+    h('input', { type: 'checkbox', name: 'require', value: p, checked: state.require.includes(p),
+                 onchange: (ev) => {
+                   const next = state.require.filter((x) => x !== p);
+                   if (ev.target.checked) next.push(p);
+                   apply({ require: kPrinciples.filter((x) => next.includes(x)).join(','), page: '', trail: '' });
+                 } }), ` ${p}`));
+  return h('div', { class: 'controls' }, h('span', { class: 'controls-label' }, 'Require:'), boxes,
+           h('label', { class: 'select' }, 'Sort: ',
+             h('select', { id: 'sort-select', onchange: (ev) => apply({ sort: ev.target.value, desc: '', page: '', trail: '' }) },
+               [['val_loss', 'val loss'], ['delta', '\u0394 vs baseline'], ['min_val_loss', 'min val loss'],
+                ['speedup', 'speed-up'], ['throughput', 'tokens/s']].map(([v, label]) =>
+                 h('option', { value: v, selected: state.sort === v }, label)))),
+           h('label', { class: 'check' }, h('input', { type: 'checkbox', id: 'desc-toggle', checked: state.desc,
+             onchange: (ev) => apply({ desc: ev.target.checked ? '1' : '', page: '', trail: '' }) }), ' reverse'));
+}
+
+export async function render(ctx) {
+  const id = ctx.params.id;
+  const state = {
+    sort: ctx.query.sort || 'val_loss',
+    desc: ctx.query.desc === '1',
+    require: (ctx.query.require || '').split(',').filter((p) => kPrinciples.includes(p)),
+  };
+  const paging = pageState(ctx.query);
+  const base = { sort: ctx.query.sort, desc: ctx.query.desc, require: ctx.query.require };
+  const apply = (changes) => ctx.navigate(`/experiments/${id}`, { ...base, page: paging.token,
+                                                                   trail: ctx.query.trail, ...changes });
+  const load = async () => {
+    const started = performance.now();
+    const rank = await api.rank(id, {
+      require: state.require.join(','), sort: state.sort, descending: state.desc ? 1 : '',
+      page_size: kPageSize, page_token: paging.token,
+    });
+    if (!ctx.isCurrent()) return;
+    const experiment = rank.experiment || { id };
+    const rows = rank.schedules || [];
+    const total = num(rank.total);
+    const actualDescending = kNaturallyDescending.has(state.sort) !== state.desc;
+    const onSort = (sort) => apply(sort === state.sort ? { desc: state.desc ? '' : '1', page: '', trail: '' }
+                                                       : { sort, desc: '', page: '', trail: '' });
+    const go = (where) => apply(pageQuery(paging, where, rank.nextPageToken));
+    const board = rows.length ? table({
+      id: 'leaderboard-table',
+      sort: state.sort,
+      descending: actualDescending,
+      onSort,
+      columns: [
+        { label: 'Rank', class: 'num rank', render: (r) => integer(r.rank) },
+        { label: 'Schedule', render: scheduleCell },
+        { label: 'Principles', render: (r) => principleBadges(r.principles) },
+        { label: 'Val loss', class: 'num', sort: 'val_loss', title: 'final val loss, mean \u00b1 95% CI half-width over seeds',
+          render: (r) => interval(r.finalValLoss) },
+        { label: '\u0394 vs baseline', class: 'num', sort: 'delta', title: 'paired per-seed delta vs the uniform baseline (negative is better)',
+          render: (r) => h('span', { class: `delta ${r.isBaseline ? 'delta-none' : deltaClass(r.deltaVsBaseline)}` },
+                           r.isBaseline ? '\u2014' : interval(r.deltaVsBaseline, { sign: true })) },
+        { label: 'Min val loss', class: 'num', sort: 'min_val_loss', render: (r) => loss(r.minValLoss) },
+        { label: 'Speed-up', class: 'num', sort: 'speedup', title: 'baseline steps / steps to reach the baseline\u2019s final val loss',
+          render: (r) => ratio(r.convergenceSpeedup) },
+        { label: 'Tokens/s', class: 'num', sort: 'throughput', title: 'throughput ratio vs the baseline',
+          render: (r) => h('span', { title: `${compact(r.tokensPerSecond)} tokens/s` }, ratio(r.tokensPerSecondRatio)) },
+        { label: 'Seeds', class: 'num', render: (r) => integer(r.seedsCompleted) },
+      ],
+      rows,
+      rowAttrs: (r) => ({ class: r.isBaseline ? 'is-baseline' : '', dataset: { schedule: r.schedule } }),
+    }) : (state.require.length
+      ? empty('No finished schedule satisfies the chosen principles.', 'Clear a filter to see more.')
+      : empty('No finished trials yet.', 'Schedules are ranked as soon as their trials complete.'));
+    const effects = effectsCard(rank.principleEffects);
+    replace(ctx.view,
+            header(experiment),
+            h('div', { class: 'two-col' }, baselineCard(rank.baseline), effects),
+            h('section', { class: 'card' },
+              h('div', { class: 'card-head' }, h('h2', {}, 'Leaderboard'),
+                h('span', { class: 'muted', id: 'rank-total', dataset: { total: String(total) } },
+                  `${integer(total)} schedule${total === 1 ? '' : 's'}`)),
+              controls(state, apply),
+              board,
+              rows.length || paging.trail.length ? pager({
+                shown: rows.length, offset: paging.trail.length * kPageSize, total,
+                hasNext: Boolean(rank.nextPageToken), onFirst: () => go('first'),
+                onPrev: () => go('prev'), onNext: () => go('next'),
+              }) : null));
+    if (effects.drawChart) effects.drawChart();
+    ctx.view.dataset.loadMs = String(Math.round(performance.now() - started));
+  };
+  await load();
+  ctx.live({ experimentId: id }, load);
+}
