@@ -63,9 +63,11 @@ struct ParameterCounts {
 ParameterCounts CountParameters(const ModelShape& shape);
 
 // ForwardFlopsPerToken returns the analytic forward FLOPs per token at full
-// context (matmuls only: 2 * non-embedding params + attention 2 * 2 * T * d
-// per layer, causal average T/2 counted as nanoGPT/PaLM do). Independent of
-// the schedule.
+// context, counted as nanoGPT and PaLM count them: 2 * the nanoGPT parameter
+// count (the tied embedding counts once, as the output projection) plus
+// 2 * 2 * T * d per layer for QK^T and AV over the whole context (the causal
+// mask's savings are not subtracted). Training costs 3x this (forward plus
+// backward). Independent of the schedule.
 int64_t ForwardFlopsPerToken(const ModelShape& shape);
 
 }  // namespace prism
