@@ -1,0 +1,145 @@
+#include "storage/internal/schema.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "storage/internal/status_macros.h"
+
+namespace prism::storage::internal {
+namespace {
+
+struct Migration {
+  int version;
+  const char* name;
+  const char* sql;
+};
+
+// Enum-valued columns hold the prism.v1 enum numbers (TrialState,
+// ExperimentState, Role, Split); times are Unix milliseconds.
+constexpr char kSchemaV1[] = R"sql(
+CREATE TABLE users (
+  name TEXT PRIMARY KEY,
+  created_ms INTEGER NOT NULL
+);
+CREATE TABLE tokens (
+  hash TEXT PRIMARY KEY,  -- hex SHA-256 of the token; the token is never stored
+  user TEXT NOT NULL REFERENCES users(name),
+  role INTEGER NOT NULL,
+  created_ms INTEGER NOT NULL
+);
+CREATE TABLE experiments (
+  id INTEGER PRIMARY KEY,
+  name TEXT NOT NULL,
+  owner TEXT NOT NULL REFERENCES users(name),
+  spec BLOB NOT NULL,     -- resolved prism.v1.ExperimentSpec
+  state INTEGER NOT NULL,
+  priority INTEGER NOT NULL,
+  max_attempts INTEGER NOT NULL,
+  created_ms INTEGER NOT NULL,
+  updated_ms INTEGER NOT NULL
+);
+CREATE INDEX experiments_by_state ON experiments(state);
+CREATE INDEX experiments_by_owner ON experiments(owner, id);
+CREATE TABLE trials (
+  id INTEGER PRIMARY KEY,
+  experiment_id INTEGER NOT NULL REFERENCES experiments(id),
+  schedule TEXT NOT NULL,
+  seed INTEGER NOT NULL,
+  config_fingerprint TEXT NOT NULL,
+  is_baseline INTEGER NOT NULL,
+  state INTEGER NOT NULL,
+  attempt INTEGER NOT NULL DEFAULT 0,
+  worker_id TEXT NOT NULL DEFAULT '',
+  lease_deadline_ms INTEGER NOT NULL DEFAULT 0,
+  last_step INTEGER NOT NULL DEFAULT 0,
+  total_steps INTEGER NOT NULL,
+  metrics BLOB,           -- prism.v1.TrialMetrics once finished
+  val_curve BLOB,         -- (int64 step, float32 loss) little-endian pairs
+  error TEXT NOT NULL DEFAULT '',
+  created_ms INTEGER NOT NULL,
+  started_ms INTEGER NOT NULL DEFAULT 0,
+  finished_ms INTEGER NOT NULL DEFAULT 0,
+  UNIQUE (experiment_id, schedule, seed, config_fingerprint)
+);
+CREATE INDEX trials_by_experiment_state ON trials(experiment_id, state, id);
+CREATE INDEX trials_by_state_deadline ON trials(state, lease_deadline_ms);
+CREATE TABLE trial_attempts (
+  trial_id INTEGER NOT NULL REFERENCES trials(id),
+  attempt INTEGER NOT NULL,
+  worker_id TEXT NOT NULL,
+  started_ms INTEGER NOT NULL,
+  ended_ms INTEGER NOT NULL DEFAULT 0,
+  outcome INTEGER NOT NULL,
+  message TEXT NOT NULL DEFAULT '',
+  resumed_from_step INTEGER NOT NULL DEFAULT 0,
+  PRIMARY KEY (trial_id, attempt)
+) WITHOUT ROWID;
+CREATE TABLE points (
+  trial_id INTEGER NOT NULL REFERENCES trials(id),
+  split INTEGER NOT NULL,
+  step INTEGER NOT NULL,
+  loss REAL NOT NULL,
+  learning_rate REAL NOT NULL,
+  tokens_per_second REAL NOT NULL,
+  elapsed_seconds REAL NOT NULL,
+  PRIMARY KEY (trial_id, split, step)
+) WITHOUT ROWID;
+CREATE TABLE workers (
+  id TEXT PRIMARY KEY,
+  host TEXT NOT NULL,
+  device TEXT NOT NULL,
+  threads INTEGER NOT NULL,
+  user TEXT NOT NULL,
+  registered_ms INTEGER NOT NULL,
+  last_heartbeat_ms INTEGER NOT NULL,
+  current_trial_id INTEGER NOT NULL DEFAULT 0,
+  tokens_per_second REAL NOT NULL DEFAULT 0
+);
+)sql";
+
+const std::vector<Migration>& Migrations() {
+  static const auto* migrations = new std::vector<Migration>{
+      {1, "initial schema", kSchemaV1},
+  };
+  return *migrations;
+}
+
+}  // namespace
+
+absl::StatusOr<int> SchemaVersion(Connection* conn) {
+  PRISM_RETURN_IF_ERROR(
+      conn->Exec("CREATE TABLE IF NOT EXISTS schema_migrations ("
+                 " version INTEGER PRIMARY KEY, name TEXT NOT NULL,"
+                 " applied_ms INTEGER NOT NULL)"));
+  PRISM_ASSIGN_OR_RETURN(
+      Query q,
+      conn->Prepare("SELECT COALESCE(MAX(version), 0) FROM schema_migrations"));
+  PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+  return row ? static_cast<int>(q.Int(0)) : 0;
+}
+
+absl::Status Migrate(Connection* conn, int target_version) {
+  PRISM_ASSIGN_OR_RETURN(Transaction txn,
+                         Transaction::Begin(conn, Transaction::Kind::kWrite));
+  PRISM_ASSIGN_OR_RETURN(int current, SchemaVersion(conn));
+  if (current > target_version) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "database schema version ", current, " is newer than this binary's (",
+        target_version, "); upgrade prism"));
+  }
+  for (const Migration& m : Migrations()) {
+    if (m.version <= current || m.version > target_version) continue;
+    PRISM_RETURN_IF_ERROR(conn->Exec(m.sql));
+    PRISM_ASSIGN_OR_RETURN(
+        Query q, conn->Prepare("INSERT INTO schema_migrations VALUES "
+                               "(?, ?, CAST((julianday('now') - 2440587.5) "
+                               "* 86400000 AS INTEGER))"));
+    q.Bind(1, static_cast<int64_t>(m.version));
+    q.BindText(2, m.name);
+    PRISM_RETURN_IF_ERROR(q.Run());
+  }
+  return txn.Commit();
+}
+
+}  // namespace prism::storage::internal

@@ -1,0 +1,25 @@
+// The SQLite schema as an ordered list of migrations. Migrate applies, in
+// one write transaction, every migration newer than the version recorded in
+// `schema_migrations`, recording each; running it again changes nothing.
+//
+// Thread-safety: call with exclusive use of the connection.
+#ifndef PRISM_STORAGE_INTERNAL_SCHEMA_H_
+#define PRISM_STORAGE_INTERNAL_SCHEMA_H_
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "storage/internal/sqlite.h"
+
+namespace prism::storage::internal {
+
+// Migrate brings the database to `target_version`. FailedPrecondition when
+// the file records a newer version than target (a newer binary wrote it);
+// the SQLite error otherwise, with nothing applied.
+absl::Status Migrate(Connection* conn, int target_version);
+
+// SchemaVersion returns the highest applied version (0 for a new file).
+absl::StatusOr<int> SchemaVersion(Connection* conn);
+
+}  // namespace prism::storage::internal
+
+#endif  // PRISM_STORAGE_INTERNAL_SCHEMA_H_

@@ -1,0 +1,121 @@
+// A thin RAII layer over the SQLite C API for storage/: a Connection owns one
+// sqlite3 handle and a cache of its prepared statements, and a Query is a
+// borrowed, bound statement that resets itself when it goes out of scope, so
+// every statement is prepared once per connection and reused.
+//
+//   absl::StatusOr<std::unique_ptr<Connection>> c = Connection::Open(path, {});
+//   PRISM_ASSIGN_OR_RETURN(Query q, (*c)->Prepare("SELECT x FROM t WHERE
+//   id=?")); q.Bind(1, id); PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+//
+// Thread-safety: a Connection (and its Queries) must be used by one thread at
+// a time; the handle is opened in SQLite's multi-thread mode (no internal
+// mutex), which is why storage keeps one connection per thread.
+#ifndef PRISM_STORAGE_INTERNAL_SQLITE_H_
+#define PRISM_STORAGE_INTERNAL_SQLITE_H_
+
+#include <sqlite3.h>
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+
+namespace prism::storage::internal {
+
+// Query is a prepared statement checked out of a Connection's cache. Columns
+// and parameters are numbered as SQLite numbers them (parameters from 1,
+// columns from 0). Destroying it resets the statement and clears bindings.
+class Query {
+ public:
+  Query(Query&& other) noexcept;
+  Query& operator=(Query&&) = delete;
+  ~Query();
+
+  void Bind(int index, int64_t value);
+  void Bind(int index, double value);
+  void BindText(int index, absl::string_view value);
+  void BindBlob(int index, absl::string_view value);
+  void BindNull(int index);
+
+  // Step returns true when a row is available, false when done; an error
+  // status (with SQLite's message) otherwise.
+  absl::StatusOr<bool> Step();
+  // Run steps a statement that returns no rows and resets it (bindings are
+  // kept), so a loop may rebind and Run again.
+  absl::Status Run();
+
+  int64_t Int(int column) const;
+  double Double(int column) const;
+  std::string Text(int column) const;
+  std::string Blob(int column) const;
+  bool IsNull(int column) const;
+
+ private:
+  friend class Connection;
+  Query(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  sqlite3* db_;
+  sqlite3_stmt* stmt_;
+};
+
+class Connection {
+ public:
+  struct Options {
+    bool read_only = false;
+    int busy_timeout_ms = 5000;
+  };
+
+  // Open opens (creating unless read_only) the database at `path` and sets
+  // WAL, synchronous=NORMAL, foreign keys and the busy timeout. Returns
+  // Unavailable with SQLite's message when the file cannot be opened.
+  static absl::StatusOr<std::unique_ptr<Connection>> Open(
+      const std::string& path, const Options& options);
+  ~Connection();
+  Connection(const Connection&) = delete;
+  Connection& operator=(const Connection&) = delete;
+
+  // Exec runs one or more statements without parameters.
+  absl::Status Exec(const char* sql);
+  // Prepare returns the cached statement for `sql`, preparing it on first
+  // use. Internal on a malformed statement (a programming error).
+  absl::StatusOr<Query> Prepare(const char* sql);
+
+  int64_t changes() const { return sqlite3_changes64(db_); }
+  int64_t last_insert_rowid() const { return sqlite3_last_insert_rowid(db_); }
+
+ private:
+  explicit Connection(sqlite3* db) : db_(db) {}
+  sqlite3* db_;
+  std::map<std::string, sqlite3_stmt*> statements_;
+};
+
+// Transaction runs BEGIN on construction (IMMEDIATE for writers, so the write
+// lock is taken up front and never upgraded mid-transaction) and ROLLBACK in
+// the destructor unless Commit succeeded.
+class Transaction {
+ public:
+  enum class Kind { kRead, kWrite };
+  // Begin starts a transaction on `conn`; the error when BEGIN fails.
+  static absl::StatusOr<Transaction> Begin(Connection* conn, Kind kind);
+  Transaction(Transaction&& other) noexcept;
+  Transaction& operator=(Transaction&&) = delete;
+  ~Transaction();
+  // Commit returns OK once the transaction is durable (per the connection's
+  // synchronous setting), or the COMMIT error (the destructor rolls back).
+  absl::Status Commit();
+
+ private:
+  explicit Transaction(Connection* conn) : conn_(conn) {}
+  Connection* conn_;
+};
+
+// SqliteError returns a status for SQLite result `rc` with the handle's
+// message, prefixed by `what`.
+absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what);
+
+}  // namespace prism::storage::internal
+
+#endif  // PRISM_STORAGE_INTERNAL_SQLITE_H_

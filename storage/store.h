@@ -1,0 +1,266 @@
+// Store: the coordinator's durable state — users and hashed tokens,
+// experiments (their resolved spec), trials and their attempt history, loss
+// curves and workers — behind one typed interface, so server/ never writes
+// SQL and its tests may pass a fake. SqliteStore (sqlite_store.h) is the real
+// one.
+//
+// Rows are prism.v1 messages where the wire already has the shape
+// (Experiment, Trial, Worker, LossPoint). Every write is one transaction:
+// when a method returns OK its effect is committed (and survives a process
+// crash); when it fails nothing of it is visible.
+//
+// The queue's integrity rules live here as compare-and-set writes: a report,
+// heartbeat, completion or failure names (trial, attempt, worker) and is
+// applied only while that trial is leased or running under exactly that
+// attempt and worker; otherwise the method returns FailedPrecondition and
+// writes nothing. That is what keeps a stalled worker from double-writing. The
+// lease *policy* (which trial next) is server/queue's; storage answers its
+// questions and applies its decision.
+//
+//   std::unique_ptr<Store> store = *SqliteStore::Open("/data/prism.db");
+//   absl::StatusOr<CreatedExperiment> e = store->CreateExperiment(spec);
+//
+// Thread-safety: every method may be called from any thread concurrently.
+// Time is always passed in (now_ms): storage has no clock.
+#ifndef PRISM_STORAGE_STORE_H_
+#define PRISM_STORAGE_STORE_H_
+
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "prism/v1/prism.pb.h"
+#include "scheduler/ranking.h"
+
+namespace prism::storage {
+
+struct TokenInfo {
+  std::string user;
+  v1::Role role = v1::ROLE_UNSPECIFIED;
+};
+
+struct NewTrial {
+  std::string schedule;  // canonical form
+  int64_t seed = 0;
+  bool is_baseline = false;
+};
+
+// NewExperiment is a validated, fully resolved submission.
+struct NewExperiment {
+  std::string name;
+  std::string owner;
+  v1::ExperimentSpec spec;  // resolved: no zero budget/model fields
+  int priority = 0;
+  int max_attempts = 1;  // resolved (spec's or the coordinator default)
+  int64_t total_steps = 0;
+  // Identifies (model, data, budget): part of each trial's uniqueness key.
+  std::string config_fingerprint;
+  std::vector<NewTrial> trials;
+  int64_t now_ms = 0;
+};
+
+struct CreatedExperiment {
+  int64_t id = 0;
+  int trials_created = 0;  // identical (schedule, seed, config) rows once
+};
+
+struct ExperimentPage {
+  std::vector<v1::Experiment> experiments;  // ascending id
+  int64_t next_after_id = 0;                // 0: no further page
+};
+
+struct TrialPage {
+  std::vector<v1::Trial> trials;  // ascending id, without attempt history
+  int64_t next_after_id = 0;      // 0: no further page
+  int total = 0;                  // rows matching the filter
+};
+
+// LeaseCandidate is an active experiment with at least one queued trial.
+struct LeaseCandidate {
+  int64_t experiment_id = 0;
+  std::string owner;
+  int priority = 0;
+  int64_t created_ms = 0;
+};
+
+// AttemptRef names the lease a worker believes it holds.
+struct AttemptRef {
+  int64_t trial_id = 0;
+  int32_t attempt = 0;
+  std::string worker_id;
+};
+
+struct HeartbeatResult {
+  // The trial is no longer this worker's (cancelled, expired, re-leased or
+  // finished): the worker should stop training it.
+  bool stop = false;
+  int64_t lease_deadline_ms = 0;
+  int64_t experiment_id = 0;
+};
+
+// ReportWrite is one Report RPC's points; WriteReports commits many at once.
+struct ReportWrite {
+  AttemptRef ref;
+  std::vector<v1::LossPoint> points;
+  int64_t now_ms = 0;
+  int64_t lease_deadline_ms = 0;  // a report renews the lease like a heartbeat
+};
+
+struct ReportOutcome {
+  absl::Status status;  // FailedPrecondition for a stale attempt
+  int stored = 0;
+  int duplicates = 0;
+  int64_t experiment_id = 0;
+  bool started = false;  // this report moved the trial leased -> running
+};
+
+// ExpiredLease is a trial whose lease ExpireLeases took back, for events and
+// logs.
+struct ExpiredLease {
+  v1::Trial trial;  // after the change: queued, or failed at max attempts
+  std::string worker_id;
+};
+
+struct WorkerUpdate {
+  std::string worker_id;
+  int64_t trial_id = 0;  // 0 when idle
+  int64_t now_ms = 0;
+  double tokens_per_second = 0.0;
+};
+
+class Store {
+ public:
+  virtual ~Store() = default;
+
+  // --- users and tokens ---------------------------------------------------
+  // CreateToken stores `token_hash` (never the token) for `user` (created if
+  // new). AlreadyExists if the hash is taken.
+  virtual absl::Status CreateToken(const std::string& token_hash,
+                                   const std::string& user, v1::Role role,
+                                   int64_t now_ms) = 0;
+  // LookupToken returns who holds the token with this hash; NotFound if none.
+  virtual absl::StatusOr<TokenInfo> LookupToken(
+      const std::string& token_hash) = 0;
+  virtual absl::StatusOr<int64_t> CountTokens() = 0;
+
+  // --- experiments --------------------------------------------------------
+  // CreateExperiment stores the experiment and its trials in one
+  // transaction, state ACTIVE, every trial queued.
+  virtual absl::StatusOr<CreatedExperiment> CreateExperiment(
+      const NewExperiment& experiment) = 0;
+  // GetExperiment returns the experiment with its trial counts and progress;
+  // NotFound if there is no such id.
+  virtual absl::StatusOr<v1::Experiment> GetExperiment(int64_t id) = 0;
+  // ListExperiments pages by ascending id; empty owner means everyone's.
+  virtual absl::StatusOr<ExperimentPage> ListExperiments(
+      const std::string& owner, int limit, int64_t after_id) = 0;
+  // SetExperimentState moves ACTIVE <-> PAUSED. NotFound; FailedPrecondition
+  // when the experiment is cancelled or done.
+  virtual absl::StatusOr<v1::Experiment> SetExperimentState(
+      int64_t id, v1::ExperimentState state, int64_t now_ms) = 0;
+  // CancelExperiment marks the experiment and every unfinished trial
+  // cancelled (leased/running ones learn it at their next heartbeat).
+  // NotFound; OK and unchanged if already cancelled or done.
+  virtual absl::StatusOr<v1::Experiment> CancelExperiment(int64_t id,
+                                                          int64_t now_ms) = 0;
+  virtual absl::StatusOr<v1::Experiment> SetExperimentPriority(
+      int64_t id, int priority, int64_t now_ms) = 0;
+
+  // --- trials -------------------------------------------------------------
+  // ListTrials pages an experiment's trials; state UNSPECIFIED means all.
+  virtual absl::StatusOr<TrialPage> ListTrials(int64_t experiment_id,
+                                               v1::TrialState state, int limit,
+                                               int64_t after_id) = 0;
+  // GetTrial returns the trial with its attempt history; NotFound.
+  virtual absl::StatusOr<v1::Trial> GetTrial(int64_t trial_id) = 0;
+  // FindBaselineTrial returns the experiment's baseline trial for `seed`;
+  // NotFound if there is none.
+  virtual absl::StatusOr<v1::Trial> FindBaselineTrial(int64_t experiment_id,
+                                                      int64_t seed) = 0;
+  // GetPoints returns a trial's points ordered by (split, step).
+  virtual absl::StatusOr<std::vector<v1::LossPoint>> GetPoints(
+      int64_t trial_id) = 0;
+  // ListCompletedOutcomes returns the experiment's completed trials as the
+  // ranking needs them (val curve from the compact blob written at
+  // completion; the points table is not scanned).
+  virtual absl::StatusOr<std::vector<TrialOutcome>> ListCompletedOutcomes(
+      int64_t experiment_id) = 0;
+  // CountCompleted returns how many of the experiment's trials completed (it
+  // only grows, so it versions ranking caches).
+  virtual absl::StatusOr<int64_t> CountCompleted(int64_t experiment_id) = 0;
+  // CountTrialsByState counts every trial of active or paused experiments
+  // and finished ones too, keyed by state.
+  virtual absl::StatusOr<std::map<v1::TrialState, int64_t>>
+  CountTrialsByState() = 0;
+
+  // --- the queue ----------------------------------------------------------
+  virtual absl::StatusOr<std::vector<LeaseCandidate>> ListLeaseCandidates() = 0;
+  // CountLiveTrialsByUser counts leased + running trials per owner.
+  virtual absl::StatusOr<std::map<std::string, int>>
+  CountLiveTrialsByUser() = 0;
+  // LeaseNextTrial leases the experiment's lowest-id queued trial to
+  // `worker_id`: attempt + 1, deadline, an open attempt row, the worker's
+  // current trial. Returns nullopt when it has no queued trial (or is no
+  // longer active).
+  virtual absl::StatusOr<std::optional<v1::Trial>> LeaseNextTrial(
+      int64_t experiment_id, const std::string& worker_id, int64_t now_ms,
+      int64_t deadline_ms) = 0;
+  // Heartbeat renews the lease (leased -> running on the first one) and
+  // records the step; stop=true (and nothing renewed) when the trial is no
+  // longer this attempt's. NotFound for an unknown trial.
+  virtual absl::StatusOr<HeartbeatResult> Heartbeat(const AttemptRef& ref,
+                                                    int64_t step,
+                                                    int64_t now_ms,
+                                                    int64_t deadline_ms) = 0;
+  // WriteReports applies every report in one transaction (group commit):
+  // points INSERT OR IGNORE keyed (trial, split, step). One outcome per
+  // report, in order; a stale report's outcome is FailedPrecondition. A
+  // non-OK return means nothing was committed.
+  virtual absl::StatusOr<std::vector<ReportOutcome>> WriteReports(
+      const std::vector<const ReportWrite*>& reports) = 0;
+  // CompleteTrial stores remaining points, the metrics and the compact val
+  // curve; the trial becomes completed (diverged when metrics.diverged()).
+  // Idempotent: the same attempt completing again returns the trial.
+  // FailedPrecondition for a stale attempt.
+  virtual absl::StatusOr<v1::Trial> CompleteTrial(
+      const AttemptRef& ref, const v1::TrialMetrics& metrics,
+      const std::vector<v1::LossPoint>& points, int64_t now_ms) = 0;
+  // FailTrial requeues the trial when retryable and attempts remain, else
+  // marks it failed with `message`. FailedPrecondition for a stale attempt.
+  virtual absl::StatusOr<v1::Trial> FailTrial(const AttemptRef& ref,
+                                              const std::string& message,
+                                              bool retryable,
+                                              int64_t now_ms) = 0;
+  // ExpireLeases requeues every leased/running trial whose deadline is
+  // before now_ms, or fails it when its attempts reached the experiment's
+  // max attempts. Returns the trials it changed.
+  virtual absl::StatusOr<std::vector<ExpiredLease>> ExpireLeases(
+      int64_t now_ms) = 0;
+  // ExtendLiveLeases sets every live lease's deadline to at least
+  // deadline_ms (at coordinator start: workers could not heartbeat while it
+  // was down). Returns how many leases it touched.
+  virtual absl::StatusOr<int> ExtendLiveLeases(int64_t deadline_ms) = 0;
+  // CountQueued counts queued trials of active experiments.
+  virtual absl::StatusOr<int64_t> CountQueued() = 0;
+
+  // --- workers ------------------------------------------------------------
+  // UpsertWorker registers or re-registers a worker (keeping registered
+  // time on re-registration) and returns it.
+  virtual absl::StatusOr<v1::Worker> UpsertWorker(const v1::Worker& worker,
+                                                  int64_t now_ms) = 0;
+  // GetWorker returns the stored worker; NotFound.
+  virtual absl::StatusOr<v1::Worker> GetWorker(const std::string& id) = 0;
+  // TouchWorker records a heartbeat. NotFound for an unknown worker.
+  virtual absl::Status TouchWorker(const WorkerUpdate& update) = 0;
+  // ListWorkers returns every worker (state is left for the caller to
+  // derive from last_heartbeat_unix_ms).
+  virtual absl::StatusOr<std::vector<v1::Worker>> ListWorkers() = 0;
+};
+
+}  // namespace prism::storage
+
+#endif  // PRISM_STORAGE_STORE_H_

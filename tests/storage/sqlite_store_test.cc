@@ -1,0 +1,457 @@
+#include "storage/sqlite_store.h"
+
+#include <sqlite3.h>
+
+#include <memory>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/storage/store_test_util.h"
+
+namespace prism::storage {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+using testing::MakeExperiment;
+using testing::Point;
+using testing::TempDir;
+
+std::unique_ptr<SqliteStore> OpenOrDie(const std::string& path) {
+  absl::StatusOr<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(path);
+  EXPECT_TRUE(store.ok()) << store.status();
+  return std::move(*store);
+}
+
+// QueryInt runs a one-value SQL query on a raw connection to the file.
+int64_t QueryInt(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK)
+      << sqlite3_errmsg(db);
+  int64_t value = -1;
+  if (sqlite3_step(stmt) == SQLITE_ROW) value = sqlite3_column_int64(stmt, 0);
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return value;
+}
+
+std::string QueryText(const std::string& path, const std::string& sql) {
+  sqlite3* db = nullptr;
+  EXPECT_EQ(sqlite3_open(path.c_str(), &db), SQLITE_OK);
+  sqlite3_stmt* stmt = nullptr;
+  EXPECT_EQ(sqlite3_prepare_v2(db, sql.c_str(), -1, &stmt, nullptr), SQLITE_OK);
+  std::string value;
+  if (sqlite3_step(stmt) == SQLITE_ROW) {
+    value = reinterpret_cast<const char*>(sqlite3_column_text(stmt, 0));
+  }
+  sqlite3_finalize(stmt);
+  sqlite3_close(db);
+  return value;
+}
+
+class SqliteStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    path_ = dir_.File("prism.db");
+    store_ = OpenOrDie(path_);
+    v1::Worker w;
+    w.set_id("w1");
+    w.set_host("h");
+    ASSERT_TRUE(store_->UpsertWorker(w, 1000).ok());
+    w.set_id("w2");
+    ASSERT_TRUE(store_->UpsertWorker(w, 1000).ok());
+  }
+
+  int64_t CreateOrDie(const NewExperiment& e) {
+    absl::StatusOr<CreatedExperiment> created = store_->CreateExperiment(e);
+    EXPECT_TRUE(created.ok()) << created.status();
+    return created->id;
+  }
+
+  v1::Trial LeaseOrDie(int64_t experiment_id, const std::string& worker,
+                       int64_t now_ms = 2000) {
+    absl::StatusOr<std::optional<v1::Trial>> t =
+        store_->LeaseNextTrial(experiment_id, worker, now_ms, now_ms + 30000);
+    EXPECT_TRUE(t.ok()) << t.status();
+    EXPECT_TRUE(t->has_value());
+    return **t;
+  }
+
+  absl::StatusOr<ReportOutcome> Report(const v1::Trial& t,
+                                       const std::string& worker,
+                                       std::vector<v1::LossPoint> points) {
+    ReportWrite w;
+    w.ref = AttemptRef{t.id(), t.attempt(), worker};
+    w.points = std::move(points);
+    w.now_ms = 3000;
+    w.lease_deadline_ms = 33000;
+    absl::StatusOr<std::vector<ReportOutcome>> out = store_->WriteReports({&w});
+    if (!out.ok()) return out.status();
+    return (*out)[0];
+  }
+
+  TempDir dir_;
+  std::string path_;
+  std::unique_ptr<SqliteStore> store_;
+};
+
+TEST_F(SqliteStoreTest, NewFileGetsSchemaV1InWalMode) {
+  EXPECT_EQ(*store_->SchemaVersion(), 1);
+  EXPECT_EQ(QueryText(path_, "PRAGMA journal_mode"), "wal");
+  EXPECT_EQ(QueryInt(path_, "SELECT COUNT(*) FROM schema_migrations"), 1);
+  const int64_t id = CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}));
+  EXPECT_GT(id, 0);
+  EXPECT_EQ(QueryInt(path_, "SELECT COUNT(*) FROM pragma_foreign_key_check"),
+            0);
+}
+
+TEST_F(SqliteStoreTest, ReopeningAppliesNoMigrationTwiceAndKeepsData) {
+  const int64_t id =
+      CreateOrDie(MakeExperiment("alice", {"4x4", "2x2,4x2"}, {1, 2}));
+  store_.reset();
+  store_ = OpenOrDie(path_);
+  store_.reset();
+  store_ = OpenOrDie(path_);
+  EXPECT_EQ(*store_->SchemaVersion(), 1);
+  EXPECT_EQ(QueryInt(path_, "SELECT COUNT(*) FROM schema_migrations"), 1);
+  absl::StatusOr<v1::Experiment> e = store_->GetExperiment(id);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->owner(), "alice");
+  EXPECT_EQ(e->counts().total(), 4);
+  EXPECT_EQ(e->counts().queued(), 4);
+  EXPECT_EQ(e->state(), v1::EXPERIMENT_ACTIVE);
+  EXPECT_EQ(e->spec().model().preset(), "tiny");
+}
+
+TEST_F(SqliteStoreTest, NewerSchemaVersionIsRefused) {
+  store_.reset();
+  sqlite3* db = nullptr;
+  ASSERT_EQ(sqlite3_open(path_.c_str(), &db), SQLITE_OK);
+  ASSERT_EQ(
+      sqlite3_exec(db, "INSERT INTO schema_migrations VALUES (99, 'future', 0)",
+                   nullptr, nullptr, nullptr),
+      SQLITE_OK);
+  sqlite3_close(db);
+  absl::StatusOr<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(path_);
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(store.status().message()), HasSubstr("99"));
+}
+
+TEST_F(SqliteStoreTest, UnwritablePathIsUnavailable) {
+  absl::StatusOr<std::unique_ptr<SqliteStore>> store =
+      SqliteStore::Open(dir_.File("no/such/dir/prism.db"));
+  ASSERT_FALSE(store.ok());
+  EXPECT_EQ(store.status().code(), absl::StatusCode::kUnavailable);
+}
+
+TEST_F(SqliteStoreTest, IdenticalTrialsAreCreatedOnce) {
+  NewExperiment e = MakeExperiment("alice", {"4x4", "2x2,4x2"}, {1});
+  e.trials.push_back(NewTrial{"4x4", 1, true});  // the same trial again
+  absl::StatusOr<CreatedExperiment> created = store_->CreateExperiment(e);
+  ASSERT_TRUE(created.ok());
+  EXPECT_EQ(created->trials_created, 2);
+  EXPECT_EQ(QueryInt(path_, "SELECT COUNT(*) FROM trials"), 2);
+}
+
+TEST_F(SqliteStoreTest, TokensAreLookedUpByHash) {
+  ASSERT_TRUE(store_->CreateToken("abc123", "bob", v1::ROLE_USER, 1).ok());
+  absl::StatusOr<TokenInfo> info = store_->LookupToken("abc123");
+  ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->user, "bob");
+  EXPECT_EQ(info->role, v1::ROLE_USER);
+  EXPECT_TRUE(absl::IsNotFound(store_->LookupToken("other").status()));
+  EXPECT_EQ(store_->CreateToken("abc123", "eve", v1::ROLE_ADMIN, 1).code(),
+            absl::StatusCode::kAlreadyExists);
+  EXPECT_EQ(*store_->CountTokens(), 1);
+}
+
+TEST_F(SqliteStoreTest, LeaseTakesLowestQueuedTrialAndCountsAttempts) {
+  const int64_t id =
+      CreateOrDie(MakeExperiment("alice", {"4x4", "2x2,4x2"}, {1}));
+  const v1::Trial first = LeaseOrDie(id, "w1");
+  EXPECT_EQ(first.state(), v1::TRIAL_LEASED);
+  EXPECT_EQ(first.attempt(), 1);
+  EXPECT_EQ(first.worker_id(), "w1");
+  EXPECT_EQ(first.lease_deadline_unix_ms(), 32000);
+  const v1::Trial second = LeaseOrDie(id, "w2");
+  EXPECT_GT(second.id(), first.id());
+  absl::StatusOr<std::optional<v1::Trial>> none =
+      store_->LeaseNextTrial(id, "w1", 2000, 32000);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE(none->has_value());
+  EXPECT_EQ(store_->GetWorker("w1")->current_trial_id(), first.id());
+  EXPECT_EQ((*store_->CountLiveTrialsByUser())["alice"], 2);
+}
+
+TEST_F(SqliteStoreTest, PausedExperimentIsNotLeased) {
+  const int64_t id = CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}));
+  ASSERT_TRUE(store_->SetExperimentState(id, v1::EXPERIMENT_PAUSED, 1500).ok());
+  EXPECT_TRUE(store_->ListLeaseCandidates()->empty());
+  EXPECT_FALSE(store_->LeaseNextTrial(id, "w1", 2000, 3000)->has_value());
+  ASSERT_TRUE(store_->SetExperimentState(id, v1::EXPERIMENT_ACTIVE, 1600).ok());
+  EXPECT_EQ(store_->ListLeaseCandidates()->size(), 1u);
+}
+
+TEST_F(SqliteStoreTest, ReportStoresEachPointOnceAndStartsTheTrial) {
+  const int64_t id = CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}));
+  const v1::Trial t = LeaseOrDie(id, "w1");
+  absl::StatusOr<ReportOutcome> first =
+      Report(t, "w1",
+             {Point(v1::SPLIT_TRAIN, 1, 3.0f), Point(v1::SPLIT_TRAIN, 2, 2.9f),
+              Point(v1::SPLIT_VAL, 2, 3.1f)});
+  ASSERT_TRUE(first.ok());
+  ASSERT_TRUE(first->status.ok()) << first->status;
+  EXPECT_EQ(first->stored, 3);
+  EXPECT_EQ(first->duplicates, 0);
+  EXPECT_TRUE(first->started);
+  absl::StatusOr<ReportOutcome> again = Report(
+      t, "w1",
+      {Point(v1::SPLIT_TRAIN, 2, 2.9f), Point(v1::SPLIT_TRAIN, 3, 2.8f)});
+  ASSERT_TRUE(again->status.ok());
+  EXPECT_EQ(again->stored, 1);
+  EXPECT_EQ(again->duplicates, 1);
+  EXPECT_FALSE(again->started);
+  absl::StatusOr<v1::Trial> stored = store_->GetTrial(t.id());
+  EXPECT_EQ(stored->state(), v1::TRIAL_RUNNING);
+  EXPECT_EQ(stored->last_step(), 3);
+  EXPECT_EQ(stored->lease_deadline_unix_ms(), 33000);
+  absl::StatusOr<std::vector<v1::LossPoint>> points = store_->GetPoints(t.id());
+  ASSERT_EQ(points->size(), 4u);
+  EXPECT_EQ((*points)[3].split(), v1::SPLIT_VAL);
+}
+
+TEST_F(SqliteStoreTest, ReportFromSupersededAttemptIsRefusedAndWritesNothing) {
+  const int64_t id = CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}, 3));
+  const v1::Trial stale = LeaseOrDie(id, "w1", 2000);
+  ASSERT_EQ(store_->ExpireLeases(40000)->size(), 1u);
+  const v1::Trial fresh = LeaseOrDie(id, "w2", 41000);
+  EXPECT_EQ(fresh.attempt(), 2);
+  absl::StatusOr<ReportOutcome> out =
+      Report(stale, "w1", {Point(v1::SPLIT_TRAIN, 5, 1.0f)});
+  ASSERT_TRUE(out.ok());
+  EXPECT_EQ(out->status.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(out->status.message()), HasSubstr("attempt 1"));
+  EXPECT_TRUE(store_->GetPoints(stale.id())->empty());
+  absl::StatusOr<HeartbeatResult> hb =
+      store_->Heartbeat(AttemptRef{stale.id(), 1, "w1"}, 5, 42000, 72000);
+  ASSERT_TRUE(hb.ok());
+  EXPECT_TRUE(hb->stop);
+  EXPECT_EQ(store_->CompleteTrial(AttemptRef{stale.id(), 1, "w1"}, {}, {}, 1)
+                .status()
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(store_->FailTrial(AttemptRef{stale.id(), 1, "w1"}, "x", true, 1)
+                .status()
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+}
+
+TEST_F(SqliteStoreTest, ReportForUnknownTrialIsNotFoundInItsOutcomeOnly) {
+  const int64_t id = CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}));
+  const v1::Trial t = LeaseOrDie(id, "w1");
+  ReportWrite good;
+  good.ref = AttemptRef{t.id(), 1, "w1"};
+  good.points = {Point(v1::SPLIT_TRAIN, 1, 1.0f)};
+  ReportWrite bad;
+  bad.ref = AttemptRef{999, 1, "w1"};
+  bad.points = {Point(v1::SPLIT_TRAIN, 1, 1.0f)};
+  absl::StatusOr<std::vector<ReportOutcome>> out =
+      store_->WriteReports({&good, &bad});
+  ASSERT_TRUE(out.ok());
+  EXPECT_TRUE((*out)[0].status.ok());
+  EXPECT_EQ((*out)[0].stored, 1);
+  EXPECT_TRUE(absl::IsNotFound((*out)[1].status));
+}
+
+TEST_F(SqliteStoreTest, CompleteStoresValCurveAndIsIdempotent) {
+  const int64_t id = CreateOrDie(MakeExperiment("alice", {"4x4"}, {7}));
+  const v1::Trial t = LeaseOrDie(id, "w1");
+  ASSERT_TRUE(Report(t, "w1", {Point(v1::SPLIT_VAL, 50, 3.5f)})->status.ok());
+  v1::TrialMetrics m;
+  m.set_final_val_loss(3.25);
+  m.set_min_val_loss(3.2);
+  m.set_tokens_per_second(1234.0);
+  m.set_steps(100);
+  m.add_attention_distance(1.5);
+  const AttemptRef ref{t.id(), 1, "w1"};
+  absl::StatusOr<v1::Trial> done = store_->CompleteTrial(
+      ref, m,
+      {Point(v1::SPLIT_VAL, 100, 3.25f), Point(v1::SPLIT_VAL, 50, 3.5f)}, 5000);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->state(), v1::TRIAL_COMPLETED);
+  EXPECT_EQ(done->last_step(), 100);
+  EXPECT_EQ(done->finished_unix_ms(), 5000);
+  ASSERT_EQ(done->attempts_size(), 1);
+  EXPECT_EQ(done->attempts(0).outcome(), v1::TRIAL_COMPLETED);
+  // The ack was lost; the worker sends Complete again.
+  absl::StatusOr<v1::Trial> again = store_->CompleteTrial(ref, m, {}, 6000);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->finished_unix_ms(), 5000);
+
+  absl::StatusOr<std::vector<TrialOutcome>> outcomes =
+      store_->ListCompletedOutcomes(id);
+  ASSERT_EQ(outcomes->size(), 1u);
+  const TrialOutcome& o = (*outcomes)[0];
+  EXPECT_EQ(o.seed, 7);
+  EXPECT_TRUE(o.is_baseline);
+  EXPECT_DOUBLE_EQ(o.final_val_loss, 3.25);
+  EXPECT_THAT(o.val_steps, ElementsAre(50, 100));
+  EXPECT_THAT(o.val_losses, ElementsAre(3.5, 3.25));
+  EXPECT_THAT(o.attention_distance, ElementsAre(1.5));
+  EXPECT_EQ(*store_->CountCompleted(id), 1);
+  // The only trial finished: the experiment is done and the worker idle.
+  EXPECT_EQ(store_->GetExperiment(id)->state(), v1::EXPERIMENT_DONE);
+  EXPECT_DOUBLE_EQ(store_->GetExperiment(id)->progress(), 1.0);
+  EXPECT_EQ(store_->GetWorker("w1")->current_trial_id(), 0);
+}
+
+TEST_F(SqliteStoreTest, DivergedMetricsMarkTheTrialDiverged) {
+  const int64_t id = CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}));
+  const v1::Trial t = LeaseOrDie(id, "w1");
+  v1::TrialMetrics m;
+  m.set_diverged(true);
+  absl::StatusOr<v1::Trial> done =
+      store_->CompleteTrial(AttemptRef{t.id(), 1, "w1"}, m, {}, 5000);
+  EXPECT_EQ(done->state(), v1::TRIAL_DIVERGED);
+  EXPECT_TRUE(store_->ListCompletedOutcomes(id)->empty());
+}
+
+TEST_F(SqliteStoreTest, ExpiryRequeuesWithNextAttemptThenFailsAtMaxAttempts) {
+  const int64_t id = CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}, 2));
+  const v1::Trial t = LeaseOrDie(id, "w1", 2000);  // deadline 32000
+  EXPECT_TRUE(store_->ExpireLeases(31999)->empty());
+  absl::StatusOr<std::vector<ExpiredLease>> first = store_->ExpireLeases(32001);
+  ASSERT_EQ(first->size(), 1u);
+  EXPECT_EQ((*first)[0].trial.state(), v1::TRIAL_QUEUED);
+  EXPECT_EQ((*first)[0].worker_id, "w1");
+  EXPECT_EQ(store_->GetWorker("w1")->current_trial_id(), 0);
+  const v1::Trial second = LeaseOrDie(id, "w2", 33000);
+  EXPECT_EQ(second.id(), t.id());
+  EXPECT_EQ(second.attempt(), 2);
+  absl::StatusOr<std::vector<ExpiredLease>> last = store_->ExpireLeases(70000);
+  ASSERT_EQ(last->size(), 1u);
+  EXPECT_EQ((*last)[0].trial.state(), v1::TRIAL_FAILED);
+  absl::StatusOr<v1::Trial> failed = store_->GetTrial(t.id());
+  EXPECT_THAT(failed->error(), HasSubstr("attempt 2 of 2"));
+  ASSERT_EQ(failed->attempts_size(), 2);
+  EXPECT_EQ(failed->attempts(0).worker_id(), "w1");
+  EXPECT_EQ(failed->attempts(1).worker_id(), "w2");
+  EXPECT_EQ(failed->attempts(1).outcome(), v1::TRIAL_FAILED);
+  EXPECT_EQ(store_->GetExperiment(id)->state(), v1::EXPERIMENT_DONE);
+}
+
+TEST_F(SqliteStoreTest, HeartbeatMovesToRunningAndRenewsTheDeadline) {
+  const int64_t id = CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}));
+  const v1::Trial t = LeaseOrDie(id, "w1", 2000);
+  absl::StatusOr<HeartbeatResult> hb =
+      store_->Heartbeat(AttemptRef{t.id(), 1, "w1"}, 10, 20000, 50000);
+  ASSERT_TRUE(hb.ok());
+  EXPECT_FALSE(hb->stop);
+  EXPECT_EQ(hb->lease_deadline_ms, 50000);
+  absl::StatusOr<v1::Trial> running = store_->GetTrial(t.id());
+  EXPECT_EQ(running->state(), v1::TRIAL_RUNNING);
+  EXPECT_EQ(running->last_step(), 10);
+  EXPECT_EQ(running->started_unix_ms(), 20000);
+  EXPECT_TRUE(store_->ExpireLeases(40000)->empty());
+  EXPECT_TRUE(absl::IsNotFound(
+      store_->Heartbeat(AttemptRef{999, 1, "w1"}, 1, 1, 1).status()));
+}
+
+TEST_F(SqliteStoreTest, RetryableFailureRequeuesUntilAttemptsRunOut) {
+  const int64_t id = CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}, 2));
+  const v1::Trial t = LeaseOrDie(id, "w1");
+  absl::StatusOr<v1::Trial> requeued =
+      store_->FailTrial(AttemptRef{t.id(), 1, "w1"}, "oom", true, 3000);
+  EXPECT_EQ(requeued->state(), v1::TRIAL_QUEUED);
+  const v1::Trial again = LeaseOrDie(id, "w1", 4000);
+  absl::StatusOr<v1::Trial> failed =
+      store_->FailTrial(AttemptRef{again.id(), 2, "w1"}, "oom", true, 5000);
+  EXPECT_EQ(failed->state(), v1::TRIAL_FAILED);
+  EXPECT_EQ(failed->error(), "oom");
+}
+
+TEST_F(SqliteStoreTest, CancelStopsLiveTrialsAndCancelsQueuedOnes) {
+  const int64_t id =
+      CreateOrDie(MakeExperiment("alice", {"4x4", "2x2,4x2"}, {1}));
+  const v1::Trial t = LeaseOrDie(id, "w1");
+  absl::StatusOr<v1::Experiment> e = store_->CancelExperiment(id, 3000);
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->state(), v1::EXPERIMENT_CANCELLED);
+  EXPECT_EQ(e->counts().cancelled(), 2);
+  absl::StatusOr<HeartbeatResult> hb =
+      store_->Heartbeat(AttemptRef{t.id(), 1, "w1"}, 5, 4000, 34000);
+  EXPECT_TRUE(hb->stop);
+  EXPECT_EQ(store_->SetExperimentState(id, v1::EXPERIMENT_ACTIVE, 5000)
+                .status()
+                .code(),
+            absl::StatusCode::kFailedPrecondition);
+  EXPECT_EQ(*store_->CountQueued(), 0);
+}
+
+TEST_F(SqliteStoreTest, ExtendLiveLeasesPushesDeadlinesForward) {
+  const int64_t id = CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}));
+  const v1::Trial t = LeaseOrDie(id, "w1", 2000);
+  EXPECT_EQ(*store_->ExtendLiveLeases(100000), 1);
+  EXPECT_EQ(store_->GetTrial(t.id())->lease_deadline_unix_ms(), 100000);
+  EXPECT_TRUE(store_->ExpireLeases(90000)->empty());
+}
+
+TEST_F(SqliteStoreTest, ListTrialsPagesAndFiltersByState) {
+  const int64_t id = CreateOrDie(
+      MakeExperiment("alice", {"4x4", "2x2,4x2", "1x2,4x2"}, {1, 2}));
+  LeaseOrDie(id, "w1");
+  absl::StatusOr<TrialPage> page =
+      store_->ListTrials(id, v1::TRIAL_STATE_UNSPECIFIED, 4, 0);
+  ASSERT_EQ(page->trials.size(), 4u);
+  EXPECT_EQ(page->total, 6);
+  ASSERT_NE(page->next_after_id, 0);
+  absl::StatusOr<TrialPage> rest = store_->ListTrials(
+      id, v1::TRIAL_STATE_UNSPECIFIED, 4, page->next_after_id);
+  EXPECT_EQ(rest->trials.size(), 2u);
+  EXPECT_EQ(rest->next_after_id, 0);
+  absl::StatusOr<TrialPage> queued =
+      store_->ListTrials(id, v1::TRIAL_QUEUED, 10, 0);
+  EXPECT_EQ(queued->total, 5);
+  absl::StatusOr<v1::Trial> baseline = store_->FindBaselineTrial(id, 2);
+  ASSERT_TRUE(baseline.ok());
+  EXPECT_EQ(baseline->schedule(), "4x4");
+  EXPECT_EQ(baseline->seed(), 2);
+}
+
+TEST_F(SqliteStoreTest, ListExperimentsFiltersByOwnerAndPages) {
+  CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}));
+  CreateOrDie(MakeExperiment("bob", {"4x4"}, {1}));
+  CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}));
+  absl::StatusOr<ExperimentPage> alice = store_->ListExperiments("alice", 1, 0);
+  ASSERT_EQ(alice->experiments.size(), 1u);
+  absl::StatusOr<ExperimentPage> alice2 =
+      store_->ListExperiments("alice", 1, alice->next_after_id);
+  ASSERT_EQ(alice2->experiments.size(), 1u);
+  EXPECT_EQ(alice2->experiments[0].owner(), "alice");
+  EXPECT_EQ(alice2->next_after_id, 0);
+  EXPECT_EQ(store_->ListExperiments("", 10, 0)->experiments.size(), 3u);
+}
+
+TEST_F(SqliteStoreTest, WorkersUpsertKeepRegistrationTimeAndTouchUpdates) {
+  v1::Worker w;
+  w.set_id("w1");
+  w.set_host("other-host");
+  w.set_device("cpu");
+  absl::StatusOr<v1::Worker> stored = store_->UpsertWorker(w, 9000);
+  EXPECT_EQ(stored->host(), "other-host");
+  EXPECT_EQ(stored->registered_unix_ms(), 1000);
+  ASSERT_TRUE(store_->TouchWorker(WorkerUpdate{"w1", 5, 9500, 42.0}).ok());
+  absl::StatusOr<v1::Worker> touched = store_->GetWorker("w1");
+  EXPECT_EQ(touched->last_heartbeat_unix_ms(), 9500);
+  EXPECT_EQ(touched->current_trial_id(), 5);
+  EXPECT_DOUBLE_EQ(touched->tokens_per_second(), 42.0);
+  EXPECT_TRUE(absl::IsNotFound(store_->TouchWorker(WorkerUpdate{"nope"})));
+  EXPECT_EQ(store_->ListWorkers()->size(), 2u);
+}
+
+}  // namespace
+}  // namespace prism::storage
