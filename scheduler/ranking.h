@@ -54,7 +54,7 @@ struct RankedRow {
   // reached it); 0 when none did.
   double convergence_speedup = 0.0;
   double tokens_per_second = 0.0;
-  double tokens_per_second_ratio = 0.0;  // 0 without a baseline
+  double tokens_per_second_ratio = 0.0;          // 0 without a baseline
   std::vector<double> attention_distance;        // mean over seeds
   std::vector<double> attention_distance_shift;  // minus the baseline's
   std::vector<int64_t> trial_ids;

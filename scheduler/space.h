@@ -81,8 +81,8 @@ SchedulePrinciples ReportPrinciples(const SpaceSpec& spec, const Schedule& s);
 // SpaceCount is an exact count, saturated at 2^64-1.
 struct SpaceCount {
   uint64_t value = 0;
-  bool exceeds_uint64 = false;  // true count > 2^64-1; value is then 2^64-1
-  std::string ToString() const; // "12376" or "more than 18446744073709551615"
+  bool exceeds_uint64 = false;   // true count > 2^64-1; value is then 2^64-1
+  std::string ToString() const;  // "12376" or "more than 18446744073709551615"
 };
 
 // CountSchedules returns the exact number of schedules in the space.
@@ -120,7 +120,8 @@ class ScheduleEnumerator {
 absl::StatusOr<Schedule> UnrankSchedule(const SpaceSpec& spec, uint64_t index);
 
 // RankSchedule returns the position of `s` in the canonical order; NotFound
-// when `s` is not in the space.
+// when `s` is not in the space; OutOfRange when its position is beyond
+// 2^64-1 (only in spaces larger than that).
 absl::StatusOr<uint64_t> RankSchedule(const SpaceSpec& spec, const Schedule& s);
 
 struct SchedulePage {
@@ -130,13 +131,18 @@ struct SchedulePage {
 
 // ListSchedules returns up to page_size schedules starting at page_token ("" =
 // the start). Tokens are opaque, bound to the space they came from: a token
-// from another space is InvalidArgument.
-absl::StatusOr<SchedulePage> ListSchedules(const SpaceSpec& spec,
-                                           int page_size,
+// from another space, a malformed token or page_size < 1 is InvalidArgument.
+absl::StatusOr<SchedulePage> ListSchedules(const SpaceSpec& spec, int page_size,
                                            absl::string_view page_token);
 
+inline constexpr int kMaxSampleSize = 10'000'000;
+
 // SampleSchedules draws min(n, count) distinct schedules uniformly at random
-// (deterministic for a seed), returned in canonical order.
+// (deterministic for a seed, on every platform), returned in canonical order.
+// It draws indices and unranks them, so the space may be far too large to
+// enumerate. InvalidArgument for an invalid spec, n outside
+// [0, kMaxSampleSize], or a space of more than 2^64-1 schedules (indices are
+// 64-bit).
 absl::StatusOr<std::vector<Schedule>> SampleSchedules(const SpaceSpec& spec,
                                                       int n, uint64_t seed);
 

@@ -1,0 +1,108 @@
+#include "scheduler/statistics.h"
+
+#include <cmath>
+#include <limits>
+
+namespace prism {
+namespace {
+
+// ContinuedFraction evaluates the continued fraction of the regularized
+// incomplete beta function (modified Lentz's method); it converges quickly
+// for x < (a + 1) / (a + b + 2).
+double ContinuedFraction(double a, double b, double x) {
+  constexpr double kTiny = 1e-300;
+  constexpr double kEpsilon = 1e-15;
+  double c = 1.0;
+  double d = 1.0 - (a + b) * x / (a + 1.0);
+  if (std::fabs(d) < kTiny) d = kTiny;
+  d = 1.0 / d;
+  double f = d;
+  for (int m = 1; m <= 1000; ++m) {
+    const double m2 = 2.0 * m;
+    // Even step.
+    double num = m * (b - m) * x / ((a + m2 - 1.0) * (a + m2));
+    d = 1.0 + num * d;
+    if (std::fabs(d) < kTiny) d = kTiny;
+    c = 1.0 + num / c;
+    if (std::fabs(c) < kTiny) c = kTiny;
+    d = 1.0 / d;
+    f *= d * c;
+    // Odd step.
+    num = -(a + m) * (a + b + m) * x / ((a + m2) * (a + m2 + 1.0));
+    d = 1.0 + num * d;
+    if (std::fabs(d) < kTiny) d = kTiny;
+    c = 1.0 + num / c;
+    if (std::fabs(c) < kTiny) c = kTiny;
+    d = 1.0 / d;
+    const double delta = d * c;
+    f *= delta;
+    if (std::fabs(delta - 1.0) < kEpsilon) break;
+  }
+  return f;
+}
+
+// RegularizedBeta returns I_x(a, b) for 0 <= x <= 1, a, b > 0.
+double RegularizedBeta(double a, double b, double x) {
+  if (x <= 0.0) return 0.0;
+  if (x >= 1.0) return 1.0;
+  const double log_front = std::lgamma(a + b) - std::lgamma(a) -
+                           std::lgamma(b) + a * std::log(x) +
+                           b * std::log1p(-x);
+  const double front = std::exp(log_front);
+  if (x < (a + 1.0) / (a + b + 2.0)) {
+    return front * ContinuedFraction(a, b, x) / a;
+  }
+  return 1.0 - front * ContinuedFraction(b, a, 1.0 - x) / b;
+}
+
+}  // namespace
+
+double StudentTQuantile(int dof, double confidence) {
+  if (dof < 1 || !(confidence > 0.0 && confidence < 1.0)) {
+    return std::numeric_limits<double>::quiet_NaN();
+  }
+  // P(|T| > t) = I_x(dof / 2, 1 / 2) with x = dof / (dof + t^2), which rises
+  // with x; bisect for the x whose tail is 1 - confidence.
+  const double nu = dof;
+  const double tail = 1.0 - confidence;
+  double lo = 0.0;
+  double hi = 1.0;
+  for (int i = 0; i < 200; ++i) {
+    const double mid = lo + (hi - lo) / 2.0;
+    if (mid <= lo || mid >= hi) break;
+    if (RegularizedBeta(nu / 2.0, 0.5, mid) < tail) {
+      lo = mid;
+    } else {
+      hi = mid;
+    }
+  }
+  const double x = lo + (hi - lo) / 2.0;
+  return std::sqrt(nu * (1.0 - x) / x);
+}
+
+Interval MeanIntervalWithCritical(const std::vector<double>& values,
+                                  double t_critical) {
+  Interval interval;
+  interval.n = static_cast<int>(values.size());
+  if (values.empty()) return interval;
+  double sum = 0.0;
+  for (double v : values) sum += v;
+  interval.mean = sum / interval.n;
+  interval.low = interval.high = interval.mean;
+  if (interval.n < 2) return interval;
+  double squares = 0.0;
+  for (double v : values) squares += (v - interval.mean) * (v - interval.mean);
+  const double half = t_critical * std::sqrt(squares / (interval.n - 1)) /
+                      std::sqrt(static_cast<double>(interval.n));
+  interval.low = interval.mean - half;
+  interval.high = interval.mean + half;
+  return interval;
+}
+
+Interval MeanInterval(const std::vector<double>& values, double confidence) {
+  const int dof = static_cast<int>(values.size()) - 1;
+  return MeanIntervalWithCritical(
+      values, dof >= 1 ? StudentTQuantile(dof, confidence) : 0.0);
+}
+
+}  // namespace prism
