@@ -138,7 +138,6 @@ export async function render(ctx) {
   const apply = (changes) => ctx.navigate(`/experiments/${id}`, { ...base, page: paging.token,
                                                                    trail: ctx.query.trail, ...changes });
   const load = async () => {
-    const started = performance.now();
     const rank = await api.rank(id, {
       require: state.require.join(','), sort: state.sort, descending: state.desc ? 1 : '',
       page_size: kPageSize, page_token: paging.token,
@@ -193,7 +192,6 @@ export async function render(ctx) {
                 onPrev: () => go('prev'), onNext: () => go('next'),
               }) : null));
     if (effects.drawChart) effects.drawChart();
-    ctx.view.dataset.loadMs = String(Math.round(performance.now() - started));
   };
   await load();
   ctx.live({ experimentId: id }, load);

@@ -1,0 +1,359 @@
+// Browser test of the dashboard against a real coordinator and real workers.
+//
+// It starts `prism coordinator` (temp dir, port 0, --ready-file, an admin
+// token file) and two `prism worker`s, submits a tiny experiment (3 trials of
+// 30 steps), waits until the experiment is done through the JSON API, then
+// drives Debian's Chromium through playwright-core:
+//   * a missing token and a bad token show the login prompt and no data;
+//   * the leaderboard's row count equals the rank total of `prism results`
+//     over RPC, and the principle-effects chart drew its bars (canvas pixels
+//     of the series colours, not just a canvas element);
+//   * a click on a schedule opens its trial: loss, learning-rate and
+//     attention-distance curves drawn against the baseline's, metrics shown.
+// Screenshots go to --artifacts (printed). Every process it started is
+// stopped on success and on failure.
+//
+// Exit: 0 pass, 1 fail, 77 skipped (no Chromium or no web/node_modules; the
+// README's setup installs both).
+//
+//   node dashboard_test.mjs --prism build/prism --source . --artifacts DIR
+
+import { spawn, execFile } from 'node:child_process';
+import fs from 'node:fs';
+import os from 'node:os';
+import path from 'node:path';
+import { promisify } from 'node:util';
+
+const kSkip = 77;
+const kOverallDeadlineMs = 540_000;  // below the ctest TIMEOUT, so cleanup runs
+const kChromiumArgs = [
+  '--headless', '--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run',
+  '--disable-background-networking', '--disable-component-update', '--disable-sync',
+];
+// The dashboard's series colours (web/static/js/charts.js kColors).
+const kPrism = [0x4f, 0x46, 0xe5];
+const kBaseline = [0x9a, 0x34, 0x12];
+const kSatisfied = [0x15, 0x80, 0x3d];
+const kViolated = [0xb9, 0x1c, 0x1c];
+
+const execFileAsync = promisify(execFile);
+
+function parseArgs(argv) {
+  const args = {};
+  for (let i = 0; i < argv.length; i += 1) {
+    const key = argv[i].replace(/^--/, '');
+    args[key] = argv[i + 1];
+    i += 1;
+  }
+  for (const required of ['prism', 'source', 'artifacts']) {
+    if (!args[required]) {
+      console.error(`usage: dashboard_test.mjs --prism BIN --source DIR --artifacts DIR (missing --${required})`);
+      process.exit(2);
+    }
+  }
+  return args;
+}
+
+const args = parseArgs(process.argv.slice(2));
+const chromiumPath = process.env.PRISM_CHROMIUM || '/usr/bin/chromium';
+const playwrightEntry = path.join(args.source, 'web/node_modules/playwright-core/index.mjs');
+
+if (!fs.existsSync(chromiumPath)) {
+  console.log(`SKIPPED: no Chromium at ${chromiumPath} (deploy/setup.sh installs Debian's chromium)`);
+  process.exit(kSkip);
+}
+if (!fs.existsSync(playwrightEntry)) {
+  console.log(`SKIPPED: ${playwrightEntry} is missing (deploy/setup.sh runs npm ci in web/)`);
+  process.exit(kSkip);
+}
+const { chromium } = await import(playwrightEntry);
+
+const children = [];
+const tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'prism-browser-'));
+const artifacts = path.resolve(args.artifacts);
+fs.mkdirSync(artifacts, { recursive: true });
+let browserContext = null;
+let passed = 0;
+
+function log(message) {
+  console.log(`[${new Date().toISOString().slice(11, 19)}] ${message}`);
+}
+
+function check(condition, message) {
+  if (!condition) throw new Error(`check failed: ${message}`);
+  passed += 1;
+  log(`ok - ${message}`);
+}
+
+// start runs a prism subcommand with its output in a log file. Under setpriv
+// the child gets SIGTERM if this script dies (e.g. killed by ctest), so no
+// coordinator or worker outlives the test.
+function start(name, argv) {
+  const logPath = path.join(tmp, `${name}.log`);
+  const out = fs.openSync(logPath, 'a');
+  const setpriv = '/usr/bin/setpriv';
+  const [command, commandArgs] = fs.existsSync(setpriv)
+    ? [setpriv, ['--pdeathsig', 'SIGTERM', '--', args.prism, ...argv]]
+    : [args.prism, argv];
+  const child = spawn(command, commandArgs, { stdio: ['ignore', out, out] });
+  fs.closeSync(out);
+  const entry = { name, child, logPath, exited: null };
+  child.on('exit', (code, signal) => { entry.exited = { code, signal }; });
+  children.push(entry);
+  log(`started ${name} (pid ${child.pid}): prism ${argv.join(' ')}`);
+  return entry;
+}
+
+async function stopAll() {
+  for (const entry of children.slice().reverse()) {
+    if (entry.exited) continue;
+    entry.child.kill('SIGTERM');
+    const stopped = await Promise.race([
+      new Promise((resolve) => entry.child.once('exit', () => resolve(true))),
+      new Promise((resolve) => setTimeout(() => resolve(false), 15_000)),
+    ]);
+    if (!stopped && !entry.exited) {
+      log(`${entry.name} ignored SIGTERM for 15 s: SIGKILL`);
+      entry.child.kill('SIGKILL');
+    }
+  }
+}
+
+function tail(file, lines = 40) {
+  try {
+    return fs.readFileSync(file, 'utf8').split('\n').slice(-lines).join('\n');
+  } catch {
+    return '(no log)';
+  }
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+async function waitFor(what, timeoutMs, probe) {
+  const deadline = Date.now() + timeoutMs;
+  for (;;) {
+    for (const entry of children) {
+      if (entry.exited) throw new Error(`${entry.name} exited (${JSON.stringify(entry.exited)}) while waiting for ${what}`);
+    }
+    const value = await probe();
+    if (value) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${timeoutMs / 1000} s waiting for ${what}`);
+    await sleep(500);
+  }
+}
+
+async function prism(argv) {
+  const { stdout } = await execFileAsync(args.prism, argv, { timeout: 60_000 });
+  return stdout;
+}
+
+async function api(httpAddress, token, route) {
+  const response = await fetch(`http://${httpAddress}${route}`, {
+    headers: token ? { Authorization: `Bearer ${token}` } : {},
+  });
+  const text = await response.text();
+  return { status: response.status, body: text ? JSON.parse(text) : null };
+}
+
+// canvasColourPixels counts the pixels of the canvases under `selector` within
+// a small distance of `rgb`: a chart whose series were drawn has many, axes
+// and grid alone have none.
+async function canvasColourPixels(page, selector, rgb) {
+  return page.evaluate(({ selector, rgb }) => {
+    let count = 0;
+    for (const canvas of document.querySelectorAll(`${selector} canvas`)) {
+      if (!canvas.width || !canvas.height) continue;
+      const data = canvas.getContext('2d').getImageData(0, 0, canvas.width, canvas.height).data;
+      for (let i = 0; i < data.length; i += 4) {
+        if (data[i + 3] > 200 && Math.abs(data[i] - rgb[0]) < 40 && Math.abs(data[i + 1] - rgb[1]) < 40 &&
+            Math.abs(data[i + 2] - rgb[2]) < 40) {
+          count += 1;
+        }
+      }
+    }
+    return count;
+  }, { selector, rgb });
+}
+
+async function waitForView(page, states = ['ready']) {
+  await page.waitForFunction((wanted) => wanted.includes(document.getElementById('view').dataset.state),
+                             states, { timeout: 30_000 });
+}
+
+async function screenshot(page, name) {
+  const file = path.join(artifacts, `${name}.png`);
+  await page.screenshot({ path: file, fullPage: true });
+  log(`screenshot: ${file}`);
+}
+
+const kSpec = `
+name: "browser-test"
+model { preset: "tiny" }
+budget { steps: 30 batch_size: 4 eval_every: 10 eval_batches: 2 log_every: 5 checkpoint_every: 0 }
+schedules: "1x2,2x2,4x2"
+schedules: "2x3,4x3"
+seeds: 1
+priority: 1
+`;
+
+async function run() {
+  const data = path.join(tmp, 'data');
+  const readyFile = path.join(tmp, 'ready.json');
+  const tokenFile = path.join(tmp, 'admin.token');
+  start('coordinator', ['coordinator', '--data-dir', data, '--grpc-port', '0', '--http-port', '0',
+                        '--ready-file', readyFile, '--admin-token-file', tokenFile,
+                        '--web-root', args['web-root'] || path.join(path.dirname(args.prism), 'web')]);
+  const ready = await waitFor('the coordinator ready file', 60_000, async () => {
+    try {
+      return JSON.parse(fs.readFileSync(readyFile, 'utf8'));
+    } catch {
+      return null;
+    }
+  });
+  const token = fs.readFileSync(tokenFile, 'utf8').trim();
+  check(ready.grpc && ready.http, `coordinator ready: grpc ${ready.grpc}, http ${ready.http}`);
+  const client = ['--coordinator', ready.grpc, '--token-file', tokenFile];
+
+  for (const i of [1, 2]) {
+    start(`worker-${i}`, ['worker', ...client, '--threads', '1', '--work-dir', path.join(tmp, `worker-${i}`)]);
+  }
+  const specFile = path.join(tmp, 'spec.textproto');
+  fs.writeFileSync(specFile, kSpec);
+  const submitted = JSON.parse(await prism(['submit', specFile, ...client, '--format', 'json']));
+  const experimentId = String(submitted.experiment?.id);
+  check(/^\d+$/.test(experimentId), `submitted experiment #${experimentId}`);
+
+  const experiment = await waitFor('the experiment to finish', 420_000, async () => {
+    const { status, body } = await api(ready.http, token, `/api/v1/experiments/${experimentId}`);
+    if (status !== 200) throw new Error(`GET experiment: HTTP ${status} ${JSON.stringify(body)}`);
+    return body.state === 'EXPERIMENT_DONE' ? body : null;
+  });
+  check(experiment.counts.completed === experiment.counts.total,
+        `experiment done: ${experiment.counts.completed}/${experiment.counts.total} trials completed`);
+
+  // The RPC's view of the ranking, through the CLI.
+  const rankRpc = JSON.parse(await prism(['results', '--experiment', experimentId, ...client, '--format', 'json']));
+  const rpcRows = (rankRpc.schedules || []).length;
+  const rankJson = (await api(ready.http, token, `/api/v1/experiments/${experimentId}/rank?page_size=50`)).body;
+  check(rpcRows === rankJson.total && rpcRows >= 3,
+        `rank total: RPC ${rpcRows} rows, JSON API total ${rankJson.total}`);
+
+  const profile = path.join(tmp, 'chromium-profile');
+  browserContext = await chromium.launchPersistentContext(profile, {
+    executablePath: chromiumPath, headless: true, args: kChromiumArgs, viewport: { width: 1400, height: 1000 },
+  });
+  const page = await browserContext.newPage();
+  const pageErrors = [];
+  page.on('pageerror', (err) => pageErrors.push(err.message));
+  const base = `http://${ready.http}`;
+
+  // Missing token: the login prompt, no data.
+  await page.goto(`${base}/#/experiments/${experimentId}`);
+  await waitForView(page, ['login']);
+  check(await page.isVisible('#login-form'), 'missing token: login prompt shown');
+  check(await page.locator('#leaderboard-table, #experiments-table, #principle-chart').count() === 0,
+        'missing token: no data shown');
+  check(!(await page.content()).includes('browser-test'), 'missing token: the experiment name is not in the page');
+  await screenshot(page, 'login-missing-token');
+
+  // Bad token through the form: rejected, still the prompt, no data.
+  await page.fill('#token-input', 'not-a-real-token');
+  await page.click('#login-form button[type=submit]');
+  await page.waitForFunction(() => /rejected/.test(document.getElementById('login-message')?.textContent || ''),
+                             null, { timeout: 15_000 });
+  check(await page.isVisible('#login-form'), 'bad token: login prompt still shown with a message');
+  check(await page.locator('#leaderboard-table, #experiments-table').count() === 0, 'bad token: no data shown');
+  await screenshot(page, 'login-bad-token');
+
+  // A bad token already stored (e.g. revoked) also lands on the prompt.
+  await page.evaluate(() => localStorage.setItem('prism_token', 'revoked-token'));
+  await page.goto(`${base}/#/`);
+  await page.reload();
+  await waitForView(page, ['login']);
+  check(await page.isVisible('#login-form'), 'stored bad token: login prompt shown');
+  check(await page.locator('#experiments-table').count() === 0, 'stored bad token: no data shown');
+
+  // The real token: the queue, then the leaderboard.
+  await page.fill('#token-input', token);
+  await page.click('#login-form button[type=submit]');
+  await waitForView(page);
+  check(await page.locator('#experiments-table tbody tr').count() >= 1, 'queue lists the experiment');
+  check(await page.locator('#workers-table tbody tr').count() === 2, 'queue lists both workers');
+  await screenshot(page, 'queue');
+
+  await page.click(`#experiments-table a[href="#/experiments/${experimentId}"] >> nth=0`);
+  await waitForView(page);
+  await page.waitForSelector('#leaderboard-table');
+  const rows = await page.locator('#leaderboard-table tbody tr').count();
+  check(rows === rpcRows, `leaderboard shows ${rows} rows, the RPC ranks ${rpcRows}`);
+  const totalText = await page.locator('#rank-total').getAttribute('data-total');
+  check(Number(totalText) === rpcRows, `leaderboard total ${totalText} matches the RPC`);
+  const effectPixels = (await canvasColourPixels(page, '#principle-chart', kSatisfied)) +
+                       (await canvasColourPixels(page, '#principle-chart', kViolated));
+  check(effectPixels > 200, `principle-effects chart drew its bars (${effectPixels} bar pixels)`);
+  const glyphs = await page.locator('#leaderboard-table canvas.staircase').count();
+  check(glyphs === rows, `every row draws its staircase (${glyphs})`);
+  await screenshot(page, 'leaderboard');
+
+  // Into a non-baseline trial.
+  const link = page.locator('#leaderboard-table tr:not(.is-baseline) a.schedule-link').first();
+  const schedule = await link.textContent();
+  await link.click();
+  await waitForView(page);
+  await page.waitForSelector('#loss-chart canvas');
+  const trialId = page.url().split('#/trials/')[1];
+  const trial = (await api(ready.http, token, `/api/v1/trials/${trialId}?with_baseline=1`)).body;
+  check(trial.trial.schedule === schedule, `trial page opened for ${schedule} (trial #${trialId})`);
+  const lossPrism = await canvasColourPixels(page, '#loss-chart', kPrism);
+  const lossBaseline = await canvasColourPixels(page, '#loss-chart', kBaseline);
+  check(lossPrism > 100, `loss chart drew the trial's val curve (${lossPrism} pixels)`);
+  check(lossBaseline > 100, `loss chart drew the baseline's val curve (${lossBaseline} pixels)`);
+  const lrPixels = await canvasColourPixels(page, '#lr-chart', [0x0e, 0x74, 0x90]);
+  check(lrPixels > 50, `learning-rate chart drew its curve (${lrPixels} pixels)`);
+  const distancePixels = await canvasColourPixels(page, '#distance-chart', kPrism);
+  check(distancePixels > 50, `attention-distance chart drew its curve (${distancePixels} pixels)`);
+  const metricsText = await page.locator('#metrics-table').textContent();
+  const finalVal = Number(trial.trial.metrics.finalValLoss).toFixed(4);
+  check(metricsText.includes(finalVal), `metrics table shows the final val loss ${finalVal}`);
+  check(await page.locator('#attempts-table tbody tr').count() >= 1, 'attempt history shown');
+  await screenshot(page, 'trial');
+
+  check(pageErrors.length === 0, `no JavaScript errors (${pageErrors.join('; ') || 'none'})`);
+}
+
+let failed = false;
+const deadline = setTimeout(() => {
+  console.error(`FAIL: the test ran past ${kOverallDeadlineMs / 1000} s`);
+  failed = true;
+  cleanup().then(() => process.exit(1));
+}, kOverallDeadlineMs);
+
+async function cleanup() {
+  if (browserContext) await browserContext.close().catch(() => {});
+  browserContext = null;
+  await stopAll();
+}
+
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.on(signal, () => {
+    cleanup().then(() => process.exit(1));
+  });
+}
+
+try {
+  await run();
+} catch (err) {
+  failed = true;
+  console.error(`FAIL: ${err.stack || err.message}`);
+  for (const entry of children) {
+    console.error(`--- ${entry.name} log (last lines) ---\n${tail(entry.logPath)}`);
+  }
+}
+clearTimeout(deadline);
+await cleanup();
+for (const entry of children) {
+  fs.copyFileSync(entry.logPath, path.join(artifacts, `${entry.name}.log`));
+}
+fs.rmSync(tmp, { recursive: true, force: true });
+console.log(`${passed} passed, ${failed ? 1 : 0} failed`);
+process.exit(failed ? 1 : 0);
