@@ -1,0 +1,297 @@
+// `prism schedules count|list|check`: the schedule space of one model shape,
+// computed locally by scheduler/ (no coordinator needed).
+//
+//   prism schedules count --d-model 768 --layers 12 --base-heads 12
+//   prism schedules list --d-model 768 --layers 12 --base-heads 12 --limit 5
+//   prism schedules check --d-model 768 --base-heads 12 --schedule 3x3,6x3,12x6
+#include <iostream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "cli/command.h"
+#include "cli/output.h"
+#include "scheduler/principles.h"
+#include "scheduler/schedule.h"
+#include "scheduler/space.h"
+
+namespace prism::cli {
+namespace {
+
+constexpr int kDefaultListLimit = 20;
+constexpr int kMaxListLimit = 1'000'000;
+
+struct SpaceFlags {
+  int d_model = 0;
+  int layers = 0;
+  int base_heads = 0;
+  std::string principles = "none";
+  int min_run = kDefaultMinRun;
+  int max_run = kDefaultMaxRun;
+};
+
+struct CountOptions {
+  SpaceFlags space;
+  std::string format = "text";
+};
+
+struct ListOptions {
+  SpaceFlags space;
+  int limit = kDefaultListLimit;
+  std::string page_token;
+  std::string format = "text";
+};
+
+struct CheckOptions {
+  SpaceFlags space;
+  bool layers_given = false;
+  std::string schedule;
+  std::string format = "text";
+};
+
+void AddShapeFlags(CLI::App* command, SpaceFlags* flags, bool with_layers) {
+  command->add_option("--d-model", flags->d_model, "Model width d_model")
+      ->required();
+  if (with_layers) {
+    command->add_option("--layers", flags->layers, "Number of layers L")
+        ->required();
+  }
+  command
+      ->add_option("--base-heads", flags->base_heads,
+                   "Baseline head count; the last layer must have it")
+      ->required();
+  command
+      ->add_option("--min-run", flags->min_run,
+                   "Shortest run of a non-baseline head count (smooth)")
+      ->capture_default_str();
+  command
+      ->add_option("--max-run", flags->max_run,
+                   "Longest run of a non-baseline head count (smooth)")
+      ->capture_default_str();
+}
+
+void AddSpaceFlags(CLI::App* command, SpaceFlags* flags) {
+  AddShapeFlags(command, flags, /*with_layers=*/true);
+  command
+      ->add_option("--principles", flags->principles,
+                   "Principle filters: none, all, or a comma-separated list "
+                   "of smooth, baseline, pow2")
+      ->capture_default_str();
+}
+
+absl::StatusOr<SpaceSpec> ToSpec(const SpaceFlags& flags) {
+  absl::StatusOr<PrincipleSet> principles = ParsePrinciples(flags.principles);
+  if (!principles.ok()) return principles.status();
+  SpaceSpec spec;
+  spec.d_model = flags.d_model;
+  spec.layers = flags.layers;
+  spec.base_heads = flags.base_heads;
+  spec.principles = *principles;
+  spec.min_run = flags.min_run;
+  spec.max_run = flags.max_run;
+  if (absl::Status valid = ValidateSpace(spec); !valid.ok()) return valid;
+  return spec;
+}
+
+std::string FormatDouble(double value) {
+  return absl::StrFormat("%.4g", value);
+}
+
+std::string Bool(bool value) { return value ? "true" : "false"; }
+
+// HeadDims writes per-layer head dims in the schedule's block form
+// ("256x3,128x3,64x6"), which stays short for deep models.
+std::string HeadDims(const std::vector<int>& dims) {
+  return Schedule(dims).ToString();
+}
+
+std::string JsonInts(const std::vector<int>& values) {
+  return absl::StrCat("[", absl::StrJoin(values, ","), "]");
+}
+
+// ReportFields is one schedule's report as JSON object members (no braces,
+// so callers can add their own); the names follow prism.v1.PrincipleReport.
+std::string ReportFields(const Schedule& s, const SchedulePrinciples& p) {
+  return absl::StrCat(
+      "\"schedule\": \"", s.ToString(), "\", \"heads\": ", JsonInts(s.heads()),
+      ", \"head_dims\": ", JsonInts(p.head_dims),
+      ", \"smooth\": ", Bool(p.smooth), ", \"baseline\": ", Bool(p.baseline),
+      ", \"pow2\": ", Bool(p.pow2), ", \"transitions\": ", p.transitions,
+      ", \"max_adjacent_ratio\": ", FormatDouble(p.max_adjacent_ratio),
+      ", \"baseline_fraction\": ", FormatDouble(p.baseline_fraction),
+      ", \"is_uniform\": ", Bool(s.IsUniform()));
+}
+
+int Count(const CountOptions& options) {
+  constexpr char kCommand[] = "schedules count";
+  absl::StatusOr<Format> format = ParseFormat(options.format, false);
+  if (!format.ok()) return ReportError(kCommand, format.status());
+  absl::StatusOr<SpaceSpec> spec = ToSpec(options.space);
+  if (!spec.ok()) return ReportError(kCommand, spec.status());
+  absl::StatusOr<SpaceCount> count = CountSchedules(*spec);
+  if (!count.ok()) return ReportError(kCommand, count.status());
+  if (*format == Format::kJson) {
+    std::cout << "{\"count\": " << count->value
+              << ", \"exceeds_uint64\": " << Bool(count->exceeds_uint64)
+              << "}\n";
+  } else {
+    std::cout << count->ToString() << "\n";
+  }
+  return kExitOk;
+}
+
+int List(const ListOptions& options) {
+  constexpr char kCommand[] = "schedules list";
+  absl::StatusOr<Format> format = ParseFormat(options.format);
+  if (!format.ok()) return ReportError(kCommand, format.status());
+  if (options.limit < 1 || options.limit > kMaxListLimit) {
+    return ReportError(kCommand, absl::InvalidArgumentError(absl::StrCat(
+                                     "--limit must be between 1 and ",
+                                     kMaxListLimit, ", got ", options.limit)));
+  }
+  absl::StatusOr<SpaceSpec> spec = ToSpec(options.space);
+  if (!spec.ok()) return ReportError(kCommand, spec.status());
+  absl::StatusOr<SchedulePage> page =
+      ListSchedules(*spec, options.limit, options.page_token);
+  if (!page.ok()) return ReportError(kCommand, page.status());
+  // The first row's index comes from the token; ranks follow consecutively.
+  uint64_t first = 0;
+  if (!page->schedules.empty()) {
+    absl::StatusOr<uint64_t> rank = RankSchedule(*spec, page->schedules[0]);
+    if (!rank.ok()) return ReportError(kCommand, rank.status());
+    first = *rank;
+  }
+
+  if (*format == Format::kJson) {
+    std::ostringstream out;
+    out << "{\"schedules\": [";
+    for (size_t i = 0; i < page->schedules.size(); ++i) {
+      const Schedule& s = page->schedules[i];
+      out << (i ? ",\n  " : "\n  ") << "{\"index\": " << first + i << ", "
+          << ReportFields(s, ReportPrinciples(*spec, s)) << "}";
+    }
+    out << (page->schedules.empty() ? "" : "\n") << "], \"next_page_token\": \""
+        << page->next_page_token << "\"}\n";
+    std::cout << out.str();
+    return kExitOk;
+  }
+  Table table({"index", "schedule", "smooth", "baseline", "pow2", "transitions",
+               "max ratio", "baseline fraction", "head dims"});
+  for (size_t i = 0; i < page->schedules.size(); ++i) {
+    const Schedule& s = page->schedules[i];
+    const SchedulePrinciples p = ReportPrinciples(*spec, s);
+    table.AddRow({absl::StrCat(first + i), s.ToString(), Bool(p.smooth),
+                  Bool(p.baseline), Bool(p.pow2), absl::StrCat(p.transitions),
+                  FormatDouble(p.max_adjacent_ratio),
+                  FormatDouble(p.baseline_fraction), HeadDims(p.head_dims)});
+  }
+  table.Print(std::cout, *format);
+  if (!page->next_page_token.empty()) {
+    std::cerr << "next page: --page-token " << page->next_page_token << "\n";
+  }
+  return kExitOk;
+}
+
+int Check(const CheckOptions& options) {
+  constexpr char kCommand[] = "schedules check";
+  absl::StatusOr<Format> format = ParseFormat(options.format, false);
+  if (!format.ok()) return ReportError(kCommand, format.status());
+  absl::StatusOr<Schedule> schedule = ParseSchedule(options.schedule);
+  if (!schedule.ok()) return ReportError(kCommand, schedule.status());
+  // Without --layers the schedule sets the depth; with it, a different
+  // depth is an error CheckHardConstraints names.
+  SpaceFlags flags = options.space;
+  if (!options.layers_given) flags.layers = schedule->layers();
+  absl::StatusOr<SpaceSpec> spec = ToSpec(flags);
+  if (!spec.ok()) return ReportError(kCommand, spec.status());
+  if (absl::Status ok = CheckHardConstraints(*spec, *schedule); !ok.ok()) {
+    return ReportError(kCommand, ok);
+  }
+  const SchedulePrinciples p = ReportPrinciples(*spec, *schedule);
+  absl::StatusOr<uint64_t> index = RankSchedule(*spec, *schedule);
+  if (!index.ok()) return ReportError(kCommand, index.status());
+  if (*format == Format::kJson) {
+    std::cout << "{" << ReportFields(*schedule, p) << ", \"index\": " << *index
+              << "}\n";
+    return kExitOk;
+  }
+  Table table({"property", "value"});
+  table.AddRow({"schedule", schedule->ToString()});
+  table.AddRow({"layers", absl::StrCat(schedule->layers())});
+  table.AddRow({"index", absl::StrCat(*index)});
+  table.AddRow({"smooth", Bool(p.smooth)});
+  table.AddRow({"baseline", Bool(p.baseline)});
+  table.AddRow({"pow2", Bool(p.pow2)});
+  table.AddRow({"transitions", absl::StrCat(p.transitions)});
+  table.AddRow({"max ratio", FormatDouble(p.max_adjacent_ratio)});
+  table.AddRow({"baseline fraction", FormatDouble(p.baseline_fraction)});
+  table.AddRow({"head dims", HeadDims(p.head_dims)});
+  table.AddRow({"uniform", Bool(schedule->IsUniform())});
+  table.Print(std::cout, Format::kText);
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterSchedulesCommands(CLI::App& app, Action* action) {
+  CLI::App* schedules = app.add_subcommand(
+      "schedules", "Count, list and check the head schedules of a model shape");
+  schedules->require_subcommand(1);
+
+  CLI::App* count = schedules->add_subcommand(
+      "count",
+      "Print the number of valid schedules (digits, or \"more than "
+      "18446744073709551615\")");
+  auto count_options = std::make_shared<CountOptions>();
+  AddSpaceFlags(count, &count_options->space);
+  count->add_option("--format", count_options->format, "text or json")
+      ->capture_default_str();
+  count->callback([count_options, action] {
+    *action = [count_options] { return Count(*count_options); };
+  });
+
+  CLI::App* list = schedules->add_subcommand(
+      "list",
+      "List schedules in canonical order, one page at a time (the next "
+      "page's token goes to stderr, or into the JSON object)");
+  auto list_options = std::make_shared<ListOptions>();
+  AddSpaceFlags(list, &list_options->space);
+  list->add_option("--limit", list_options->limit, "Schedules per page")
+      ->capture_default_str();
+  list->add_option("--page-token", list_options->page_token,
+                   "Token printed by the previous page");
+  list->add_option("--format", list_options->format, "text, json or csv")
+      ->capture_default_str();
+  list->callback([list_options, action] {
+    *action = [list_options] { return List(*list_options); };
+  });
+
+  CLI::App* check = schedules->add_subcommand(
+      "check",
+      "Check one schedule against the hard constraints and report its "
+      "principles; exit 2 naming the violated constraint and layer");
+  auto check_options = std::make_shared<CheckOptions>();
+  AddShapeFlags(check, &check_options->space, /*with_layers=*/false);
+  CLI::Option* layers =
+      check->add_option("--layers", check_options->space.layers,
+                        "Expected number of layers (default: the schedule's)");
+  check
+      ->add_option("--schedule", check_options->schedule,
+                   "Schedule as HEADSxLAYERS blocks, e.g. 3x3,6x3,12x6")
+      ->required();
+  check->add_option("--format", check_options->format, "text or json")
+      ->capture_default_str();
+  check->callback([check_options, layers, action] {
+    check_options->layers_given = layers->count() > 0;
+    *action = [check_options] { return Check(*check_options); };
+  });
+}
+
+}  // namespace prism::cli

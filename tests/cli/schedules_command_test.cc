@@ -1,0 +1,303 @@
+// Runs the built `prism` binary and checks stdout, stderr and the exit status
+// of `prism schedules count|list|check`.
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::StartsWith;
+
+struct Result {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+std::string ReadFile(const std::string& path) {
+  std::ifstream in(path);
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+
+// RunPrism executes prism with `args` (no shell), capturing both streams in
+// files.
+Result RunPrism(const std::vector<std::string>& args) {
+  const std::string binary = std::string(PRISM_BINARY_DIR) + "/cli/prism";
+  char dir_template[] = "/tmp/prism_cli_test_XXXXXX";
+  const std::string dir = mkdtemp(dir_template);
+  const std::string out_path = dir + "/out";
+  const std::string err_path = dir + "/err";
+  std::vector<char*> argv;
+  argv.push_back(const_cast<char*>(binary.c_str()));
+  for (const std::string& a : args)
+    argv.push_back(const_cast<char*>(a.c_str()));
+  argv.push_back(nullptr);
+  const pid_t pid = fork();
+  if (pid == 0) {
+    const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
+    dup2(out, STDOUT_FILENO);
+    dup2(err, STDERR_FILENO);
+    execv(binary.c_str(), argv.data());
+    _exit(127);
+  }
+  Result result;
+  int wait_status = 0;
+  waitpid(pid, &wait_status, 0);
+  result.status = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
+  result.out = ReadFile(out_path);
+  result.err = ReadFile(err_path);
+  unlink(out_path.c_str());
+  unlink(err_path.c_str());
+  rmdir(dir.c_str());
+  return result;
+}
+
+int Lines(const std::string& text) {
+  int n = 0;
+  for (char c : text) n += c == '\n';
+  return n;
+}
+
+// ExpectUsageError checks the bad-input contract: exit 2, one line on
+// stderr mentioning `message`, nothing on stdout.
+void ExpectUsageError(const std::vector<std::string>& args,
+                      const std::string& message) {
+  const Result r = RunPrism(args);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(r.out, "");
+  EXPECT_EQ(Lines(r.err), 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr(message));
+}
+
+const std::vector<std::string> kSpace = {
+    "--d-model", "768", "--layers", "12", "--base-heads", "12"};
+
+std::vector<std::string> With(std::vector<std::string> head,
+                              const std::vector<std::string>& tail) {
+  head.insert(head.end(), tail.begin(), tail.end());
+  return head;
+}
+
+TEST(SchedulesCountTest, PrintsThePaperSpaceSizeAlone) {
+  const Result r = RunPrism(With({"schedules", "count"}, kSpace));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.out, "12376\n");
+  EXPECT_EQ(r.err, "");
+}
+
+TEST(SchedulesCountTest, AppliesPrinciplesAndRunBounds) {
+  const Result all = RunPrism(
+      With({"schedules", "count"}, With(kSpace, {"--principles", "all"})));
+  EXPECT_EQ(all.status, 0) << all.err;
+  EXPECT_EQ(all.out, "13\n");
+  const Result smooth =
+      RunPrism(With({"schedules", "count"},
+                    With(kSpace, {"--principles", "smooth", "--min-run", "1",
+                                  "--max-run", "12"})));
+  EXPECT_EQ(smooth.out, "12376\n");  // bounds 1..12 exclude nothing
+}
+
+TEST(SchedulesCountTest, HugeSpacesAreExactOrSayMoreThan) {
+  const Result huge = RunPrism({"schedules", "count", "--d-model", "12288",
+                                "--layers", "96", "--base-heads", "96"});
+  EXPECT_EQ(huge.out, "2478781950222760\n");
+  const Result beyond = RunPrism({"schedules", "count", "--d-model", "128",
+                                  "--layers", "4096", "--base-heads", "128"});
+  EXPECT_EQ(beyond.status, 0);
+  EXPECT_EQ(beyond.out, "more than 18446744073709551615\n");
+  const Result json =
+      RunPrism({"schedules", "count", "--d-model", "128", "--layers", "4096",
+                "--base-heads", "128", "--format", "json"});
+  EXPECT_EQ(json.out,
+            "{\"count\": 18446744073709551615, \"exceeds_uint64\": true}\n");
+}
+
+TEST(SchedulesListTest, PrintsATableAndTheNextPageTokenOnStderr) {
+  const Result r =
+      RunPrism(With({"schedules", "list"}, With(kSpace, {"--limit", "3"})));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(Lines(r.out), 4);  // header + 3 rows
+  EXPECT_THAT(r.out, StartsWith("index  schedule"));
+  EXPECT_THAT(r.out, HasSubstr("1x11,12x1"));
+  EXPECT_THAT(r.err, StartsWith("next page: --page-token "));
+  EXPECT_EQ(Lines(r.err), 1);
+}
+
+TEST(SchedulesListTest, PagesThroughTheWholeFilteredSpace) {
+  // 13 schedules with every principle: pages of 5, 5 and 3.
+  std::string token;
+  std::vector<std::string> seen;
+  for (int page = 0; page < 3; ++page) {
+    std::vector<std::string> args = With(
+        {"schedules", "list"}, With(kSpace, {"--principles", "all", "--limit",
+                                             "5", "--format", "csv"}));
+    if (!token.empty()) args = With(args, {"--page-token", token});
+    const Result r = RunPrism(args);
+    ASSERT_EQ(r.status, 0) << r.err;
+    std::istringstream lines(r.out);
+    std::string line;
+    std::getline(lines, line);
+    EXPECT_EQ(line,
+              "index,schedule,smooth,baseline,pow2,transitions,max ratio,"
+              "baseline fraction,head dims");
+    while (std::getline(lines, line)) seen.push_back(line);
+    const std::string prefix = "next page: --page-token ";
+    if (page < 2) {
+      ASSERT_THAT(r.err, StartsWith(prefix));
+      token = r.err.substr(prefix.size());
+      token.pop_back();  // newline
+    } else {
+      EXPECT_EQ(r.err, "");
+    }
+  }
+  ASSERT_EQ(seen.size(), 13u);
+  for (size_t i = 0; i < seen.size(); ++i) {
+    EXPECT_THAT(seen[i], StartsWith(std::to_string(i) + ",")) << seen[i];
+    EXPECT_THAT(seen[i], HasSubstr(",true,true,true,"));
+  }
+}
+
+TEST(SchedulesListTest, JsonIsOneObjectWithSchedulesAndToken) {
+  const Result r = RunPrism(With({"schedules", "list"},
+                                 With(kSpace, {"--principles", "all", "--limit",
+                                               "2", "--format", "json"})));
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, StartsWith("{\"schedules\": ["));
+  EXPECT_THAT(r.out,
+              HasSubstr("{\"index\": 0, \"schedule\": \"3x4,6x2,12x6\""));
+  EXPECT_THAT(r.out, HasSubstr("\"head_dims\": [256,256,256,256,128,128,64"));
+  EXPECT_THAT(r.out, HasSubstr("\"next_page_token\": \"A"));
+  EXPECT_EQ(r.err, "");
+}
+
+TEST(SchedulesCheckTest, ReportsThePrinciplesOfAValidSchedule) {
+  const Result r =
+      RunPrism({"schedules", "check", "--d-model", "768", "--base-heads", "12",
+                "--schedule", "3x3,6x3,12x6"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("smooth             true"));
+  EXPECT_THAT(r.out, HasSubstr("transitions        2"));
+  EXPECT_THAT(r.out, HasSubstr("head dims          256x3,128x3,64x6"));
+  EXPECT_EQ(r.err, "");
+
+  const Result json = RunPrism(
+      {"schedules", "check", "--d-model", "768", "--base-heads", "12",
+       "--schedule", "1x1,4x1,12x10", "--layers", "12", "--format", "json"});
+  EXPECT_EQ(json.status, 0) << json.err;
+  EXPECT_THAT(json.out, HasSubstr("\"smooth\": false"));
+  EXPECT_THAT(json.out, HasSubstr("\"baseline\": true"));
+  EXPECT_THAT(json.out, HasSubstr("\"pow2\": false"));
+  EXPECT_THAT(json.out, HasSubstr("\"max_adjacent_ratio\": 4"));
+}
+
+TEST(SchedulesCheckTest, InvalidSchedulesNameTheConstraintAndLayer) {
+  const std::vector<std::string> check = {
+      "schedules",    "check", "--d-model", "768",
+      "--base-heads", "12",    "--schedule"};
+  ExpectUsageError(With(check, {"3x3,5x3,12x6"}),
+                   "layer 4: 5 heads do not divide d_model 768 (divisibility)");
+  ExpectUsageError(With(check, {"6x3,3x3,12x6"}),
+                   "layer 4: 3 heads after 6 in layer 3 (monotonicity");
+  ExpectUsageError(With(check, {"3x3,6x9"}),
+                   "layer 12: 6 heads, but the last layer must have the base "
+                   "12 heads (boundary convergence)");
+}
+
+TEST(SchedulesBadInputTest, EveryBadInputExitsTwoWithOneLine) {
+  ExpectUsageError({"schedules", "count", "--d-model", "0", "--layers", "12",
+                    "--base-heads", "12"},
+                   "d_model must be positive");
+  ExpectUsageError({"schedules", "count", "--d-model=-768", "--layers", "12",
+                    "--base-heads", "12"},
+                   "d_model must be positive");
+  ExpectUsageError({"schedules", "list", "--d-model", "768", "--layers", "0",
+                    "--base-heads", "12"},
+                   "layers must be positive");
+  ExpectUsageError({"schedules", "count", "--d-model", "768", "--layers", "-3",
+                    "--base-heads", "12"},
+                   "layers must be positive, got -3");
+  ExpectUsageError({"schedules", "count", "--d-model", "768", "--layers", "12",
+                    "--base-heads", "0"},
+                   "base heads must be positive");
+  ExpectUsageError({"schedules", "count", "--d-model", "768", "--layers", "12",
+                    "--base-heads", "7"},
+                   "base heads 7 do not divide d_model 768");
+  ExpectUsageError(
+      With({"schedules", "count"}, With(kSpace, {"--min-run", "5"})),
+      "min_run 5 is greater than max_run 4");
+  ExpectUsageError(With({"schedules", "list"},
+                        With(kSpace, {"--min-run", "3", "--max-run", "2"})),
+                   "min_run 3 is greater than max_run 2");
+  ExpectUsageError(
+      With({"schedules", "count"}, With(kSpace, {"--principles", "smoth"})),
+      "unknown principle 'smoth'");
+  ExpectUsageError(With({"schedules", "list"},
+                        With(kSpace, {"--principles", "smooth,fast"})),
+                   "unknown principle 'fast'");
+  ExpectUsageError({"schedules", "check", "--d-model", "768", "--base-heads",
+                    "12", "--schedule", "garbage"},
+                   "schedule 'garbage': block 1 'garbage' needs HEADSxLAYERS");
+  ExpectUsageError({"schedules", "check", "--d-model", "768", "--base-heads",
+                    "12", "--schedule", "3x,12x6"},
+                   "block 1 '3x' needs HEADSxLAYERS");
+  ExpectUsageError({"schedules", "check", "--d-model", "768", "--base-heads",
+                    "12", "--schedule", "3x3,6x3,12x6", "--layers", "10"},
+                   "schedule has 12 layers but the space has 10");
+  ExpectUsageError({"schedules", "check", "--d-model", "768", "--base-heads",
+                    "7", "--schedule", "7x12"},
+                   "base heads 7 do not divide d_model 768");
+  ExpectUsageError(With({"schedules", "count"}, {"--d-model", "abc", "--layers",
+                                                 "12", "--base-heads", "12"}),
+                   "--d-model");
+  ExpectUsageError({"schedules", "count", "--d-model", "768", "--layers", "12"},
+                   "--base-heads is required");
+  ExpectUsageError(
+      With({"schedules", "list"}, With(kSpace, {"--page-token", "junk"})),
+      "page token 'junk'");
+  ExpectUsageError(With({"schedules", "list"}, With(kSpace, {"--limit", "0"})),
+                   "--limit must be between 1 and");
+  ExpectUsageError(
+      With({"schedules", "list"}, With(kSpace, {"--format", "xml"})),
+      "unknown format 'xml'");
+  ExpectUsageError({"schedules"}, "subcommand");
+}
+
+TEST(SchedulesBadInputTest, TokenFromAnotherSpaceIsRejected) {
+  const Result first =
+      RunPrism(With({"schedules", "list"}, With(kSpace, {"--limit", "2"})));
+  ASSERT_EQ(first.status, 0);
+  const std::string prefix = "next page: --page-token ";
+  ASSERT_THAT(first.err, StartsWith(prefix));
+  std::string token = first.err.substr(prefix.size());
+  token.pop_back();
+  ExpectUsageError(
+      With({"schedules", "list"},
+           With(kSpace, {"--principles", "pow2", "--page-token", token})),
+      "different space");
+}
+
+TEST(SchedulesHelpTest, EverySubcommandHasHelp) {
+  for (const char* sub : {"count", "list", "check"}) {
+    const Result r = RunPrism({"schedules", sub, "--help"});
+    EXPECT_EQ(r.status, 0) << sub;
+    EXPECT_THAT(r.out, HasSubstr("--d-model")) << sub;
+  }
+  const Result r = RunPrism({"schedules", "--help"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_THAT(r.out, HasSubstr("count"));
+}
+
+}  // namespace
