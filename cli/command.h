@@ -33,6 +33,9 @@ inline constexpr int kExitUsage = 2;
 using Action = std::function<int()>;
 
 void RegisterSchedulesCommands(CLI::App& app, Action* action);
+void RegisterExperimentCommands(CLI::App& app, Action* action);
+void RegisterResultsCommands(CLI::App& app, Action* action);
+void RegisterAccessCommands(CLI::App& app, Action* action);
 
 }  // namespace prism::cli
 

@@ -17,6 +17,9 @@ int main(int argc, char** argv) {
 
   prism::cli::Action action;
   prism::cli::RegisterSchedulesCommands(app, &action);
+  prism::cli::RegisterExperimentCommands(app, &action);
+  prism::cli::RegisterResultsCommands(app, &action);
+  prism::cli::RegisterAccessCommands(app, &action);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,149 @@
+// `prism workers`, `prism token create`, `prism whoami`: the fleet and the
+// team's tokens.
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "cli/client.h"
+#include "cli/command.h"
+#include "cli/output.h"
+#include "cli/views.h"
+
+namespace prism::cli {
+namespace {
+
+struct WorkersOptions {
+  ClientOptions client;
+  std::string format = "text";
+};
+
+int Workers(const WorkersOptions& o) {
+  absl::StatusOr<Format> format = ParseFormat(o.format);
+  if (!format.ok()) return ReportError("workers", format.status());
+  absl::StatusOr<std::unique_ptr<RpcClient>> client =
+      RpcClient::Connect(o.client);
+  if (!client.ok()) return ReportError("workers", client.status());
+  v1::ListWorkersResponse response;
+  absl::Status status = (*client)->Call(&v1::WorkerService::Stub::ListWorkers,
+                                        (*client)->workers(),
+                                        v1::ListWorkersRequest(), &response);
+  if (!status.ok()) return ReportError("workers", status);
+  if (*format == Format::kJson) {
+    std::cout << ProtoJson(response);
+  } else if (response.workers().empty() && *format == Format::kText) {
+    std::cout << "no workers registered (start one with prism worker)\n";
+  } else {
+    WorkersTable(response, absl::ToUnixMillis(absl::Now()))
+        .Print(std::cout, *format);
+  }
+  return kExitOk;
+}
+
+struct TokenOptions {
+  ClientOptions client;
+  std::string user;
+  std::string role;
+  std::string format = "text";
+};
+
+absl::StatusOr<v1::Role> ParseRole(const std::string& text) {
+  const std::string r = absl::AsciiStrToLower(text);
+  if (r == "admin") return v1::ROLE_ADMIN;
+  if (r == "user") return v1::ROLE_USER;
+  if (r == "worker") return v1::ROLE_WORKER;
+  if (r == "viewer") return v1::ROLE_VIEWER;
+  return absl::InvalidArgumentError(absl::StrCat(
+      "unknown role '", text, "' (use admin, user, worker or viewer)"));
+}
+
+int CreateToken(const TokenOptions& o) {
+  absl::StatusOr<Format> format = ParseFormat(o.format, /*allow_csv=*/false);
+  if (!format.ok()) return ReportError("token create", format.status());
+  absl::StatusOr<v1::Role> role = ParseRole(o.role);
+  if (!role.ok()) return ReportError("token create", role.status());
+  absl::StatusOr<std::unique_ptr<RpcClient>> client =
+      RpcClient::Connect(o.client);
+  if (!client.ok()) return ReportError("token create", client.status());
+  v1::CreateTokenRequest request;
+  request.set_user(o.user);
+  request.set_role(*role);
+  v1::CreateTokenResponse response;
+  absl::Status status = (*client)->Call(&v1::AuthService::Stub::CreateToken,
+                                        (*client)->auth(), request, &response);
+  if (!status.ok()) return ReportError("token create", status);
+  if (*format == Format::kJson) {
+    std::cout << ProtoJson(response);
+    return kExitOk;
+  }
+  // The token alone on stdout, so `$(prism token create ...)` captures it.
+  std::cout << response.token() << "\n";
+  std::cerr << "token for " << response.user() << " (role "
+            << RoleName(response.role())
+            << "); it is shown only once: only its hash is stored\n";
+  return kExitOk;
+}
+
+struct WhoAmIOptions {
+  ClientOptions client;
+  std::string format = "text";
+};
+
+int WhoAmI(const WhoAmIOptions& o) {
+  absl::StatusOr<Format> format = ParseFormat(o.format, /*allow_csv=*/false);
+  if (!format.ok()) return ReportError("whoami", format.status());
+  absl::StatusOr<std::unique_ptr<RpcClient>> client =
+      RpcClient::Connect(o.client);
+  if (!client.ok()) return ReportError("whoami", client.status());
+  v1::WhoAmIResponse response;
+  absl::Status status =
+      (*client)->Call(&v1::AuthService::Stub::WhoAmI, (*client)->auth(),
+                      v1::WhoAmIRequest(), &response);
+  if (!status.ok()) return ReportError("whoami", status);
+  if (*format == Format::kJson) {
+    std::cout << ProtoJson(response);
+  } else {
+    std::cout << response.user() << " (role " << RoleName(response.role())
+              << ") at " << (*client)->address() << "\n";
+  }
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterAccessCommands(CLI::App& app, Action* action) {
+  {
+    CLI::App* cmd = app.add_subcommand(
+        "workers", "List the workers registered with the coordinator");
+    auto o = std::make_shared<WorkersOptions>();
+    cmd->add_option("--format", o->format, "text, json or csv");
+    AddClientOptions(cmd, &o->client);
+    cmd->callback([o, action] { *action = [o] { return Workers(*o); }; });
+  }
+  {
+    CLI::App* token = app.add_subcommand("token", "Manage bearer tokens");
+    token->require_subcommand(1);
+    CLI::App* cmd = token->add_subcommand(
+        "create", "Create a token for a user (admin only); prints it once");
+    auto o = std::make_shared<TokenOptions>();
+    cmd->add_option("--user", o->user, "User name")->required();
+    cmd->add_option("--role", o->role, "admin, user, worker or viewer")
+        ->required();
+    cmd->add_option("--format", o->format, "text (the token only) or json");
+    AddClientOptions(cmd, &o->client);
+    cmd->callback([o, action] { *action = [o] { return CreateToken(*o); }; });
+  }
+  {
+    CLI::App* cmd =
+        app.add_subcommand("whoami", "Show the user and role of your token");
+    auto o = std::make_shared<WhoAmIOptions>();
+    cmd->add_option("--format", o->format, "text or json");
+    AddClientOptions(cmd, &o->client);
+    cmd->callback([o, action] { *action = [o] { return WhoAmI(*o); }; });
+  }
+}
+
+}  // namespace prism::cli

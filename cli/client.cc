@@ -1,0 +1,136 @@
+#include "cli/client.h"
+
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+
+namespace prism::cli {
+namespace {
+
+std::string EnvOr(const char* name, const std::string& fallback) {
+  const char* value = std::getenv(name);
+  return value != nullptr && *value != '\0' ? std::string(value) : fallback;
+}
+
+absl::StatusOr<std::string> ReadTokenFile(const std::string& path) {
+  absl::StatusOr<std::string> content = ReadTextFile(path);
+  if (!content.ok()) return content.status();
+  std::string token(absl::StripAsciiWhitespace(*content));
+  if (token.empty()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("token file ", path, " is empty"));
+  }
+  return token;
+}
+
+}  // namespace
+
+void AddClientOptions(CLI::App* command, ClientOptions* options) {
+  command->add_option(
+      "--coordinator", options->coordinator,
+      absl::StrCat("Coordinator address HOST:PORT (env PRISM_COORDINATOR; "
+                   "default ",
+                   kDefaultCoordinator, ")"));
+  command->add_option("--token", options->token,
+                      "Bearer token (env PRISM_TOKEN)");
+  command->add_option(
+      "--token-file", options->token_file,
+      absl::StrCat("File holding the bearer token (env PRISM_TOKEN_FILE; "
+                   "default ",
+                   kDefaultTokenFile, " when present)"));
+}
+
+std::string ResolveCoordinator(const ClientOptions& options) {
+  if (!options.coordinator.empty()) return options.coordinator;
+  return EnvOr("PRISM_COORDINATOR", kDefaultCoordinator);
+}
+
+absl::StatusOr<std::string> ResolveToken(const ClientOptions& options) {
+  if (!options.token.empty()) return options.token;
+  if (!options.token_file.empty()) return ReadTokenFile(options.token_file);
+  if (std::string env = EnvOr("PRISM_TOKEN", ""); !env.empty()) return env;
+  if (std::string file = EnvOr("PRISM_TOKEN_FILE", ""); !file.empty()) {
+    return ReadTokenFile(file);
+  }
+  std::error_code error;
+  if (std::filesystem::exists(kDefaultTokenFile, error)) {
+    return ReadTokenFile(kDefaultTokenFile);
+  }
+  return absl::InvalidArgumentError(
+      absl::StrCat("no token: pass --token or --token-file, or set "
+                   "PRISM_TOKEN (",
+                   kDefaultTokenFile, " does not exist)"));
+}
+
+RpcClient::RpcClient(std::string address, std::string token)
+    : address_(std::move(address)),
+      authorization_("Bearer " + std::move(token)),
+      channel_(
+          grpc::CreateChannel(address_, grpc::InsecureChannelCredentials())),
+      experiments_(v1::ExperimentService::NewStub(channel_)),
+      workers_(v1::WorkerService::NewStub(channel_)),
+      results_(v1::ResultsService::NewStub(channel_)),
+      auth_(v1::AuthService::NewStub(channel_)),
+      schedules_(v1::ScheduleService::NewStub(channel_)) {}
+
+absl::StatusOr<std::unique_ptr<RpcClient>> RpcClient::Connect(
+    const ClientOptions& options) {
+  absl::StatusOr<std::string> token = ResolveToken(options);
+  if (!token.ok()) return token.status();
+  return std::make_unique<RpcClient>(ResolveCoordinator(options), *token);
+}
+
+std::unique_ptr<grpc::ClientContext> RpcClient::NewContext(
+    absl::Duration timeout) const {
+  auto context = std::make_unique<grpc::ClientContext>();
+  context->AddMetadata("authorization", authorization_);
+  if (timeout != absl::InfiniteDuration()) {
+    context->set_deadline(std::chrono::system_clock::now() +
+                          absl::ToChronoMilliseconds(timeout));
+  }
+  return context;
+}
+
+absl::Status RpcClient::Check(const grpc::Status& status) const {
+  if (status.ok()) return absl::OkStatus();
+  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot reach coordinator at ", address_,
+                     " (is it running? set --coordinator or "
+                     "PRISM_COORDINATOR)"));
+  }
+  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+    return absl::DeadlineExceededError(
+        absl::StrCat("coordinator at ", address_, " did not answer in time"));
+  }
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      status.error_message());
+}
+
+absl::StatusOr<std::string> ReadTextFile(const std::string& path) {
+  std::error_code error;
+  if (std::filesystem::is_directory(path, error)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot read ", path, ": it is a directory"));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("cannot read ", path, ": ", std::strerror(errno)));
+  }
+  std::ostringstream content;
+  content << in.rdbuf();
+  if (in.bad()) {
+    return absl::InvalidArgumentError(absl::StrCat("cannot read ", path));
+  }
+  return content.str();
+}
+
+}  // namespace prism::cli

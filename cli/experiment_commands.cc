@@ -1,0 +1,246 @@
+// `prism submit`, `status`, `cancel`, `pause`, `resume`, `priority`: the CLI
+// face of ExperimentService.
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "cli/client.h"
+#include "cli/command.h"
+#include "cli/output.h"
+#include "cli/views.h"
+
+namespace prism::cli {
+namespace {
+
+struct SubmitOptions {
+  ClientOptions client;
+  std::string spec_path;
+  int priority = 0;
+  bool priority_set = false;
+  std::string format = "text";
+};
+
+int Submit(const SubmitOptions& o) {
+  absl::StatusOr<Format> format = ParseFormat(o.format, /*allow_csv=*/false);
+  if (!format.ok()) return ReportError("submit", format.status());
+  absl::StatusOr<std::string> text = ReadTextFile(o.spec_path);
+  if (!text.ok()) return ReportError("submit", text.status());
+  absl::StatusOr<std::unique_ptr<RpcClient>> client =
+      RpcClient::Connect(o.client);
+  if (!client.ok()) return ReportError("submit", client.status());
+
+  v1::SubmitRequest request;
+  request.set_spec_text(*text);
+  v1::SubmitResponse response;
+  absl::Status status =
+      (*client)->Call(&v1::ExperimentService::Stub::Submit,
+                      (*client)->experiments(), request, &response);
+  if (!status.ok()) {
+    return ReportError(
+        "submit", absl::Status(status.code(), absl::StrCat(o.spec_path, ": ",
+                                                           status.message())));
+  }
+  if (o.priority_set) {
+    v1::SetPriorityRequest set;
+    set.set_id(response.experiment().id());
+    set.set_priority(o.priority);
+    status = (*client)->Call(&v1::ExperimentService::Stub::SetPriority,
+                             (*client)->experiments(), set,
+                             response.mutable_experiment());
+    if (!status.ok()) return ReportError("submit", status);
+  }
+  if (*format == Format::kJson) {
+    std::cout << ProtoJson(response);
+    return kExitOk;
+  }
+  const v1::Experiment& e = response.experiment();
+  std::cout << "experiment " << e.id()
+            << " submitted: " << response.trials_created() << " trials";
+  if (!e.name().empty()) std::cout << " (" << e.name() << ")";
+  std::cout << ", priority " << e.priority() << "\n";
+  return kExitOk;
+}
+
+struct StatusOptions {
+  ClientOptions client;
+  int64_t id = 0;
+  std::string format = "text";
+};
+
+int ListExperiments(RpcClient& client, Format format) {
+  v1::ListExperimentsResponse all;
+  v1::ListExperimentsRequest request;
+  do {
+    v1::ListExperimentsResponse page;
+    absl::Status status = client.Call(&v1::ExperimentService::Stub::List,
+                                      client.experiments(), request, &page);
+    if (!status.ok()) return ReportError("status", status);
+    for (v1::Experiment& e : *page.mutable_experiments()) {
+      *all.add_experiments() = std::move(e);
+    }
+    request.set_page_token(page.next_page_token());
+  } while (!request.page_token().empty());
+  if (format == Format::kJson) {
+    std::cout << ProtoJson(all);
+  } else if (all.experiments().empty() && format == Format::kText) {
+    std::cout << "no experiments yet (prism submit SPEC.textproto)\n";
+  } else {
+    ExperimentsTable(all).Print(std::cout, format);
+  }
+  return kExitOk;
+}
+
+int ShowExperiment(RpcClient& client, int64_t id, Format format) {
+  v1::GetExperimentRequest get;
+  get.set_id(id);
+  v1::Experiment experiment;
+  absl::Status status = client.Call(&v1::ExperimentService::Stub::Get,
+                                    client.experiments(), get, &experiment);
+  if (!status.ok()) return ReportError("status", status);
+  v1::ListTrialsResponse trials;
+  v1::ListTrialsRequest request;
+  request.set_experiment_id(id);
+  do {
+    v1::ListTrialsResponse page;
+    status = client.Call(&v1::ExperimentService::Stub::ListTrials,
+                         client.experiments(), request, &page);
+    if (!status.ok()) return ReportError("status", status);
+    for (v1::Trial& t : *page.mutable_trials()) {
+      *trials.add_trials() = std::move(t);
+    }
+    request.set_page_token(page.next_page_token());
+  } while (!request.page_token().empty());
+  trials.set_total(trials.trials_size());
+
+  if (format == Format::kJson) {
+    std::cout << ProtoJson(trials);
+    return kExitOk;
+  }
+  if (format == Format::kText) {
+    const v1::TrialCounts& c = experiment.counts();
+    std::cout << "experiment " << experiment.id() << " " << experiment.name()
+              << " (" << experiment.owner()
+              << "): " << ExperimentStateName(experiment.state())
+              << ", priority " << experiment.priority() << ", " << c.completed()
+              << "/" << c.total() << " completed, " << c.leased() + c.running()
+              << " running, " << c.queued() << " queued, "
+              << c.failed() + c.diverged() << " failed, "
+              << static_cast<int>(experiment.progress() * 100 + 0.5)
+              << "% of steps\n\n";
+  }
+  TrialsTable(trials).Print(std::cout, format);
+  return kExitOk;
+}
+
+int Status(const StatusOptions& o) {
+  absl::StatusOr<Format> format = ParseFormat(o.format);
+  if (!format.ok()) return ReportError("status", format.status());
+  absl::StatusOr<std::unique_ptr<RpcClient>> client =
+      RpcClient::Connect(o.client);
+  if (!client.ok()) return ReportError("status", client.status());
+  return o.id > 0 ? ShowExperiment(**client, o.id, *format)
+                  : ListExperiments(**client, *format);
+}
+
+struct ChangeOptions {
+  ClientOptions client;
+  int64_t id = 0;
+  int priority = 0;
+};
+
+using ExperimentMethod = grpc::Status (v1::ExperimentService::Stub::*)(
+    grpc::ClientContext*, const v1::ExperimentRef&, v1::Experiment*);
+
+int Change(const std::string& command, const ChangeOptions& o,
+           ExperimentMethod method) {
+  absl::StatusOr<std::unique_ptr<RpcClient>> client =
+      RpcClient::Connect(o.client);
+  if (!client.ok()) return ReportError(command, client.status());
+  v1::ExperimentRef ref;
+  ref.set_id(o.id);
+  v1::Experiment experiment;
+  absl::Status status =
+      (*client)->Call(method, (*client)->experiments(), ref, &experiment);
+  if (!status.ok()) return ReportError(command, status);
+  std::cout << "experiment " << experiment.id() << ": "
+            << ExperimentStateName(experiment.state()) << "\n";
+  return kExitOk;
+}
+
+int SetPriority(const ChangeOptions& o) {
+  absl::StatusOr<std::unique_ptr<RpcClient>> client =
+      RpcClient::Connect(o.client);
+  if (!client.ok()) return ReportError("priority", client.status());
+  v1::SetPriorityRequest request;
+  request.set_id(o.id);
+  request.set_priority(o.priority);
+  v1::Experiment experiment;
+  absl::Status status =
+      (*client)->Call(&v1::ExperimentService::Stub::SetPriority,
+                      (*client)->experiments(), request, &experiment);
+  if (!status.ok()) return ReportError("priority", status);
+  std::cout << "experiment " << experiment.id() << ": priority "
+            << experiment.priority() << "\n";
+  return kExitOk;
+}
+
+void AddChangeCommand(CLI::App& app, Action* action, const std::string& name,
+                      const std::string& help, ExperimentMethod method) {
+  CLI::App* cmd = app.add_subcommand(name, help);
+  auto o = std::make_shared<ChangeOptions>();
+  cmd->add_option("id", o->id, "Experiment id")->required();
+  AddClientOptions(cmd, &o->client);
+  cmd->callback([o, action, name, method] {
+    *action = [o, name, method] { return Change(name, *o, method); };
+  });
+}
+
+}  // namespace
+
+void RegisterExperimentCommands(CLI::App& app, Action* action) {
+  {
+    CLI::App* cmd = app.add_subcommand(
+        "submit", "Submit an experiment spec (textproto) to the coordinator");
+    auto o = std::make_shared<SubmitOptions>();
+    cmd->add_option("spec", o->spec_path, "ExperimentSpec textproto file")
+        ->required();
+    cmd->add_option("--priority", o->priority,
+                    "Priority (higher leases first; overrides the spec's)")
+        ->each([o](const std::string&) { o->priority_set = true; });
+    cmd->add_option("--format", o->format, "text or json");
+    AddClientOptions(cmd, &o->client);
+    cmd->callback([o, action] { *action = [o] { return Submit(*o); }; });
+  }
+  {
+    CLI::App* cmd = app.add_subcommand(
+        "status", "List experiments, or show one experiment's trials");
+    auto o = std::make_shared<StatusOptions>();
+    cmd->add_option("id", o->id, "Experiment id (omit to list all)");
+    cmd->add_option("--format", o->format, "text, json or csv");
+    AddClientOptions(cmd, &o->client);
+    cmd->callback([o, action] { *action = [o] { return Status(*o); }; });
+  }
+  AddChangeCommand(app, action, "cancel",
+                   "Cancel an experiment: queued trials are dropped and "
+                   "running ones stopped",
+                   &v1::ExperimentService::Stub::Cancel);
+  AddChangeCommand(app, action, "pause",
+                   "Pause an experiment: no new trials are leased",
+                   &v1::ExperimentService::Stub::Pause);
+  AddChangeCommand(app, action, "resume", "Resume a paused experiment",
+                   &v1::ExperimentService::Stub::Resume);
+  {
+    CLI::App* cmd =
+        app.add_subcommand("priority", "Set an experiment's priority");
+    auto o = std::make_shared<ChangeOptions>();
+    cmd->add_option("id", o->id, "Experiment id")->required();
+    cmd->add_option("priority", o->priority, "New priority (higher first)")
+        ->required();
+    AddClientOptions(cmd, &o->client);
+    cmd->callback([o, action] { *action = [o] { return SetPriority(*o); }; });
+  }
+}
+
+}  // namespace prism::cli

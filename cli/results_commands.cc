@@ -1,0 +1,303 @@
+// `prism results`, `prism trial`, `prism watch`: the CLI face of
+// ResultsService.
+#include <iostream>
+#include <memory>
+#include <string>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "cli/client.h"
+#include "cli/command.h"
+#include "cli/output.h"
+#include "cli/views.h"
+#include "fmt/format.h"
+#include "google/protobuf/util/json_util.h"
+#include "scheduler/principles.h"
+
+namespace prism::cli {
+namespace {
+
+struct ResultsOptions {
+  ClientOptions client;
+  int64_t experiment = 0;
+  std::string format = "text";
+  std::string require;
+  std::string sort = "val_loss";
+  bool descending = false;
+  int limit = 0;
+};
+
+absl::StatusOr<v1::RankSort> ParseSort(const std::string& text) {
+  const std::string s = absl::AsciiStrToLower(text);
+  if (s == "val_loss") return v1::RANK_SORT_VAL_LOSS;
+  if (s == "delta") return v1::RANK_SORT_DELTA;
+  if (s == "speedup") return v1::RANK_SORT_SPEEDUP;
+  if (s == "throughput") return v1::RANK_SORT_THROUGHPUT;
+  if (s == "min_val_loss") return v1::RANK_SORT_MIN_VAL_LOSS;
+  return absl::InvalidArgumentError(
+      absl::StrCat("unknown sort '", text,
+                   "' (use val_loss, delta, speedup, throughput or "
+                   "min_val_loss)"));
+}
+
+int Results(const ResultsOptions& o) {
+  absl::StatusOr<Format> format = ParseFormat(o.format);
+  if (!format.ok()) return ReportError("results", format.status());
+  absl::StatusOr<v1::RankSort> sort = ParseSort(o.sort);
+  if (!sort.ok()) return ReportError("results", sort.status());
+  v1::RankRequest request;
+  request.set_experiment_id(o.experiment);
+  request.set_sort(*sort);
+  request.set_descending(o.descending);
+  request.set_page_size(o.limit);
+  if (!o.require.empty()) {
+    absl::StatusOr<PrincipleSet> required = ParsePrinciples(o.require);
+    if (!required.ok()) return ReportError("results", required.status());
+    if (required->smooth) request.add_require(v1::PRINCIPLE_SMOOTH);
+    if (required->baseline) request.add_require(v1::PRINCIPLE_BASELINE);
+    if (required->pow2) request.add_require(v1::PRINCIPLE_POW2);
+  }
+  absl::StatusOr<std::unique_ptr<RpcClient>> client =
+      RpcClient::Connect(o.client);
+  if (!client.ok()) return ReportError("results", client.status());
+  v1::RankResponse response;
+  absl::Status status =
+      (*client)->Call(&v1::ResultsService::Stub::Rank, (*client)->results(),
+                      request, &response);
+  if (!status.ok()) return ReportError("results", status);
+  if (*format == Format::kText && response.has_experiment()) {
+    const v1::Experiment& e = response.experiment();
+    std::cout << "experiment " << e.id() << " " << e.name() << ": "
+              << ExperimentStateName(e.state()) << ", "
+              << e.counts().completed() << "/" << e.counts().total()
+              << " trials completed\n\n";
+  }
+  PrintRanking(response, *format, std::cout);
+  return kExitOk;
+}
+
+struct TrialOptions {
+  ClientOptions client;
+  int64_t id = 0;
+  std::string format = "text";
+  bool with_baseline = false;
+};
+
+void PrintTrialText(const v1::GetTrialResponse& response) {
+  const v1::Trial& t = response.trial();
+  std::cout << "trial " << t.id() << " of experiment " << t.experiment_id()
+            << ": " << t.schedule() << " seed " << t.seed()
+            << (t.is_baseline() ? " (uniform baseline)" : "") << "\n"
+            << "state " << TrialStateName(t.state()) << ", attempt "
+            << t.attempt() << ", step " << t.last_step() << "/"
+            << t.total_steps() << "\n";
+  if (t.has_principles()) {
+    std::cout << "principles " << PrincipleFlags(t.principles()) << "\n";
+  }
+  if (!t.error().empty()) std::cout << "error " << t.error() << "\n";
+  if (t.state() == v1::TRIAL_COMPLETED || t.state() == v1::TRIAL_DIVERGED) {
+    const v1::TrialMetrics& m = t.metrics();
+    std::cout << fmt::format(
+        "final val loss {:.4f} (min {:.4f}), final train loss {:.4f}\n"
+        "{:.0f} tokens/s, MFU {:.1f}%, {} parameters, {:.1f}s on {}\n",
+        m.final_val_loss(), m.min_val_loss(), m.final_train_loss(),
+        m.tokens_per_second(), m.mfu() * 100, m.parameters(), m.wall_seconds(),
+        m.device());
+    if (m.diverged()) {
+      std::cout << "diverged at step " << m.diverged_step() << "\n";
+    }
+  }
+  int train = 0, val = 0;
+  const v1::LossPoint* last_val = nullptr;
+  for (const v1::LossPoint& p : response.points()) {
+    if (p.split() == v1::SPLIT_VAL) {
+      ++val;
+      last_val = &p;
+    } else {
+      ++train;
+    }
+  }
+  std::cout << "curve " << train << " train points, " << val << " val points";
+  if (last_val != nullptr) {
+    std::cout << fmt::format(", val loss {:.4f} at step {}", last_val->loss(),
+                             last_val->step());
+  }
+  std::cout << " (--format csv prints them)\n\n";
+  Table attempts({"attempt", "worker", "outcome", "resumed_from_step",
+                  "started", "ended", "message"});
+  for (const v1::TrialAttempt& a : t.attempts()) {
+    attempts.AddRow(
+        {absl::StrCat(a.attempt()), a.worker_id(), TrialStateName(a.outcome()),
+         absl::StrCat(a.resumed_from_step()), absl::StrCat(a.started_unix_ms()),
+         a.ended_unix_ms() > 0 ? absl::StrCat(a.ended_unix_ms()) : "",
+         a.message()});
+  }
+  attempts.Print(std::cout, Format::kText);
+}
+
+int ShowTrial(const TrialOptions& o) {
+  absl::StatusOr<Format> format = ParseFormat(o.format);
+  if (!format.ok()) return ReportError("trial", format.status());
+  absl::StatusOr<std::unique_ptr<RpcClient>> client =
+      RpcClient::Connect(o.client);
+  if (!client.ok()) return ReportError("trial", client.status());
+  v1::GetTrialRequest request;
+  request.set_trial_id(o.id);
+  request.set_with_baseline(o.with_baseline);
+  v1::GetTrialResponse response;
+  absl::Status status =
+      (*client)->Call(&v1::ResultsService::Stub::GetTrial, (*client)->results(),
+                      request, &response);
+  if (!status.ok()) return ReportError("trial", status);
+  switch (*format) {
+    case Format::kJson:
+      std::cout << ProtoJson(response);
+      break;
+    case Format::kCsv:
+      PointsTable(response).Print(std::cout, Format::kCsv);
+      break;
+    case Format::kText:
+      PrintTrialText(response);
+      break;
+  }
+  return kExitOk;
+}
+
+struct WatchOptions {
+  ClientOptions client;
+  int64_t id = 0;
+  std::string format = "text";
+};
+
+bool Finished(v1::ExperimentState state) {
+  return state == v1::EXPERIMENT_DONE || state == v1::EXPERIMENT_CANCELLED;
+}
+
+void PrintEventText(const v1::ExperimentEvent& event) {
+  if (event.has_experiment_updated()) {
+    const v1::Experiment& e = event.experiment_updated();
+    std::cout << fmt::format(
+        "experiment {}: {}, {}/{} completed, {} running, {:.0f}%\n", e.id(),
+        ExperimentStateName(e.state()), e.counts().completed(),
+        e.counts().total(), e.counts().leased() + e.counts().running(),
+        e.progress() * 100);
+    return;
+  }
+  if (!event.has_trial_updated()) return;
+  const v1::Trial& t = event.trial_updated();
+  std::string line = fmt::format(
+      "trial {} {} seed {}: {} step {}/{}", t.id(), t.schedule(), t.seed(),
+      TrialStateName(t.state()), t.last_step(), t.total_steps());
+  const v1::LossPoint* train = nullptr;
+  const v1::LossPoint* val = nullptr;
+  for (const v1::LossPoint& p : event.points()) {
+    (p.split() == v1::SPLIT_VAL ? val : train) = &p;
+  }
+  if (train != nullptr) line += fmt::format(" train {:.4f}", train->loss());
+  if (val != nullptr) line += fmt::format(" val {:.4f}", val->loss());
+  if (t.state() == v1::TRIAL_COMPLETED) {
+    line += fmt::format(" final val {:.4f}", t.metrics().final_val_loss());
+  }
+  std::cout << line << "\n";
+}
+
+int Watch(const WatchOptions& o) {
+  absl::StatusOr<Format> format = ParseFormat(o.format, /*allow_csv=*/false);
+  if (!format.ok()) return ReportError("watch", format.status());
+  absl::StatusOr<std::unique_ptr<RpcClient>> client =
+      RpcClient::Connect(o.client);
+  if (!client.ok()) return ReportError("watch", client.status());
+
+  v1::GetExperimentRequest get;
+  get.set_id(o.id);
+  v1::Experiment experiment;
+  absl::Status status =
+      (*client)->Call(&v1::ExperimentService::Stub::Get,
+                      (*client)->experiments(), get, &experiment);
+  if (!status.ok()) return ReportError("watch", status);
+  v1::ExperimentEvent first;
+  *first.mutable_experiment_updated() = experiment;
+  google::protobuf::util::JsonPrintOptions compact;
+  auto print = [&](const v1::ExperimentEvent& event) {
+    if (*format == Format::kJson) {
+      std::string json;
+      (void)google::protobuf::util::MessageToJsonString(event, &json, compact);
+      std::cout << json << "\n";
+    } else {
+      PrintEventText(event);
+    }
+    std::cout.flush();
+  };
+  print(first);
+  if (Finished(experiment.state())) return kExitOk;
+
+  std::unique_ptr<grpc::ClientContext> context =
+      (*client)->NewContext(absl::InfiniteDuration());
+  v1::WatchRequest request;
+  request.set_experiment_id(o.id);
+  std::unique_ptr<grpc::ClientReader<v1::ExperimentEvent>> reader =
+      (*client)->results()->Watch(context.get(), request);
+  v1::ExperimentEvent event;
+  bool finished = false;
+  while (reader->Read(&event)) {
+    print(event);
+    if (event.has_experiment_updated() &&
+        Finished(event.experiment_updated().state())) {
+      finished = true;
+      context->TryCancel();
+      break;
+    }
+  }
+  status = (*client)->Check(reader->Finish());
+  if (finished || status.ok()) return kExitOk;
+  return ReportError("watch", status);
+}
+
+}  // namespace
+
+void RegisterResultsCommands(CLI::App& app, Action* action) {
+  {
+    CLI::App* cmd = app.add_subcommand(
+        "results",
+        "Rank an experiment's schedules against the uniform baseline");
+    auto o = std::make_shared<ResultsOptions>();
+    cmd->add_option("--experiment", o->experiment, "Experiment id")->required();
+    cmd->add_option("--format", o->format, "text, json or csv");
+    cmd->add_option("--require", o->require,
+                    "Only schedules satisfying these principles "
+                    "(smooth,baseline,pow2)");
+    cmd->add_option("--sort", o->sort,
+                    "val_loss, delta, speedup, throughput or min_val_loss");
+    cmd->add_flag("--descending", o->descending,
+                  "Reverse the sort's natural order");
+    cmd->add_option("--limit", o->limit, "Show the first N (0: all)")
+        ->check(CLI::NonNegativeNumber);
+    AddClientOptions(cmd, &o->client);
+    cmd->callback([o, action] { *action = [o] { return Results(*o); }; });
+  }
+  {
+    CLI::App* cmd = app.add_subcommand(
+        "trial", "Show one trial: state, attempts, metrics and its curve");
+    auto o = std::make_shared<TrialOptions>();
+    cmd->add_option("id", o->id, "Trial id")->required();
+    cmd->add_option("--format", o->format,
+                    "text, json (everything) or csv (the curve)");
+    cmd->add_flag("--with-baseline", o->with_baseline,
+                  "Include the baseline's curve for the same seed (json)");
+    AddClientOptions(cmd, &o->client);
+    cmd->callback([o, action] { *action = [o] { return ShowTrial(*o); }; });
+  }
+  {
+    CLI::App* cmd = app.add_subcommand(
+        "watch", "Follow an experiment's events until it ends");
+    auto o = std::make_shared<WatchOptions>();
+    cmd->add_option("id", o->id, "Experiment id")->required();
+    cmd->add_option("--format", o->format,
+                    "text, or json (one event per line)");
+    AddClientOptions(cmd, &o->client);
+    cmd->callback([o, action] { *action = [o] { return Watch(*o); }; });
+  }
+}
+
+}  // namespace prism::cli

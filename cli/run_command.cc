@@ -1,0 +1,510 @@
+// `prism run`: the whole system on one machine in one command. It prepares
+// the demo corpus, starts a coordinator and N workers as child processes on
+// loopback, submits the preset's principled grid (plus the uniform baseline),
+// shows progress, prints the ranking, and stops its children.
+//
+// Children never outlive the run: they get PR_SET_PDEATHSIG and their own
+// process groups (cli/subprocess.h), every exit path stops them (workers
+// first, so they hand back their trials, then the coordinator), and a
+// Ctrl-C or SIGTERM lands here, not in them, so the order holds. Running it
+// again on the same --data-dir continues an unfinished run of the same
+// preset, seeds and steps: trials resume from their checkpoints.
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <sys/file.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <filesystem>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/ascii.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
+#include "cli/client.h"
+#include "cli/command.h"
+#include "cli/output.h"
+#include "cli/subprocess.h"
+#include "cli/views.h"
+#include "fmt/format.h"
+#include "google/protobuf/struct.pb.h"
+#include "google/protobuf/util/json_util.h"
+#include "model/data.h"
+#include "scheduler/presets.h"
+
+namespace prism::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr absl::Duration kCoordinatorStartTimeout = absl::Seconds(60);
+constexpr absl::Duration kWorkerStopGrace = absl::Seconds(60);
+constexpr absl::Duration kCoordinatorStopGrace = absl::Seconds(20);
+constexpr absl::Duration kPollInterval = absl::Seconds(1);
+// A trial handed back by a Ctrl-C uses up an attempt; leave room for a few.
+constexpr int kRunMaxAttempts = 10;
+
+struct RunOptions {
+  std::string preset = "tiny";
+  int workers = 2;
+  int seeds = 1;
+  int64_t steps = 0;
+  int threads = 0;
+  std::string data_dir = "./prism-data";
+  bool keep_serving = false;
+};
+
+// StopSignals are blocked at start and read with sigtimedwait, so a Ctrl-C
+// interrupts a wait instead of killing the process mid-cleanup.
+class StopSignals {
+ public:
+  StopSignals() {
+    sigemptyset(&set_);
+    for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set_, s);
+    pthread_sigmask(SIG_BLOCK, &set_, nullptr);
+  }
+  // Wait waits up to `timeout` for a stop signal; returns it, or 0.
+  int Wait(absl::Duration timeout) {
+    if (received_ != 0) return received_;
+    const timespec ts = absl::ToTimespec(timeout);
+    const int s = sigtimedwait(&set_, nullptr, &ts);
+    if (s > 0) received_ = s;
+    return received_;
+  }
+  int received() const { return received_; }
+
+ private:
+  sigset_t set_;
+  int received_ = 0;
+};
+
+struct Endpoints {
+  std::string grpc;
+  std::string http;
+};
+
+absl::StatusOr<Endpoints> ReadReadyFile(const std::string& path) {
+  absl::StatusOr<std::string> text = ReadTextFile(path);
+  if (!text.ok()) return text.status();
+  google::protobuf::Struct ready;
+  if (!google::protobuf::util::JsonStringToMessage(*text, &ready).ok()) {
+    return absl::InternalError(absl::StrCat("unreadable ready file ", path));
+  }
+  Endpoints endpoints;
+  const auto& fields = ready.fields();
+  if (auto it = fields.find("grpc"); it != fields.end()) {
+    endpoints.grpc = it->second.string_value();
+  }
+  if (auto it = fields.find("http"); it != fields.end()) {
+    endpoints.http = it->second.string_value();
+  }
+  if (endpoints.grpc.empty()) {
+    return absl::InternalError(absl::StrCat("no grpc address in ", path));
+  }
+  return endpoints;
+}
+
+// LogTail returns the last `lines` lines of a log file, for error messages.
+std::string LogTail(const std::string& path, int lines) {
+  absl::StatusOr<std::string> text = ReadTextFile(path);
+  if (!text.ok()) return "";
+  std::vector<std::string> all =
+      absl::StrSplit(*text, '\n', absl::SkipWhitespace());
+  const size_t start = all.size() > static_cast<size_t>(lines)
+                           ? all.size() - static_cast<size_t>(lines)
+                           : 0;
+  return absl::StrJoin(all.begin() + start, all.end(), " | ");
+}
+
+// Local is everything the run started; its destructor is the last line of
+// defence (Subprocess kills), Stop the orderly way.
+struct Local {
+  std::optional<Subprocess> coordinator;
+  std::vector<Subprocess> workers;
+  std::string coordinator_log;
+
+  void Stop() {
+    for (Subprocess& w : workers) (void)w.Signal(SIGTERM);
+    for (Subprocess& w : workers) w.Stop(kWorkerStopGrace);
+    if (coordinator.has_value()) coordinator->Stop(kCoordinatorStopGrace);
+  }
+};
+
+absl::Status StartCoordinator(const fs::path& data, StopSignals& signals,
+                              Local& local, Endpoints* endpoints) {
+  const fs::path ready = data / "run" / "coordinator.ready.json";
+  std::error_code ignored;
+  fs::remove(ready, ignored);
+  local.coordinator_log = (data / "logs" / "coordinator.log").string();
+  SpawnOptions spawn;
+  spawn.argv = {SelfExecutable(),
+                "coordinator",
+                "--db",
+                (data / "prism.db").string(),
+                "--listen",
+                "127.0.0.1:0",
+                "--http",
+                "127.0.0.1:0",
+                "--admin-token-file",
+                (data / "admin.token").string(),
+                "--ready-file",
+                ready.string()};
+  spawn.stdout_path = local.coordinator_log;
+  spawn.stderr_path = local.coordinator_log;
+  absl::StatusOr<Subprocess> child = Subprocess::Spawn(spawn);
+  if (!child.ok()) return child.status();
+  local.coordinator.emplace(*std::move(child));
+
+  const absl::Time deadline = absl::Now() + kCoordinatorStartTimeout;
+  while (!fs::exists(ready, ignored)) {
+    if (!local.coordinator->Running()) {
+      return absl::InternalError(
+          absl::StrCat("the coordinator exited during start-up: ",
+                       LogTail(local.coordinator_log, 3)));
+    }
+    if (absl::Now() > deadline) {
+      return absl::DeadlineExceededError(
+          absl::StrCat("the coordinator was not ready within ",
+                       absl::FormatDuration(kCoordinatorStartTimeout), "; see ",
+                       local.coordinator_log));
+    }
+    if (signals.Wait(absl::Milliseconds(50)) != 0) {
+      return absl::CancelledError("interrupted");
+    }
+  }
+  absl::StatusOr<Endpoints> read = ReadReadyFile(ready.string());
+  if (!read.ok()) return read.status();
+  *endpoints = *read;
+  return absl::OkStatus();
+}
+
+absl::Status StartWorkers(const RunOptions& o, const fs::path& data,
+                          const Endpoints& endpoints, const std::string& token,
+                          Local& local) {
+  const int cores =
+      std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  const int threads =
+      o.threads > 0 ? o.threads : std::max(1, cores / o.workers);
+  for (int i = 0; i < o.workers; ++i) {
+    SpawnOptions spawn;
+    spawn.argv = {SelfExecutable(),   "worker",
+                  "--coordinator",    endpoints.grpc,
+                  "--threads",        absl::StrCat(threads),
+                  "--checkpoint-dir", (data / "checkpoints").string()};
+    // The token travels in the environment, not argv, so ps cannot show it.
+    spawn.env = {absl::StrCat("PRISM_TOKEN=", token)};
+    spawn.stderr_path =
+        (data / "logs" / absl::StrCat("worker-", i + 1, ".log")).string();
+    spawn.stdout_path = spawn.stderr_path;
+    absl::StatusOr<Subprocess> child = Subprocess::Spawn(spawn);
+    if (!child.ok()) return child.status();
+    local.workers.push_back(*std::move(child));
+  }
+  return absl::OkStatus();
+}
+
+std::string RunName(const RunOptions& o, int64_t steps) {
+  return fmt::format("prism run: {}, {} seed(s), {} steps", o.preset, o.seeds,
+                     steps);
+}
+
+// FindOrSubmit continues this data dir's unfinished run with the same name,
+// or submits a new experiment. Returns its id.
+absl::StatusOr<int64_t> FindOrSubmit(RpcClient& client,
+                                     const v1::ExperimentSpec& spec) {
+  v1::ListExperimentsRequest list;
+  v1::ListExperimentsResponse page;
+  std::optional<int64_t> found;
+  do {
+    absl::Status status = client.Call(&v1::ExperimentService::Stub::List,
+                                      client.experiments(), list, &page);
+    if (!status.ok()) return status;
+    for (const v1::Experiment& e : page.experiments()) {
+      if (e.name() == spec.name() && (e.state() == v1::EXPERIMENT_ACTIVE ||
+                                      e.state() == v1::EXPERIMENT_PAUSED)) {
+        found = e.id();
+      }
+    }
+    list.set_page_token(page.next_page_token());
+  } while (!list.page_token().empty());
+  if (found.has_value()) {
+    v1::ExperimentRef ref;
+    ref.set_id(*found);
+    v1::Experiment resumed;
+    absl::Status status = client.Call(&v1::ExperimentService::Stub::Resume,
+                                      client.experiments(), ref, &resumed);
+    // Resuming an experiment that is already active is harmless either way.
+    (void)status;
+    std::cerr << "prism run: continuing experiment " << *found << " ("
+              << spec.name() << ")\n";
+    return *found;
+  }
+  v1::SubmitRequest request;
+  *request.mutable_spec() = spec;
+  v1::SubmitResponse response;
+  absl::Status status = client.Call(&v1::ExperimentService::Stub::Submit,
+                                    client.experiments(), request, &response);
+  if (!status.ok()) return status;
+  std::cerr << "prism run: experiment " << response.experiment().id() << ": "
+            << response.trials_created() << " trials (" << spec.name() << ")\n";
+  return response.experiment().id();
+}
+
+bool Finished(v1::ExperimentState state) {
+  return state == v1::EXPERIMENT_DONE || state == v1::EXPERIMENT_CANCELLED;
+}
+
+// LatestLoss returns the newest train and val losses of a trial's curve.
+std::string LatestLosses(RpcClient& client, const v1::Trial& trial) {
+  v1::GetTrialRequest request;
+  request.set_trial_id(trial.id());
+  v1::GetTrialResponse response;
+  if (!client
+           .Call(&v1::ResultsService::Stub::GetTrial, client.results(), request,
+                 &response, absl::Seconds(5))
+           .ok()) {
+    return "";
+  }
+  const v1::LossPoint* train = nullptr;
+  const v1::LossPoint* val = nullptr;
+  for (const v1::LossPoint& p : response.points()) {
+    const v1::LossPoint*& latest = p.split() == v1::SPLIT_VAL ? val : train;
+    if (latest == nullptr || p.step() >= latest->step()) latest = &p;
+  }
+  std::string out;
+  if (train != nullptr) out += fmt::format(" loss {:.3f}", train->loss());
+  if (val != nullptr) out += fmt::format(" val {:.3f}", val->loss());
+  return out;
+}
+
+// Follow shows progress until the experiment ends. Returns OK when it
+// ended, Cancelled on a stop signal, Internal when the children died.
+absl::Status Follow(RpcClient& client, int64_t id, StopSignals& signals,
+                    Local& local) {
+  std::optional<Progress> progress;
+  while (true) {
+    if (signals.Wait(kPollInterval) != 0) {
+      return absl::CancelledError("interrupted");
+    }
+    if (!local.coordinator->Running()) {
+      return absl::InternalError(absl::StrCat(
+          "the coordinator exited: ", LogTail(local.coordinator_log, 3)));
+    }
+    if (std::none_of(local.workers.begin(), local.workers.end(),
+                     [](Subprocess& w) { return w.Running(); })) {
+      return absl::InternalError(
+          "every worker exited; see the logs under <data-dir>/logs");
+    }
+    v1::ListTrialsRequest list;
+    list.set_experiment_id(id);
+    v1::ListTrialsResponse trials;
+    int64_t done_steps = 0, total_steps = 0;
+    int finished = 0, total = 0;
+    std::vector<std::string> running;
+    do {
+      absl::Status status =
+          client.Call(&v1::ExperimentService::Stub::ListTrials,
+                      client.experiments(), list, &trials);
+      if (!status.ok()) break;
+      for (const v1::Trial& t : trials.trials()) {
+        ++total;
+        total_steps += t.total_steps();
+        const bool over =
+            t.state() == v1::TRIAL_COMPLETED || t.state() == v1::TRIAL_FAILED ||
+            t.state() == v1::TRIAL_DIVERGED || t.state() == v1::TRIAL_CANCELLED;
+        finished += over ? 1 : 0;
+        done_steps +=
+            over ? t.total_steps() : std::min(t.last_step(), t.total_steps());
+        if (t.state() == v1::TRIAL_RUNNING) {
+          running.push_back(fmt::format("{} s{}{}", t.schedule(), t.last_step(),
+                                        LatestLosses(client, t)));
+        }
+      }
+      list.set_page_token(trials.next_page_token());
+    } while (!list.page_token().empty());
+    if (!progress.has_value() && total_steps > 0) {
+      progress.emplace("steps", total_steps, std::chrono::seconds(5));
+    }
+    const std::string suffix = fmt::format("· trials {}/{}{}{}", finished,
+                                           total, running.empty() ? "" : " · ",
+                                           absl::StrJoin(running, " · "));
+    if (progress.has_value()) progress->Update(done_steps, suffix);
+
+    v1::GetExperimentRequest get;
+    get.set_id(id);
+    v1::Experiment experiment;
+    if (client
+            .Call(&v1::ExperimentService::Stub::Get, client.experiments(), get,
+                  &experiment)
+            .ok() &&
+        Finished(experiment.state())) {
+      if (progress.has_value()) {
+        progress->Finish(fmt::format("· trials {}/{}", finished, total));
+      }
+      return absl::OkStatus();
+    }
+  }
+}
+
+int PrintResults(RpcClient& client, int64_t id) {
+  v1::RankRequest request;
+  request.set_experiment_id(id);
+  v1::RankResponse response;
+  absl::Status status = client.Call(&v1::ResultsService::Stub::Rank,
+                                    client.results(), request, &response);
+  if (!status.ok()) return ReportError("run", status);
+  const v1::TrialCounts& c = response.experiment().counts();
+  std::cout << "\nexperiment " << id << ": " << c.completed() << "/"
+            << c.total() << " trials completed";
+  if (c.failed() + c.diverged() > 0) {
+    std::cout << ", " << c.failed() << " failed, " << c.diverged()
+              << " diverged";
+  }
+  std::cout << "\n\n";
+  PrintRanking(response, Format::kText, std::cout);
+  return kExitOk;
+}
+
+int Run(const RunOptions& o) {
+  absl::StatusOr<ModelShape> preset = FindPreset(o.preset);
+  if (!preset.ok()) return ReportError("run", preset.status());
+  StopSignals signals;
+
+  std::error_code error;
+  const fs::path data = fs::absolute(o.data_dir, error);
+  for (const char* sub : {"", "logs", "run", "checkpoints"}) {
+    fs::create_directories(data / sub, error);
+    if (error) {
+      return ReportError("run", absl::InvalidArgumentError(absl::StrCat(
+                                    "cannot create ", (data / sub).string(),
+                                    ": ", error.message())));
+    }
+  }
+  // One run per data dir: two coordinators must not share a database.
+  const int lock_fd =
+      open((data / "run" / "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
+    return ReportError(
+        "run", absl::FailedPreconditionError(
+                   absl::StrCat("another prism run is using ", data.string())));
+  }
+
+  std::cerr << "prism run: preparing the demo corpus under " << data.string()
+            << "\n";
+  absl::StatusOr<model::CorpusFiles> corpus =
+      model::EnsureDemoCorpus(data.string());
+  if (!corpus.ok()) return ReportError("run", corpus.status());
+
+  Local local;
+  Endpoints endpoints;
+  absl::Status status = StartCoordinator(data, signals, local, &endpoints);
+  absl::StatusOr<std::string> admin_token;
+  std::unique_ptr<RpcClient> client;
+  int64_t experiment_id = 0;
+  if (status.ok()) {
+    admin_token = ReadTextFile((data / "admin.token").string());
+    status = admin_token.status();
+  }
+  if (status.ok()) {
+    client = std::make_unique<RpcClient>(
+        endpoints.grpc, std::string(absl::StripAsciiWhitespace(*admin_token)));
+    v1::CreateTokenRequest request;
+    request.set_user("prism-run-worker");
+    request.set_role(v1::ROLE_WORKER);
+    v1::CreateTokenResponse worker_token;
+    status = client->Call(&v1::AuthService::Stub::CreateToken, client->auth(),
+                          request, &worker_token);
+    if (status.ok()) {
+      status = StartWorkers(o, data, endpoints, worker_token.token(), local);
+    }
+  }
+  if (status.ok()) {
+    const int64_t steps = o.steps > 0 ? o.steps : preset->steps;
+    v1::ExperimentSpec spec;
+    spec.set_name(RunName(o, steps));
+    spec.mutable_model()->set_preset(preset->name);
+    spec.mutable_data()->add_train(corpus->train);
+    spec.mutable_data()->add_val(corpus->val);
+    spec.mutable_budget()->set_steps(steps);
+    for (v1::Principle p :
+         {v1::PRINCIPLE_SMOOTH, v1::PRINCIPLE_BASELINE, v1::PRINCIPLE_POW2}) {
+      spec.add_principles(p);
+    }
+    for (int seed = 1; seed <= o.seeds; ++seed) spec.add_seeds(seed);
+    spec.set_max_attempts(kRunMaxAttempts);
+    absl::StatusOr<int64_t> id = FindOrSubmit(*client, spec);
+    status = id.status();
+    if (id.ok()) experiment_id = *id;
+  }
+  std::cerr << "prism run: coordinator " << endpoints.grpc << ", "
+            << local.workers.size() << " worker(s); logs in "
+            << (data / "logs").string() << "\n";
+  if (status.ok()) status = Follow(*client, experiment_id, signals, local);
+
+  int exit_status = kExitOk;
+  if (status.ok()) {
+    exit_status = PrintResults(*client, experiment_id);
+    const std::string url = absl::StrCat("http://", endpoints.http, "/");
+    if (o.keep_serving && exit_status == kExitOk) {
+      std::cout << "\ndashboard " << url << " (serving; Ctrl-C stops)\n"
+                << "coordinator " << endpoints.grpc << ", token file "
+                << (data / "admin.token").string() << "\n";
+      std::cout.flush();
+      while (signals.Wait(absl::Seconds(1)) == 0 &&
+             local.coordinator->Running()) {
+      }
+    } else {
+      std::cout << "\ndashboard " << url
+                << " (stopped now; prism run --keep-serving keeps it up)\n";
+    }
+  } else if (status.code() == absl::StatusCode::kCancelled) {
+    std::cerr << "\nprism run: interrupted; stopping workers (trials are "
+                 "checkpointed; run the same command again to continue)\n";
+    exit_status = 128 + signals.received();
+  } else {
+    exit_status = ReportError("run", status);
+  }
+  local.Stop();
+  return exit_status;
+}
+
+}  // namespace
+
+void RegisterRunCommands(CLI::App& app, Action* action) {
+  CLI::App* cmd = app.add_subcommand(
+      "run",
+      "Run a whole search locally: coordinator + workers on loopback, the "
+      "preset's principled grid plus the baseline, then the ranking");
+  auto o = std::make_shared<RunOptions>();
+  cmd->add_option("--preset", o->preset, "Model preset")->capture_default_str();
+  cmd->add_option("--workers", o->workers, "Local worker processes")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--seeds", o->seeds, "Seeds per schedule (1..N)")
+      ->capture_default_str()
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--steps", o->steps,
+                  "Training steps per trial (default: the preset's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--threads", o->threads,
+                  "Threads per worker (default: cores / workers)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--data-dir", o->data_dir,
+                  "Database, token, corpus, checkpoints and logs")
+      ->capture_default_str();
+  cmd->add_flag("--keep-serving", o->keep_serving,
+                "Keep the coordinator, dashboard and workers up afterwards");
+  cmd->callback([o, action] { *action = [o] { return Run(*o); }; });
+}
+
+}  // namespace prism::cli

@@ -1,0 +1,242 @@
+#include "cli/views.h"
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "fmt/format.h"
+#include "google/protobuf/util/json_util.h"
+
+namespace prism::cli {
+namespace {
+
+std::string Fixed(double value, int digits) {
+  return fmt::format("{:.{}f}", value, digits);
+}
+
+// HalfWidth is the 95% CI half-width, "" when it collapsed (one seed).
+std::string HalfWidth(const v1::Interval& interval) {
+  if (interval.n() < 2) return "";
+  return Fixed(interval.high() - interval.mean(), 4);
+}
+
+}  // namespace
+
+std::string ProtoJson(const google::protobuf::Message& message) {
+  std::string json;
+  google::protobuf::util::JsonPrintOptions options;
+  options.add_whitespace = true;
+  options.always_print_primitive_fields = true;
+  if (!google::protobuf::util::MessageToJsonString(message, &json, options)
+           .ok()) {
+    return "{}\n";
+  }
+  if (json.empty() || json.back() != '\n') json += '\n';
+  return json;
+}
+
+std::string TrialStateName(v1::TrialState state) {
+  switch (state) {
+    case v1::TRIAL_QUEUED:
+      return "queued";
+    case v1::TRIAL_LEASED:
+      return "leased";
+    case v1::TRIAL_RUNNING:
+      return "running";
+    case v1::TRIAL_COMPLETED:
+      return "completed";
+    case v1::TRIAL_FAILED:
+      return "failed";
+    case v1::TRIAL_DIVERGED:
+      return "diverged";
+    case v1::TRIAL_CANCELLED:
+      return "cancelled";
+    default:
+      return "unknown";
+  }
+}
+
+std::string ExperimentStateName(v1::ExperimentState state) {
+  switch (state) {
+    case v1::EXPERIMENT_ACTIVE:
+      return "active";
+    case v1::EXPERIMENT_PAUSED:
+      return "paused";
+    case v1::EXPERIMENT_CANCELLED:
+      return "cancelled";
+    case v1::EXPERIMENT_DONE:
+      return "done";
+    default:
+      return "unknown";
+  }
+}
+
+std::string RoleName(v1::Role role) {
+  switch (role) {
+    case v1::ROLE_ADMIN:
+      return "admin";
+    case v1::ROLE_USER:
+      return "user";
+    case v1::ROLE_WORKER:
+      return "worker";
+    case v1::ROLE_VIEWER:
+      return "viewer";
+    default:
+      return "unknown";
+  }
+}
+
+std::string PrincipleFlags(const v1::PrincipleReport& report) {
+  std::vector<std::string> flags;
+  if (report.smooth()) flags.push_back("smooth");
+  if (report.baseline()) flags.push_back("baseline");
+  if (report.pow2()) flags.push_back("pow2");
+  return flags.empty() ? "-" : absl::StrJoin(flags, ",");
+}
+
+Table ExperimentsTable(const v1::ListExperimentsResponse& response) {
+  Table table({"id", "name", "owner", "state", "priority", "queued", "running",
+               "completed", "failed", "cancelled", "total", "progress"});
+  for (const v1::Experiment& e : response.experiments()) {
+    const v1::TrialCounts& c = e.counts();
+    table.AddRow(
+        {absl::StrCat(e.id()), e.name(), e.owner(),
+         ExperimentStateName(e.state()), absl::StrCat(e.priority()),
+         absl::StrCat(c.queued()), absl::StrCat(c.leased() + c.running()),
+         absl::StrCat(c.completed()), absl::StrCat(c.failed() + c.diverged()),
+         absl::StrCat(c.cancelled()), absl::StrCat(c.total()),
+         fmt::format("{:.0f}%", e.progress() * 100)});
+  }
+  return table;
+}
+
+Table TrialsTable(const v1::ListTrialsResponse& response) {
+  Table table({"id", "schedule", "seed", "baseline", "state", "attempt", "step",
+               "total_steps", "val_loss", "worker"});
+  for (const v1::Trial& t : response.trials()) {
+    const bool finished =
+        t.state() == v1::TRIAL_COMPLETED || t.state() == v1::TRIAL_DIVERGED;
+    table.AddRow({absl::StrCat(t.id()), t.schedule(), absl::StrCat(t.seed()),
+                  t.is_baseline() ? "true" : "false", TrialStateName(t.state()),
+                  absl::StrCat(t.attempt()), absl::StrCat(t.last_step()),
+                  absl::StrCat(t.total_steps()),
+                  finished ? Fixed(t.metrics().final_val_loss(), 4) : "",
+                  t.worker_id()});
+  }
+  return table;
+}
+
+Table WorkersTable(const v1::ListWorkersResponse& response, int64_t now_ms) {
+  Table table({"id", "host", "device", "threads", "state", "trial", "heartbeat",
+               "tokens_per_s", "user"});
+  for (const v1::Worker& w : response.workers()) {
+    std::string state;
+    switch (w.state()) {
+      case v1::WORKER_IDLE:
+        state = "idle";
+        break;
+      case v1::WORKER_BUSY:
+        state = "busy";
+        break;
+      case v1::WORKER_LOST:
+        state = "lost";
+        break;
+      default:
+        state = "unknown";
+    }
+    const std::string heartbeat =
+        w.last_heartbeat_unix_ms() > 0
+            ? absl::StrCat(
+                  FormatDuration((now_ms - w.last_heartbeat_unix_ms()) / 1e3),
+                  " ago")
+            : "never";
+    table.AddRow(
+        {w.id(), w.host(), w.device(), absl::StrCat(w.threads()), state,
+         w.current_trial_id() > 0 ? absl::StrCat(w.current_trial_id()) : "",
+         heartbeat, Fixed(w.tokens_per_second(), 0), w.user()});
+  }
+  return table;
+}
+
+Table RankingTable(const v1::RankResponse& response) {
+  Table table({"rank", "schedule", "baseline", "principles", "val_loss",
+               "val_ci95", "delta", "delta_ci95", "min_val_loss", "speedup",
+               "tps_ratio", "seeds"});
+  for (const v1::RankedSchedule& r : response.schedules()) {
+    const bool has_delta = !r.is_baseline() && r.delta_vs_baseline().n() > 0;
+    table.AddRow(
+        {absl::StrCat(r.rank()), r.schedule(),
+         r.is_baseline() ? "true" : "false", PrincipleFlags(r.principles()),
+         Fixed(r.final_val_loss().mean(), 4), HalfWidth(r.final_val_loss()),
+         has_delta ? fmt::format("{:+.4f}", r.delta_vs_baseline().mean()) : "",
+         has_delta ? HalfWidth(r.delta_vs_baseline()) : "",
+         Fixed(r.min_val_loss(), 4),
+         r.convergence_speedup() > 0 ? Fixed(r.convergence_speedup(), 2) : "",
+         r.tokens_per_second_ratio() > 0 ? Fixed(r.tokens_per_second_ratio(), 3)
+                                         : "",
+         absl::StrCat(r.seeds_completed())});
+  }
+  return table;
+}
+
+Table PointsTable(const v1::GetTrialResponse& response) {
+  Table table(
+      {"split", "step", "loss", "learning_rate", "tokens_per_s", "elapsed_s"});
+  for (const v1::LossPoint& p : response.points()) {
+    table.AddRow(
+        {p.split() == v1::SPLIT_VAL ? "val" : "train", absl::StrCat(p.step()),
+         Fixed(p.loss(), 4), fmt::format("{:.3g}", p.learning_rate()),
+         Fixed(p.tokens_per_second(), 0), Fixed(p.elapsed_seconds(), 1)});
+  }
+  return table;
+}
+
+void PrintRanking(const v1::RankResponse& response, Format format,
+                  std::ostream& out) {
+  if (format == Format::kJson) {
+    out << ProtoJson(response);
+    return;
+  }
+  RankingTable(response).Print(out, format);
+  if (format == Format::kCsv) return;
+  if (response.schedules().empty()) {
+    out << "(no completed trials yet)\n";
+    return;
+  }
+  if (response.has_baseline() && !response.baseline().schedule().empty()) {
+    out << "\nbaseline " << response.baseline().schedule() << ": val loss "
+        << Fixed(response.baseline().final_val_loss().mean(), 4) << " over "
+        << response.baseline().seeds_completed()
+        << " seed(s); delta < 0 beats it\n";
+  }
+  if (response.principle_effects().empty()) return;
+  out << "\n";
+  Table summary({"principle", "satisfied", "violated", "mean_delta_satisfied",
+                 "mean_delta_violated"});
+  for (const v1::PrincipleEffect& e : response.principle_effects()) {
+    std::string name;
+    switch (e.principle()) {
+      case v1::PRINCIPLE_SMOOTH:
+        name = "smooth";
+        break;
+      case v1::PRINCIPLE_BASELINE:
+        name = "baseline";
+        break;
+      case v1::PRINCIPLE_POW2:
+        name = "pow2";
+        break;
+      default:
+        name = "unknown";
+    }
+    summary.AddRow(
+        {name, absl::StrCat(e.satisfied()), absl::StrCat(e.violated()),
+         e.satisfied() > 0 ? fmt::format("{:+.4f}", e.mean_delta_satisfied())
+                           : "-",
+         e.violated() > 0 ? fmt::format("{:+.4f}", e.mean_delta_violated())
+                          : "-"});
+  }
+  summary.Print(out, format);
+}
+
+}  // namespace prism::cli

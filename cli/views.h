@@ -1,0 +1,58 @@
+// Views: how the RPC responses print. One place turns experiments, trials,
+// workers and rankings into cli/output.h Tables (text or CSV) or into the
+// protobuf JSON mapping, so `prism status`, `prism results` and `prism run`
+// show the same columns.
+//
+//   PrintRanking(response, Format::kText, std::cout);
+//
+// Thread-safety: pure functions.
+#ifndef PRISM_CLI_VIEWS_H_
+#define PRISM_CLI_VIEWS_H_
+
+#include <ostream>
+#include <string>
+
+#include "cli/output.h"
+#include "google/protobuf/message.h"
+#include "prism/v1/prism.pb.h"
+
+namespace prism::cli {
+
+// ProtoJson returns the protobuf JSON mapping of `message` (field names in
+// lowerCamelCase, enums by name), pretty-printed, ending in a newline.
+std::string ProtoJson(const google::protobuf::Message& message);
+
+// TrialStateName returns "queued", "leased", "running", "completed",
+// "failed", "diverged", "cancelled" (or "unknown").
+std::string TrialStateName(v1::TrialState state);
+// ExperimentStateName returns "active", "paused", "cancelled", "done".
+std::string ExperimentStateName(v1::ExperimentState state);
+// RoleName returns "admin", "user", "worker", "viewer".
+std::string RoleName(v1::Role role);
+// PrincipleFlags returns the satisfied principles ("smooth,baseline,pow2"),
+// or "-" for none.
+std::string PrincipleFlags(const v1::PrincipleReport& report);
+
+// ExperimentsTable: id, name, owner, state, priority, per-state counts,
+// progress.
+Table ExperimentsTable(const v1::ListExperimentsResponse& response);
+// TrialsTable: id, schedule, seed, baseline, state, attempt, step, losses,
+// worker.
+Table TrialsTable(const v1::ListTrialsResponse& response);
+// WorkersTable: id, host, device, threads, state, trial, heartbeat age,
+// tokens/s, user.
+Table WorkersTable(const v1::ListWorkersResponse& response, int64_t now_ms);
+// RankingTable: rank, schedule, principles, val loss mean and 95% CI
+// half-width, delta vs baseline and CI, speed-up, tokens/s ratio, seeds.
+Table RankingTable(const v1::RankResponse& response);
+// PointsTable: the curve of one trial.
+Table PointsTable(const v1::GetTrialResponse& response);
+
+// PrintRanking prints a Rank response: in text the table, then the principle
+// summary and the baseline; in CSV the table only; in JSON the response.
+void PrintRanking(const v1::RankResponse& response, Format format,
+                  std::ostream& out);
+
+}  // namespace prism::cli
+
+#endif  // PRISM_CLI_VIEWS_H_

@@ -1,0 +1,145 @@
+// `prism worker`: lease trials from a coordinator and train them until told
+// to stop. The logic lives in worker/; this file wires flags, signals and the
+// real gRPC client and trainer into it.
+#include <pthread.h>
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstring>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "cli/client.h"
+#include "cli/command.h"
+#include "cli/output.h"
+#include "worker/coordinator_client.h"
+#include "worker/device.h"
+#include "worker/log.h"
+#include "worker/trainer_launcher.h"
+#include "worker/worker.h"
+
+namespace prism::cli {
+namespace {
+
+struct WorkerCommandOptions {
+  ClientOptions client;
+  std::string device = "auto";
+  int threads = 0;
+  std::string checkpoint_dir = "./prism-data/checkpoints";
+  bool keep_checkpoints = false;
+  int max_trials = 0;
+  double idle_exit_seconds = 0;
+};
+
+std::string HostName() {
+  char name[256] = {};
+  if (gethostname(name, sizeof(name) - 1) != 0) return "unknown";
+  return name;
+}
+
+int RunWorker(const WorkerCommandOptions& o) {
+  absl::StatusOr<std::string> token = ResolveToken(o.client);
+  if (!token.ok()) return ReportError("worker", token.status());
+  absl::StatusOr<std::string> device = worker::ResolveDevice(o.device);
+  if (!device.ok()) return ReportError("worker", device.status());
+
+  worker::WorkerOptions options;
+  options.host = HostName();
+  options.resources.device = *device;
+  options.resources.threads =
+      o.threads > 0
+          ? o.threads
+          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  options.resources.checkpoint_root = o.checkpoint_dir;
+  options.keep_checkpoints = o.keep_checkpoints;
+  options.max_trials = o.max_trials;
+  options.idle_exit = absl::Seconds(o.idle_exit_seconds);
+
+  // Block the stop signals before any thread exists (gRPC starts its own),
+  // so they are delivered only to the sigtimedwait loop below.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+
+  const std::string address = ResolveCoordinator(o.client);
+  std::unique_ptr<worker::CoordinatorClient> client =
+      worker::NewGrpcCoordinatorClient(address, *token);
+  std::unique_ptr<worker::TrainerLauncher> launcher =
+      worker::NewModelTrainerLauncher();
+  worker::Worker worker(options, client.get(), launcher.get());
+  worker::LogLine("info", "start")
+      .Add("coordinator", address)
+      .Add("device", options.resources.device)
+      .Add("threads", options.resources.threads)
+      .Add("checkpoint_dir", options.resources.checkpoint_root)
+      .Add("pid", static_cast<int64_t>(getpid()));
+
+  std::atomic<bool> done{false};
+  std::thread signal_thread([&] {
+    int received = 0;
+    const timespec poll = {0, 200 * 1000 * 1000};
+    while (!done.load()) {
+      const int signal_number = sigtimedwait(&stop_signals, nullptr, &poll);
+      if (signal_number <= 0) continue;
+      if (++received == 1) {
+        // First signal: finish cleanly (checkpoint, flush, hand back).
+        worker::LogLine("info", "shutdown_requested")
+            .Add("signal", strsignal(signal_number));
+        worker.Shutdown();
+      } else {
+        // Second signal: the user insists.
+        _exit(128 + signal_number);
+      }
+    }
+  });
+  const absl::Status status = worker.Run();
+  done.store(true);
+  signal_thread.join();
+
+  const worker::WorkerStats stats = worker.stats();
+  worker::LogLine(status.ok() ? "info" : "error", "exit")
+      .Add("trials_completed", stats.trials_completed)
+      .Add("trials_failed", stats.trials_failed)
+      .Add("trials_superseded", stats.trials_superseded)
+      .Add("trials_interrupted", stats.trials_interrupted)
+      .Add("points_acknowledged", stats.points_acknowledged)
+      .Add("report_retries", stats.report_retries);
+  if (!status.ok()) return ReportError("worker", status);
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterWorkerCommands(CLI::App& app, Action* action) {
+  CLI::App* cmd = app.add_subcommand(
+      "worker",
+      "Lease trials from a coordinator, train them and stream their curves");
+  auto o = std::make_shared<WorkerCommandOptions>();
+  AddClientOptions(cmd, &o->client);
+  cmd->add_option("--device", o->device, "auto, cpu, cuda or cuda:N")
+      ->capture_default_str();
+  cmd->add_option("--threads", o->threads,
+                  "CPU threads for training (default: all cores)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--checkpoint-dir", o->checkpoint_dir,
+                  "Checkpoint root; a trial uses <dir>/<checkpoint key>. Put "
+                  "it on shared storage to resume across machines")
+      ->capture_default_str();
+  cmd->add_flag("--keep-checkpoints", o->keep_checkpoints,
+                "Keep a trial's checkpoints after it completed");
+  cmd->add_option("--max-trials", o->max_trials,
+                  "Exit after this many trials (0: no limit)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--idle-exit-seconds", o->idle_exit_seconds,
+                  "Exit after the queue was empty this long (0: never)")
+      ->check(CLI::NonNegativeNumber);
+  cmd->callback([o, action] { *action = [o] { return RunWorker(*o); }; });
+}
+
+}  // namespace prism::cli

@@ -1,0 +1,98 @@
+// The gRPC edge of the worker: one stub, bearer metadata, deadlines, and the
+// single grpc::Status -> absl::Status conversion.
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <memory>
+#include <string>
+
+#include "prism/v1/prism.grpc.pb.h"
+#include "worker/coordinator_client.h"
+
+namespace prism::worker {
+namespace {
+
+class GrpcCoordinatorClient final : public CoordinatorClient {
+ public:
+  GrpcCoordinatorClient(const std::string& address, std::string token,
+                        absl::Duration rpc_timeout)
+      : stub_(v1::WorkerService::NewStub(
+            grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))),
+        authorization_("Bearer " + std::move(token)),
+        rpc_timeout_(rpc_timeout) {}
+
+  absl::StatusOr<v1::RegisterResponse> Register(
+      const v1::RegisterRequest& request) override {
+    return Call(&v1::WorkerService::Stub::Register, request);
+  }
+  absl::StatusOr<v1::LeaseResponse> Lease(
+      const v1::LeaseRequest& request) override {
+    return Call(&v1::WorkerService::Stub::Lease, request);
+  }
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
+      const v1::HeartbeatRequest& request) override {
+    return Call(&v1::WorkerService::Stub::Heartbeat, request);
+  }
+  absl::StatusOr<v1::ReportResponse> Report(
+      const v1::ReportRequest& request) override {
+    return Call(&v1::WorkerService::Stub::Report, request);
+  }
+  absl::StatusOr<v1::CompleteResponse> Complete(
+      const v1::CompleteRequest& request) override {
+    return Call(&v1::WorkerService::Stub::Complete, request);
+  }
+  absl::StatusOr<v1::FailResponse> Fail(
+      const v1::FailRequest& request) override {
+    return Call(&v1::WorkerService::Stub::Fail, request);
+  }
+
+ private:
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Call(grpc::Status (v1::WorkerService::Stub::*method)(
+                                    grpc::ClientContext*, const Request&,
+                                    Response*),
+                                const Request& request) {
+    grpc::ClientContext context;
+    context.AddMetadata("authorization", authorization_);
+    context.set_deadline(std::chrono::system_clock::now() +
+                         absl::ToChronoMilliseconds(rpc_timeout_));
+    Response response;
+    const grpc::Status status =
+        (stub_.get()->*method)(&context, request, &response);
+    if (!status.ok()) return FromGrpcStatus(status);
+    return response;
+  }
+
+  std::unique_ptr<v1::WorkerService::Stub> stub_;
+  const std::string authorization_;
+  const absl::Duration rpc_timeout_;
+};
+
+}  // namespace
+
+std::unique_ptr<CoordinatorClient> NewGrpcCoordinatorClient(
+    const std::string& address, const std::string& token,
+    absl::Duration rpc_timeout) {
+  return std::make_unique<GrpcCoordinatorClient>(address, token, rpc_timeout);
+}
+
+absl::Status FromGrpcStatus(const grpc::Status& status) {
+  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
+                      status.error_message());
+}
+
+bool IsTransient(const absl::Status& status) {
+  switch (status.code()) {
+    case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:
+    case absl::StatusCode::kAborted:
+    case absl::StatusCode::kResourceExhausted:
+    case absl::StatusCode::kInternal:
+    case absl::StatusCode::kUnknown:
+      return true;
+    default:
+      return false;
+  }
+}
+
+}  // namespace prism::worker

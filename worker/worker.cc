@@ -1,0 +1,554 @@
+#include "worker/worker.h"
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <random>
+#include <system_error>
+#include <thread>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
+#include "worker/log.h"
+#include "worker/report_buffer.h"
+
+namespace prism::worker {
+
+// TrialRun is one attempt at one trial: the trainer's observer, the report
+// buffer between the training thread and the reporter, and the heartbeat
+// thread. Execute() runs on Run's thread and acts as the reporter.
+class Worker::TrialRun final : public model::TrainObserver {
+ public:
+  TrialRun(Worker* worker, const v1::TrialTask& task, std::string worker_id,
+           absl::Duration heartbeat_interval, uint64_t seed)
+      : worker_(worker),
+        task_(task),
+        worker_id_(std::move(worker_id)),
+        heartbeat_interval_(heartbeat_interval),
+        buffer_(worker->options_.buffer_capacity),
+        backoff_(worker->options_.backoff, seed) {}
+
+  TrialOutcome Execute();
+
+  // model::TrainObserver, called on the training thread.
+  void OnStart(const model::TrainConfig& config, int64_t start_step) override {
+    resumed_from_step_ = start_step;
+    LogLine("info", "train_start")
+        .Add("trial", trial_id())
+        .Add("attempt", attempt())
+        .Add("resumed_from_step", start_step)
+        .Add("steps", config.steps)
+        .Add("device", config.device)
+        .Add("threads", config.threads);
+  }
+  void OnPoint(const model::CurvePoint& point) override {
+    buffer_.Add(ToLossPoint(point));
+  }
+  void OnStep(int64_t step, double loss, double tokens_per_second) override {
+    (void)loss;
+    step_.store(step);
+    tokens_per_second_.store(tokens_per_second);
+  }
+  void BeforeCheckpoint(int64_t step) override {
+    // Wait without limit while the trial is live: a checkpoint ahead of the
+    // stored curve would leave a hole when another worker resumes from it.
+    // After Shutdown the wait is bounded so the process can exit.
+    while (!buffer_.WaitDrained(absl::Seconds(1))) {
+      if (buffer_.closed() || worker_->GiveUpRetrying()) {
+        LogLine("warn", "checkpoint_undrained")
+            .Add("trial", trial_id())
+            .Add("step", step)
+            .Add("unacknowledged_points", buffer_.size());
+        return;
+      }
+    }
+  }
+  void OnCheckpoint(int64_t step) override {
+    LogLine("info", "checkpoint").Add("trial", trial_id()).Add("step", step);
+  }
+  bool ShouldStop() override {
+    return superseded_.load() || worker_->shutting_down();
+  }
+
+ private:
+  int64_t trial_id() const { return task_.trial().id(); }
+  int attempt() const { return task_.trial().attempt(); }
+
+  void HeartbeatLoop();
+  void ReportLoop();
+  // SendOldest sends up to one batch of the oldest points; returns the
+  // Report status (OK with nothing to send).
+  absl::Status SendOldest();
+  // Flush sends until at most `leave` points remain buffered. Returns false
+  // when the attempt was superseded or the worker gave up retrying.
+  bool Flush(size_t leave);
+  // HandleSendError superseded the attempt or pauses before a retry.
+  void HandleSendError(const absl::Status& status, absl::string_view what);
+  void Supersede(absl::string_view why);
+  // PauseForRetry sleeps the next backoff delay.
+  void PauseForRetry();
+  TrialOutcome Finish(const absl::StatusOr<model::TrainResult>& result);
+  TrialOutcome SendFail(const std::string& message, bool retryable,
+                        TrialOutcome outcome);
+
+  Worker* const worker_;
+  const v1::TrialTask& task_;
+  const std::string worker_id_;
+  const absl::Duration heartbeat_interval_;
+  ReportBuffer buffer_;
+  Backoff backoff_;  // used by the reporter (Execute's thread) only
+  std::atomic<bool> superseded_{false};
+  std::atomic<int64_t> step_{0};
+  std::atomic<double> tokens_per_second_{0.0};
+  std::atomic<int64_t> resumed_from_step_{0};
+  absl::Notification training_done_;
+};
+
+TrialOutcome Worker::TrialRun::Execute() {
+  absl::StatusOr<model::TrainConfig> config =
+      TrainConfigForTask(task_, worker_->options_.resources);
+  if (!config.ok()) {
+    return SendFail(std::string(config.status().message()),
+                    /*retryable=*/false, TrialOutcome::kFailed);
+  }
+  step_.store(task_.resume_step());
+
+  absl::StatusOr<model::TrainResult> result =
+      absl::InternalError("trainer did not run");
+  std::thread training([&] {
+    result = worker_->launcher_->Train(*config, this);
+    training_done_.Notify();
+  });
+  std::thread heartbeat([this] { HeartbeatLoop(); });
+  ReportLoop();
+  training.join();
+  heartbeat.join();
+  return Finish(result);
+}
+
+void Worker::TrialRun::HeartbeatLoop() {
+  bool reachable = true;
+  while (!training_done_.WaitForNotificationWithTimeout(heartbeat_interval_)) {
+    if (superseded_.load()) return;
+    v1::HeartbeatRequest request;
+    request.set_worker_id(worker_id_);
+    request.set_trial_id(trial_id());
+    request.set_attempt(attempt());
+    request.set_step(step_.load());
+    request.set_tokens_per_second(tokens_per_second_.load());
+    absl::StatusOr<v1::HeartbeatResponse> response =
+        worker_->client_->Heartbeat(request);
+    if (response.ok()) {
+      if (!reachable) LogLine("info", "coordinator_reachable");
+      reachable = true;
+      if (response->stop()) Supersede("heartbeat asked to stop");
+      continue;
+    }
+    if (response.status().code() == absl::StatusCode::kFailedPrecondition) {
+      Supersede(response.status().message());
+    } else if (reachable) {
+      reachable = false;
+      LogLine("warn", "heartbeat_failed")
+          .Add("trial", trial_id())
+          .Add("error", response.status().ToString());
+    }
+  }
+}
+
+void Worker::TrialRun::ReportLoop() {
+  const WorkerOptions& options = worker_->options_;
+  while (!training_done_.HasBeenNotified() && !superseded_.load()) {
+    buffer_.WaitForBatch(options.report_batch, options.report_interval);
+    // Send everything buffered now; a failed send retries after a pause.
+    while (buffer_.size() > 0 && !superseded_.load()) {
+      absl::Status sent = SendOldest();
+      if (!sent.ok()) {
+        HandleSendError(sent, "report");
+        break;
+      }
+    }
+  }
+}
+
+absl::Status Worker::TrialRun::SendOldest() {
+  std::vector<v1::LossPoint> points =
+      buffer_.Oldest(worker_->options_.report_batch);
+  if (points.empty()) return absl::OkStatus();
+  v1::ReportRequest request;
+  request.set_worker_id(worker_id_);
+  request.set_trial_id(trial_id());
+  request.set_attempt(attempt());
+  for (v1::LossPoint& point : points) *request.add_points() = std::move(point);
+  absl::StatusOr<v1::ReportResponse> response =
+      worker_->client_->Report(request);
+  if (!response.ok()) return response.status();
+  buffer_.Acknowledge(points.size());
+  if (backoff_.retries() > 0) {
+    LogLine("info", "reports_resumed")
+        .Add("trial", trial_id())
+        .Add("retries", backoff_.retries())
+        .Add("buffered", buffer_.size());
+  }
+  backoff_.Reset();
+  absl::MutexLock lock(&worker_->mu_);
+  worker_->stats_.points_acknowledged += static_cast<int64_t>(points.size());
+  return absl::OkStatus();
+}
+
+void Worker::TrialRun::HandleSendError(const absl::Status& status,
+                                       absl::string_view what) {
+  if (status.code() == absl::StatusCode::kFailedPrecondition) {
+    Supersede(status.message());
+    return;
+  }
+  if (!IsTransient(status)) {
+    // A refusal that retrying cannot fix (a revoked token, a bad request):
+    // the attempt cannot be reported, so stop spending compute on it.
+    LogLine("error", absl::StrCat(what, "_refused"))
+        .Add("trial", trial_id())
+        .Add("error", status.ToString());
+    Supersede(status.message());
+    return;
+  }
+  if (backoff_.retries() == 0) {
+    LogLine("warn", absl::StrCat(what, "_failed"))
+        .Add("trial", trial_id())
+        .Add("buffered", buffer_.size())
+        .Add("error", status.ToString());
+  }
+  {
+    absl::MutexLock lock(&worker_->mu_);
+    ++worker_->stats_.report_retries;
+  }
+  PauseForRetry();
+}
+
+void Worker::TrialRun::PauseForRetry() {
+  const absl::Duration delay = backoff_.Next();
+  // After Shutdown SleepFor returns at once; keep pacing the retries anyway.
+  if (!worker_->SleepFor(delay))
+    absl::SleepFor(std::min(delay, absl::Seconds(1)));
+}
+
+bool Worker::TrialRun::Flush(size_t leave) {
+  while (buffer_.size() > leave) {
+    if (superseded_.load()) return false;
+    absl::Status sent = SendOldest();
+    if (sent.ok()) continue;
+    HandleSendError(sent, "report");
+    if (worker_->GiveUpRetrying()) return false;
+  }
+  return !superseded_.load();
+}
+
+void Worker::TrialRun::Supersede(absl::string_view why) {
+  if (superseded_.exchange(true)) return;
+  LogLine("warn", "trial_superseded")
+      .Add("trial", trial_id())
+      .Add("attempt", attempt())
+      .Add("reason", why);
+  // Nothing more is accepted for this attempt: unblock a trainer waiting on
+  // a full buffer or a checkpoint drain.
+  buffer_.Close();
+}
+
+TrialOutcome Worker::TrialRun::SendFail(const std::string& message,
+                                        bool retryable, TrialOutcome outcome) {
+  v1::FailRequest request;
+  request.set_worker_id(worker_id_);
+  request.set_trial_id(trial_id());
+  request.set_attempt(attempt());
+  request.set_message(message);
+  request.set_retryable(retryable);
+  while (true) {
+    absl::StatusOr<v1::FailResponse> response = worker_->client_->Fail(request);
+    if (response.ok()) break;
+    if (response.status().code() == absl::StatusCode::kFailedPrecondition) {
+      return TrialOutcome::kSuperseded;
+    }
+    if (!IsTransient(response.status()) || worker_->GiveUpRetrying()) {
+      LogLine("error", "fail_not_delivered")
+          .Add("trial", trial_id())
+          .Add("error", response.status().ToString());
+      break;
+    }
+    PauseForRetry();
+  }
+  LogLine(outcome == TrialOutcome::kInterrupted ? "info" : "error",
+          "trial_failed")
+      .Add("trial", trial_id())
+      .Add("attempt", attempt())
+      .Add("retryable", retryable ? "true" : "false")
+      .Add("message", message);
+  return outcome;
+}
+
+TrialOutcome Worker::TrialRun::Finish(
+    const absl::StatusOr<model::TrainResult>& result) {
+  if (superseded_.load()) return TrialOutcome::kSuperseded;
+  if (!result.ok()) {
+    Flush(/*leave=*/0);
+    if (superseded_.load()) return TrialOutcome::kSuperseded;
+    return SendFail(result.status().ToString(), IsTransient(result.status()),
+                    TrialOutcome::kFailed);
+  }
+  if (result->stopped) {
+    Flush(/*leave=*/0);
+    if (superseded_.load()) return TrialOutcome::kSuperseded;
+    return SendFail(absl::StrCat("worker shut down at step ", result->steps),
+                    /*retryable=*/true, TrialOutcome::kInterrupted);
+  }
+
+  // The last partial batch rides along with Complete.
+  if (!Flush(worker_->options_.report_batch)) {
+    return superseded_.load() ? TrialOutcome::kSuperseded
+                              : TrialOutcome::kInterrupted;
+  }
+  v1::CompleteRequest request;
+  request.set_worker_id(worker_id_);
+  request.set_trial_id(trial_id());
+  request.set_attempt(attempt());
+  *request.mutable_metrics() = ToTrialMetrics(*result);
+  for (v1::LossPoint& point : buffer_.Oldest(buffer_.size())) {
+    *request.add_points() = std::move(point);
+  }
+  while (true) {
+    absl::StatusOr<v1::CompleteResponse> response =
+        worker_->client_->Complete(request);
+    if (response.ok()) break;
+    if (response.status().code() == absl::StatusCode::kFailedPrecondition) {
+      Supersede(response.status().message());
+      return TrialOutcome::kSuperseded;
+    }
+    if (!IsTransient(response.status()) || worker_->GiveUpRetrying()) {
+      LogLine("error", "complete_not_delivered")
+          .Add("trial", trial_id())
+          .Add("error", response.status().ToString());
+      return TrialOutcome::kInterrupted;
+    }
+    HandleSendError(response.status(), "complete");
+  }
+  buffer_.Acknowledge(request.points_size());
+  {
+    absl::MutexLock lock(&worker_->mu_);
+    worker_->stats_.points_acknowledged += request.points_size();
+  }
+  LogLine("info", "trial_completed")
+      .Add("trial", trial_id())
+      .Add("attempt", attempt())
+      .Add("steps", result->steps)
+      .Add("final_val_loss", result->final_val_loss)
+      .Add("diverged", result->diverged ? "true" : "false")
+      .Add("tokens_per_second", result->tokens_per_second)
+      .Add("wall_seconds", result->wall_seconds);
+
+  const std::string dir = CheckpointDirFor(task_, worker_->options_.resources);
+  if (!dir.empty() && !worker_->options_.keep_checkpoints) {
+    // The trial is final; its checkpoints (GBs at 124M) are no longer needed.
+    std::error_code error;
+    std::filesystem::remove_all(dir, error);
+    if (error) {
+      LogLine("warn", "checkpoint_cleanup_failed")
+          .Add("dir", dir)
+          .Add("error", error.message());
+    }
+  }
+  return TrialOutcome::kCompleted;
+}
+
+Worker::Worker(WorkerOptions options, CoordinatorClient* client,
+               TrainerLauncher* launcher)
+    : options_(std::move(options)),
+      client_(client),
+      launcher_(launcher),
+      backoff_seed_(options_.seed != 0 ? options_.seed
+                                       : std::random_device{}()) {}
+
+absl::Status Worker::Register() {
+  Backoff backoff(options_.backoff, backoff_seed_);
+  while (true) {
+    v1::RegisterRequest request;
+    request.set_host(options_.host);
+    request.set_device(options_.resources.device);
+    request.set_threads(options_.resources.threads);
+    request.set_worker_id(worker_id());
+    absl::StatusOr<v1::RegisterResponse> response = client_->Register(request);
+    if (response.ok()) {
+      absl::MutexLock lock(&mu_);
+      worker_id_ = response->worker_id();
+      if (response->heartbeat_seconds() > 0) {
+        heartbeat_interval_ = absl::Seconds(response->heartbeat_seconds());
+      }
+      LogLine("info", "registered")
+          .Add("worker_id", worker_id_)
+          .Add("host", options_.host)
+          .Add("device", options_.resources.device)
+          .Add("threads", options_.resources.threads)
+          .Add("heartbeat_seconds", response->heartbeat_seconds())
+          .Add("lease_seconds", response->lease_seconds());
+      return absl::OkStatus();
+    }
+    if (!IsTransient(response.status())) return response.status();
+    if (backoff.retries() == 0) {
+      LogLine("warn", "register_failed")
+          .Add("error", response.status().ToString());
+    }
+    if (!SleepFor(backoff.Next())) {
+      return absl::CancelledError("shut down before registering");
+    }
+  }
+}
+
+absl::Status Worker::Run() {
+  if (absl::Status registered = Register(); !registered.ok()) {
+    return registered.code() == absl::StatusCode::kCancelled ? absl::OkStatus()
+                                                             : registered;
+  }
+  Backoff backoff(options_.backoff, backoff_seed_ + 1);
+  int handled = 0;
+  absl::Time idle_since = absl::Now();
+  while (!shutting_down()) {
+    if (options_.max_trials > 0 && handled >= options_.max_trials) {
+      LogLine("info", "max_trials_reached").Add("trials", handled);
+      break;
+    }
+    v1::LeaseRequest request;
+    request.set_worker_id(worker_id());
+    absl::StatusOr<v1::LeaseResponse> lease = client_->Lease(request);
+    if (!lease.ok()) {
+      if (lease.status().code() == absl::StatusCode::kNotFound) {
+        // The coordinator no longer knows this worker (a new database).
+        LogLine("warn", "worker_unknown")
+            .Add("error", lease.status().message());
+        {
+          absl::MutexLock lock(&mu_);
+          worker_id_.clear();
+        }
+        absl::Status registered = Register();
+        if (!registered.ok() &&
+            registered.code() != absl::StatusCode::kCancelled) {
+          return registered;
+        }
+        continue;
+      }
+      if (!IsTransient(lease.status())) return lease.status();
+      if (backoff.retries() == 0) {
+        LogLine("warn", "lease_failed").Add("error", lease.status().ToString());
+      }
+      SleepFor(backoff.Next());
+      continue;
+    }
+    if (backoff.retries() > 0) {
+      LogLine("info", "coordinator_reachable")
+          .Add("retries", backoff.retries());
+    }
+    backoff.Reset();
+    if (!lease->has_task()) {
+      if (options_.idle_exit > absl::ZeroDuration() &&
+          absl::Now() - idle_since >= options_.idle_exit) {
+        LogLine("info", "idle_exit")
+            .Add("idle_seconds",
+                 absl::ToInt64Seconds(absl::Now() - idle_since));
+        break;
+      }
+      SendIdleHeartbeat();
+      SleepFor(lease->retry_after_ms() > 0
+                   ? absl::Milliseconds(lease->retry_after_ms())
+                   : absl::Seconds(1));
+      continue;
+    }
+
+    const v1::TrialTask& task = lease->task();
+    LogLine("info", "lease")
+        .Add("trial", task.trial().id())
+        .Add("attempt", task.trial().attempt())
+        .Add("experiment", task.trial().experiment_id())
+        .Add("schedule", task.trial().schedule())
+        .Add("seed", task.trial().seed())
+        .Add("resume_step", task.resume_step());
+    RunTrial(task);
+    ++handled;
+    idle_since = absl::Now();
+  }
+  return absl::OkStatus();
+}
+
+TrialOutcome Worker::RunTrial(const v1::TrialTask& task) {
+  absl::Duration heartbeat_interval;
+  uint64_t seed;
+  std::string id;
+  {
+    absl::MutexLock lock(&mu_);
+    heartbeat_interval = heartbeat_interval_;
+    seed = ++backoff_seed_;
+    id = worker_id_;
+  }
+  TrialRun run(this, task, id, heartbeat_interval, seed);
+  const TrialOutcome outcome = run.Execute();
+  absl::MutexLock lock(&mu_);
+  switch (outcome) {
+    case TrialOutcome::kCompleted:
+      ++stats_.trials_completed;
+      break;
+    case TrialOutcome::kFailed:
+      ++stats_.trials_failed;
+      break;
+    case TrialOutcome::kSuperseded:
+      ++stats_.trials_superseded;
+      break;
+    case TrialOutcome::kInterrupted:
+      ++stats_.trials_interrupted;
+      break;
+  }
+  return outcome;
+}
+
+void Worker::SendIdleHeartbeat() {
+  absl::Time now = absl::Now();
+  v1::HeartbeatRequest request;
+  {
+    absl::MutexLock lock(&mu_);
+    if (now - last_heartbeat_ < heartbeat_interval_) return;
+    last_heartbeat_ = now;
+    request.set_worker_id(worker_id_);
+  }
+  // Idle liveness only; a failure shows up again at the next Lease.
+  (void)client_->Heartbeat(request);
+}
+
+void Worker::Shutdown() {
+  absl::MutexLock lock(&mu_);
+  if (shutdown_) return;
+  shutdown_ = true;
+  shutdown_at_ = absl::Now();
+}
+
+bool Worker::shutting_down() const {
+  absl::MutexLock lock(&mu_);
+  return shutdown_;
+}
+
+bool Worker::GiveUpRetrying() const {
+  absl::MutexLock lock(&mu_);
+  return shutdown_ && absl::Now() - shutdown_at_ >= options_.shutdown_grace;
+}
+
+bool Worker::SleepFor(absl::Duration d) const {
+  absl::MutexLock lock(&mu_);
+  mu_.AwaitWithTimeout(absl::Condition(&shutdown_), d);
+  return !shutdown_;
+}
+
+std::string Worker::worker_id() const {
+  absl::MutexLock lock(&mu_);
+  return worker_id_;
+}
+
+WorkerStats Worker::stats() const {
+  absl::MutexLock lock(&mu_);
+  return stats_;
+}
+
+}  // namespace prism::worker
