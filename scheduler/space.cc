@@ -60,11 +60,21 @@ class SpaceModel {
         run_lo_(spec.principles.smooth ? spec.min_run : 1),
         run_hi_(spec.principles.smooth ? spec.max_run : spec.layers),
         min_base_(spec.principles.baseline ? CeilHalf(spec.layers) : 1) {
-    for (int h = 1; h <= spec.base_heads; ++h) {
+    // Divisors come in pairs (h, d_model / h) with h <= sqrt(d_model), so
+    // the scan is O(sqrt(d_model)) even for a d_model near 2^31.
+    for (int h = 1; static_cast<int64_t>(h) * h <= spec.d_model; ++h) {
       if (spec.d_model % h != 0) continue;
-      if (spec.principles.pow2 && !IsPowerOfTwo(spec.d_model / h)) continue;
-      values_.push_back(h);
+      for (int divisor : {h, spec.d_model / h}) {
+        if (divisor > spec.base_heads) continue;
+        if (spec.principles.pow2 && !IsPowerOfTwo(spec.d_model / divisor)) {
+          continue;
+        }
+        values_.push_back(divisor);
+      }
     }
+    // A square d_model yields its root twice.
+    std::sort(values_.begin(), values_.end());
+    values_.erase(std::unique(values_.begin(), values_.end()), values_.end());
     // Boundary convergence needs the base itself to be a candidate; pow2 can
     // exclude it, and then the space is empty.
     if (values_.empty() || values_.back() != spec.base_heads) {
