@@ -305,9 +305,15 @@ async function run() {
   const trial = (await api(ready.http, token, `/api/v1/trials/${trialId}?with_baseline=1`)).body;
   check(trial.trial.schedule === schedule, `trial page opened for ${schedule} (trial #${trialId})`);
   const lossPrism = await canvasColourPixels(page, '#loss-chart', kPrism);
-  const lossBaseline = await canvasColourPixels(page, '#loss-chart', kBaseline);
   check(lossPrism > 100, `loss chart drew the trial's val curve (${lossPrism} pixels)`);
+  // The baseline's curves may lie under the trial's: hide the trial's through
+  // the chart legend (as a user would) to see them.
+  const legendEntry = (label) => page.locator('#loss-chart .u-legend .u-series')
+    .filter({ has: page.locator('.u-label', { hasText: new RegExp(`^${label}$`) }) });
+  for (const label of ['train', 'val']) await legendEntry(label).click();
+  const lossBaseline = await canvasColourPixels(page, '#loss-chart', kBaseline);
   check(lossBaseline > 100, `loss chart drew the baseline's val curve (${lossBaseline} pixels)`);
+  for (const label of ['train', 'val']) await legendEntry(label).click();
   const lrPixels = await canvasColourPixels(page, '#lr-chart', [0x0e, 0x74, 0x90]);
   check(lrPixels > 50, `learning-rate chart drew its curve (${lrPixels} pixels)`);
   const distancePixels = await canvasColourPixels(page, '#distance-chart', kPrism);
