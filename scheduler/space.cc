@@ -432,9 +432,10 @@ absl::StatusOr<SpaceCount> CountSchedules(const SpaceSpec& spec) {
 // State holds the model, the current schedule and a table that makes every
 // step of Next() a lookup: first_new[p * (base + 2) + w] is the smallest
 // value index >= w that can start a block at layer p and still complete, or
-// -1. With it Next() never enters a dead end, so its cost is the number of
-// layers it rewrites, which is small on average (most successors differ only
-// in the last few non-base layers).
+// -1. With it Next() never walks into a dead end. It also skips the final
+// base block, which has no larger choice, and never rewrites a layer that
+// already holds the base, so a step costs the layers that really change plus
+// forced smoothness runs: amortised O(min_run), not O(layers).
 struct ScheduleEnumerator::State {
   explicit State(const SpaceSpec& spec)
       : model(spec, /*keep_rows=*/true), walk(spec.layers) {
@@ -468,22 +469,30 @@ struct ScheduleEnumerator::State {
     for (; p < model.layers(); ++p) {
       const int c = Choice(p, 0);
       if (c == model.base()) {
-        const int start_run =
-            (p > 0 && walk.index[p - 1] == c) ? walk.run[p - 1] : 0;
-        for (int q = p; q < model.layers(); ++q) {
-          walk.index[q] = c;
-          walk.run[q] = start_run + (q - p) + 1;
-          walk.heads[q] = model.value(c);
-        }
+        FillBase(p);
         return;
       }
       walk.Set(model, p, c);
     }
   }
 
+  // FillBase starts the base block at layer p. Layers from the previous
+  // schedule's base block on already hold the base (the previous schedule
+  // differs only after its own base start otherwise), so the loop stops
+  // there. walk.run is left stale inside the base block: nothing reads a
+  // base layer's run length.
+  void FillBase(int p) {
+    base_start = p;
+    for (int q = p; q < model.layers() && walk.index[q] != model.base(); ++q) {
+      walk.index[q] = model.base();
+      walk.heads[q] = model.value(model.base());
+    }
+  }
+
   SpaceModel model;
   Walk walk;
   std::vector<int> first_new;
+  int base_start = 0;  // first layer of the current schedule's base block
   uint64_t index = 0;
   bool started = false;  // Next() has produced the schedule at `index`
   bool done = false;
@@ -502,6 +511,10 @@ absl::StatusOr<ScheduleEnumerator> ScheduleEnumerator::Create(
     state->done = true;
   } else {
     UnrankInto(state->model, start_index, &state->walk);
+    const std::vector<int>& index = state->walk.index;
+    state->base_start = static_cast<int>(
+        std::find(index.begin(), index.end(), state->model.base()) -
+        index.begin());
   }
   return ScheduleEnumerator(std::move(state));
 }
@@ -520,14 +533,18 @@ bool ScheduleEnumerator::Next() {
     s.started = true;
     return true;
   }
-  for (int p = s.model.layers() - 1; p >= 0; --p) {
+  // Layers from the base block on have no larger choice.
+  for (int p = s.base_start - 1; p >= 0; --p) {
     const int c = s.Choice(p, s.walk.index[p] + 1);
-    if (c >= 0) {
+    if (c < 0) continue;
+    if (c == s.model.base()) {
+      s.FillBase(p);
+    } else {
       s.walk.Set(s.model, p, c);
       s.Fill(p + 1);
-      ++s.index;
-      return true;
     }
+    ++s.index;
+    return true;
   }
   s.done = true;
   return false;

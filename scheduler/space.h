@@ -4,8 +4,9 @@
 // A schedule h_1..h_L is valid when every h_l divides d_model (divisibility),
 // h_1 <= ... <= h_L (monotonicity) and h_L = base_heads (boundary
 // convergence). A SpaceSpec may further require any subset of the principles
-// (principles.h). Counting uses dynamic programming over (layer, head count,
-// run length) and never enumerates; enumeration follows one deterministic
+// (principles.h). Counting uses dynamic programming over (layers left, larger
+// head counts left), O(layers x divisors), and never enumerates; counts are
+// exact up to 2^64-1 and flagged beyond. Enumeration follows one deterministic
 // order (lexicographic by per-layer heads, first layer first) so an index
 // identifies a schedule, page tokens are indices, and uniform sampling is
 // "draw an index, unrank it".
@@ -90,7 +91,8 @@ struct SpaceCount {
 absl::StatusOr<SpaceCount> CountSchedules(const SpaceSpec& spec);
 
 // ScheduleEnumerator streams a space's schedules in the canonical order,
-// without materialising the space; Next() is amortised O(1) per schedule.
+// without materialising the space; Next() is amortised O(1) per schedule
+// (O(min_run) with smoothness, whose runs are forced), whatever the depth.
 class ScheduleEnumerator {
  public:
   // Create starts at `start_index` (0-based position in the canonical order).
