@@ -26,7 +26,6 @@ namespace prism::cli {
 namespace {
 
 constexpr int kDefaultListLimit = 20;
-constexpr int kMaxListLimit = 1'000'000;
 
 struct SpaceFlags {
   int d_model = 0;
@@ -151,10 +150,10 @@ int List(const ListOptions& options) {
   constexpr char kCommand[] = "schedules list";
   absl::StatusOr<Format> format = ParseFormat(options.format);
   if (!format.ok()) return ReportError(kCommand, format.status());
-  if (options.limit < 1 || options.limit > kMaxListLimit) {
+  if (options.limit < 1 || options.limit > kMaxPageSize) {
     return ReportError(kCommand, absl::InvalidArgumentError(absl::StrCat(
                                      "--limit must be between 1 and ",
-                                     kMaxListLimit, ", got ", options.limit)));
+                                     kMaxPageSize, ", got ", options.limit)));
   }
   absl::StatusOr<SpaceSpec> spec = ToSpec(options.space);
   if (!spec.ok()) return ReportError(kCommand, spec.status());

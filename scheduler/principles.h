@@ -48,7 +48,7 @@ struct PrincipleSet {
 
 // ParsePrinciples accepts "none", "all", or a comma-separated list of names
 // ("smooth,baseline,pow2"; case-insensitive, repeats allowed). Returns
-// InvalidArgument naming the unknown principle otherwise.
+// InvalidArgument naming the unknown principle otherwise, or for empty text.
 absl::StatusOr<PrincipleSet> ParsePrinciples(absl::string_view text);
 
 }  // namespace prism

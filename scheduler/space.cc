@@ -1,7 +1,6 @@
 #include "scheduler/space.h"
 
 #include <algorithm>
-#include <cstring>
 #include <limits>
 #include <random>
 #include <unordered_set>
@@ -264,8 +263,7 @@ absl::StatusOr<uint64_t> DecodePageToken(const SpaceSpec& spec,
   if (!absl::WebSafeBase64Unescape(token, &raw) || raw.size() != kTokenBytes ||
       static_cast<uint8_t>(raw[0]) != kTokenVersion) {
     return absl::InvalidArgumentError(
-        absl::StrCat("page token '", token.substr(0, 64),
-                     "' is not a page token from `schedules list`"));
+        absl::StrCat("page token '", token.substr(0, 64), "' is malformed"));
   }
   uint64_t index = 0;
   uint64_t fingerprint = 0;
@@ -600,9 +598,9 @@ absl::StatusOr<uint64_t> RankSchedule(const SpaceSpec& spec,
 absl::StatusOr<SchedulePage> ListSchedules(const SpaceSpec& spec, int page_size,
                                            absl::string_view page_token) {
   if (absl::Status valid = ValidateSpace(spec); !valid.ok()) return valid;
-  if (page_size < 1) {
-    return absl::InvalidArgumentError(
-        absl::StrCat("page size must be positive, got ", page_size));
+  if (page_size < 1 || page_size > kMaxPageSize) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "page size must be between 1 and ", kMaxPageSize, ", got ", page_size));
   }
   uint64_t start = 0;
   if (!page_token.empty()) {

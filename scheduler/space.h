@@ -131,9 +131,12 @@ struct SchedulePage {
   std::string next_page_token;  // "" on the last page
 };
 
+inline constexpr int kMaxPageSize = 1'000'000;
+
 // ListSchedules returns up to page_size schedules starting at page_token ("" =
 // the start). Tokens are opaque, bound to the space they came from: a token
-// from another space, a malformed token or page_size < 1 is InvalidArgument.
+// from another space, a malformed token or page_size outside
+// [1, kMaxPageSize] is InvalidArgument.
 absl::StatusOr<SchedulePage> ListSchedules(const SpaceSpec& spec, int page_size,
                                            absl::string_view page_token);
 

@@ -266,7 +266,7 @@ TEST(SchedulesBadInputTest, EveryBadInputExitsTwoWithOneLine) {
                    "--base-heads is required");
   ExpectUsageError(
       With({"schedules", "list"}, With(kSpace, {"--page-token", "junk"})),
-      "page token 'junk'");
+      "page token 'junk' is malformed");
   ExpectUsageError(With({"schedules", "list"}, With(kSpace, {"--limit", "0"})),
                    "--limit must be between 1 and");
   ExpectUsageError(

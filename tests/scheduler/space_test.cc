@@ -483,7 +483,11 @@ TEST(ListSchedulesTest, RejectsTokensFromOtherSpacesAndGarbage) {
     EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument)
         << garbage;
   }
+  EXPECT_THAT(std::string(ListSchedules(spec, 5, "garbage").status().message()),
+              HasSubstr("page token 'garbage' is malformed"));
   EXPECT_EQ(ListSchedules(spec, 0, "").status().code(),
+            absl::StatusCode::kInvalidArgument);
+  EXPECT_EQ(ListSchedules(spec, kMaxPageSize + 1, "").status().code(),
             absl::StatusCode::kInvalidArgument);
 
   absl::StatusOr<SchedulePage> second =
