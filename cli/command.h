@@ -36,6 +36,7 @@ void RegisterSchedulesCommands(CLI::App& app, Action* action);
 void RegisterExperimentCommands(CLI::App& app, Action* action);
 void RegisterResultsCommands(CLI::App& app, Action* action);
 void RegisterAccessCommands(CLI::App& app, Action* action);
+void RegisterCoordinatorCommands(CLI::App& app, Action* action);
 
 }  // namespace prism::cli
 

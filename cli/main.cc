@@ -20,6 +20,7 @@ int main(int argc, char** argv) {
   prism::cli::RegisterExperimentCommands(app, &action);
   prism::cli::RegisterResultsCommands(app, &action);
   prism::cli::RegisterAccessCommands(app, &action);
+  prism::cli::RegisterCoordinatorCommands(app, &action);
 
   try {
     app.parse(argc, argv);

@@ -1,0 +1,188 @@
+// `prism coordinator`: runs the coordinator (gRPC + HTTP) on one SQLite file
+// until SIGINT or SIGTERM.
+//
+// Once both servers listen it prints exactly one line on stdout,
+//   prism coordinator: ready grpc=HOST:PORT http=HOST:PORT
+// and, with --ready-file F, writes {"grpc":"HOST:PORT","http":"HOST:PORT"} to
+// F (temp file + rename, so readers never see half of it). A generated first
+// admin token without --admin-token-file is printed once, before that line.
+#include <signal.h>
+#include <unistd.h>
+
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <memory>
+#include <string>
+#include <system_error>
+
+#include "CLI/CLI.hpp"
+#include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
+#include "cli/command.h"
+#include "cli/output.h"
+#include "server/coordinator.h"
+#include "server/log.h"
+
+namespace prism::cli {
+namespace {
+
+namespace fs = std::filesystem;
+
+struct CoordinatorFlags {
+  server::CoordinatorOptions options;
+  std::string ready_file;
+  std::string log_level = "info";
+};
+
+// DefaultWebRoot finds the dashboard: `web/` next to the binary's folder
+// (the build tree, where prism_web copies it), else the source tree's.
+std::string DefaultWebRoot() {
+  std::error_code ec;
+  const fs::path exe = fs::read_symlink("/proc/self/exe", ec);
+  std::vector<fs::path> candidates;
+  if (!ec) candidates.push_back(exe.parent_path().parent_path() / "web");
+#ifdef PRISM_WEB_SOURCE_DIR
+  candidates.push_back(fs::path(PRISM_WEB_SOURCE_DIR) / "dist");
+  candidates.push_back(fs::path(PRISM_WEB_SOURCE_DIR));
+#endif
+  for (const fs::path& dir : candidates) {
+    if (fs::exists(dir / "index.html", ec)) return dir.string();
+  }
+  return "";
+}
+
+absl::Status WriteReadyFile(const std::string& path, const std::string& grpc,
+                            const std::string& http) {
+  const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    out << "{\"grpc\":\"" << grpc << "\",\"http\":\"" << http << "\"}\n";
+    out.flush();
+    if (!out) {
+      return absl::UnavailableError(
+          absl::StrCat("cannot write ready file ", tmp));
+    }
+  }
+  std::error_code ec;
+  fs::rename(tmp, path, ec);
+  if (ec) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot write ready file ", path, ": ", ec.message()));
+  }
+  return absl::OkStatus();
+}
+
+int RunCoordinator(CoordinatorFlags flags) {
+  server::LogLevel level;
+  if (!server::ParseLogLevel(flags.log_level, &level)) {
+    return ReportError("coordinator",
+                       absl::InvalidArgumentError(absl::StrCat(
+                           "unknown --log-level '", flags.log_level,
+                           "' (use debug, info, warning or error)")));
+  }
+  server::SetLogLevel(level);
+  server::CoordinatorOptions& o = flags.options;
+  if (const char* env = std::getenv("PRISM_ADMIN_TOKEN"); env != nullptr) {
+    o.admin_token_env = env;
+  }
+  if (o.web_root.empty()) o.web_root = DefaultWebRoot();
+
+  // Block the stop signals before any thread starts, so every thread
+  // inherits the mask and sigwait below is the only one to see them.
+  sigset_t stop_signals;
+  sigemptyset(&stop_signals);
+  sigaddset(&stop_signals, SIGINT);
+  sigaddset(&stop_signals, SIGTERM);
+  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+
+  absl::StatusOr<std::unique_ptr<server::Coordinator>> coordinator =
+      server::Coordinator::Create(o);
+  if (!coordinator.ok())
+    return ReportError("coordinator", coordinator.status());
+  if (absl::Status started = (*coordinator)->Start(); !started.ok()) {
+    return ReportError("coordinator", started);
+  }
+  const std::string grpc = (*coordinator)->grpc_address();
+  const std::string http = (*coordinator)->http_address();
+  if ((*coordinator)->admin_token().has_value()) {
+    std::cout << "prism coordinator: admin token (shown once): "
+              << *(*coordinator)->admin_token() << "\n";
+  }
+  std::cout << "prism coordinator: ready grpc=" << grpc << " http=" << http
+            << std::endl;
+  if (!flags.ready_file.empty()) {
+    if (absl::Status s = WriteReadyFile(flags.ready_file, grpc, http);
+        !s.ok()) {
+      (*coordinator)->Shutdown();
+      return ReportError("coordinator", s);
+    }
+  }
+
+  int signal_number = 0;
+  sigwait(&stop_signals, &signal_number);
+  server::Log(server::LogLevel::kInfo, "stopping")
+      .Kv("signal", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+  (*coordinator)->Shutdown();
+  coordinator->reset();
+  return kExitOk;
+}
+
+}  // namespace
+
+void RegisterCoordinatorCommands(CLI::App& app, Action* action) {
+  auto flags = std::make_shared<CoordinatorFlags>();
+  server::CoordinatorOptions& o = flags->options;
+  o.grpc_address = "127.0.0.1:50051";
+  o.http_address = "127.0.0.1:8080";
+  CLI::App* cmd = app.add_subcommand(
+      "coordinator",
+      "Run the coordinator: gRPC for workers and clients, HTTP for the "
+      "dashboard, JSON API and /metrics, all state in one SQLite file");
+  cmd->add_option("--db", o.db_path, "SQLite database file (created if new)")
+      ->required();
+  cmd->add_option("--listen", o.grpc_address,
+                  "gRPC address HOST:PORT (port 0 picks a free one)")
+      ->capture_default_str();
+  cmd->add_option("--http", o.http_address,
+                  "HTTP address HOST:PORT for the dashboard, /api/v1 and "
+                  "/metrics (port 0 picks a free one)")
+      ->capture_default_str();
+  cmd->add_option("--lease-seconds", o.lease_seconds,
+                  "Lease length; a trial without heartbeat for this long is "
+                  "requeued")
+      ->capture_default_str();
+  cmd->add_option("--heartbeat-seconds", o.heartbeat_seconds,
+                  "Heartbeat interval workers are told to use")
+      ->capture_default_str();
+  cmd->add_option("--max-attempts", o.max_attempts,
+                  "Leases a trial gets before it is failed (a spec's "
+                  "max_attempts overrides)")
+      ->capture_default_str();
+  cmd->add_option("--max-running-per-user", o.max_running_per_user,
+                  "Most leased+running trials per user (0: no limit)")
+      ->capture_default_str();
+  cmd->add_option("--admin-token-file", o.admin_token_file,
+                  "First admin token of a new database: read from this file "
+                  "if it exists, else generated and written here (mode 0600)");
+  cmd->add_option("--web-root", o.web_root,
+                  "Dashboard assets directory (default: web/ beside the "
+                  "build, else the source tree's)");
+  cmd->add_option("--ready-file", flags->ready_file,
+                  "Write {\"grpc\":..., \"http\":...} here once serving");
+  cmd->add_option("--log-level", flags->log_level,
+                  "debug (logs every request), info, warning or error")
+      ->capture_default_str();
+  cmd->footer(
+      "The first admin token comes from --admin-token-file, else env "
+      "PRISM_ADMIN_TOKEN, else is generated and printed once. Logs are "
+      "logfmt lines on stderr. SIGINT/SIGTERM stop it gracefully.");
+  cmd->callback([flags, action] {
+    *action = [flags] { return RunCoordinator(*flags); };
+  });
+}
+
+}  // namespace prism::cli

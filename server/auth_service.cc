@@ -1,0 +1,24 @@
+#include "server/auth_service.h"
+
+#include "server/grpc_edge.h"
+
+namespace prism::server {
+
+grpc::Status AuthServiceImpl::CreateToken(grpc::ServerContext* ctx,
+                                          const v1::CreateTokenRequest* req,
+                                          v1::CreateTokenResponse* resp) {
+  return Serve(auth_, ctx, Permission::kAdmin, [&](const Caller& caller) {
+    return Assign(auth_->CreateToken(caller, *req), resp);
+  });
+}
+
+grpc::Status AuthServiceImpl::WhoAmI(grpc::ServerContext* ctx,
+                                     const v1::WhoAmIRequest*,
+                                     v1::WhoAmIResponse* resp) {
+  return Serve(auth_, ctx, Permission::kRead, [&](const Caller& caller) {
+    *resp = WhoAmIFor(caller);
+    return absl::OkStatus();
+  });
+}
+
+}  // namespace prism::server

@@ -1,0 +1,183 @@
+#include "server/convert.h"
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+
+namespace prism::server {
+
+v1::Principle PrincipleToProto(Principle p) {
+  switch (p) {
+    case Principle::kSmooth:
+      return v1::PRINCIPLE_SMOOTH;
+    case Principle::kBaseline:
+      return v1::PRINCIPLE_BASELINE;
+    case Principle::kPow2:
+      return v1::PRINCIPLE_POW2;
+  }
+  return v1::PRINCIPLE_UNSPECIFIED;
+}
+
+absl::StatusOr<PrincipleSet> PrinciplesFromProto(
+    const google::protobuf::RepeatedField<int>& principles) {
+  PrincipleSet set;
+  for (int p : principles) {
+    switch (p) {
+      case v1::PRINCIPLE_SMOOTH:
+        set.smooth = true;
+        break;
+      case v1::PRINCIPLE_BASELINE:
+        set.baseline = true;
+        break;
+      case v1::PRINCIPLE_POW2:
+        set.pow2 = true;
+        break;
+      default:
+        return absl::InvalidArgumentError(
+            absl::StrCat("principle ", p,
+                         " is not one of PRINCIPLE_SMOOTH, PRINCIPLE_BASELINE, "
+                         "PRINCIPLE_POW2"));
+    }
+  }
+  return set;
+}
+
+absl::StatusOr<SpaceSpec> SpaceFromProto(const v1::SpaceSpec& space) {
+  SpaceSpec spec;
+  spec.d_model = space.d_model();
+  spec.layers = space.layers();
+  spec.base_heads = space.base_heads();
+  absl::StatusOr<PrincipleSet> principles =
+      PrinciplesFromProto(space.principles());
+  if (!principles.ok()) return principles.status();
+  spec.principles = *principles;
+  if (space.min_run() != 0) spec.min_run = space.min_run();
+  if (space.max_run() != 0) spec.max_run = space.max_run();
+  absl::Status valid = ValidateSpace(spec);
+  if (!valid.ok()) return valid;
+  return spec;
+}
+
+SpaceSpec SpaceForSpec(const v1::ExperimentSpec& resolved) {
+  SpaceSpec spec;
+  spec.d_model = resolved.model().d_model();
+  spec.layers = resolved.model().layers();
+  spec.base_heads = resolved.model().base_heads();
+  absl::StatusOr<PrincipleSet> principles =
+      PrinciplesFromProto(resolved.principles());
+  if (principles.ok()) spec.principles = *principles;
+  if (resolved.min_run() != 0) spec.min_run = resolved.min_run();
+  if (resolved.max_run() != 0) spec.max_run = resolved.max_run();
+  return spec;
+}
+
+v1::PrincipleReport PrincipleReportToProto(const Schedule& s,
+                                           const SchedulePrinciples& p,
+                                           int base_heads) {
+  v1::PrincipleReport r;
+  r.set_schedule(s.ToString());
+  for (int h : s.heads()) r.add_heads(h);
+  for (int d : p.head_dims) r.add_head_dims(d);
+  r.set_smooth(p.smooth);
+  r.set_baseline(p.baseline);
+  r.set_pow2(p.pow2);
+  r.set_transitions(p.transitions);
+  r.set_max_adjacent_ratio(p.max_adjacent_ratio);
+  r.set_baseline_fraction(p.baseline_fraction);
+  r.set_is_uniform(s.IsUniform() && !s.heads().empty() &&
+                   s.heads().front() == base_heads);
+  return r;
+}
+
+v1::PrincipleReport ReportSchedule(const SpaceSpec& space,
+                                   const std::string& schedule) {
+  absl::StatusOr<Schedule> s = ParseSchedule(schedule);
+  if (!s.ok()) {
+    v1::PrincipleReport r;
+    r.set_schedule(schedule);
+    return r;
+  }
+  return PrincipleReportToProto(*s, ReportPrinciples(space, *s),
+                                space.base_heads);
+}
+
+v1::Interval IntervalToProto(const Interval& i) {
+  v1::Interval out;
+  out.set_mean(i.mean);
+  out.set_low(i.low);
+  out.set_high(i.high);
+  out.set_n(i.n);
+  return out;
+}
+
+v1::RankedSchedule RankedRowToProto(const RankedRow& row, int base_heads) {
+  v1::RankedSchedule r;
+  r.set_rank(row.rank);
+  r.set_schedule(row.schedule);
+  r.set_is_baseline(row.is_baseline);
+  absl::StatusOr<Schedule> s = ParseSchedule(row.schedule);
+  if (s.ok()) {
+    *r.mutable_principles() =
+        PrincipleReportToProto(*s, row.principles, base_heads);
+  } else {
+    r.mutable_principles()->set_schedule(row.schedule);
+  }
+  *r.mutable_final_val_loss() = IntervalToProto(row.final_val_loss);
+  *r.mutable_delta_vs_baseline() = IntervalToProto(row.delta_vs_baseline);
+  r.set_min_val_loss(row.min_val_loss);
+  r.set_steps_to_baseline(row.steps_to_baseline);
+  r.set_convergence_speedup(row.convergence_speedup);
+  r.set_tokens_per_second(row.tokens_per_second);
+  r.set_tokens_per_second_ratio(row.tokens_per_second_ratio);
+  for (double d : row.attention_distance_shift) {
+    r.add_attention_distance_shift(d);
+  }
+  for (double d : row.attention_distance) r.add_attention_distance(d);
+  r.set_seeds_completed(static_cast<int32_t>(row.trial_ids.size()));
+  for (int64_t id : row.trial_ids) r.add_trial_ids(id);
+  return r;
+}
+
+v1::PrincipleEffect PrincipleEffectToProto(const PrincipleEffect& e) {
+  v1::PrincipleEffect out;
+  out.set_principle(PrincipleToProto(e.principle));
+  out.set_satisfied(e.satisfied);
+  out.set_violated(e.violated);
+  out.set_mean_delta_satisfied(e.mean_delta_satisfied);
+  out.set_mean_delta_violated(e.mean_delta_violated);
+  return out;
+}
+
+std::string EncodePageToken(absl::string_view kind, int64_t value) {
+  return absl::WebSafeBase64Escape(absl::StrCat(kind, ":", value));
+}
+
+absl::StatusOr<int64_t> DecodePageToken(absl::string_view kind,
+                                        absl::string_view token) {
+  if (token.empty()) return 0;
+  std::string raw;
+  int64_t value = 0;
+  absl::string_view rest;
+  if (absl::WebSafeBase64Unescape(token, &raw)) {
+    rest = raw;
+    if (absl::ConsumePrefix(&rest, kind) && absl::ConsumePrefix(&rest, ":") &&
+        absl::SimpleAtoi(rest, &value) && value > 0) {
+      return value;
+    }
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "page_token '", token, "' is not a token this list returned"));
+}
+
+absl::StatusOr<int> ClampPageSize(int page_size, int default_size,
+                                  int max_size) {
+  if (page_size < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("page_size must not be negative (got ", page_size, ")"));
+  }
+  if (page_size == 0) return default_size;
+  return page_size > max_size ? max_size : page_size;
+}
+
+}  // namespace prism::server

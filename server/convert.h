@@ -1,0 +1,64 @@
+// Conversions between prism.v1 messages and scheduler/ domain types, and
+// the coordinator's page tokens. Shared by every manager so the RPC and HTTP
+// faces render the same thing the same way.
+//
+// Thread-safety: pure functions.
+#ifndef PRISM_SERVER_CONVERT_H_
+#define PRISM_SERVER_CONVERT_H_
+
+#include <cstdint>
+#include <string>
+
+#include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
+#include "google/protobuf/repeated_field.h"
+#include "prism/v1/prism.pb.h"
+#include "scheduler/principles.h"
+#include "scheduler/ranking.h"
+#include "scheduler/schedule.h"
+#include "scheduler/space.h"
+
+namespace prism::server {
+
+v1::Principle PrincipleToProto(Principle p);
+// PrinciplesFromProto returns the set; InvalidArgument for
+// PRINCIPLE_UNSPECIFIED or an unknown number.
+absl::StatusOr<PrincipleSet> PrinciplesFromProto(
+    const google::protobuf::RepeatedField<int>& principles);
+
+// SpaceFromProto resolves 0 run bounds to the defaults and validates the
+// space (InvalidArgument naming the problem).
+absl::StatusOr<SpaceSpec> SpaceFromProto(const v1::SpaceSpec& space);
+
+// SpaceForSpec is a resolved experiment spec's space (shape, principles and
+// run bounds).
+SpaceSpec SpaceForSpec(const v1::ExperimentSpec& resolved);
+
+// PrincipleReportToProto renders ReportPrinciples' answer for `s`.
+v1::PrincipleReport PrincipleReportToProto(const Schedule& s,
+                                           const SchedulePrinciples& p,
+                                           int base_heads);
+// ReportSchedule parses `schedule` and reports it under `space`'s shape; an
+// empty report (just the text) when it does not parse.
+v1::PrincipleReport ReportSchedule(const SpaceSpec& space,
+                                   const std::string& schedule);
+
+v1::Interval IntervalToProto(const Interval& i);
+v1::RankedSchedule RankedRowToProto(const RankedRow& row, int base_heads);
+v1::PrincipleEffect PrincipleEffectToProto(const PrincipleEffect& e);
+
+// Page tokens are opaque to clients: web-safe base64 of "<kind>:<number>".
+// DecodePageToken returns 0 for "", the number for a token of this kind, and
+// InvalidArgument for anything else.
+std::string EncodePageToken(absl::string_view kind, int64_t value);
+absl::StatusOr<int64_t> DecodePageToken(absl::string_view kind,
+                                        absl::string_view token);
+
+// ClampPageSize maps 0 to `default_size` and caps at `max_size`;
+// InvalidArgument for a negative size.
+absl::StatusOr<int> ClampPageSize(int page_size, int default_size,
+                                  int max_size);
+
+}  // namespace prism::server
+
+#endif  // PRISM_SERVER_CONVERT_H_

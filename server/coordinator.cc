@@ -1,0 +1,246 @@
+#include "server/coordinator.h"
+
+#include <grpcpp/grpcpp.h>
+
+#include <chrono>
+#include <utility>
+
+#include "absl/strings/ascii.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
+#include "server/auth_service.h"
+#include "server/experiment_service.h"
+#include "server/http_server.h"
+#include "server/internal/status_macros.h"
+#include "server/log.h"
+#include "server/results_service.h"
+#include "server/rpc_observer.h"
+#include "server/schedule_service.h"
+#include "server/worker_service.h"
+#include "storage/sqlite_store.h"
+
+namespace prism::server {
+namespace {
+
+// Reports of a few thousand points and whole curves in GetTrial exceed
+// gRPC's 4 MiB default.
+constexpr int kMaxMessageBytes = 64 << 20;
+constexpr auto kShutdownGrace = std::chrono::seconds(5);
+
+std::string LowerStateName(const std::string& enum_name,
+                           absl::string_view prefix) {
+  absl::string_view name = enum_name;
+  absl::ConsumePrefix(&name, prefix);
+  return absl::AsciiStrToLower(name);
+}
+
+}  // namespace
+
+absl::Status ValidateOptions(const CoordinatorOptions& o) {
+  if (o.db_path.empty()) return absl::InvalidArgumentError("--db is required");
+  if (o.lease_seconds < 1) {
+    return absl::InvalidArgumentError("--lease-seconds must be at least 1");
+  }
+  if (o.heartbeat_seconds < 1 || o.heartbeat_seconds >= o.lease_seconds) {
+    return absl::InvalidArgumentError(
+        "--heartbeat-seconds must be at least 1 and below --lease-seconds");
+  }
+  if (o.max_attempts < 1) {
+    return absl::InvalidArgumentError("--max-attempts must be at least 1");
+  }
+  if (o.max_running_per_user < 0) {
+    return absl::InvalidArgumentError(
+        "--max-running-per-user must not be negative (0: no limit)");
+  }
+  PRISM_RETURN_IF_ERROR(SplitHostPort(o.grpc_address).status());
+  PRISM_RETURN_IF_ERROR(SplitHostPort(o.http_address).status());
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
+    const std::string& address) {
+  const size_t colon = address.rfind(':');
+  int port = -1;
+  if (colon == std::string::npos || colon == 0 ||
+      !absl::SimpleAtoi(absl::string_view(address).substr(colon + 1), &port) ||
+      port < 0 || port > 65535) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "address '", address, "' is not HOST:PORT (port 0 picks a free one)"));
+  }
+  return std::make_pair(address.substr(0, colon), port);
+}
+
+absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
+    const CoordinatorOptions& options, const Clock* clock) {
+  PRISM_RETURN_IF_ERROR(ValidateOptions(options));
+  PRISM_ASSIGN_OR_RETURN(std::unique_ptr<storage::SqliteStore> store,
+                         storage::SqliteStore::Open(options.db_path));
+  return Create(options, std::move(store), clock);
+}
+
+absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
+    const CoordinatorOptions& options, std::unique_ptr<storage::Store> store,
+    const Clock* clock) {
+  PRISM_RETURN_IF_ERROR(ValidateOptions(options));
+  std::unique_ptr<Coordinator> c(
+      new Coordinator(options, std::move(store), clock));
+  PRISM_RETURN_IF_ERROR(c->Bootstrap());
+  return c;
+}
+
+Coordinator::Coordinator(const CoordinatorOptions& options,
+                         std::unique_ptr<storage::Store> store,
+                         const Clock* clock)
+    : options_(options), clock_(clock), store_(std::move(store)) {
+  auth_ = std::make_unique<AuthManager>(store_.get(), clock_);
+  ingest_ = std::make_unique<IngestWriter>(store_.get(), IngestOptions{});
+  QueueOptions queue_options;
+  queue_options.lease_seconds = options.lease_seconds;
+  queue_options.heartbeat_seconds = options.heartbeat_seconds;
+  queue_options.max_running_per_user = options.max_running_per_user;
+  queue_ = std::make_unique<QueueManager>(store_.get(), clock_, &events_,
+                                          ingest_.get(), queue_options);
+  PlanOptions plan_options;
+  plan_options.default_max_attempts = options.max_attempts;
+  plan_options.max_trials = options.max_grid_trials;
+  experiments_ = std::make_unique<ExperimentManager>(store_.get(), clock_,
+                                                     &events_, plan_options);
+  results_ = std::make_unique<ResultsManager>(store_.get());
+  experiment_service_ =
+      std::make_unique<ExperimentServiceImpl>(auth_.get(), experiments_.get());
+  worker_service_ =
+      std::make_unique<WorkerServiceImpl>(auth_.get(), queue_.get());
+  results_service_ = std::make_unique<ResultsServiceImpl>(
+      auth_.get(), results_.get(), experiments_.get(), &events_);
+  schedule_service_ = std::make_unique<ScheduleServiceImpl>(auth_.get());
+  auth_service_ = std::make_unique<AuthServiceImpl>(auth_.get());
+  HttpOptions http_options;
+  http_options.web_root = options.web_root;
+  http_ = std::make_unique<HttpServer>(
+      auth_.get(), experiments_.get(), results_.get(), queue_.get(), &events_,
+      &metrics_, [this] { return SampleGauges(); }, http_options);
+}
+
+Coordinator::~Coordinator() { Shutdown(); }
+
+absl::Status Coordinator::Bootstrap() {
+  BootstrapOptions bootstrap;
+  bootstrap.admin_token_file = options_.admin_token_file;
+  bootstrap.env_token = options_.admin_token_env;
+  PRISM_ASSIGN_OR_RETURN(BootstrapResult result, auth_->Bootstrap(bootstrap));
+  if (result.created) {
+    Log(LogLevel::kInfo, "created the first admin token")
+        .Kv("source", result.source)
+        .Kv("file", options_.admin_token_file);
+  }
+  admin_token_ = result.token_to_print;
+  return absl::OkStatus();
+}
+
+absl::Status Coordinator::Start() {
+  PRISM_ASSIGN_OR_RETURN(int extended, queue_->ExtendLeasesAfterRestart());
+  if (extended > 0) {
+    Log(LogLevel::kInfo, "extended live leases after start")
+        .Kv("leases", extended)
+        .Kv("seconds", options_.lease_seconds);
+  }
+
+  PRISM_ASSIGN_OR_RETURN(auto grpc_host, SplitHostPort(options_.grpc_address));
+  grpc::ServerBuilder builder;
+  int grpc_port = 0;
+  builder.AddListeningPort(options_.grpc_address,
+                           grpc::InsecureServerCredentials(), &grpc_port);
+  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
+  builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  builder.RegisterService(experiment_service_.get());
+  builder.RegisterService(worker_service_.get());
+  builder.RegisterService(results_service_.get());
+  builder.RegisterService(schedule_service_.get());
+  builder.RegisterService(auth_service_.get());
+  builder.experimental().SetInterceptorCreators(MakeRpcObservers(&metrics_));
+  grpc_server_ = builder.BuildAndStart();
+  if (grpc_server_ == nullptr || grpc_port == 0) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot listen for gRPC on ", options_.grpc_address));
+  }
+  grpc_address_ = absl::StrCat(grpc_host.first, ":", grpc_port);
+
+  PRISM_ASSIGN_OR_RETURN(auto http_host, SplitHostPort(options_.http_address));
+  PRISM_ASSIGN_OR_RETURN(int http_port,
+                         http_->Bind(http_host.first, http_host.second));
+  http_address_ = absl::StrCat(http_host.first, ":", http_port);
+  http_->Start();
+
+  expiry_thread_ = std::thread([this] { ExpiryLoop(); });
+  started_ = true;
+  Log(LogLevel::kInfo, "coordinator serving")
+      .Kv("grpc", grpc_address_)
+      .Kv("http", http_address_)
+      .Kv("db", options_.db_path);
+  return absl::OkStatus();
+}
+
+void Coordinator::Shutdown() {
+  if (shut_down_) return;
+  shut_down_ = true;
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+  }
+  if (expiry_thread_.joinable()) expiry_thread_.join();
+  // Watchers first, so their streams end and do not hold the servers open.
+  events_.Shutdown();
+  http_->Stop();
+  if (grpc_server_ != nullptr) {
+    grpc_server_->Shutdown(std::chrono::system_clock::now() + kShutdownGrace);
+    grpc_server_->Wait();
+  }
+  // Every acknowledged report is committed; commit what is still queued.
+  ingest_->Shutdown();
+  if (started_) Log(LogLevel::kInfo, "coordinator stopped");
+}
+
+Metrics::Snapshot Coordinator::SampleGauges() {
+  Metrics::Snapshot s;
+  if (absl::StatusOr<int64_t> queued = store_->CountQueued(); queued.ok()) {
+    s.queue_depth = *queued;
+  }
+  if (auto by_state = store_->CountTrialsByState(); by_state.ok()) {
+    for (const auto& [state, n] : *by_state) {
+      s.trials_by_state[LowerStateName(v1::TrialState_Name(state), "TRIAL_")] =
+          n;
+    }
+  }
+  if (auto workers = queue_->ListWorkers(); workers.ok()) {
+    for (const v1::Worker& w : workers->workers()) {
+      ++s.workers_by_state[LowerStateName(v1::WorkerState_Name(w.state()),
+                                          "WORKER_")];
+    }
+  }
+  const IngestStats ingest = ingest_->stats();
+  s.points_ingested = ingest.points_stored;
+  s.points_duplicate = ingest.points_duplicate;
+  s.report_batches = ingest.batches;
+  return s;
+}
+
+void Coordinator::ExpiryLoop() {
+  while (true) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (mu_.AwaitWithTimeout(
+              absl::Condition(&stopping_),
+              absl::Milliseconds(options_.expiry_interval_ms))) {
+        return;
+      }
+    }
+    absl::StatusOr<int> expired = queue_->ExpireLeases();
+    if (!expired.ok()) {
+      Log(LogLevel::kError, "lease expiry failed")
+          .Kv("error", expired.status().ToString());
+    }
+  }
+}
+
+}  // namespace prism::server

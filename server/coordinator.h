@@ -1,0 +1,145 @@
+// Coordinator: the one place the coordinator is wired together — store,
+// clock, auth, the managers (experiments, queue, ingest, results, events,
+// metrics), the gRPC server with its five services, the HTTP server, and the
+// lease-expiry loop.
+//
+//   CoordinatorOptions options;
+//   options.db_path = "prism.db";
+//   options.grpc_address = "127.0.0.1:0";   // port 0: pick a free one
+//   absl::StatusOr<std::unique_ptr<Coordinator>> c =
+//   Coordinator::Create(options); PRISM_RETURN_IF_ERROR((*c)->Start());
+//   (*c)->grpc_address();                    // "127.0.0.1:40113"
+//   (*c)->Shutdown();                        // drain, stop, close
+//
+// Start extends every live lease by a full lease period (workers could not
+// heartbeat while the coordinator was down) before it serves. Shutdown ends
+// watch streams, stops both servers, lets the report writer commit what it
+// holds, and closes the database.
+//
+// Thread-safety: Start and Shutdown from one thread; the accessors are safe
+// once started.
+#ifndef PRISM_SERVER_COORDINATOR_H_
+#define PRISM_SERVER_COORDINATOR_H_
+
+#include <memory>
+#include <optional>
+#include <string>
+#include <thread>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "server/auth.h"
+#include "server/clock.h"
+#include "server/events.h"
+#include "server/experiments.h"
+#include "server/ingest.h"
+#include "server/metrics.h"
+#include "server/queue.h"
+#include "server/results.h"
+#include "storage/store.h"
+
+namespace grpc {
+class Server;
+}
+
+namespace prism::server {
+
+class HttpServer;
+class ExperimentServiceImpl;
+class WorkerServiceImpl;
+class ResultsServiceImpl;
+class ScheduleServiceImpl;
+class AuthServiceImpl;
+
+struct CoordinatorOptions {
+  std::string db_path;
+  std::string grpc_address = "127.0.0.1:0";
+  std::string http_address = "127.0.0.1:0";
+  int lease_seconds = kDefaultLeaseSeconds;
+  int heartbeat_seconds = kDefaultHeartbeatSeconds;
+  int max_attempts = kDefaultMaxAttempts;
+  int max_running_per_user = 0;  // 0: no limit
+  int64_t max_grid_trials = kDefaultMaxGridTrials;
+  std::string admin_token_file;
+  std::string admin_token_env;  // PRISM_ADMIN_TOKEN's value, if any
+  std::string web_root;         // "" serves no dashboard
+  int expiry_interval_ms = 1000;
+};
+
+// ValidateOptions returns InvalidArgument naming the first bad option.
+absl::Status ValidateOptions(const CoordinatorOptions& options);
+
+// SplitHostPort splits "HOST:PORT" (or "[v6]:PORT"); InvalidArgument.
+absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
+    const std::string& address);
+
+class Coordinator {
+ public:
+  // Create opens the SQLite store at options.db_path and bootstraps the
+  // first admin token of a new database.
+  static absl::StatusOr<std::unique_ptr<Coordinator>> Create(
+      const CoordinatorOptions& options, const Clock* clock = SystemClock());
+  // Create with an injected store (tests).
+  static absl::StatusOr<std::unique_ptr<Coordinator>> Create(
+      const CoordinatorOptions& options, std::unique_ptr<storage::Store> store,
+      const Clock* clock);
+  ~Coordinator();
+
+  // Start serves gRPC and HTTP and starts the expiry loop. Unavailable when
+  // an address cannot be bound.
+  absl::Status Start();
+  // Shutdown is idempotent.
+  void Shutdown();
+
+  std::string grpc_address() const { return grpc_address_; }
+  std::string http_address() const { return http_address_; }
+  // admin_token is the generated first admin token that nobody else has
+  // seen yet (to print once), if this start created one.
+  const std::optional<std::string>& admin_token() const { return admin_token_; }
+
+  storage::Store* store() { return store_.get(); }
+  AuthManager* auth() { return auth_.get(); }
+  QueueManager* queue() { return queue_.get(); }
+  ExperimentManager* experiments() { return experiments_.get(); }
+  ResultsManager* results() { return results_.get(); }
+  Metrics* metrics() { return &metrics_; }
+
+ private:
+  Coordinator(const CoordinatorOptions& options,
+              std::unique_ptr<storage::Store> store, const Clock* clock);
+  absl::Status Bootstrap();
+  Metrics::Snapshot SampleGauges();
+  void ExpiryLoop();
+
+  const CoordinatorOptions options_;
+  const Clock* const clock_;
+  std::unique_ptr<storage::Store> store_;
+  Metrics metrics_;
+  EventBus events_;
+  std::unique_ptr<AuthManager> auth_;
+  std::unique_ptr<IngestWriter> ingest_;
+  std::unique_ptr<QueueManager> queue_;
+  std::unique_ptr<ExperimentManager> experiments_;
+  std::unique_ptr<ResultsManager> results_;
+  std::unique_ptr<ExperimentServiceImpl> experiment_service_;
+  std::unique_ptr<WorkerServiceImpl> worker_service_;
+  std::unique_ptr<ResultsServiceImpl> results_service_;
+  std::unique_ptr<ScheduleServiceImpl> schedule_service_;
+  std::unique_ptr<AuthServiceImpl> auth_service_;
+  std::unique_ptr<grpc::Server> grpc_server_;
+  std::unique_ptr<HttpServer> http_;
+  std::optional<std::string> admin_token_;
+  std::string grpc_address_;
+  std::string http_address_;
+
+  absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  bool started_ = false;
+  bool shut_down_ = false;
+  std::thread expiry_thread_;
+};
+
+}  // namespace prism::server
+
+#endif  // PRISM_SERVER_COORDINATOR_H_

@@ -1,0 +1,71 @@
+#include "server/experiment_service.h"
+
+#include "server/grpc_edge.h"
+
+namespace prism::server {
+
+grpc::Status ExperimentServiceImpl::Submit(grpc::ServerContext* ctx,
+                                           const v1::SubmitRequest* req,
+                                           v1::SubmitResponse* resp) {
+  return Serve(auth_, ctx, Permission::kSubmit, [&](const Caller& caller) {
+    return Assign(experiments_->Submit(caller, *req), resp);
+  });
+}
+
+grpc::Status ExperimentServiceImpl::Get(grpc::ServerContext* ctx,
+                                        const v1::GetExperimentRequest* req,
+                                        v1::Experiment* resp) {
+  return Serve(auth_, ctx, Permission::kRead, [&](const Caller&) {
+    return Assign(experiments_->Get(req->id()), resp);
+  });
+}
+
+grpc::Status ExperimentServiceImpl::List(grpc::ServerContext* ctx,
+                                         const v1::ListExperimentsRequest* req,
+                                         v1::ListExperimentsResponse* resp) {
+  return Serve(auth_, ctx, Permission::kRead, [&](const Caller&) {
+    return Assign(experiments_->List(*req), resp);
+  });
+}
+
+grpc::Status ExperimentServiceImpl::Cancel(grpc::ServerContext* ctx,
+                                           const v1::ExperimentRef* req,
+                                           v1::Experiment* resp) {
+  return Serve(auth_, ctx, Permission::kSubmit, [&](const Caller& caller) {
+    return Assign(experiments_->Cancel(caller, req->id()), resp);
+  });
+}
+
+grpc::Status ExperimentServiceImpl::Pause(grpc::ServerContext* ctx,
+                                          const v1::ExperimentRef* req,
+                                          v1::Experiment* resp) {
+  return Serve(auth_, ctx, Permission::kSubmit, [&](const Caller& caller) {
+    return Assign(experiments_->Pause(caller, req->id()), resp);
+  });
+}
+
+grpc::Status ExperimentServiceImpl::Resume(grpc::ServerContext* ctx,
+                                           const v1::ExperimentRef* req,
+                                           v1::Experiment* resp) {
+  return Serve(auth_, ctx, Permission::kSubmit, [&](const Caller& caller) {
+    return Assign(experiments_->Resume(caller, req->id()), resp);
+  });
+}
+
+grpc::Status ExperimentServiceImpl::SetPriority(
+    grpc::ServerContext* ctx, const v1::SetPriorityRequest* req,
+    v1::Experiment* resp) {
+  return Serve(auth_, ctx, Permission::kSubmit, [&](const Caller& caller) {
+    return Assign(experiments_->SetPriority(caller, *req), resp);
+  });
+}
+
+grpc::Status ExperimentServiceImpl::ListTrials(grpc::ServerContext* ctx,
+                                               const v1::ListTrialsRequest* req,
+                                               v1::ListTrialsResponse* resp) {
+  return Serve(auth_, ctx, Permission::kRead, [&](const Caller&) {
+    return Assign(experiments_->ListTrials(*req), resp);
+  });
+}
+
+}  // namespace prism::server

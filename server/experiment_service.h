@@ -1,0 +1,48 @@
+// ExperimentService over gRPC (sync API): thin handlers over
+// ExperimentManager. Read methods need any role; Submit needs user or admin;
+// Cancel/Pause/Resume/SetPriority need the experiment's owner or an admin.
+//
+// Thread-safety: handlers run concurrently on gRPC's threads.
+#ifndef PRISM_SERVER_EXPERIMENT_SERVICE_H_
+#define PRISM_SERVER_EXPERIMENT_SERVICE_H_
+
+#include "prism/v1/prism.grpc.pb.h"
+#include "server/auth.h"
+#include "server/experiments.h"
+
+namespace prism::server {
+
+class ExperimentServiceImpl final : public v1::ExperimentService::Service {
+ public:
+  ExperimentServiceImpl(AuthManager* auth, ExperimentManager* experiments)
+      : auth_(auth), experiments_(experiments) {}
+
+  grpc::Status Submit(grpc::ServerContext* ctx, const v1::SubmitRequest* req,
+                      v1::SubmitResponse* resp) override;
+  grpc::Status Get(grpc::ServerContext* ctx,
+                   const v1::GetExperimentRequest* req,
+                   v1::Experiment* resp) override;
+  grpc::Status List(grpc::ServerContext* ctx,
+                    const v1::ListExperimentsRequest* req,
+                    v1::ListExperimentsResponse* resp) override;
+  grpc::Status Cancel(grpc::ServerContext* ctx, const v1::ExperimentRef* req,
+                      v1::Experiment* resp) override;
+  grpc::Status Pause(grpc::ServerContext* ctx, const v1::ExperimentRef* req,
+                     v1::Experiment* resp) override;
+  grpc::Status Resume(grpc::ServerContext* ctx, const v1::ExperimentRef* req,
+                      v1::Experiment* resp) override;
+  grpc::Status SetPriority(grpc::ServerContext* ctx,
+                           const v1::SetPriorityRequest* req,
+                           v1::Experiment* resp) override;
+  grpc::Status ListTrials(grpc::ServerContext* ctx,
+                          const v1::ListTrialsRequest* req,
+                          v1::ListTrialsResponse* resp) override;
+
+ private:
+  AuthManager* const auth_;
+  ExperimentManager* const experiments_;
+};
+
+}  // namespace prism::server
+
+#endif  // PRISM_SERVER_EXPERIMENT_SERVICE_H_

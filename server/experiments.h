@@ -1,0 +1,64 @@
+// ExperimentManager: experiments and their trials as users see them —
+// submit (validate and plan, then store everything in one transaction),
+// get, list, cancel, pause, resume, reprioritise, list trials. Users change
+// only their own experiments; admins any.
+//
+// Thread-safety: all methods are thread-safe.
+#ifndef PRISM_SERVER_EXPERIMENTS_H_
+#define PRISM_SERVER_EXPERIMENTS_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "prism/v1/prism.pb.h"
+#include "server/auth.h"
+#include "server/clock.h"
+#include "server/events.h"
+#include "server/spec.h"
+#include "storage/store.h"
+
+namespace prism::server {
+
+inline constexpr int kDefaultPageSize = 50;
+inline constexpr int kMaxPageSize = 1000;
+
+class ExperimentManager {
+ public:
+  ExperimentManager(storage::Store* store, const Clock* clock, EventBus* events,
+                    PlanOptions plan_options);
+
+  // Submit plans request.spec (or request.spec_text when set) and stores the
+  // experiment with one queued trial per (schedule, seed). InvalidArgument
+  // naming the problem, with nothing stored, for a bad spec.
+  absl::StatusOr<v1::SubmitResponse> Submit(const Caller& caller,
+                                            const v1::SubmitRequest& request);
+  // Get returns the experiment with counts and progress; NotFound.
+  absl::StatusOr<v1::Experiment> Get(int64_t id);
+  absl::StatusOr<v1::ListExperimentsResponse> List(
+      const v1::ListExperimentsRequest& request);
+  // Cancel, Pause, Resume and SetPriority return the updated experiment.
+  // NotFound; PermissionDenied for someone else's experiment;
+  // FailedPrecondition to pause/resume a finished one.
+  absl::StatusOr<v1::Experiment> Cancel(const Caller& caller, int64_t id);
+  absl::StatusOr<v1::Experiment> Pause(const Caller& caller, int64_t id);
+  absl::StatusOr<v1::Experiment> Resume(const Caller& caller, int64_t id);
+  absl::StatusOr<v1::Experiment> SetPriority(
+      const Caller& caller, const v1::SetPriorityRequest& request);
+  // ListTrials pages an experiment's trials (with principle reports).
+  // NotFound for an unknown experiment.
+  absl::StatusOr<v1::ListTrialsResponse> ListTrials(
+      const v1::ListTrialsRequest& request);
+
+ private:
+  absl::Status CheckOwner(const Caller& caller, int64_t id);
+  void Publish(const v1::Experiment& experiment);
+
+  storage::Store* const store_;
+  const Clock* const clock_;
+  EventBus* const events_;
+  const PlanOptions plan_options_;
+};
+
+}  // namespace prism::server
+
+#endif  // PRISM_SERVER_EXPERIMENTS_H_

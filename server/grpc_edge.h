@@ -1,0 +1,57 @@
+// The gRPC edge: the one place where absl::Status and grpc::Status convert,
+// and where a call's bearer token becomes a Caller. Service handlers are
+// thin: authenticate + authorize, call a manager, convert, return.
+//
+//   grpc::Status Get(grpc::ServerContext* ctx, const Req* req, Resp* resp) {
+//     return Serve(auth_, ctx, Permission::kRead, [&](const Caller&) {
+//       return Assign(experiments_->Get(req->id()), resp);
+//     });
+//   }
+//
+// Thread-safety: pure functions.
+#ifndef PRISM_SERVER_GRPC_EDGE_H_
+#define PRISM_SERVER_GRPC_EDGE_H_
+
+#include <grpcpp/grpcpp.h>
+
+#include <utility>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "server/auth.h"
+
+namespace prism::server {
+
+// ToGrpcStatus maps an absl::Status code-for-code (the enums agree) and
+// keeps its message.
+grpc::Status ToGrpcStatus(const absl::Status& status);
+// FromGrpcStatus is the inverse, for clients of the coordinator.
+absl::Status FromGrpcStatus(const grpc::Status& status);
+
+// AuthenticateCall reads the call's `authorization` metadata.
+absl::StatusOr<Caller> AuthenticateCall(AuthManager* auth,
+                                        const grpc::ServerContextBase* ctx);
+
+// Assign moves a manager's result into the response message.
+template <typename T>
+absl::Status Assign(absl::StatusOr<T> result, T* out) {
+  if (!result.ok()) return result.status();
+  *out = std::move(*result);
+  return absl::OkStatus();
+}
+
+// Serve authenticates the call, checks `permission`, runs fn(caller) and
+// converts its status.
+template <typename Fn>
+grpc::Status Serve(AuthManager* auth, const grpc::ServerContextBase* ctx,
+                   Permission permission, Fn&& fn) {
+  absl::StatusOr<Caller> caller = AuthenticateCall(auth, ctx);
+  if (!caller.ok()) return ToGrpcStatus(caller.status());
+  absl::Status allowed = Authorize(*caller, permission);
+  if (!allowed.ok()) return ToGrpcStatus(allowed);
+  return ToGrpcStatus(fn(*caller));
+}
+
+}  // namespace prism::server
+
+#endif  // PRISM_SERVER_GRPC_EDGE_H_

@@ -1,0 +1,95 @@
+// HttpServer: the coordinator's HTTP face (cpp-httplib) — the dashboard's
+// static assets, a read-only JSON API and Prometheus metrics. JSON bodies are
+// protobuf's JSON mapping (MessageToJsonString defaults: lowerCamelCase
+// names, int64 as strings, enums as names, defaults omitted) of the very
+// messages the RPCs return, produced by the same managers.
+//
+//   GET /api/v1/whoami                          WhoAmIResponse
+//   GET /api/v1/experiments?owner=&page_size=&page_token=
+//                                               ListExperimentsResponse
+//   GET /api/v1/experiments/{id}                Experiment
+//   GET /api/v1/experiments/{id}/rank?require=smooth,pow2&sort=val_loss|
+//       delta|speedup|throughput|min_val_loss&descending=1&page_size=&
+//       page_token=                             RankResponse
+//   GET /api/v1/experiments/{id}/trials?state=queued|...&page_size=&
+//       page_token=                             ListTrialsResponse
+//   GET /api/v1/trials/{id}?with_baseline=1     GetTrialResponse
+//   GET /api/v1/workers                         ListWorkersResponse
+//   GET /api/v1/events?experiment={id}          text/event-stream: one
+//       `data: <ExperimentEvent JSON>` per event, `: keep-alive` comments
+//   GET /metrics                                Prometheus text (no auth)
+//   GET /, GET /static/...                      the dashboard (no auth)
+//
+// API routes need `Authorization: Bearer <token>` or a `prism_token` cookie
+// (any role); otherwise 401. Errors are JSON {"error": "..."} with 400 (bad
+// input), 401, 403, 404 (unknown route or id) or 500/503.
+//
+// Thread-safety: requests are served concurrently on the server's pool.
+#ifndef PRISM_SERVER_HTTP_SERVER_H_
+#define PRISM_SERVER_HTTP_SERVER_H_
+
+#include <atomic>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
+
+#include "absl/status/statusor.h"
+#include "server/auth.h"
+#include "server/events.h"
+#include "server/experiments.h"
+#include "server/metrics.h"
+#include "server/queue.h"
+#include "server/results.h"
+
+namespace httplib {
+class Server;
+struct Request;
+struct Response;
+}  // namespace httplib
+
+namespace prism::server {
+
+struct HttpOptions {
+  std::string web_root;  // directory with index.html and static/; "" = none
+  int threads = 16;      // includes long-lived event streams
+  int keepalive_seconds = 15;
+};
+
+class HttpServer {
+ public:
+  using GaugeSampler = std::function<Metrics::Snapshot()>;
+
+  HttpServer(AuthManager* auth, ExperimentManager* experiments,
+             ResultsManager* results, QueueManager* queue, EventBus* events,
+             Metrics* metrics, GaugeSampler gauges, HttpOptions options);
+  ~HttpServer();
+
+  // Bind listens on host:port (port 0 picks a free one) and returns the
+  // port. Unavailable when it cannot bind.
+  absl::StatusOr<int> Bind(const std::string& host, int port);
+  // Start serves on a background thread (after Bind).
+  void Start();
+  // Stop ends event streams and stops serving; idempotent.
+  void Stop();
+
+ private:
+  void Route();
+  void ServeEvents(const httplib::Request& req, httplib::Response& res);
+
+  AuthManager* const auth_;
+  ExperimentManager* const experiments_;
+  ResultsManager* const results_;
+  QueueManager* const queue_;
+  EventBus* const events_;
+  Metrics* const metrics_;
+  const GaugeSampler gauges_;
+  const HttpOptions options_;
+  std::unique_ptr<httplib::Server> server_;
+  std::thread thread_;
+  std::atomic<bool> stopping_{false};
+};
+
+}  // namespace prism::server
+
+#endif  // PRISM_SERVER_HTTP_SERVER_H_

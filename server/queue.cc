@@ -1,0 +1,440 @@
+#include "server/queue.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/escaping.h"
+#include "absl/strings/str_cat.h"
+#include "server/convert.h"
+#include "server/internal/status_macros.h"
+#include "server/log.h"
+
+namespace prism::server {
+namespace {
+
+constexpr size_t kMaxWorkerIdLength = 128;
+constexpr size_t kMaxFailMessageLength = 4096;
+
+absl::Status CheckAttemptRef(int64_t trial_id, int32_t attempt,
+                             const std::string& worker_id) {
+  if (worker_id.empty())
+    return absl::InvalidArgumentError("worker_id is required");
+  if (trial_id <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("trial_id must be positive (got ", trial_id, ")"));
+  }
+  if (attempt <= 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("attempt must be positive (got ", attempt, ")"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckPoints(
+    const google::protobuf::RepeatedPtrField<v1::LossPoint>& points,
+    int max_points) {
+  if (points.size() > max_points) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("a report carries at most ", max_points, " points (got ",
+                     points.size(), "); send several"));
+  }
+  for (const v1::LossPoint& p : points) {
+    if (p.split() != v1::SPLIT_TRAIN && p.split() != v1::SPLIT_VAL) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("point at step ", p.step(),
+                       " has no split (SPLIT_TRAIN or SPLIT_VAL)"));
+    }
+    if (p.step() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("point step must not be negative (got ", p.step(), ")"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::string> NewWorkerId() {
+  PRISM_ASSIGN_OR_RETURN(std::string token, GenerateToken());
+  // Twelve hex digits of fresh randomness are plenty to tell workers apart.
+  return absl::StrCat("w-", token.substr(token.size() - 12));
+}
+
+}  // namespace
+
+std::vector<storage::LeaseCandidate> OrderLeaseCandidates(
+    std::vector<storage::LeaseCandidate> candidates,
+    const std::map<std::string, int>& live, int max_running_per_user) {
+  auto live_of = [&live](const std::string& owner) {
+    auto it = live.find(owner);
+    return it == live.end() ? 0 : it->second;
+  };
+  if (max_running_per_user > 0) {
+    candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
+                                    [&](const storage::LeaseCandidate& c) {
+                                      return live_of(c.owner) >=
+                                             max_running_per_user;
+                                    }),
+                     candidates.end());
+  }
+  std::sort(
+      candidates.begin(), candidates.end(),
+      [&](const storage::LeaseCandidate& a, const storage::LeaseCandidate& b) {
+        if (a.priority != b.priority) return a.priority > b.priority;
+        const int la = live_of(a.owner);
+        const int lb = live_of(b.owner);
+        if (la != lb) return la < lb;
+        if (a.created_ms != b.created_ms) {
+          return a.created_ms < b.created_ms;
+        }
+        return a.experiment_id < b.experiment_id;
+      });
+  return candidates;
+}
+
+QueueManager::QueueManager(storage::Store* store, const Clock* clock,
+                           EventBus* events, IngestWriter* ingest,
+                           QueueOptions options)
+    : store_(store),
+      clock_(clock),
+      events_(events),
+      ingest_(ingest),
+      options_(options) {}
+
+absl::StatusOr<v1::ExperimentSpec> QueueManager::SpecFor(
+    int64_t experiment_id) {
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = specs_.find(experiment_id);
+    if (it != specs_.end()) return it->second;
+  }
+  PRISM_ASSIGN_OR_RETURN(v1::Experiment e,
+                         store_->GetExperiment(experiment_id));
+  absl::MutexLock lock(&mu_);
+  specs_.emplace(experiment_id, e.spec());
+  return e.spec();
+}
+
+absl::Status QueueManager::CheckWorker(const Caller& caller,
+                                       const std::string& worker_id) {
+  std::string owner;
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = worker_users_.find(worker_id);
+    if (it != worker_users_.end()) owner = it->second;
+  }
+  if (owner.empty()) {
+    absl::StatusOr<v1::Worker> w = store_->GetWorker(worker_id);
+    if (absl::IsNotFound(w.status())) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "worker '", worker_id, "' is not registered; call Register first"));
+    }
+    if (!w.ok()) return w.status();
+    owner = w->user();
+    absl::MutexLock lock(&mu_);
+    worker_users_[worker_id] = owner;
+  }
+  if (owner != caller.user && caller.role != v1::ROLE_ADMIN) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("worker '", worker_id, "' belongs to user '", owner, "'"));
+  }
+  return absl::OkStatus();
+}
+
+v1::Trial QueueManager::WithPrinciples(v1::Trial trial,
+                                       const v1::ExperimentSpec& spec) {
+  *trial.mutable_principles() =
+      ReportSchedule(SpaceForSpec(spec), trial.schedule());
+  return trial;
+}
+
+void QueueManager::PublishTrial(const v1::Trial& trial) {
+  if (!events_->HasSubscribers(trial.experiment_id())) return;
+  v1::ExperimentEvent event;
+  event.set_unix_ms(clock_->NowMs());
+  *event.mutable_trial_updated() = trial;
+  events_->Publish(trial.experiment_id(), event);
+}
+
+void QueueManager::PublishExperiment(int64_t experiment_id) {
+  if (!events_->HasSubscribers(experiment_id)) return;
+  absl::StatusOr<v1::Experiment> e = store_->GetExperiment(experiment_id);
+  if (!e.ok()) return;
+  v1::ExperimentEvent event;
+  event.set_unix_ms(clock_->NowMs());
+  *event.mutable_experiment_updated() = *std::move(e);
+  events_->Publish(experiment_id, event);
+}
+
+absl::StatusOr<v1::RegisterResponse> QueueManager::Register(
+    const Caller& caller, const v1::RegisterRequest& request) {
+  v1::Worker worker;
+  if (request.worker_id().empty()) {
+    PRISM_ASSIGN_OR_RETURN(std::string id, NewWorkerId());
+    worker.set_id(id);
+  } else {
+    if (request.worker_id().size() > kMaxWorkerIdLength) {
+      return absl::InvalidArgumentError("worker_id is too long");
+    }
+    absl::StatusOr<v1::Worker> existing =
+        store_->GetWorker(request.worker_id());
+    if (existing.ok() && existing->user() != caller.user &&
+        caller.role != v1::ROLE_ADMIN) {
+      return absl::PermissionDeniedError(
+          absl::StrCat("worker '", request.worker_id(), "' belongs to user '",
+                       existing->user(), "'"));
+    }
+    if (!existing.ok() && !absl::IsNotFound(existing.status())) {
+      return existing.status();
+    }
+    worker.set_id(request.worker_id());
+  }
+  worker.set_host(request.host());
+  worker.set_device(request.device());
+  worker.set_threads(request.threads());
+  worker.set_user(caller.user);
+  PRISM_ASSIGN_OR_RETURN(v1::Worker stored,
+                         store_->UpsertWorker(worker, clock_->NowMs()));
+  {
+    absl::MutexLock lock(&mu_);
+    worker_users_[stored.id()] = stored.user();
+  }
+  Log(LogLevel::kInfo, "worker registered")
+      .Kv("worker", stored.id())
+      .Kv("host", stored.host())
+      .Kv("device", stored.device())
+      .Kv("user", stored.user());
+  v1::RegisterResponse response;
+  response.set_worker_id(stored.id());
+  response.set_lease_seconds(options_.lease_seconds);
+  response.set_heartbeat_seconds(options_.heartbeat_seconds);
+  return response;
+}
+
+absl::StatusOr<v1::LeaseResponse> QueueManager::Lease(
+    const Caller& caller, const v1::LeaseRequest& request) {
+  if (request.worker_id().empty()) {
+    return absl::InvalidArgumentError("worker_id is required");
+  }
+  PRISM_RETURN_IF_ERROR(CheckWorker(caller, request.worker_id()));
+  std::optional<v1::Trial> leased;
+  {
+    absl::MutexLock lock(&lease_mu_);
+    PRISM_ASSIGN_OR_RETURN(std::vector<storage::LeaseCandidate> candidates,
+                           store_->ListLeaseCandidates());
+    PRISM_ASSIGN_OR_RETURN(auto live, store_->CountLiveTrialsByUser());
+    for (const storage::LeaseCandidate& c : OrderLeaseCandidates(
+             std::move(candidates), live, options_.max_running_per_user)) {
+      const int64_t now = clock_->NowMs();
+      PRISM_ASSIGN_OR_RETURN(
+          leased, store_->LeaseNextTrial(c.experiment_id, request.worker_id(),
+                                         now, DeadlineFrom(now)));
+      if (leased.has_value()) break;
+    }
+  }
+  v1::LeaseResponse response;
+  if (!leased.has_value()) {
+    response.set_retry_after_ms(options_.idle_retry_ms);
+    return response;
+  }
+  PRISM_ASSIGN_OR_RETURN(v1::ExperimentSpec spec,
+                         SpecFor(leased->experiment_id()));
+  v1::TrialTask* task = response.mutable_task();
+  *task->mutable_trial() = WithPrinciples(*leased, spec);
+  *task->mutable_model() = spec.model();
+  *task->mutable_data() = spec.data();
+  *task->mutable_budget() = spec.budget();
+  task->set_resume_step(leased->last_step());
+  task->set_checkpoint_key(
+      absl::StrCat("exp", leased->experiment_id(), "-trial", leased->id()));
+  Log(LogLevel::kInfo, "trial leased")
+      .Kv("trial", leased->id())
+      .Kv("experiment", leased->experiment_id())
+      .Kv("schedule", leased->schedule())
+      .Kv("seed", leased->seed())
+      .Kv("attempt", leased->attempt())
+      .Kv("worker", request.worker_id());
+  PublishTrial(task->trial());
+  return response;
+}
+
+absl::StatusOr<v1::HeartbeatResponse> QueueManager::Heartbeat(
+    const Caller& caller, const v1::HeartbeatRequest& request) {
+  if (request.worker_id().empty()) {
+    return absl::InvalidArgumentError("worker_id is required");
+  }
+  PRISM_RETURN_IF_ERROR(CheckWorker(caller, request.worker_id()));
+  const int64_t now = clock_->NowMs();
+  v1::HeartbeatResponse response;
+  if (request.trial_id() != 0) {
+    PRISM_RETURN_IF_ERROR(CheckAttemptRef(request.trial_id(), request.attempt(),
+                                          request.worker_id()));
+    PRISM_ASSIGN_OR_RETURN(
+        storage::HeartbeatResult hb,
+        store_->Heartbeat(
+            storage::AttemptRef{request.trial_id(), request.attempt(),
+                                request.worker_id()},
+            request.step(), now, DeadlineFrom(now)));
+    response.set_stop(hb.stop);
+    response.set_lease_deadline_unix_ms(hb.lease_deadline_ms);
+    if (hb.stop) {
+      Log(LogLevel::kInfo, "heartbeat told worker to stop")
+          .Kv("trial", request.trial_id())
+          .Kv("attempt", request.attempt())
+          .Kv("worker", request.worker_id());
+    }
+  }
+  PRISM_RETURN_IF_ERROR(store_->TouchWorker(storage::WorkerUpdate{
+      request.worker_id(), response.stop() ? 0 : request.trial_id(), now,
+      request.tokens_per_second()}));
+  return response;
+}
+
+void QueueManager::Report(const Caller& caller,
+                          const v1::ReportRequest& request, ReportDone done) {
+  absl::Status valid = CheckAttemptRef(request.trial_id(), request.attempt(),
+                                       request.worker_id());
+  if (valid.ok())
+    valid = CheckPoints(request.points(), options_.max_points_per_report);
+  if (valid.ok()) valid = CheckWorker(caller, request.worker_id());
+  if (!valid.ok()) {
+    done(valid);
+    return;
+  }
+  storage::ReportWrite write;
+  write.ref = storage::AttemptRef{request.trial_id(), request.attempt(),
+                                  request.worker_id()};
+  write.points.assign(request.points().begin(), request.points().end());
+  write.now_ms = clock_->NowMs();
+  write.lease_deadline_ms = DeadlineFrom(write.now_ms);
+  const int64_t trial_id = request.trial_id();
+  const int32_t attempt = request.attempt();
+  const std::string worker_id = request.worker_id();
+  // Watchers get the points too, read from the request (alive until `done`)
+  // only when someone watches.
+  ingest_->Enqueue(
+      std::move(write),
+      [this, done = std::move(done), trial_id, attempt, worker_id,
+       request_points = &request.points()](const storage::ReportOutcome& out) {
+        if (!out.status.ok()) {
+          done(out.status);
+          return;
+        }
+        v1::ReportResponse response;
+        response.set_stored(out.stored);
+        response.set_duplicates(out.duplicates);
+        if (events_->HasSubscribers(out.experiment_id)) {
+          v1::ExperimentEvent event;
+          event.set_unix_ms(clock_->NowMs());
+          v1::Trial* t = event.mutable_trial_updated();
+          t->set_id(trial_id);
+          t->set_experiment_id(out.experiment_id);
+          t->set_state(v1::TRIAL_RUNNING);
+          t->set_attempt(attempt);
+          t->set_worker_id(worker_id);
+          for (const v1::LossPoint& p : *request_points) {
+            t->set_last_step(std::max(t->last_step(), p.step()));
+            *event.add_points() = p;
+          }
+          events_->Publish(out.experiment_id, event);
+        }
+        done(response);
+      });
+}
+
+absl::StatusOr<v1::CompleteResponse> QueueManager::Complete(
+    const Caller& caller, const v1::CompleteRequest& request) {
+  PRISM_RETURN_IF_ERROR(CheckAttemptRef(request.trial_id(), request.attempt(),
+                                        request.worker_id()));
+  PRISM_RETURN_IF_ERROR(
+      CheckPoints(request.points(), options_.max_points_per_report));
+  PRISM_RETURN_IF_ERROR(CheckWorker(caller, request.worker_id()));
+  const std::vector<v1::LossPoint> points(request.points().begin(),
+                                          request.points().end());
+  PRISM_ASSIGN_OR_RETURN(
+      v1::Trial trial,
+      store_->CompleteTrial(
+          storage::AttemptRef{request.trial_id(), request.attempt(),
+                              request.worker_id()},
+          request.metrics(), points, clock_->NowMs()));
+  PRISM_ASSIGN_OR_RETURN(v1::ExperimentSpec spec,
+                         SpecFor(trial.experiment_id()));
+  Log(LogLevel::kInfo, "trial finished")
+      .Kv("trial", trial.id())
+      .Kv("state", v1::TrialState_Name(trial.state()))
+      .Kv("final_val_loss", trial.metrics().final_val_loss())
+      .Kv("worker", request.worker_id());
+  v1::CompleteResponse response;
+  *response.mutable_trial() = WithPrinciples(std::move(trial), spec);
+  PublishTrial(response.trial());
+  PublishExperiment(response.trial().experiment_id());
+  return response;
+}
+
+absl::StatusOr<v1::FailResponse> QueueManager::Fail(
+    const Caller& caller, const v1::FailRequest& request) {
+  PRISM_RETURN_IF_ERROR(CheckAttemptRef(request.trial_id(), request.attempt(),
+                                        request.worker_id()));
+  PRISM_RETURN_IF_ERROR(CheckWorker(caller, request.worker_id()));
+  const std::string message =
+      request.message().substr(0, kMaxFailMessageLength);
+  PRISM_ASSIGN_OR_RETURN(
+      v1::Trial trial,
+      store_->FailTrial(
+          storage::AttemptRef{request.trial_id(), request.attempt(),
+                              request.worker_id()},
+          message, request.retryable(), clock_->NowMs()));
+  PRISM_ASSIGN_OR_RETURN(v1::ExperimentSpec spec,
+                         SpecFor(trial.experiment_id()));
+  Log(LogLevel::kWarning, "trial attempt failed")
+      .Kv("trial", trial.id())
+      .Kv("attempt", request.attempt())
+      .Kv("state", v1::TrialState_Name(trial.state()))
+      .Kv("retryable", request.retryable())
+      .Kv("error", message);
+  v1::FailResponse response;
+  *response.mutable_trial() = WithPrinciples(std::move(trial), spec);
+  PublishTrial(response.trial());
+  PublishExperiment(response.trial().experiment_id());
+  return response;
+}
+
+absl::StatusOr<v1::ListWorkersResponse> QueueManager::ListWorkers() {
+  PRISM_ASSIGN_OR_RETURN(std::vector<v1::Worker> workers,
+                         store_->ListWorkers());
+  const int64_t lost_before =
+      clock_->NowMs() - int64_t{options_.lease_seconds} * 1000;
+  v1::ListWorkersResponse response;
+  for (v1::Worker& w : workers) {
+    if (w.last_heartbeat_unix_ms() < lost_before) {
+      w.set_state(v1::WORKER_LOST);
+    } else if (w.current_trial_id() != 0) {
+      w.set_state(v1::WORKER_BUSY);
+    } else {
+      w.set_state(v1::WORKER_IDLE);
+    }
+    *response.add_workers() = std::move(w);
+  }
+  return response;
+}
+
+absl::StatusOr<int> QueueManager::ExpireLeases() {
+  PRISM_ASSIGN_OR_RETURN(std::vector<storage::ExpiredLease> expired,
+                         store_->ExpireLeases(clock_->NowMs()));
+  for (const storage::ExpiredLease& x : expired) {
+    Log(LogLevel::kWarning, "lease expired")
+        .Kv("trial", x.trial.id())
+        .Kv("attempt", x.trial.attempt())
+        .Kv("worker", x.worker_id)
+        .Kv("state", v1::TrialState_Name(x.trial.state()));
+    PublishTrial(x.trial);
+    if (x.trial.state() == v1::TRIAL_FAILED) {
+      PublishExperiment(x.trial.experiment_id());
+    }
+  }
+  return static_cast<int>(expired.size());
+}
+
+absl::StatusOr<int> QueueManager::ExtendLeasesAfterRestart() {
+  return store_->ExtendLiveLeases(DeadlineFrom(clock_->NowMs()));
+}
+
+}  // namespace prism::server

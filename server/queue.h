@@ -1,0 +1,133 @@
+// QueueManager: the work queue's policy and the worker protocol — register,
+// lease, heartbeat, report, complete, fail — plus lease expiry. SQL stays in
+// storage; this decides which trial goes next and what each call means.
+//
+// Lease order, among ACTIVE experiments with queued trials:
+//   1. higher experiment priority first;
+//   2. fair share: the owner with fewer leased + running trials first;
+//   3. the older experiment first, then its lowest trial id.
+// An optional per-user limit skips owners already at that many live trials.
+//
+// A lease gives the trial to one worker for lease_seconds (attempt + 1, the
+// number of leases granted so far); heartbeats and reports renew it and the
+// first one moves the trial to running. ExpireLeases (run by the
+// coordinator's loop) requeues expired leases, or fails a trial whose
+// attempts reached the experiment's max attempts. A call from a superseded
+// attempt or worker is FailedPrecondition (Heartbeat answers stop=true
+// instead, so a worker learns to drop the trial). Reports are committed in
+// groups by the IngestWriter before they are acknowledged.
+//
+// Thread-safety: all methods are thread-safe; leases are decided one at a
+// time.
+#ifndef PRISM_SERVER_QUEUE_H_
+#define PRISM_SERVER_QUEUE_H_
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_map.h"
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "prism/v1/prism.pb.h"
+#include "server/auth.h"
+#include "server/clock.h"
+#include "server/events.h"
+#include "server/ingest.h"
+#include "storage/store.h"
+
+namespace prism::server {
+
+inline constexpr int kDefaultLeaseSeconds = 30;
+inline constexpr int kDefaultHeartbeatSeconds = 5;
+
+struct QueueOptions {
+  int lease_seconds = kDefaultLeaseSeconds;
+  int heartbeat_seconds = kDefaultHeartbeatSeconds;
+  int max_running_per_user = 0;  // 0: no limit
+  int idle_retry_ms = 1000;      // LeaseResponse.retry_after_ms when idle
+  int max_points_per_report = 100000;
+};
+
+// OrderLeaseCandidates sorts candidates by the lease order above and drops
+// owners at `max_running_per_user` live trials (0: no limit). `live` counts
+// leased + running trials per owner.
+std::vector<storage::LeaseCandidate> OrderLeaseCandidates(
+    std::vector<storage::LeaseCandidate> candidates,
+    const std::map<std::string, int>& live, int max_running_per_user);
+
+class QueueManager {
+ public:
+  using ReportDone = std::function<void(absl::StatusOr<v1::ReportResponse>)>;
+
+  QueueManager(storage::Store* store, const Clock* clock, EventBus* events,
+               IngestWriter* ingest, QueueOptions options);
+
+  // Register creates or re-registers (same worker_id) a worker owned by the
+  // caller. PermissionDenied when the id belongs to another user.
+  absl::StatusOr<v1::RegisterResponse> Register(
+      const Caller& caller, const v1::RegisterRequest& request);
+  // Lease returns the next trial's task, or no task and retry_after_ms.
+  // FailedPrecondition for an unregistered worker.
+  absl::StatusOr<v1::LeaseResponse> Lease(const Caller& caller,
+                                          const v1::LeaseRequest& request);
+  // Heartbeat records liveness and renews the lease; stop=true when the
+  // trial is no longer this attempt's. FailedPrecondition for an
+  // unregistered worker, NotFound for an unknown trial.
+  absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
+      const Caller& caller, const v1::HeartbeatRequest& request);
+  // Report validates the points and hands them to the group commit; `done`
+  // runs (on the writer thread, or at once for bad input) with the stored
+  // and duplicate counts, or FailedPrecondition for a stale attempt.
+  // `request` must stay alive until `done` has run.
+  void Report(const Caller& caller, const v1::ReportRequest& request,
+              ReportDone done);
+  // Complete finishes the trial (diverged when metrics say so); idempotent
+  // for the same attempt. FailedPrecondition for a stale attempt.
+  absl::StatusOr<v1::CompleteResponse> Complete(
+      const Caller& caller, const v1::CompleteRequest& request);
+  // Fail requeues (retryable, attempts left) or fails the trial.
+  absl::StatusOr<v1::FailResponse> Fail(const Caller& caller,
+                                        const v1::FailRequest& request);
+  // ListWorkers returns every worker with its state derived from its last
+  // heartbeat (LOST after lease_seconds of silence).
+  absl::StatusOr<v1::ListWorkersResponse> ListWorkers();
+
+  // ExpireLeases requeues or fails every expired lease; returns how many.
+  absl::StatusOr<int> ExpireLeases();
+  // ExtendLeasesAfterRestart gives every live lease a full lease period from
+  // now (workers could not heartbeat while the coordinator was down).
+  absl::StatusOr<int> ExtendLeasesAfterRestart();
+
+  const QueueOptions& options() const { return options_; }
+
+ private:
+  absl::StatusOr<v1::ExperimentSpec> SpecFor(int64_t experiment_id);
+  absl::Status CheckWorker(const Caller& caller, const std::string& worker_id);
+  v1::Trial WithPrinciples(v1::Trial trial, const v1::ExperimentSpec& spec);
+  void PublishTrial(const v1::Trial& trial);
+  void PublishExperiment(int64_t experiment_id);
+  int64_t DeadlineFrom(int64_t now_ms) const {
+    return now_ms + int64_t{options_.lease_seconds} * 1000;
+  }
+
+  storage::Store* const store_;
+  const Clock* const clock_;
+  EventBus* const events_;
+  IngestWriter* const ingest_;
+  const QueueOptions options_;
+  absl::Mutex lease_mu_;
+  absl::Mutex mu_;
+  // Resolved specs never change after submit; cached for every lease.
+  absl::flat_hash_map<int64_t, v1::ExperimentSpec> specs_ ABSL_GUARDED_BY(mu_);
+  // worker id -> owning user, for the ownership check on every call.
+  absl::flat_hash_map<std::string, std::string> worker_users_
+      ABSL_GUARDED_BY(mu_);
+};
+
+}  // namespace prism::server
+
+#endif  // PRISM_SERVER_QUEUE_H_

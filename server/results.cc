@@ -1,0 +1,209 @@
+#include "server/results.h"
+
+#include <algorithm>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "scheduler/ranking.h"
+#include "scheduler/schedule.h"
+#include "scheduler/statistics.h"
+#include "server/convert.h"
+#include "server/internal/status_macros.h"
+
+namespace prism::server {
+namespace {
+
+// Experiments whose rankings stay cached; beyond it the cache starts over
+// (the working set is the few experiments people are looking at).
+constexpr size_t kMaxCachedExperiments = 32;
+constexpr int kMaxRankPageSize = 10000;
+
+bool Satisfies(const v1::PrincipleReport& r, const PrincipleSet& required) {
+  return (!required.smooth || r.smooth()) &&
+         (!required.baseline || r.baseline()) && (!required.pow2 || r.pow2());
+}
+
+// SortKey returns the value a sort compares, oriented so smaller is better,
+// and whether the row has it (rows without go last).
+std::pair<bool, double> SortKey(const v1::RankedSchedule& r, v1::RankSort s) {
+  switch (s) {
+    case v1::RANK_SORT_DELTA:
+      return {r.delta_vs_baseline().n() > 0, r.delta_vs_baseline().mean()};
+    case v1::RANK_SORT_SPEEDUP:
+      return {r.convergence_speedup() > 0, -r.convergence_speedup()};
+    case v1::RANK_SORT_THROUGHPUT:
+      return {true, -r.tokens_per_second()};
+    case v1::RANK_SORT_MIN_VAL_LOSS:
+      return {true, r.min_val_loss()};
+    default:
+      return {true, r.final_val_loss().mean()};
+  }
+}
+
+}  // namespace
+
+ResultsManager::ResultsManager(storage::Store* store) : store_(store) {}
+
+absl::StatusOr<std::shared_ptr<const ResultsManager::Analysis>>
+ResultsManager::Analyze(const v1::Experiment& experiment) {
+  const int64_t id = experiment.id();
+  PRISM_ASSIGN_OR_RETURN(int64_t completed, store_->CountCompleted(id));
+  {
+    absl::MutexLock lock(&mu_);
+    auto it = cache_.find(id);
+    if (it != cache_.end() && it->second->completed == completed) {
+      return it->second;
+    }
+  }
+  PRISM_ASSIGN_OR_RETURN(std::vector<TrialOutcome> outcomes,
+                         store_->ListCompletedOutcomes(id));
+  const SpaceSpec space = SpaceForSpec(experiment.spec());
+  const std::string baseline =
+      Schedule::Uniform(space.base_heads, space.layers).ToString();
+  const Ranking ranking = RankSchedules(space, baseline, outcomes);
+
+  auto analysis = std::make_shared<Analysis>();
+  analysis->completed = static_cast<int64_t>(outcomes.size());
+  analysis->rows.reserve(ranking.rows.size());
+  for (const RankedRow& row : ranking.rows) {
+    analysis->rows.push_back(RankedRowToProto(row, space.base_heads));
+  }
+  if (ranking.baseline.has_value()) {
+    analysis->baseline = RankedRowToProto(*ranking.baseline, space.base_heads);
+    analysis->has_baseline = true;
+  }
+  for (const PrincipleEffect& e : ranking.principle_effects) {
+    analysis->effects.push_back(PrincipleEffectToProto(e));
+  }
+  for (const TrialOutcome& o : outcomes) {
+    analysis->finals[o.schedule].emplace(o.seed, o.final_val_loss);
+  }
+  absl::MutexLock lock(&mu_);
+  if (cache_.size() >= kMaxCachedExperiments) cache_.clear();
+  cache_[id] = analysis;
+  return std::shared_ptr<const Analysis>(std::move(analysis));
+}
+
+absl::StatusOr<v1::RankResponse> ResultsManager::Rank(
+    const v1::RankRequest& request) {
+  PRISM_ASSIGN_OR_RETURN(PrincipleSet required,
+                         PrinciplesFromProto(request.require()));
+  if (!v1::RankSort_IsValid(request.sort())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("sort ", request.sort(), " is not a RankSort"));
+  }
+  PRISM_ASSIGN_OR_RETURN(int64_t offset,
+                         DecodePageToken("rank", request.page_token()));
+  if (request.page_size() < 0) {
+    return absl::InvalidArgumentError("page_size must not be negative");
+  }
+  PRISM_ASSIGN_OR_RETURN(v1::Experiment experiment,
+                         store_->GetExperiment(request.experiment_id()));
+  PRISM_ASSIGN_OR_RETURN(std::shared_ptr<const Analysis> analysis,
+                         Analyze(experiment));
+
+  std::vector<const v1::RankedSchedule*> rows;
+  rows.reserve(analysis->rows.size());
+  for (const v1::RankedSchedule& r : analysis->rows) {
+    if (Satisfies(r.principles(), required)) rows.push_back(&r);
+  }
+  const v1::RankSort sort = request.sort();
+  const bool descending = request.descending();
+  std::stable_sort(rows.begin(), rows.end(),
+                   [sort, descending](const v1::RankedSchedule* a,
+                                      const v1::RankedSchedule* b) {
+                     const auto ka = SortKey(*a, sort);
+                     const auto kb = SortKey(*b, sort);
+                     if (ka.first != kb.first) return ka.first;
+                     if (ka.second != kb.second) {
+                       return descending ? ka.second > kb.second
+                                         : ka.second < kb.second;
+                     }
+                     return a->rank() < b->rank();
+                   });
+
+  v1::RankResponse response;
+  const int64_t total = static_cast<int64_t>(rows.size());
+  const int64_t size =
+      request.page_size() == 0
+          ? total
+          : std::min<int64_t>(request.page_size(), kMaxRankPageSize);
+  const int64_t end = std::min(total, offset + size);
+  for (int64_t i = offset; i < end; ++i) *response.add_schedules() = *rows[i];
+  if (end < total) response.set_next_page_token(EncodePageToken("rank", end));
+  if (analysis->has_baseline) *response.mutable_baseline() = analysis->baseline;
+  for (const v1::PrincipleEffect& e : analysis->effects) {
+    *response.add_principle_effects() = e;
+  }
+  response.set_total(static_cast<int32_t>(total));
+  *response.mutable_experiment() = std::move(experiment);
+  return response;
+}
+
+absl::StatusOr<v1::GetTrialResponse> ResultsManager::GetTrial(
+    const v1::GetTrialRequest& request) {
+  PRISM_ASSIGN_OR_RETURN(v1::Trial trial, store_->GetTrial(request.trial_id()));
+  PRISM_ASSIGN_OR_RETURN(v1::Experiment experiment,
+                         store_->GetExperiment(trial.experiment_id()));
+  const SpaceSpec space = SpaceForSpec(experiment.spec());
+  *trial.mutable_principles() = ReportSchedule(space, trial.schedule());
+  v1::GetTrialResponse response;
+  PRISM_ASSIGN_OR_RETURN(std::vector<v1::LossPoint> points,
+                         store_->GetPoints(trial.id()));
+  for (v1::LossPoint& p : points) *response.add_points() = std::move(p);
+  if (request.with_baseline() && !trial.is_baseline()) {
+    absl::StatusOr<v1::Trial> baseline =
+        store_->FindBaselineTrial(trial.experiment_id(), trial.seed());
+    if (baseline.ok()) {
+      *baseline->mutable_principles() =
+          ReportSchedule(space, baseline->schedule());
+      PRISM_ASSIGN_OR_RETURN(std::vector<v1::LossPoint> baseline_points,
+                             store_->GetPoints(baseline->id()));
+      for (v1::LossPoint& p : baseline_points) {
+        *response.add_baseline_points() = std::move(p);
+      }
+      *response.mutable_baseline() = *std::move(baseline);
+    } else if (!absl::IsNotFound(baseline.status())) {
+      return baseline.status();
+    }
+  }
+  *response.mutable_trial() = std::move(trial);
+  return response;
+}
+
+absl::StatusOr<v1::CompareResponse> ResultsManager::Compare(
+    const v1::CompareRequest& request) {
+  PRISM_ASSIGN_OR_RETURN(Schedule a, ParseSchedule(request.schedule_a()));
+  PRISM_ASSIGN_OR_RETURN(Schedule b, ParseSchedule(request.schedule_b()));
+  PRISM_ASSIGN_OR_RETURN(v1::Experiment experiment,
+                         store_->GetExperiment(request.experiment_id()));
+  PRISM_ASSIGN_OR_RETURN(std::shared_ptr<const Analysis> analysis,
+                         Analyze(experiment));
+  auto find =
+      [&](const Schedule& s) -> absl::StatusOr<const v1::RankedSchedule*> {
+    const std::string text = s.ToString();
+    for (const v1::RankedSchedule& r : analysis->rows) {
+      if (r.schedule() == text) return &r;
+    }
+    return absl::NotFoundError(absl::StrCat("schedule ", text,
+                                            " has no completed trial in "
+                                            "experiment ",
+                                            request.experiment_id()));
+  };
+  PRISM_ASSIGN_OR_RETURN(const v1::RankedSchedule* row_a, find(a));
+  PRISM_ASSIGN_OR_RETURN(const v1::RankedSchedule* row_b, find(b));
+  const auto& finals_a = analysis->finals.at(row_a->schedule());
+  const auto& finals_b = analysis->finals.at(row_b->schedule());
+  std::vector<double> deltas;
+  for (const auto& [seed, loss_a] : finals_a) {
+    auto it = finals_b.find(seed);
+    if (it != finals_b.end()) deltas.push_back(it->second - loss_a);
+  }
+  v1::CompareResponse response;
+  *response.mutable_a() = *row_a;
+  *response.mutable_b() = *row_b;
+  *response.mutable_delta() = IntervalToProto(MeanInterval(deltas));
+  return response;
+}
+
+}  // namespace prism::server

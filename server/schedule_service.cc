@@ -1,0 +1,76 @@
+#include "server/schedule_service.h"
+
+#include "scheduler/schedule.h"
+#include "scheduler/space.h"
+#include "server/convert.h"
+#include "server/grpc_edge.h"
+#include "server/internal/status_macros.h"
+
+namespace prism::server {
+namespace {
+
+absl::Status CountSpace(const v1::CountSchedulesRequest& req,
+                        v1::CountSchedulesResponse* resp) {
+  PRISM_ASSIGN_OR_RETURN(SpaceSpec space, SpaceFromProto(req.space()));
+  PRISM_ASSIGN_OR_RETURN(SpaceCount count, CountSchedules(space));
+  resp->set_count(count.value);
+  resp->set_exceeds_uint64(count.exceeds_uint64);
+  return absl::OkStatus();
+}
+
+absl::Status ListSpace(const v1::ListSchedulesRequest& req,
+                       v1::ListSchedulesResponse* resp) {
+  PRISM_ASSIGN_OR_RETURN(SpaceSpec space, SpaceFromProto(req.space()));
+  PRISM_ASSIGN_OR_RETURN(
+      int size, ClampPageSize(req.page_size(), kDefaultSchedulePageSize,
+                              kMaxSchedulePageSize));
+  PRISM_ASSIGN_OR_RETURN(SchedulePage page,
+                         ListSchedules(space, size, req.page_token()));
+  for (const Schedule& s : page.schedules) {
+    *resp->add_schedules() =
+        PrincipleReportToProto(s, ReportPrinciples(space, s), space.base_heads);
+  }
+  resp->set_next_page_token(page.next_page_token);
+  return absl::OkStatus();
+}
+
+absl::Status CheckOne(const v1::CheckScheduleRequest& req,
+                      v1::CheckScheduleResponse* resp) {
+  PRISM_ASSIGN_OR_RETURN(Schedule s, ParseSchedule(req.schedule()));
+  v1::SpaceSpec proto;
+  proto.set_d_model(req.d_model());
+  proto.set_layers(s.layers());
+  proto.set_base_heads(req.base_heads());
+  proto.set_min_run(req.min_run());
+  proto.set_max_run(req.max_run());
+  PRISM_ASSIGN_OR_RETURN(SpaceSpec space, SpaceFromProto(proto));
+  PRISM_RETURN_IF_ERROR(CheckHardConstraints(space, s));
+  *resp->mutable_report() =
+      PrincipleReportToProto(s, ReportPrinciples(space, s), space.base_heads);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+grpc::Status ScheduleServiceImpl::Count(grpc::ServerContext* ctx,
+                                        const v1::CountSchedulesRequest* req,
+                                        v1::CountSchedulesResponse* resp) {
+  return Serve(auth_, ctx, Permission::kRead,
+               [&](const Caller&) { return CountSpace(*req, resp); });
+}
+
+grpc::Status ScheduleServiceImpl::List(grpc::ServerContext* ctx,
+                                       const v1::ListSchedulesRequest* req,
+                                       v1::ListSchedulesResponse* resp) {
+  return Serve(auth_, ctx, Permission::kRead,
+               [&](const Caller&) { return ListSpace(*req, resp); });
+}
+
+grpc::Status ScheduleServiceImpl::Check(grpc::ServerContext* ctx,
+                                        const v1::CheckScheduleRequest* req,
+                                        v1::CheckScheduleResponse* resp) {
+  return Serve(auth_, ctx, Permission::kRead,
+               [&](const Caller&) { return CheckOne(*req, resp); });
+}
+
+}  // namespace prism::server

@@ -1,0 +1,390 @@
+#include "server/spec.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "absl/container/flat_hash_set.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "google/protobuf/io/coded_stream.h"
+#include "google/protobuf/io/tokenizer.h"
+#include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/text_format.h"
+#include "server/auth.h"
+#include "server/convert.h"
+#include "server/internal/status_macros.h"
+
+namespace prism::server {
+namespace {
+
+// Budget fields without a per-preset value default to what the trainer
+// would use for a run of this length.
+constexpr int kDefaultGradAccum = 1;
+constexpr int kDefaultEvalBatches = 4;
+constexpr int kMaxEvalEvery = 50;
+constexpr int kMaxLogEvery = 10;
+constexpr double kDefaultMinLrRatio = 0.1;
+constexpr double kDefaultWeightDecay = 0.1;
+// A spec without a preset gives the shape itself; its recipe is the smallest
+// preset's.
+constexpr int kCustomBatchSize = 8;
+constexpr int64_t kCustomSteps = 200;
+constexpr double kCustomLearningRate = 1e-3;
+constexpr int kCustomWarmupSteps = 20;
+
+class CollectFirstError : public google::protobuf::io::ErrorCollector {
+ public:
+  void AddError(int line, google::protobuf::io::ColumnNumber column,
+                const std::string& message) override {
+    if (first_.empty()) {
+      first_ =
+          absl::StrCat("spec_text:", line + 1, ":", column + 1, ": ", message);
+    }
+  }
+  const std::string& first() const { return first_; }
+
+ private:
+  std::string first_;
+};
+
+absl::Status Invalid(absl::string_view a, absl::string_view b = "",
+                     absl::string_view c = "") {
+  return absl::InvalidArgumentError(absl::StrCat(a, b, c));
+}
+
+absl::Status Prefixed(absl::string_view prefix, const absl::Status& status) {
+  return absl::Status(status.code(), absl::StrCat(prefix, status.message()));
+}
+
+absl::StatusOr<ModelShape> ResolveShape(const v1::ModelConfig& m) {
+  ModelShape shape;
+  if (!m.preset().empty()) {
+    absl::StatusOr<ModelShape> preset = FindPreset(m.preset());
+    if (!preset.ok()) return Prefixed("model.preset: ", preset.status());
+    shape = *preset;
+  } else {
+    std::vector<std::string> missing;
+    if (m.d_model() == 0) missing.push_back("d_model");
+    if (m.layers() == 0) missing.push_back("layers");
+    if (m.base_heads() == 0) missing.push_back("base_heads");
+    if (m.context() == 0) missing.push_back("context");
+    if (m.vocab_size() == 0) missing.push_back("vocab_size");
+    if (!missing.empty()) {
+      return Invalid("model: name a preset or give every shape field (missing ",
+                     absl::StrJoin(missing, ", "), ")");
+    }
+    shape.name = "custom";
+    shape.batch_size = kCustomBatchSize;
+    shape.steps = kCustomSteps;
+    shape.learning_rate = kCustomLearningRate;
+    shape.warmup_steps = kCustomWarmupSteps;
+  }
+  if (m.d_model() != 0) shape.d_model = m.d_model();
+  if (m.layers() != 0) shape.layers = m.layers();
+  if (m.base_heads() != 0) shape.base_heads = m.base_heads();
+  if (m.context() != 0) shape.context = m.context();
+  if (m.vocab_size() != 0) shape.vocab_size = m.vocab_size();
+  switch (m.positions()) {
+    case v1::POSITION_ENCODING_UNSPECIFIED:
+      break;
+    case v1::POSITION_LEARNED:
+      shape.positions = Positions::kLearned;
+      break;
+    case v1::POSITION_ROTARY:
+      shape.positions = Positions::kRotary;
+      break;
+    default:
+      return Invalid("model.positions: unknown position encoding");
+  }
+  if (m.dropout() != 0.0f) shape.dropout = m.dropout();
+  absl::Status valid = ValidateShape(shape);
+  if (!valid.ok()) return Prefixed("model: ", valid);
+  return shape;
+}
+
+v1::ModelConfig ModelToProto(const ModelShape& shape) {
+  v1::ModelConfig m;
+  m.set_preset(shape.name);
+  m.set_d_model(shape.d_model);
+  m.set_layers(shape.layers);
+  m.set_base_heads(shape.base_heads);
+  m.set_context(shape.context);
+  m.set_vocab_size(shape.vocab_size);
+  m.set_positions(shape.positions == Positions::kRotary ? v1::POSITION_ROTARY
+                                                        : v1::POSITION_LEARNED);
+  m.set_dropout(shape.dropout);
+  return m;
+}
+
+absl::Status CheckNotNegative(absl::string_view field, double value) {
+  if (std::isfinite(value) && value >= 0) return absl::OkStatus();
+  return Invalid(
+      "budget.", field,
+      absl::StrCat(" must be a non-negative number (got ", value, ")"));
+}
+
+absl::StatusOr<v1::Budget> ResolveBudget(const v1::Budget& in,
+                                         const ModelShape& shape) {
+  PRISM_RETURN_IF_ERROR(CheckNotNegative("steps", in.steps()));
+  PRISM_RETURN_IF_ERROR(CheckNotNegative("batch_size", in.batch_size()));
+  PRISM_RETURN_IF_ERROR(CheckNotNegative("grad_accum", in.grad_accum()));
+  PRISM_RETURN_IF_ERROR(CheckNotNegative("eval_every", in.eval_every()));
+  PRISM_RETURN_IF_ERROR(CheckNotNegative("eval_batches", in.eval_batches()));
+  PRISM_RETURN_IF_ERROR(CheckNotNegative("learning_rate", in.learning_rate()));
+  PRISM_RETURN_IF_ERROR(CheckNotNegative("min_lr_ratio", in.min_lr_ratio()));
+  PRISM_RETURN_IF_ERROR(CheckNotNegative("warmup_steps", in.warmup_steps()));
+  PRISM_RETURN_IF_ERROR(CheckNotNegative("weight_decay", in.weight_decay()));
+  PRISM_RETURN_IF_ERROR(
+      CheckNotNegative("checkpoint_every", in.checkpoint_every()));
+  PRISM_RETURN_IF_ERROR(CheckNotNegative("log_every", in.log_every()));
+  if (in.min_lr_ratio() > 1.0) {
+    return Invalid("budget.min_lr_ratio must be at most 1 (got ",
+                   absl::StrCat(in.min_lr_ratio()), ")");
+  }
+  for (double target : in.loss_targets()) {
+    if (!std::isfinite(target) || target <= 0) {
+      return Invalid("budget.loss_targets must be positive numbers (got ",
+                     absl::StrCat(target), ")");
+    }
+  }
+
+  v1::Budget b = in;
+  if (b.steps() == 0) b.set_steps(shape.steps);
+  if (b.batch_size() == 0) b.set_batch_size(shape.batch_size);
+  if (b.grad_accum() == 0) b.set_grad_accum(kDefaultGradAccum);
+  if (b.eval_every() == 0) {
+    b.set_eval_every(static_cast<int32_t>(
+        std::clamp<int64_t>(b.steps() / 4, 1, kMaxEvalEvery)));
+  }
+  if (b.eval_batches() == 0) b.set_eval_batches(kDefaultEvalBatches);
+  if (b.learning_rate() == 0) b.set_learning_rate(shape.learning_rate);
+  if (b.min_lr_ratio() == 0) b.set_min_lr_ratio(kDefaultMinLrRatio);
+  if (b.warmup_steps() == 0) {
+    b.set_warmup_steps(static_cast<int32_t>(
+        std::min<int64_t>(shape.warmup_steps, b.steps() / 2)));
+  }
+  if (b.weight_decay() == 0) b.set_weight_decay(kDefaultWeightDecay);
+  if (b.checkpoint_every() == 0) b.set_checkpoint_every(b.eval_every());
+  if (b.log_every() == 0) {
+    b.set_log_every(std::min<int32_t>(kMaxLogEvery, b.eval_every()));
+  }
+  if (b.warmup_steps() > b.steps()) {
+    return Invalid("budget.warmup_steps (", absl::StrCat(b.warmup_steps()),
+                   absl::StrCat(") exceeds budget.steps (", b.steps(), ")"));
+  }
+  return b;
+}
+
+absl::Status CheckSeeds(const v1::ExperimentSpec& spec) {
+  if (spec.seeds().empty()) {
+    return Invalid("seeds: at least one seed is required (e.g. seeds: 1)");
+  }
+  absl::flat_hash_set<int64_t> seen;
+  for (int64_t seed : spec.seeds()) {
+    if (seed < 0) {
+      return Invalid("seeds: seed ", absl::StrCat(seed),
+                     " is negative (seeds are non-negative)");
+    }
+    if (!seen.insert(seed).second) {
+      return Invalid("seeds: seed ", absl::StrCat(seed), " is listed twice");
+    }
+  }
+  return absl::OkStatus();
+}
+
+std::string DescribeSpace(const SpaceSpec& s) {
+  return absl::StrCat("d_model ", s.d_model, ", ", s.layers, " layers, ",
+                      s.base_heads, " base heads, runs ", s.min_run, "..",
+                      s.max_run);
+}
+
+absl::Status NoScheduleLeft(const SpaceSpec& space) {
+  return Invalid("principles ", space.principles.ToString(),
+                 absl::StrCat(" leave no schedule for ", DescribeSpace(space)));
+}
+
+// ExplicitSchedules checks and canonicalises the spec's own list.
+absl::StatusOr<std::vector<Schedule>> ExplicitSchedules(
+    const v1::ExperimentSpec& spec, const SpaceSpec& space) {
+  std::vector<Schedule> out;
+  std::set<Schedule> seen;
+  for (int i = 0; i < spec.schedules_size(); ++i) {
+    const std::string where =
+        absl::StrCat("schedules[", i, "] '", spec.schedules(i), "': ");
+    absl::StatusOr<Schedule> s = ParseSchedule(spec.schedules(i));
+    if (!s.ok()) return Prefixed(where, s.status());
+    if (s->layers() != space.layers) {
+      return Invalid(
+          where, absl::StrCat("has ", s->layers(), " layers but the model has ",
+                              space.layers));
+    }
+    absl::Status hard = CheckHardConstraints(space, *s);
+    if (!hard.ok()) return Prefixed(where, hard);
+    const SchedulePrinciples report = ReportPrinciples(space, *s);
+    for (Principle p : kAllPrinciples) {
+      if (space.principles.Has(p) && !report.Satisfies(p)) {
+        return Invalid(where, "violates the principle ",
+                       absl::StrCat(PrincipleName(p), " the spec requires"));
+      }
+    }
+    if (seen.insert(*s).second) out.push_back(*s);
+  }
+  return out;
+}
+
+absl::StatusOr<std::vector<Schedule>> GridSchedules(const SpaceSpec& space,
+                                                    int seeds,
+                                                    int64_t max_trials) {
+  PRISM_ASSIGN_OR_RETURN(SpaceCount count, CountSchedules(space));
+  if (count.value == 0) return NoScheduleLeft(space);
+  if (count.exceeds_uint64 ||
+      count.value > static_cast<uint64_t>(max_trials / seeds)) {
+    return Invalid(
+        absl::StrCat("the grid has ", count.ToString(), " schedules x ", seeds,
+                     " seeds, over the limit of ", max_trials, " trials; "),
+        "use strategy: STRATEGY_RANDOM with samples: N (or stricter "
+        "principles)");
+  }
+  PRISM_ASSIGN_OR_RETURN(ScheduleEnumerator e,
+                         ScheduleEnumerator::Create(space));
+  std::vector<Schedule> out;
+  out.reserve(count.value);
+  while (e.Next()) out.emplace_back(e.heads());
+  return out;
+}
+
+std::string Fingerprint(const v1::ExperimentSpec& resolved) {
+  v1::ExperimentSpec config;
+  *config.mutable_model() = resolved.model();
+  *config.mutable_data() = resolved.data();
+  *config.mutable_budget() = resolved.budget();
+  std::string bytes;
+  {
+    google::protobuf::io::StringOutputStream stream(&bytes);
+    google::protobuf::io::CodedOutputStream coded(&stream);
+    coded.SetSerializationDeterministic(true);
+    config.SerializeToCodedStream(&coded);
+  }
+  return Sha256Hex(bytes);
+}
+
+}  // namespace
+
+absl::StatusOr<v1::ExperimentSpec> ParseSpecText(absl::string_view text) {
+  google::protobuf::TextFormat::Parser parser;
+  CollectFirstError errors;
+  parser.RecordErrorsTo(&errors);
+  v1::ExperimentSpec spec;
+  if (!parser.ParseFromString(std::string(text), &spec)) {
+    return absl::InvalidArgumentError(
+        errors.first().empty() ? "spec_text: does not parse" : errors.first());
+  }
+  return spec;
+}
+
+ModelShape ShapeForSpec(const v1::ExperimentSpec& resolved) {
+  const v1::ModelConfig& m = resolved.model();
+  ModelShape shape;
+  shape.name = m.preset();
+  shape.d_model = m.d_model();
+  shape.layers = m.layers();
+  shape.base_heads = m.base_heads();
+  shape.context = m.context();
+  shape.vocab_size = m.vocab_size();
+  shape.positions = m.positions() == v1::POSITION_ROTARY ? Positions::kRotary
+                                                         : Positions::kLearned;
+  shape.dropout = m.dropout();
+  return shape;
+}
+
+absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
+                                              const PlanOptions& options) {
+  ExperimentPlan plan;
+  PRISM_ASSIGN_OR_RETURN(plan.shape, ResolveShape(spec.model()));
+  PRISM_ASSIGN_OR_RETURN(v1::Budget budget,
+                         ResolveBudget(spec.budget(), plan.shape));
+  PRISM_RETURN_IF_ERROR(CheckSeeds(spec));
+  if (spec.max_attempts() < 0) {
+    return Invalid("max_attempts must not be negative (got ",
+                   absl::StrCat(spec.max_attempts()), ")");
+  }
+  for (const std::string& path : spec.data().train()) {
+    if (path.empty()) return Invalid("data.train: empty path");
+  }
+  for (const std::string& path : spec.data().val()) {
+    if (path.empty()) return Invalid("data.val: empty path");
+  }
+
+  PRISM_ASSIGN_OR_RETURN(PrincipleSet principles,
+                         PrinciplesFromProto(spec.principles()));
+  plan.space.d_model = plan.shape.d_model;
+  plan.space.layers = plan.shape.layers;
+  plan.space.base_heads = plan.shape.base_heads;
+  plan.space.principles = principles;
+  if (spec.min_run() != 0) plan.space.min_run = spec.min_run();
+  if (spec.max_run() != 0) plan.space.max_run = spec.max_run();
+  absl::Status space_ok = ValidateSpace(plan.space);
+  if (!space_ok.ok()) return Prefixed("space: ", space_ok);
+
+  const int seeds = spec.seeds_size();
+  v1::Strategy strategy = spec.strategy() == v1::STRATEGY_UNSPECIFIED
+                              ? v1::STRATEGY_GRID
+                              : spec.strategy();
+  std::vector<Schedule> schedules;
+  if (!spec.schedules().empty()) {
+    PRISM_ASSIGN_OR_RETURN(schedules, ExplicitSchedules(spec, plan.space));
+  } else if (strategy == v1::STRATEGY_RANDOM) {
+    if (spec.samples() <= 0) {
+      return Invalid("samples must be positive for STRATEGY_RANDOM (got ",
+                     absl::StrCat(spec.samples()), ")");
+    }
+    if (static_cast<int64_t>(spec.samples()) * seeds > options.max_trials) {
+      return Invalid(absl::StrCat("samples ", spec.samples(), " x ", seeds,
+                                  " seeds exceeds the limit of ",
+                                  options.max_trials, " trials"));
+    }
+    PRISM_ASSIGN_OR_RETURN(
+        schedules,
+        SampleSchedules(plan.space, spec.samples(), spec.sample_seed()));
+    if (schedules.empty()) return NoScheduleLeft(plan.space);
+  } else if (strategy == v1::STRATEGY_GRID) {
+    PRISM_ASSIGN_OR_RETURN(
+        schedules, GridSchedules(plan.space, seeds, options.max_trials));
+  } else {
+    return Invalid("strategy: unknown strategy ",
+                   absl::StrCat(static_cast<int>(spec.strategy())));
+  }
+
+  // The resolved spec is what trials are reproduced from.
+  plan.spec = spec;
+  *plan.spec.mutable_model() = ModelToProto(plan.shape);
+  // A custom shape has no preset name: every field is explicit.
+  if (spec.model().preset().empty()) plan.spec.mutable_model()->clear_preset();
+  *plan.spec.mutable_budget() = budget;
+  plan.spec.set_min_run(plan.space.min_run);
+  plan.spec.set_max_run(plan.space.max_run);
+  plan.spec.set_strategy(strategy);
+  plan.spec.set_max_attempts(spec.max_attempts() > 0
+                                 ? spec.max_attempts()
+                                 : options.default_max_attempts);
+  if (plan.spec.name().empty()) {
+    plan.spec.set_name(absl::StrCat(plan.shape.name, " search"));
+  }
+
+  const Schedule baseline =
+      Schedule::Uniform(plan.shape.base_heads, plan.shape.layers);
+  plan.baseline = baseline.ToString();
+  plan.trials.reserve((schedules.size() + 1) * seeds);
+  for (int64_t seed : spec.seeds()) {
+    plan.trials.push_back(storage::NewTrial{plan.baseline, seed, true});
+    for (const Schedule& s : schedules) {
+      if (s == baseline) continue;
+      plan.trials.push_back(storage::NewTrial{s.ToString(), seed, false});
+    }
+  }
+  plan.config_fingerprint = Fingerprint(plan.spec);
+  return plan;
+}
+
+}  // namespace prism::server

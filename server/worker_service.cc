@@ -1,0 +1,87 @@
+#include "server/worker_service.h"
+
+#include "server/grpc_edge.h"
+
+namespace prism::server {
+namespace {
+
+// FinishNow runs a short handler inline and finishes the call with it.
+template <typename Fn>
+grpc::ServerUnaryReactor* FinishNow(AuthManager* auth,
+                                    grpc::CallbackServerContext* ctx,
+                                    Permission permission, Fn&& fn) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  reactor->Finish(Serve(auth, ctx, permission, std::forward<Fn>(fn)));
+  return reactor;
+}
+
+}  // namespace
+
+grpc::ServerUnaryReactor* WorkerServiceImpl::Register(
+    grpc::CallbackServerContext* ctx, const v1::RegisterRequest* req,
+    v1::RegisterResponse* resp) {
+  return FinishNow(auth_, ctx, Permission::kWork, [&](const Caller& caller) {
+    return Assign(queue_->Register(caller, *req), resp);
+  });
+}
+
+grpc::ServerUnaryReactor* WorkerServiceImpl::Lease(
+    grpc::CallbackServerContext* ctx, const v1::LeaseRequest* req,
+    v1::LeaseResponse* resp) {
+  return FinishNow(auth_, ctx, Permission::kWork, [&](const Caller& caller) {
+    return Assign(queue_->Lease(caller, *req), resp);
+  });
+}
+
+grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(
+    grpc::CallbackServerContext* ctx, const v1::HeartbeatRequest* req,
+    v1::HeartbeatResponse* resp) {
+  return FinishNow(auth_, ctx, Permission::kWork, [&](const Caller& caller) {
+    return Assign(queue_->Heartbeat(caller, *req), resp);
+  });
+}
+
+grpc::ServerUnaryReactor* WorkerServiceImpl::Report(
+    grpc::CallbackServerContext* ctx, const v1::ReportRequest* req,
+    v1::ReportResponse* resp) {
+  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
+  absl::StatusOr<Caller> caller = AuthenticateCall(auth_, ctx);
+  absl::Status allowed =
+      caller.ok() ? Authorize(*caller, Permission::kWork) : caller.status();
+  if (!allowed.ok()) {
+    reactor->Finish(ToGrpcStatus(allowed));
+    return reactor;
+  }
+  queue_->Report(*caller, *req,
+                 [reactor, resp](absl::StatusOr<v1::ReportResponse> result) {
+                   if (result.ok()) *resp = *std::move(result);
+                   reactor->Finish(ToGrpcStatus(result.status()));
+                 });
+  return reactor;
+}
+
+grpc::ServerUnaryReactor* WorkerServiceImpl::Complete(
+    grpc::CallbackServerContext* ctx, const v1::CompleteRequest* req,
+    v1::CompleteResponse* resp) {
+  return FinishNow(auth_, ctx, Permission::kWork, [&](const Caller& caller) {
+    return Assign(queue_->Complete(caller, *req), resp);
+  });
+}
+
+grpc::ServerUnaryReactor* WorkerServiceImpl::Fail(
+    grpc::CallbackServerContext* ctx, const v1::FailRequest* req,
+    v1::FailResponse* resp) {
+  return FinishNow(auth_, ctx, Permission::kWork, [&](const Caller& caller) {
+    return Assign(queue_->Fail(caller, *req), resp);
+  });
+}
+
+grpc::ServerUnaryReactor* WorkerServiceImpl::ListWorkers(
+    grpc::CallbackServerContext* ctx, const v1::ListWorkersRequest*,
+    v1::ListWorkersResponse* resp) {
+  return FinishNow(auth_, ctx, Permission::kRead, [&](const Caller&) {
+    return Assign(queue_->ListWorkers(), resp);
+  });
+}
+
+}  // namespace prism::server
