@@ -41,12 +41,12 @@ struct TrainConfig {
   std::vector<std::string> val_paths;
 
   int64_t steps = 200;
-  int batch_size = 8;     // sequences per micro-batch
+  int batch_size = 8;  // sequences per micro-batch
   int grad_accum = 1;
-  int context = 0;        // 0: shape.context
-  int eval_every = 50;    // steps between val evaluations (and at the end)
-  int eval_batches = 4;   // fixed val batches per evaluation
-  int log_every = 10;     // steps between train-loss points
+  int context = 0;       // 0: shape.context
+  int eval_every = 50;   // steps between val evaluations (and at the end)
+  int eval_batches = 4;  // fixed val batches per evaluation
+  int log_every = 10;    // steps between train-loss points
   double learning_rate = 1e-3;
   double min_lr_ratio = 0.1;
   int warmup_steps = 20;

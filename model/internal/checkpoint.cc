@@ -1,0 +1,220 @@
+#include "model/internal/checkpoint.h"
+
+#include <fcntl.h>
+#include <torch/torch.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <cstdint>
+#include <cstring>
+#include <filesystem>
+#include <optional>
+#include <random>
+#include <string>
+#include <system_error>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+
+namespace prism::model::internal {
+namespace {
+
+namespace fs = std::filesystem;
+
+constexpr int64_t kFormatVersion = 1;
+constexpr int kCurveColumns = 6;
+
+torch::Tensor CurveToTensor(const std::vector<CurvePoint>& curve) {
+  // Doubles hold every field exactly (floats, and steps below 2^53).
+  torch::Tensor t = torch::zeros(
+      {static_cast<int64_t>(curve.size()), kCurveColumns}, torch::kFloat64);
+  auto a = t.accessor<double, 2>();
+  for (size_t i = 0; i < curve.size(); ++i) {
+    const CurvePoint& p = curve[i];
+    a[i][0] = p.split == CurveSplit::kVal ? 1.0 : 0.0;
+    a[i][1] = static_cast<double>(p.step);
+    a[i][2] = p.loss;
+    a[i][3] = p.learning_rate;
+    a[i][4] = p.tokens_per_second;
+    a[i][5] = p.elapsed_seconds;
+  }
+  return t;
+}
+
+std::vector<CurvePoint> CurveFromTensor(const torch::Tensor& t) {
+  std::vector<CurvePoint> curve(t.size(0));
+  auto a = t.accessor<double, 2>();
+  for (int64_t i = 0; i < t.size(0); ++i) {
+    CurvePoint& p = curve[i];
+    p.split = a[i][0] != 0.0 ? CurveSplit::kVal : CurveSplit::kTrain;
+    p.step = static_cast<int64_t>(a[i][1]);
+    p.loss = static_cast<float>(a[i][2]);
+    p.learning_rate = static_cast<float>(a[i][3]);
+    p.tokens_per_second = a[i][4];
+    p.elapsed_seconds = a[i][5];
+  }
+  return curve;
+}
+
+torch::Tensor MilestonesToTensor(const std::vector<Milestone>& milestones) {
+  torch::Tensor t = torch::zeros({static_cast<int64_t>(milestones.size()), 2},
+                                 torch::kFloat64);
+  auto a = t.accessor<double, 2>();
+  for (size_t i = 0; i < milestones.size(); ++i) {
+    a[i][0] = milestones[i].target;
+    a[i][1] = static_cast<double>(milestones[i].step);
+  }
+  return t;
+}
+
+std::vector<Milestone> MilestonesFromTensor(const torch::Tensor& t) {
+  std::vector<Milestone> milestones(t.size(0));
+  auto a = t.accessor<double, 2>();
+  for (int64_t i = 0; i < t.size(0); ++i) {
+    milestones[i].target = a[i][0];
+    milestones[i].step = static_cast<int64_t>(a[i][1]);
+  }
+  return milestones;
+}
+
+absl::Status SyncFile(const std::string& path) {
+  const int fd = ::open(path.c_str(), O_RDONLY);
+  if (fd < 0 || ::fsync(fd) != 0) {
+    const std::string error = std::strerror(errno);
+    if (fd >= 0) ::close(fd);
+    return absl::InternalError(absl::StrCat("cannot sync ", path, ": ", error));
+  }
+  ::close(fd);
+  return absl::OkStatus();
+}
+
+}  // namespace
+
+std::string ShapeKey(const ModelShape& shape) {
+  return absl::StrCat(
+      "d_model=", shape.d_model, " layers=", shape.layers,
+      " base_heads=", shape.base_heads, " context=", shape.context,
+      " vocab=", shape.vocab_size, " positions=",
+      shape.positions == Positions::kRotary ? "rotary" : "learned");
+}
+
+std::string CheckpointPath(const std::string& dir) {
+  return (fs::path(dir) / "checkpoint.pt").string();
+}
+
+absl::Status SaveCheckpoint(const std::string& dir,
+                            const Checkpoint& checkpoint) {
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  if (ec) {
+    return absl::InternalError(
+        absl::StrCat("cannot create checkpoint dir ", dir, ": ", ec.message()));
+  }
+  const std::string path = CheckpointPath(dir);
+  static thread_local std::mt19937_64 rng(std::random_device{}());
+  const std::string temp = absl::StrCat(path, ".tmp.", getpid(), ".", rng());
+  try {
+    torch::serialize::OutputArchive archive;
+    archive.write("format_version", c10::IValue(kFormatVersion));
+    archive.write("shape", c10::IValue(checkpoint.identity.shape));
+    archive.write("schedule", c10::IValue(checkpoint.identity.schedule));
+    archive.write("seed",
+                  c10::IValue(static_cast<int64_t>(checkpoint.identity.seed)));
+    archive.write("step", c10::IValue(checkpoint.step));
+    archive.write("adam_steps", c10::IValue(checkpoint.adam_steps));
+    archive.write("parameters", checkpoint.parameters.to(torch::kCPU));
+    archive.write("exp_avg", checkpoint.exp_avg.to(torch::kCPU));
+    archive.write("exp_avg_sq", checkpoint.exp_avg_sq.to(torch::kCPU));
+    archive.write("curve", CurveToTensor(checkpoint.curve));
+    archive.write("milestones", MilestonesToTensor(checkpoint.milestones));
+    archive.write("elapsed_seconds", c10::IValue(checkpoint.elapsed_seconds));
+    archive.write("min_val_loss", c10::IValue(checkpoint.min_val_loss));
+    archive.write("final_val_loss", c10::IValue(checkpoint.final_val_loss));
+    archive.save_to(temp);
+  } catch (const std::exception& e) {
+    fs::remove(temp, ec);
+    return absl::InternalError(
+        absl::StrCat("cannot write checkpoint ", temp, ": ", e.what()));
+  }
+  if (absl::Status s = SyncFile(temp); !s.ok()) {
+    fs::remove(temp, ec);
+    return s;
+  }
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    const std::string error = std::strerror(errno);
+    fs::remove(temp, ec);
+    return absl::InternalError(
+        absl::StrCat("cannot rename ", temp, " to ", path, ": ", error));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<std::optional<Checkpoint>> LoadCheckpoint(
+    const std::string& dir, const CheckpointIdentity& expected) {
+  const std::string path = CheckpointPath(dir);
+  std::error_code ec;
+  if (!fs::exists(path, ec)) return std::optional<Checkpoint>();
+  Checkpoint checkpoint;
+  try {
+    torch::serialize::InputArchive archive;
+    archive.load_from(path);
+    c10::IValue value;
+    archive.read("format_version", value);
+    if (value.toInt() != kFormatVersion) {
+      return absl::DataLossError(
+          absl::StrCat("checkpoint ", path, " has format version ",
+                       value.toInt(), ", expected ", kFormatVersion));
+    }
+    archive.read("shape", value);
+    checkpoint.identity.shape = value.toStringRef();
+    archive.read("schedule", value);
+    checkpoint.identity.schedule = value.toStringRef();
+    archive.read("seed", value);
+    checkpoint.identity.seed = static_cast<uint64_t>(value.toInt());
+    archive.read("step", value);
+    checkpoint.step = value.toInt();
+    archive.read("adam_steps", value);
+    checkpoint.adam_steps = value.toInt();
+    archive.read("parameters", checkpoint.parameters);
+    archive.read("exp_avg", checkpoint.exp_avg);
+    archive.read("exp_avg_sq", checkpoint.exp_avg_sq);
+    torch::Tensor curve, milestones;
+    archive.read("curve", curve);
+    archive.read("milestones", milestones);
+    checkpoint.curve = CurveFromTensor(curve);
+    checkpoint.milestones = MilestonesFromTensor(milestones);
+    archive.read("elapsed_seconds", value);
+    checkpoint.elapsed_seconds = value.toDouble();
+    archive.read("min_val_loss", value);
+    checkpoint.min_val_loss = value.toDouble();
+    archive.read("final_val_loss", value);
+    checkpoint.final_val_loss = value.toDouble();
+  } catch (const c10::Error& e) {
+    return absl::DataLossError(absl::StrCat(
+        "checkpoint ", path, " is unreadable: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return absl::DataLossError(
+        absl::StrCat("checkpoint ", path, " is unreadable: ", e.what()));
+  }
+  const CheckpointIdentity& got = checkpoint.identity;
+  if (got.shape != expected.shape) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint ", path, " is for shape '", got.shape, "', this run is '",
+        expected.shape, "'; use another --checkpoint-dir"));
+  }
+  if (got.schedule != expected.schedule) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint ", path, " is for schedule ", got.schedule,
+        ", this run is ", expected.schedule, "; use another --checkpoint-dir"));
+  }
+  if (expected.check_seed && got.seed != expected.seed) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint ", path, " is for seed ", got.seed, ", this run is ",
+        expected.seed, "; use another --checkpoint-dir"));
+  }
+  return std::optional<Checkpoint>(std::move(checkpoint));
+}
+
+}  // namespace prism::model::internal

@@ -1,0 +1,63 @@
+// Hand-written CPU kernels behind the fused attention and the flat AdamW
+// (private to model/). Torch-free so this file can be compiled with its own
+// flags; each kernel is built for AVX-512, AVX2 and baseline x86-64 and the
+// widest the CPU supports is picked at load time.
+//
+// Attention works on one (batch, head) at a time: T queries and keys of head
+// width D, rows `row_stride` floats apart. The forward writes the causal
+// softmax probabilities (row stride T) for the backward; both touch only the
+// lower triangle plus the diagonal 4-row blocks, whose cells past the
+// diagonal hold zeros.
+//
+// Thread-safety: pure functions; callers give each thread its own scratch.
+#ifndef PRISM_MODEL_INTERNAL_KERNELS_H_
+#define PRISM_MODEL_INTERNAL_KERNELS_H_
+
+#include <cstdint>
+#include <vector>
+
+namespace prism::model::internal {
+
+struct HeadView {
+  const float* data;
+  int64_t row_stride;  // floats between consecutive time steps
+};
+
+// AttentionForwardHead computes y = softmax(scale * q k^T, causal) v for one
+// head into y (row stride y_rs). With keep_probs the probabilities go to
+// `probs` (T x T); the vectors are scratch space reused across calls.
+void AttentionForwardHead(HeadView q, HeadView k, HeadView v, int64_t t,
+                          int64_t d, float scale, float* y, int64_t y_rs,
+                          float* probs, bool keep_probs, std::vector<float>* kt,
+                          std::vector<float>* strip,
+                          std::vector<float>* prob_strip);
+
+// AttentionBackwardHead computes dq, dk, dv (row stride grad_rs) from the
+// forward's output y, its gradient dy and the saved probabilities.
+void AttentionBackwardHead(HeadView q, HeadView k, HeadView v, HeadView y,
+                           HeadView dy, const float* probs, int64_t t,
+                           int64_t d, float scale, float* dq, float* dk,
+                           float* dv, int64_t grad_rs, std::vector<float>* vt,
+                           std::vector<float>* strip, std::vector<float>* ds,
+                           std::vector<float>* delta);
+
+// SumOfSquares returns sum g[i]^2 accumulated in double.
+double SumOfSquares(const float* g, int64_t n);
+
+struct AdamWCoefficients {
+  float clip;            // gradient scale from clipping
+  float beta1, beta2;    // moment decay rates
+  float step_size;       // lr / (1 - beta1^t)
+  float inv_sqrt_bias2;  // 1 / sqrt(1 - beta2^t)
+  float eps;
+  float decay;  // 1 - lr * weight_decay (1 where weights are not decayed)
+};
+
+// FusedAdamW applies one AdamW update to n parameters in a single pass.
+void FusedAdamW(float* __restrict p, const float* __restrict g,
+                float* __restrict m, float* __restrict v, int64_t n,
+                AdamWCoefficients c);
+
+}  // namespace prism::model::internal
+
+#endif  // PRISM_MODEL_INTERNAL_KERNELS_H_
