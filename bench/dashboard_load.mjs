@@ -35,9 +35,9 @@ const tokenFile = path.join(tmp, 'admin.token');
 const logFile = path.join(tmp, 'coordinator.log');
 const out = fs.openSync(logFile, 'a');
 const coordinator = spawn('/usr/bin/setpriv', ['--pdeathsig', 'SIGTERM', '--', args.prism, 'coordinator',
-  '--data-dir', path.join(tmp, 'data'), '--grpc-port', '0', '--http-port', '0',
+  '--db', path.join(tmp, 'prism.db'), '--listen', '127.0.0.1:0', '--http', '127.0.0.1:0',
   '--ready-file', readyFile, '--admin-token-file', tokenFile,
-  '--web-root', args['web-root'] || path.join(path.dirname(args.prism), 'web')], { stdio: ['ignore', out, out] });
+  ...(args['web-root'] ? ['--web-root', args['web-root']] : [])], { stdio: ['ignore', out, out] });
 let context = null;
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));

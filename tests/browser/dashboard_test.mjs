@@ -197,12 +197,11 @@ priority: 1
 `;
 
 async function run() {
-  const data = path.join(tmp, 'data');
   const readyFile = path.join(tmp, 'ready.json');
   const tokenFile = path.join(tmp, 'admin.token');
-  start('coordinator', ['coordinator', '--data-dir', data, '--grpc-port', '0', '--http-port', '0',
-                        '--ready-file', readyFile, '--admin-token-file', tokenFile,
-                        '--web-root', args['web-root'] || path.join(path.dirname(args.prism), 'web')]);
+  start('coordinator', ['coordinator', '--db', path.join(tmp, 'prism.db'), '--listen', '127.0.0.1:0',
+                        '--http', '127.0.0.1:0', '--ready-file', readyFile, '--admin-token-file', tokenFile,
+                        ...(args['web-root'] ? ['--web-root', args['web-root']] : [])]);
   const ready = await waitFor('the coordinator ready file', 60_000, async () => {
     try {
       return JSON.parse(fs.readFileSync(readyFile, 'utf8'));

@@ -109,7 +109,9 @@ function makeLive(gen, refresh) {
     stopLive();
     let pending = false;
     let running = false;
-    let last = 0;
+    // The page has just loaded its data: the first refresh (e.g. for the
+    // snapshot event a new stream sends) waits its turn like any other.
+    let last = Date.now();
     let timer = null;
     let poll = null;
     let closeStream = () => {};
