@@ -55,6 +55,7 @@ function parseArgs(argv) {
 }
 
 const args = parseArgs(process.argv.slice(2));
+args.prism = path.resolve(args.prism);
 const chromiumPath = process.env.PRISM_CHROMIUM || '/usr/bin/chromium';
 const playwrightEntry = path.join(args.source, 'web/node_modules/playwright-core/index.mjs');
 
@@ -95,7 +96,8 @@ function start(name, argv) {
   const [command, commandArgs] = fs.existsSync(setpriv)
     ? [setpriv, ['--pdeathsig', 'SIGTERM', '--', args.prism, ...argv]]
     : [args.prism, argv];
-  const child = spawn(command, commandArgs, { stdio: ['ignore', out, out] });
+  // cwd: the worker builds the demo corpus under ./prism-data.
+  const child = spawn(command, commandArgs, { cwd: tmp, stdio: ['ignore', out, out] });
   fs.closeSync(out);
   const entry = { name, child, logPath, exited: null };
   child.on('exit', (code, signal) => { entry.exited = { code, signal }; });
@@ -189,8 +191,8 @@ async function screenshot(page, name) {
 const kSpec = `
 name: "browser-test"
 model { preset: "tiny" }
-budget { steps: 30 batch_size: 4 eval_every: 10 eval_batches: 2 log_every: 5 checkpoint_every: 0 }
-schedules: "1x2,2x2,4x2"
+budget { steps: 30 batch_size: 4 eval_every: 10 eval_batches: 2 log_every: 5 loss_targets: 4.0 }
+schedules: "1x2,4x4"
 schedules: "2x3,4x3"
 seeds: 1
 priority: 1
@@ -214,7 +216,8 @@ async function run() {
   const client = ['--coordinator', ready.grpc, '--token-file', tokenFile];
 
   for (const i of [1, 2]) {
-    start(`worker-${i}`, ['worker', ...client, '--threads', '1', '--work-dir', path.join(tmp, `worker-${i}`)]);
+    start(`worker-${i}`, ['worker', ...client, '--threads', '1',
+                          '--checkpoint-dir', path.join(tmp, `checkpoints-${i}`)]);
   }
   const specFile = path.join(tmp, 'spec.textproto');
   fs.writeFileSync(specFile, kSpec);

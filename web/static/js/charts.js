@@ -15,6 +15,8 @@ export const kColors = {
 };
 
 const kAxisStroke = '#475569';
+// Tick steps for integer axes (training steps, layers): no 2.5th layer.
+const kIntegerIncrs = [1, 2, 5, 10, 20, 25, 50, 100, 200, 250, 500, 1e3, 2e3, 2.5e3, 5e3, 1e4, 2e4, 5e4, 1e5, 2e5, 5e5, 1e6];
 const kGridStroke = 'rgba(100, 116, 139, 0.15)';
 
 function axis(label, extra = {}) {
@@ -64,7 +66,7 @@ export function lineChart(container, { xLabel, yLabel, series, height = 280, yDi
     cursor: { drag: { x: true, y: false } },
     scales: { x: { time: false } },
     axes: [
-      axis(xLabel),
+      axis(xLabel, { incrs: kIntegerIncrs }),
       axis(yLabel, yFormat ? { size: 70, values: (u, splits) => splits.map((v) => (v == null ? '' : yFormat(v))) } : { size: 70 }),
     ],
     series: [

@@ -100,8 +100,8 @@ function attemptsTable(trial) {
       { label: 'Ended', render: (a) => (num(a.endedUnixMs) ? shortTimestamp(a.endedUnixMs) : 'open') },
       { label: 'Outcome', render: (a) => stateBadge(trialState(a.outcome)) },
       { label: 'Resumed at', class: 'num', title: 'resumed_from_step: the checkpoint step this attempt started from', render: (a) => integer(a.resumedFromStep) },
-      { label: 'Message', class: 'wrap', render: (a) => a.message || '' },
-    ],
+      attempts.some((a) => a.message) ? { label: 'Message', class: 'wrap', render: (a) => a.message || '' } : null,
+    ].filter(Boolean),
     rows: attempts,
   });
 }
