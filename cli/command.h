@@ -37,6 +37,8 @@ void RegisterExperimentCommands(CLI::App& app, Action* action);
 void RegisterResultsCommands(CLI::App& app, Action* action);
 void RegisterAccessCommands(CLI::App& app, Action* action);
 void RegisterCoordinatorCommands(CLI::App& app, Action* action);
+void RegisterWorkerCommands(CLI::App& app, Action* action);
+void RegisterRunCommands(CLI::App& app, Action* action);
 
 }  // namespace prism::cli
 

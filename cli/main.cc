@@ -21,6 +21,8 @@ int main(int argc, char** argv) {
   prism::cli::RegisterResultsCommands(app, &action);
   prism::cli::RegisterAccessCommands(app, &action);
   prism::cli::RegisterCoordinatorCommands(app, &action);
+  prism::cli::RegisterWorkerCommands(app, &action);
+  prism::cli::RegisterRunCommands(app, &action);
 
   try {
     app.parse(argc, argv);

@@ -119,6 +119,8 @@ TrialOutcome Worker::TrialRun::Execute() {
       absl::InternalError("trainer did not run");
   std::thread training([&] {
     result = worker_->launcher_->Train(*config, this);
+    // Nothing more will be added; wake the reporter for the final flush.
+    buffer_.Close();
     training_done_.Notify();
   });
   std::thread heartbeat([this] { HeartbeatLoop(); });
@@ -378,7 +380,9 @@ absl::Status Worker::Register() {
     if (response.ok()) {
       absl::MutexLock lock(&mu_);
       worker_id_ = response->worker_id();
-      if (response->heartbeat_seconds() > 0) {
+      if (options_.heartbeat_interval > absl::ZeroDuration()) {
+        heartbeat_interval_ = options_.heartbeat_interval;
+      } else if (response->heartbeat_seconds() > 0) {
         heartbeat_interval_ = absl::Seconds(response->heartbeat_seconds());
       }
       LogLine("info", "registered")

@@ -57,6 +57,8 @@ struct WorkerOptions {
   size_t buffer_capacity = 100000;  // points held while unacknowledged
   size_t report_batch = 256;        // points per Report
   absl::Duration report_interval = absl::Seconds(1);
+  // Heartbeat period; zero: the coordinator's heartbeat_seconds.
+  absl::Duration heartbeat_interval = absl::ZeroDuration();
   // After Shutdown, how long to keep trying to hand results back.
   absl::Duration shutdown_grace = absl::Seconds(30);
   BackoffPolicy backoff;

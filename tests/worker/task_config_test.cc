@@ -1,0 +1,127 @@
+#include "worker/task_config.h"
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace prism::worker {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+v1::TrialTask TinyTask() {
+  v1::TrialTask task;
+  task.mutable_trial()->set_id(12);
+  task.mutable_trial()->set_schedule("1x2,4x4");
+  task.mutable_trial()->set_seed(3);
+  task.mutable_model()->set_preset("tiny");
+  task.set_checkpoint_key("e1-t12");
+  return task;
+}
+
+TEST(TaskConfigTest, PresetDefaultsFillZeroFields) {
+  absl::StatusOr<model::TrainConfig> config =
+      TrainConfigForTask(TinyTask(), WorkerResources{});
+  ASSERT_TRUE(config.ok()) << config.status();
+  absl::StatusOr<ModelShape> tiny = FindPreset("tiny");
+  ASSERT_TRUE(tiny.ok());
+  EXPECT_EQ(config->shape.d_model, tiny->d_model);
+  EXPECT_EQ(config->shape.layers, tiny->layers);
+  EXPECT_EQ(config->steps, tiny->steps);
+  EXPECT_EQ(config->batch_size, tiny->batch_size);
+  EXPECT_DOUBLE_EQ(config->learning_rate, tiny->learning_rate);
+  EXPECT_EQ(config->schedule.heads(), (std::vector<int>{1, 1, 4, 4, 4, 4}));
+  EXPECT_EQ(config->seed, 3u);
+  EXPECT_TRUE(config->checkpoint_dir.empty());
+  EXPECT_FALSE(config->resume);
+}
+
+TEST(TaskConfigTest, BudgetAndResourcesOverrideDefaults) {
+  v1::TrialTask task = TinyTask();
+  task.mutable_budget()->set_steps(33);
+  task.mutable_budget()->set_batch_size(4);
+  task.mutable_budget()->set_learning_rate(0.01);
+  task.mutable_budget()->set_eval_every(11);
+  task.mutable_budget()->set_checkpoint_every(10);
+  task.mutable_budget()->add_loss_targets(2.5);
+  task.mutable_model()->set_positions(v1::POSITION_ROTARY);
+  task.mutable_data()->add_train("/data/train.bin");
+  task.mutable_data()->add_val("/data/val.bin");
+  WorkerResources resources;
+  resources.device = "cuda:1";
+  resources.threads = 6;
+  resources.checkpoint_root = "/shared/ckpt";
+
+  absl::StatusOr<model::TrainConfig> config =
+      TrainConfigForTask(task, resources);
+  ASSERT_TRUE(config.ok()) << config.status();
+  EXPECT_EQ(config->steps, 33);
+  EXPECT_EQ(config->batch_size, 4);
+  EXPECT_DOUBLE_EQ(config->learning_rate, 0.01);
+  EXPECT_EQ(config->eval_every, 11);
+  EXPECT_EQ(config->checkpoint_every, 10);
+  EXPECT_THAT(config->loss_targets, ElementsAre(2.5));
+  EXPECT_EQ(config->shape.positions, Positions::kRotary);
+  EXPECT_THAT(config->train_paths, ElementsAre("/data/train.bin"));
+  EXPECT_THAT(config->val_paths, ElementsAre("/data/val.bin"));
+  EXPECT_EQ(config->device, "cuda:1");
+  EXPECT_EQ(config->threads, 6);
+  EXPECT_EQ(config->checkpoint_dir, "/shared/ckpt/e1-t12");
+  EXPECT_TRUE(config->resume);
+}
+
+TEST(TaskConfigTest, UnknownPresetIsInvalidArgument) {
+  v1::TrialTask task = TinyTask();
+  task.mutable_model()->set_preset("huge");
+  absl::StatusOr<model::TrainConfig> config =
+      TrainConfigForTask(task, WorkerResources{});
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(config.status().message(), HasSubstr("huge"));
+}
+
+TEST(TaskConfigTest, ScheduleOfWrongDepthIsInvalidArgument) {
+  v1::TrialTask task = TinyTask();
+  task.mutable_trial()->set_schedule("4x12");
+  absl::StatusOr<model::TrainConfig> config =
+      TrainConfigForTask(task, WorkerResources{});
+  EXPECT_EQ(config.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(config.status().message(), HasSubstr("12 layers"));
+}
+
+TEST(TaskConfigTest, MissingCheckpointKeyFallsBackToTrialId) {
+  v1::TrialTask task = TinyTask();
+  task.clear_checkpoint_key();
+  WorkerResources resources;
+  resources.checkpoint_root = "ckpt";
+  EXPECT_EQ(CheckpointDirFor(task, resources), "ckpt/trial-12");
+}
+
+TEST(TaskConfigTest, ConvertsPointsAndMetrics) {
+  const v1::LossPoint point =
+      ToLossPoint({model::CurveSplit::kVal, 40, 2.5f, 1e-3f, 1234.0, 9.5});
+  EXPECT_EQ(point.split(), v1::SPLIT_VAL);
+  EXPECT_EQ(point.step(), 40);
+  EXPECT_FLOAT_EQ(point.loss(), 2.5f);
+  EXPECT_DOUBLE_EQ(point.tokens_per_second(), 1234.0);
+
+  model::TrainResult result;
+  result.final_val_loss = 2.1;
+  result.steps = 200;
+  result.diverged = true;
+  result.diverged_step = 150;
+  result.milestones = {{3.0, 80}, {2.0, -1}};
+  result.attention_distance = {4.0, 9.5};
+  result.device = "cpu";
+  const v1::TrialMetrics m = ToTrialMetrics(result);
+  EXPECT_DOUBLE_EQ(m.final_val_loss(), 2.1);
+  EXPECT_EQ(m.steps(), 200);
+  EXPECT_TRUE(m.diverged());
+  EXPECT_EQ(m.diverged_step(), 150);
+  ASSERT_EQ(m.milestones_size(), 2);
+  EXPECT_EQ(m.milestones(1).step(), -1);
+  EXPECT_THAT(m.attention_distance(), ElementsAre(4.0, 9.5));
+  EXPECT_EQ(m.device(), "cpu");
+}
+
+}  // namespace
+}  // namespace prism::worker

@@ -1,0 +1,358 @@
+// The worker's protocol logic against a scripted coordinator and trainer: it
+// completes trials with every point stored once, buffers and re-sends through
+// outages, drains before checkpoints, stops superseded attempts, and hands
+// trials back on shutdown.
+#include "worker/worker.h"
+
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/worker/fakes.h"
+
+namespace prism::worker {
+namespace {
+
+using ::testing::ElementsAre;
+using testing::FakeCoordinator;
+using ::testing::HasSubstr;
+using testing::MakeTask;
+using testing::ScriptedTrainer;
+
+std::vector<int64_t> Steps(int64_t from, int64_t to, int64_t every = 1) {
+  std::vector<int64_t> steps;
+  for (int64_t s = from; s <= to; s += every) steps.push_back(s);
+  return steps;
+}
+
+WorkerOptions FastOptions() {
+  WorkerOptions options;
+  options.host = "test-host";
+  options.resources.device = "cpu";
+  options.resources.threads = 1;
+  options.report_batch = 8;
+  options.report_interval = absl::Milliseconds(2);
+  options.heartbeat_interval = absl::Milliseconds(5);
+  options.shutdown_grace = absl::Seconds(5);
+  options.backoff.initial = absl::Microseconds(200);
+  options.backoff.max = absl::Milliseconds(5);
+  options.seed = 42;
+  return options;
+}
+
+TEST(WorkerTest, CompletesTrialWithEveryPointStoredOnce) {
+  FakeCoordinator coordinator;
+  ScriptedTrainer trainer;
+  coordinator.QueueTask(MakeTask(/*trial_id=*/1, /*attempt=*/1, /*steps=*/40));
+  WorkerOptions options = FastOptions();
+  options.max_trials = 1;
+  Worker worker(options, &coordinator, &trainer);
+
+  ASSERT_TRUE(worker.Run().ok());
+
+  EXPECT_EQ(coordinator.StoredSteps(1, v1::SPLIT_TRAIN), Steps(1, 40));
+  EXPECT_EQ(coordinator.StoredSteps(1, v1::SPLIT_VAL), Steps(5, 40, 5));
+  ASSERT_EQ(coordinator.completions().size(), 1u);
+  const v1::CompleteRequest complete = coordinator.completions()[0];
+  EXPECT_EQ(complete.attempt(), 1);
+  EXPECT_EQ(complete.metrics().steps(), 40);
+  EXPECT_EQ(complete.metrics().device(), "cpu");
+  EXPECT_TRUE(coordinator.failures().empty());
+  EXPECT_EQ(worker.stats().trials_completed, 1);
+  EXPECT_EQ(worker.stats().points_acknowledged, 48);
+}
+
+TEST(WorkerTest, PassesTaskBudgetAndResourcesToTrainer) {
+  FakeCoordinator coordinator;
+  ScriptedTrainer trainer;
+  coordinator.QueueTask(MakeTask(3, 2, 12, /*checkpoint_every=*/4));
+  WorkerOptions options = FastOptions();
+  options.max_trials = 1;
+  options.resources.threads = 3;
+  options.resources.checkpoint_root = "/ckpt";
+  options.keep_checkpoints = true;
+  Worker worker(options, &coordinator, &trainer);
+
+  ASSERT_TRUE(worker.Run().ok());
+
+  ASSERT_EQ(trainer.configs().size(), 1u);
+  const model::TrainConfig config = trainer.configs()[0];
+  EXPECT_EQ(config.steps, 12);
+  EXPECT_EQ(config.checkpoint_every, 4);
+  EXPECT_EQ(config.threads, 3);
+  EXPECT_EQ(config.checkpoint_dir, "/ckpt/trial-3");
+  EXPECT_TRUE(config.resume);
+  EXPECT_EQ(config.seed, 7u);
+  EXPECT_EQ(config.schedule.ToString(), "4x6");
+}
+
+TEST(WorkerTest, BuffersThroughReportOutageAndResendsEverything) {
+  FakeCoordinator coordinator;
+  ScriptedTrainer trainer;
+  trainer.on_step = [&](int64_t step) {
+    if (step == 5) coordinator.FailNextReports(25);
+  };
+  coordinator.QueueTask(MakeTask(1, 1, 60));
+  WorkerOptions options = FastOptions();
+  options.max_trials = 1;
+  Worker worker(options, &coordinator, &trainer);
+
+  ASSERT_TRUE(worker.Run().ok());
+
+  EXPECT_EQ(coordinator.StoredSteps(1, v1::SPLIT_TRAIN), Steps(1, 60));
+  EXPECT_EQ(coordinator.StoredSteps(1, v1::SPLIT_VAL), Steps(5, 60, 5));
+  EXPECT_EQ(worker.stats().report_retries, 25);
+  EXPECT_EQ(coordinator.completions().size(), 1u);
+}
+
+TEST(WorkerTest, SurvivesFullOutageOfEveryCall) {
+  FakeCoordinator coordinator;
+  ScriptedTrainer trainer;
+  trainer.on_step = [&](int64_t step) {
+    if (step == 10) coordinator.FailNext(40);
+  };
+  coordinator.QueueTask(MakeTask(1, 1, 50));
+  WorkerOptions options = FastOptions();
+  options.max_trials = 1;
+  Worker worker(options, &coordinator, &trainer);
+
+  ASSERT_TRUE(worker.Run().ok());
+
+  EXPECT_EQ(coordinator.StoredSteps(1, v1::SPLIT_TRAIN), Steps(1, 50));
+  EXPECT_EQ(coordinator.completions().size(), 1u);
+}
+
+TEST(WorkerTest, FullBufferPausesTrainerInsteadOfDroppingPoints) {
+  FakeCoordinator coordinator;
+  ScriptedTrainer trainer;
+  trainer.on_step = [&](int64_t step) {
+    if (step == 2) coordinator.FailNextReports(30);
+  };
+  coordinator.QueueTask(MakeTask(1, 1, 40));
+  WorkerOptions options = FastOptions();
+  options.max_trials = 1;
+  options.buffer_capacity = 3;
+  options.report_batch = 2;
+  Worker worker(options, &coordinator, &trainer);
+
+  ASSERT_TRUE(worker.Run().ok());
+
+  EXPECT_EQ(coordinator.StoredSteps(1, v1::SPLIT_TRAIN), Steps(1, 40));
+  EXPECT_EQ(coordinator.StoredSteps(1, v1::SPLIT_VAL), Steps(5, 40, 5));
+}
+
+TEST(WorkerTest, CheckpointWaitsUntilEveryEarlierPointIsStored) {
+  FakeCoordinator coordinator;
+  ScriptedTrainer trainer;
+  std::vector<bool> complete_at_checkpoint;
+  trainer.on_step = [&](int64_t step) {
+    // An outage right before each checkpoint step.
+    if (step % 10 == 9) coordinator.FailNextReports(5);
+  };
+  trainer.after_before_checkpoint = [&](int64_t step) {
+    complete_at_checkpoint.push_back(
+        coordinator.StoredSteps(1, v1::SPLIT_TRAIN) == Steps(1, step) &&
+        coordinator.StoredSteps(1, v1::SPLIT_VAL) == Steps(5, step, 5));
+  };
+  coordinator.QueueTask(MakeTask(1, 1, 30, /*checkpoint_every=*/10));
+  WorkerOptions options = FastOptions();
+  options.max_trials = 1;
+  options.report_interval = absl::Seconds(10);  // only batches and drains
+  options.report_batch = 1000;
+  Worker worker(options, &coordinator, &trainer);
+
+  ASSERT_TRUE(worker.Run().ok());
+
+  EXPECT_THAT(complete_at_checkpoint, ElementsAre(true, true, true));
+}
+
+TEST(WorkerTest, RefusedReportStopsTrainingAndLeasesAgain) {
+  FakeCoordinator coordinator;
+  ScriptedTrainer trainer;
+  trainer.step_time = absl::Microseconds(200);
+  trainer.on_step = [&](int64_t step) {
+    if (step == 20) coordinator.Supersede(1);
+  };
+  coordinator.QueueTask(MakeTask(1, 1, 100000));
+  coordinator.QueueTask(MakeTask(2, 1, 10));
+  WorkerOptions options = FastOptions();
+  options.max_trials = 2;
+  Worker worker(options, &coordinator, &trainer);
+
+  ASSERT_TRUE(worker.Run().ok());
+
+  EXPECT_LT(trainer.last_step(), 100000);
+  EXPECT_EQ(worker.stats().trials_superseded, 1);
+  EXPECT_EQ(worker.stats().trials_completed, 1);
+  ASSERT_EQ(coordinator.completions().size(), 1u);
+  EXPECT_EQ(coordinator.completions()[0].trial_id(), 2);
+  EXPECT_TRUE(coordinator.failures().empty());
+}
+
+TEST(WorkerTest, HeartbeatStopEndsTheAttempt) {
+  FakeCoordinator coordinator;
+  ScriptedTrainer trainer;
+  trainer.step_time = absl::Microseconds(200);
+  trainer.on_step = [&](int64_t step) {
+    if (step == 10) coordinator.StopOnHeartbeat(1);
+  };
+  coordinator.QueueTask(MakeTask(1, 1, 1000000));
+  WorkerOptions options = FastOptions();
+  options.max_trials = 1;
+  Worker worker(options, &coordinator, &trainer);
+
+  ASSERT_TRUE(worker.Run().ok());
+
+  EXPECT_LT(trainer.last_step(), 1000000);
+  EXPECT_EQ(worker.stats().trials_superseded, 1);
+  EXPECT_TRUE(coordinator.completions().empty());
+  EXPECT_GT(coordinator.heartbeats(), 0);
+}
+
+TEST(WorkerTest, TransientTrainerErrorFailsRetryably) {
+  FakeCoordinator coordinator;
+  ScriptedTrainer trainer;
+  trainer.fail_at_step = 7;
+  trainer.fail_status = absl::InternalError("CUDA out of memory");
+  coordinator.QueueTask(MakeTask(1, 1, 20));
+  WorkerOptions options = FastOptions();
+  options.max_trials = 1;
+  Worker worker(options, &coordinator, &trainer);
+
+  ASSERT_TRUE(worker.Run().ok());
+
+  ASSERT_EQ(coordinator.failures().size(), 1u);
+  EXPECT_TRUE(coordinator.failures()[0].retryable());
+  EXPECT_THAT(coordinator.failures()[0].message(),
+              HasSubstr("CUDA out of memory"));
+  // Points before the failure are kept: a retry resumes after them.
+  EXPECT_EQ(coordinator.StoredSteps(1, v1::SPLIT_TRAIN), Steps(1, 7));
+  EXPECT_EQ(worker.stats().trials_failed, 1);
+}
+
+TEST(WorkerTest, BadDataFailsWithoutRetry) {
+  FakeCoordinator coordinator;
+  ScriptedTrainer trainer;
+  trainer.fail_at_step = 1;
+  trainer.fail_status = absl::NotFoundError("shard /data/x.bin not found");
+  coordinator.QueueTask(MakeTask(1, 1, 20));
+  WorkerOptions options = FastOptions();
+  options.max_trials = 1;
+  Worker worker(options, &coordinator, &trainer);
+
+  ASSERT_TRUE(worker.Run().ok());
+
+  ASSERT_EQ(coordinator.failures().size(), 1u);
+  EXPECT_FALSE(coordinator.failures()[0].retryable());
+}
+
+TEST(WorkerTest, TaskWithScheduleOfWrongDepthFailsWithoutTraining) {
+  FakeCoordinator coordinator;
+  ScriptedTrainer trainer;
+  v1::TrialTask task = MakeTask(1, 1, 20);
+  task.mutable_trial()->set_schedule("4x5");
+  coordinator.QueueTask(task);
+  WorkerOptions options = FastOptions();
+  options.max_trials = 1;
+  Worker worker(options, &coordinator, &trainer);
+
+  ASSERT_TRUE(worker.Run().ok());
+
+  EXPECT_TRUE(trainer.configs().empty());
+  ASSERT_EQ(coordinator.failures().size(), 1u);
+  EXPECT_FALSE(coordinator.failures()[0].retryable());
+  EXPECT_THAT(coordinator.failures()[0].message(), HasSubstr("layers"));
+}
+
+TEST(WorkerTest, ShutdownCheckpointsFlushesAndHandsTrialBack) {
+  FakeCoordinator coordinator;
+  ScriptedTrainer trainer;
+  Worker* worker_ptr = nullptr;
+  int64_t checkpointed = 0;
+  trainer.on_step = [&](int64_t step) {
+    if (step == 15) worker_ptr->Shutdown();
+  };
+  trainer.after_before_checkpoint = [&](int64_t step) { checkpointed = step; };
+  coordinator.QueueTask(MakeTask(1, 1, 1000));
+  Worker worker(FastOptions(), &coordinator, &trainer);
+  worker_ptr = &worker;
+
+  ASSERT_TRUE(worker.Run().ok());
+
+  EXPECT_EQ(checkpointed, 15);
+  EXPECT_EQ(coordinator.StoredSteps(1, v1::SPLIT_TRAIN), Steps(1, 15));
+  ASSERT_EQ(coordinator.failures().size(), 1u);
+  EXPECT_TRUE(coordinator.failures()[0].retryable());
+  EXPECT_THAT(coordinator.failures()[0].message(), HasSubstr("shut down"));
+  EXPECT_EQ(worker.stats().trials_interrupted, 1);
+}
+
+TEST(WorkerTest, RetriesLeaseUntilCoordinatorIsBack) {
+  FakeCoordinator coordinator;
+  ScriptedTrainer trainer;
+  coordinator.QueueTask(MakeTask(1, 1, 5));
+  coordinator.FailNext(12);
+  WorkerOptions options = FastOptions();
+  options.max_trials = 1;
+  Worker worker(options, &coordinator, &trainer);
+
+  ASSERT_TRUE(worker.Run().ok());
+
+  EXPECT_EQ(coordinator.completions().size(), 1u);
+}
+
+TEST(WorkerTest, ReRegistersWhenCoordinatorForgetsTheWorker) {
+  FakeCoordinator coordinator;
+  ScriptedTrainer trainer;
+  coordinator.ForgetWorkerOnce();
+  coordinator.QueueTask(MakeTask(1, 1, 5));
+  WorkerOptions options = FastOptions();
+  options.max_trials = 1;
+  Worker worker(options, &coordinator, &trainer);
+
+  ASSERT_TRUE(worker.Run().ok());
+
+  EXPECT_EQ(coordinator.registrations(), 2);
+  EXPECT_EQ(coordinator.completions().size(), 1u);
+}
+
+TEST(WorkerTest, RefusedTokenEndsRunWithTheCoordinatorsError) {
+  FakeCoordinator coordinator;
+  ScriptedTrainer trainer;
+  coordinator.SetRegisterStatus(absl::UnauthenticatedError("bad token"));
+  Worker worker(FastOptions(), &coordinator, &trainer);
+
+  const absl::Status status = worker.Run();
+
+  EXPECT_EQ(status.code(), absl::StatusCode::kUnauthenticated);
+}
+
+TEST(WorkerTest, IdleExitReturnsWhenQueueStaysEmpty) {
+  FakeCoordinator coordinator;
+  ScriptedTrainer trainer;
+  WorkerOptions options = FastOptions();
+  options.idle_exit = absl::Milliseconds(20);
+  Worker worker(options, &coordinator, &trainer);
+
+  EXPECT_TRUE(worker.Run().ok());
+  EXPECT_TRUE(trainer.configs().empty());
+}
+
+TEST(WorkerTest, ShutdownWhileIdleReturnsPromptly) {
+  FakeCoordinator coordinator;
+  ScriptedTrainer trainer;
+  Worker worker(FastOptions(), &coordinator, &trainer);
+  std::thread stopper([&] {
+    absl::SleepFor(absl::Milliseconds(20));
+    worker.Shutdown();
+  });
+
+  EXPECT_TRUE(worker.Run().ok());
+  stopper.join();
+  EXPECT_TRUE(worker.shutting_down());
+}
+
+}  // namespace
+}  // namespace prism::worker
