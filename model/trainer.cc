@@ -78,6 +78,18 @@ absl::Status ValidateConfig(const TrainConfig& c) {
   if (c.checkpoint_every < 0) {
     return Invalid("checkpoint_every", "must be >= 0");
   }
+  if (c.attention != "auto" && c.attention != "fused" &&
+      c.attention != "masked" && c.attention != "sdpa") {
+    return Invalid("attention", absl::StrCat("'", c.attention,
+                                             "' is not auto, fused, masked or "
+                                             "sdpa"));
+  }
+  if (c.cpu_threading != "shards" && c.cpu_threading != "blas" &&
+      c.cpu_threading != "both") {
+    return Invalid("cpu_threading", absl::StrCat("'", c.cpu_threading,
+                                                 "' is not shards, blas or "
+                                                 "both"));
+  }
   if (c.resume && c.checkpoint_dir.empty()) {
     return Invalid("resume", "needs a checkpoint_dir");
   }
@@ -165,6 +177,7 @@ class TrainingRun {
   TrainObserver* observer_;
   int context_ = 0;
   torch::Device device_ = torch::kCPU;
+  internal::AttentionKernel kernel_ = internal::AttentionKernel::kAuto;
   std::unique_ptr<ShardPool> pool_;
   std::optional<TokenDataset> data_;
   PrismDecoder model_{nullptr};
@@ -184,14 +197,31 @@ absl::Status TrainingRun::Setup() {
   if (!device.ok()) return device.status();
   device_ = *device;
 
-  // CPU: one shard thread per core, each single-threaded in LibTorch and
-  // OpenBLAS (see shard_pool.h). CUDA: one shard; CPU threads for LibTorch.
+  if (config_.attention == "fused") {
+    if (!device_.is_cpu()) {
+      return Invalid("attention",
+                     "'fused' is the CPU kernel; use auto or sdpa");
+    }
+    kernel_ = internal::AttentionKernel::kFused;
+  } else if (config_.attention == "masked") {
+    kernel_ = internal::AttentionKernel::kMaskedSoftmax;
+  } else if (config_.attention == "sdpa") {
+    kernel_ = internal::AttentionKernel::kSdpa;
+  }
+
+  // CPU "shards": one shard thread per core, each single-threaded in
+  // LibTorch and OpenBLAS (see shard_pool.h). CUDA: one shard; CPU threads
+  // for LibTorch.
   const int threads =
       config_.threads > 0 ? config_.threads : internal::HardwareThreads();
-  if (device_.is_cpu()) {
+  if (device_.is_cpu() && config_.cpu_threading == "shards") {
     internal::SetBlasThreads(1);
     at::set_num_threads(1);
     pool_ = std::make_unique<ShardPool>(std::min(threads, config_.batch_size));
+  } else if (device_.is_cpu()) {
+    internal::SetBlasThreads(threads);
+    at::set_num_threads(config_.cpu_threading == "both" ? threads : 1);
+    pool_ = std::make_unique<ShardPool>(1);
   } else {
     internal::SetBlasThreads(threads);
     at::set_num_threads(threads);
@@ -320,9 +350,7 @@ double TrainingRun::TrainStep(int64_t step) {
       {
         AutocastScope autocast(device_);
         shard_loss_tensor =
-            model_->Loss(inputs, targets, internal::AttentionKernel::kAuto,
-                         dropout) *
-            scale;
+            model_->Loss(inputs, targets, kernel_, dropout) * scale;
       }
       shard_loss[s] = shard_loss_tensor.item<double>();
       if (shards == 1) {
@@ -366,7 +394,7 @@ double TrainingRun::Evaluate() {
         return data_->ValWindow(int64_t{b} * rows + row, windows);
       });
       AutocastScope autocast(device_);
-      sums[s] += model_->Loss(inputs, targets).item<double>();
+      sums[s] += model_->Loss(inputs, targets, kernel_).item<double>();
     }
   });
   model_->train();

@@ -17,6 +17,9 @@
 // run's later losses bitwise. Batches are a pure function of (seed, step), so
 // the data cursor is the step.
 //
+// Threads: on the CPU, Train sets LibTorch's and OpenBLAS's thread counts for
+// the process (see cpu_threading); with "shards" it runs its own threads.
+//
 // Thread-safety: Train may run on any thread; the observer is called from
 // that thread only.
 #ifndef PRISM_MODEL_TRAINER_H_
@@ -62,6 +65,14 @@ struct TrainConfig {
   bool resume = false;          // continue from checkpoint_dir's latest
   bool measure_attention = true;
   bool measure_mfu = true;
+  // Attention kernel: "auto" (fused kernel on CPU fp32, SDPA on CUDA with
+  // LibTorch 2.x), "fused", "masked" (explicit masked softmax) or "sdpa".
+  std::string attention = "auto";
+  // How the CPU uses `threads`: "shards" splits each micro-batch over that
+  // many single-threaded shards (fastest here, see bench/RESULTS.md);
+  // "blas" runs one shard with OpenBLAS on every thread and LibTorch on one;
+  // "both" gives every thread to both. Ignored on CUDA.
+  std::string cpu_threading = "shards";
 };
 
 enum class CurveSplit { kTrain, kVal };

@@ -16,6 +16,7 @@ import argparse
 import json
 import math
 import os
+import threading
 import time
 
 import torch
@@ -124,6 +125,10 @@ def main():
     ap.add_argument("--warmup", type=int, default=2)
     ap.add_argument("--steps", type=int, default=10)
     ap.add_argument("--threads", type=int, default=1, help="torch intra-op threads")
+    ap.add_argument("--shards", type=int, default=1,
+                    help="ablation: split each batch over this many Python "
+                         "threads (torch ops release the GIL), like the C++ "
+                         "trainer's shard threads; 1 is plain nanoGPT")
     ap.add_argument("--profile", action="store_true")
     args = ap.parse_args()
 
@@ -139,14 +144,36 @@ def main():
          {"params": no_decay, "weight_decay": 0.0}],
         lr=1e-3, betas=(0.9, 0.95))
 
+    params = list(model.parameters())
+
+    def shard_grads(idx, out, i):
+        torch.set_num_threads(args.threads)
+        rows = idx.size(0)
+        loss = model(idx[:, :-1], idx[:, 1:]) * (rows / args.batch)
+        out[i] = torch.autograd.grad(loss, params)
+
     def step():
         idx = torch.randint(0, args.vocab, (args.batch, args.context + 1))
-        loss = model(idx[:, :-1], idx[:, 1:])
         opt.zero_grad(set_to_none=True)
-        loss.backward()
+        if args.shards == 1:
+            loss = model(idx[:, :-1], idx[:, 1:])
+            loss.backward()
+        else:
+            out = [None] * args.shards
+            bounds = [args.batch * i // args.shards
+                      for i in range(args.shards + 1)]
+            workers = [threading.Thread(
+                target=shard_grads,
+                args=(idx[bounds[i]:bounds[i + 1]], out, i))
+                for i in range(args.shards)]
+            for w in workers:
+                w.start()
+            for w in workers:
+                w.join()
+            for j, p in enumerate(params):
+                p.grad = sum(o[j] for o in out)
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         opt.step()
-        return loss.item()
 
     for _ in range(args.warmup):
         step()
@@ -161,7 +188,7 @@ def main():
     tokens = args.steps * args.batch * args.context
     print(json.dumps({"tokens_per_second": tokens / seconds,
                       "seconds": seconds, "steps": args.steps,
-                      "threads": args.threads,
+                      "threads": args.threads, "shards": args.shards,
                       "openblas_threads": os.environ.get("OPENBLAS_NUM_THREADS", "")}))
 
 

@@ -269,6 +269,19 @@ std::vector<double> PrismDecoderImpl::AttentionDistances(
   return distances;
 }
 
+int64_t PrismDecoderImpl::ForwardFlopsPerToken(int64_t t) {
+  int64_t flops = 0;
+  for (const torch::Tensor& p : parameters()) {
+    if (!wpe || !p.is_same(wpe->weight)) flops += 2 * p.numel();
+  }
+  for (const auto& module : *blocks) {
+    const CausalSelfAttention& attn = module->as<BlockImpl>()->attn;
+    const int64_t head_dim = shape_.d_model / attn->heads();
+    flops += attn->heads() * 2 * 2 * t * head_dim;
+  }
+  return flops;
+}
+
 std::vector<torch::Tensor> PrismDecoderImpl::DecayedParameters() {
   std::vector<torch::Tensor> out;
   for (const torch::Tensor& p : parameters()) {

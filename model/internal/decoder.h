@@ -114,6 +114,12 @@ class PrismDecoderImpl : public torch::nn::Module {
   // queries i) of sum_j a_ij * (i - j), from an explicit-softmax pass.
   std::vector<double> AttentionDistances(const torch::Tensor& idx);
 
+  // ForwardFlopsPerToken counts this model's forward FLOPs per token at
+  // context t the way presets.h's analytic count does, but from the built
+  // modules: 2 per parameter outside the position table, plus, per layer and
+  // per head, 2 * 2 * t * head_dim for QK^T and AV.
+  int64_t ForwardFlopsPerToken(int64_t t);
+
   // DecayedParameters are the 2-D weights (embeddings and projections);
   // OtherParameters the biases and LayerNorm parameters.
   std::vector<torch::Tensor> DecayedParameters();

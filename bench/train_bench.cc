@@ -1,0 +1,287 @@
+// train_bench: training throughput of the Prism trainer, side by side in one
+// run with the PyTorch eager reference (bench/reference/train_reference.py)
+// on the same model shape, batch and cores. Results go to bench/RESULTS.md
+// ("Trainer").
+//
+//   build-h2/bench/train_bench --preset small --steps 6 --rounds 2
+//       --reference bench/reference/train_reference.py
+//
+// Each configuration trains `warmup + steps` steps; tokens/s is taken over
+// the timed steps only (forward, backward, clipping and the optimizer; the
+// evaluation passes before and after are excluded). Configurations are run
+// round-robin `rounds` times and the best round is reported, so a burst of
+// load from elsewhere on the machine hits every configuration alike.
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <iostream>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "fmt/format.h"
+#include "model/trainer.h"
+#include "scheduler/presets.h"
+#include "scheduler/schedule.h"
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+// StepTimer records when each optimizer step finished.
+class StepTimer final : public prism::model::TrainObserver {
+ public:
+  void OnStep(int64_t step, double, double) override {
+    if (static_cast<int64_t>(times_.size()) < step) times_.resize(step);
+    times_[step - 1] = Clock::now();
+  }
+  // Seconds between the end of step `from` and the end of step `to`.
+  double Seconds(int64_t from, int64_t to) const {
+    return std::chrono::duration<double>(times_[to - 1] - times_[from - 1])
+        .count();
+  }
+
+ private:
+  std::vector<Clock::time_point> times_;
+};
+
+struct Options {
+  std::string preset = "small";
+  int steps = 6;
+  int warmup = 2;
+  int rounds = 2;
+  int threads = 2;
+  int batch = 0;
+  std::vector<std::string> schedules;
+  std::string reference;
+  std::string python = "/usr/bin/python3";
+  bool ablations = true;
+};
+
+struct Config {
+  std::string name;
+  std::string schedule;
+  std::string attention = "auto";
+  std::string threading = "shards";
+  // Reference configurations run the Python script instead.
+  bool reference = false;
+  std::string env;  // environment for the reference
+  std::string args;
+};
+
+struct Measured {
+  double best = 0.0;
+  std::vector<double> rounds;
+  double mfu = 0.0;
+  double peak = 0.0;
+  double loss = 0.0;
+};
+
+double RunOurs(const Options& o, const prism::ModelShape& shape,
+               const Config& c, Measured* m) {
+  prism::model::TrainConfig config;
+  config.shape = shape;
+  config.schedule = *prism::ParseSchedule(c.schedule);
+  config.steps = o.warmup + o.steps;
+  config.batch_size = o.batch > 0 ? o.batch : shape.batch_size;
+  config.eval_every = 1 << 30;  // only the final evaluation
+  config.eval_batches = 1;
+  config.log_every = config.steps;
+  config.learning_rate = shape.learning_rate;
+  config.warmup_steps = 1;
+  config.threads = o.threads;
+  config.attention = c.attention;
+  config.cpu_threading = c.threading;
+  config.measure_attention = false;
+  config.measure_mfu = true;
+  StepTimer timer;
+  absl::StatusOr<prism::model::TrainResult> result =
+      prism::model::Train(config, &timer);
+  if (!result.ok()) {
+    std::cerr << c.name << ": " << result.status() << "\n";
+    std::exit(1);
+  }
+  const double tokens =
+      static_cast<double>(o.steps) * config.batch_size * shape.context;
+  const double tps = tokens / timer.Seconds(o.warmup, o.warmup + o.steps);
+  m->peak = result->peak_matmul_flops;
+  m->mfu = result->flops_per_token * tps / result->peak_matmul_flops;
+  m->loss = result->final_train_loss;
+  return tps;
+}
+
+double RunReference(const Options& o, const prism::ModelShape& shape,
+                    const Config& c) {
+  const int batch = o.batch > 0 ? o.batch : shape.batch_size;
+  const std::string command = absl::StrCat(
+      c.env, " ", o.python, " ", o.reference, " --d-model ", shape.d_model,
+      " --context ", shape.context, " --vocab ", shape.vocab_size,
+      " --schedule ", c.schedule, " --batch ", batch, " --warmup ", o.warmup,
+      " --steps ", o.steps, " ", c.args);
+  FILE* pipe = popen(command.c_str(), "r");
+  if (pipe == nullptr) {
+    std::cerr << "cannot run " << command << "\n";
+    std::exit(1);
+  }
+  std::string output;
+  char buffer[4096];
+  while (fgets(buffer, sizeof buffer, pipe) != nullptr) output += buffer;
+  if (pclose(pipe) != 0) {
+    std::cerr << "reference failed: " << command << "\n" << output;
+    std::exit(1);
+  }
+  // The script prints one JSON line: {"tokens_per_second": X, ...}.
+  const std::string key = "\"tokens_per_second\": ";
+  const size_t at = output.rfind(key);
+  double tps = 0.0;
+  if (at == std::string::npos ||
+      !absl::SimpleAtod(
+          output.substr(at + key.size(),
+                        output.find_first_of(",}", at) - at - key.size()),
+          &tps)) {
+    std::cerr << "cannot parse reference output:\n" << output;
+    std::exit(1);
+  }
+  return tps;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"Prism trainer throughput vs the PyTorch eager reference"};
+  app.add_option("--preset", o.preset, "model preset");
+  app.add_option("--steps", o.steps, "timed steps per configuration");
+  app.add_option("--warmup", o.warmup, "untimed steps first");
+  app.add_option("--rounds", o.rounds, "round-robin repetitions");
+  app.add_option("--threads", o.threads, "cores to use");
+  app.add_option("--batch", o.batch, "sequences per step (0: preset)");
+  app.add_option("--schedules", o.schedules,
+                 "schedules; the first is the uniform baseline")
+      ->delimiter(';');
+  app.add_option("--reference", o.reference,
+                 "path of train_reference.py (omit to skip the reference)");
+  app.add_option("--python", o.python, "python with torch");
+  app.add_flag("!--no-ablations", o.ablations, "skip the ablations");
+  CLI11_PARSE(app, argc, argv);
+
+  absl::StatusOr<prism::ModelShape> shape = prism::FindPreset(o.preset);
+  if (!shape.ok()) {
+    std::cerr << shape.status() << "\n";
+    return 2;
+  }
+  if (o.schedules.empty()) {
+    const int base = shape->base_heads;
+    o.schedules = {absl::StrCat(base, "x", shape->layers)};
+    if (shape->layers == 8 && base == 8) {
+      o.schedules.push_back("2x2,4x2,8x4");
+      o.schedules.push_back("1x2,2x2,4x2,8x2");
+    } else if (shape->layers == 6 && base == 4) {
+      o.schedules.push_back("1x2,2x2,4x2");
+    }
+  }
+  const std::string uniform = o.schedules.front();
+  const std::string threads = std::to_string(o.threads);
+
+  auto ours = [&](std::string name, std::string schedule, std::string attention,
+                  std::string threading) {
+    Config c;
+    c.name = std::move(name);
+    c.schedule = std::move(schedule);
+    c.attention = std::move(attention);
+    c.threading = std::move(threading);
+    return c;
+  };
+  auto reference = [&](std::string name, std::string env, std::string args) {
+    Config c;
+    c.name = std::move(name);
+    c.schedule = uniform;
+    c.reference = true;
+    c.env = std::move(env);
+    c.args = std::move(args);
+    return c;
+  };
+  std::vector<Config> configs;
+  for (const std::string& s : o.schedules) {
+    configs.push_back(ours(absl::StrCat("prism ", s), s, "auto", "shards"));
+  }
+  if (o.ablations) {
+    configs.push_back(
+        ours("prism masked-softmax attention", uniform, "masked", "shards"));
+    configs.push_back(
+        ours("prism fused, blas threading", uniform, "fused", "blas"));
+    configs.push_back(ours("prism masked-softmax, blas threading", uniform,
+                           "masked", "blas"));
+  }
+  if (!o.reference.empty()) {
+    // The reference at the thread settings a PyTorch user would pick, and
+    // at ours (one shard per core) as an ablation.
+    configs.push_back(reference("reference torch 1 / openblas " + threads,
+                                "OPENBLAS_NUM_THREADS=" + threads,
+                                "--threads 1"));
+    configs.push_back(reference(
+        "reference torch " + threads + " / openblas " + threads + " passive",
+        "OMP_WAIT_POLICY=PASSIVE OPENBLAS_NUM_THREADS=" + threads,
+        "--threads " + threads));
+    if (o.ablations) {
+      configs.push_back(reference("reference, " + threads + " shard threads",
+                                  "OPENBLAS_NUM_THREADS=1",
+                                  "--threads 1 --shards " + threads));
+    }
+  }
+
+  std::vector<Measured> measured(configs.size());
+  for (int round = 0; round < o.rounds; ++round) {
+    for (size_t i = 0; i < configs.size(); ++i) {
+      const Config& c = configs[i];
+      const double tps = c.reference ? RunReference(o, *shape, c)
+                                     : RunOurs(o, *shape, c, &measured[i]);
+      measured[i].rounds.push_back(tps);
+      measured[i].best = std::max(measured[i].best, tps);
+      std::cerr << fmt::format("round {} {:<45} {:8.0f} tok/s\n", round + 1,
+                               c.name, tps);
+    }
+  }
+
+  double reference_best = 0.0;
+  for (size_t i = 0; i < configs.size(); ++i) {
+    if (configs[i].reference &&
+        configs[i].args.find("--shards") == std::string::npos) {
+      reference_best = std::max(reference_best, measured[i].best);
+    }
+  }
+  const double uniform_tps = measured[0].best;
+  std::cout << fmt::format(
+      "preset {} (d_model {}, {} layers, context {}), batch {}, {} threads, "
+      "{} timed steps, best of {} rounds\n",
+      shape->name, shape->d_model, shape->layers, shape->context,
+      o.batch > 0 ? o.batch : shape->batch_size, o.threads, o.steps, o.rounds);
+  std::cout << "| configuration | schedule | tokens/s (best) | rounds | MFU | "
+               "vs uniform | vs reference |\n|---|---|---|---|---|---|---|\n";
+  for (size_t i = 0; i < configs.size(); ++i) {
+    const Measured& m = measured[i];
+    std::string rounds;
+    for (double r : m.rounds) {
+      absl::StrAppend(&rounds, rounds.empty() ? "" : ", ",
+                      fmt::format("{:.0f}", r));
+    }
+    std::cout << fmt::format(
+        "| {} | {} | {:.0f} | {} | {} | {:.3f} | {} |\n", configs[i].name,
+        configs[i].schedule, m.best, rounds,
+        configs[i].reference ? "-" : fmt::format("{:.1f}%", 100 * m.mfu),
+        m.best / uniform_tps,
+        reference_best > 0 ? fmt::format("{:.2f}x", m.best / reference_best)
+                           : "-");
+  }
+  if (measured[0].peak > 0) {
+    std::cout << fmt::format("measured fp32 matmul peak: {:.1f} GFLOP/s\n",
+                             measured[0].peak / 1e9);
+  }
+  return 0;
+}

@@ -1,0 +1,300 @@
+#include "model/trainer.h"
+
+#include <unistd.h>
+
+#include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "model/data.h"
+#include "scheduler/presets.h"
+#include "scheduler/schedule.h"
+
+namespace prism::model {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+// Recorder keeps every step's loss and can ask the trainer to stop.
+class Recorder : public TrainObserver {
+ public:
+  void OnStart(const TrainConfig&, int64_t start_step) override {
+    start_step_ = start_step;
+  }
+  void OnStep(int64_t step, double loss, double) override {
+    losses.push_back({step, loss});
+  }
+  void BeforeCheckpoint(int64_t step) override {
+    before_checkpoint.push_back(step);
+  }
+  void OnCheckpoint(int64_t step) override { checkpoints.push_back(step); }
+  bool ShouldStop() override {
+    return stop_after > 0 && !losses.empty() &&
+           losses.back().first >= stop_after;
+  }
+
+  std::vector<std::pair<int64_t, double>> losses;
+  std::vector<int64_t> before_checkpoint, checkpoints;
+  int64_t stop_after = 0;
+  int64_t start_step_ = -1;
+};
+
+class TrainerTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    char dir[] = "/tmp/prism_trainer_test_XXXXXX";
+    dir_ = mkdtemp(dir);
+    // Generated English-like text with a train/val split: learnable, and
+    // written in a moment.
+    std::string text;
+    for (int i = 0; i < 4000; ++i) {
+      text += "the quick brown fox " + std::to_string(i % 97) +
+              " jumps over the lazy dog.\n";
+    }
+    const std::vector<uint16_t> tokens = ByteTokenize(text);
+    const size_t cut = tokens.size() * 9 / 10;
+    ASSERT_TRUE(
+        WriteShard(Path("train.bin"),
+                   std::vector<uint16_t>(tokens.begin(), tokens.begin() + cut))
+            .ok());
+    ASSERT_TRUE(
+        WriteShard(Path("val.bin"),
+                   std::vector<uint16_t>(tokens.begin() + cut, tokens.end()))
+            .ok());
+  }
+  void TearDown() override { fs::remove_all(dir_); }
+
+  std::string Path(const std::string& name) const {
+    return (fs::path(dir_) / name).string();
+  }
+
+  TrainConfig SmallRun() const {
+    TrainConfig c;
+    c.shape = *FindPreset("tiny");
+    c.schedule = *ParseSchedule("1x2,2x2,4x2");
+    c.train_paths = {Path("train.bin")};
+    c.val_paths = {Path("val.bin")};
+    c.context = 32;
+    c.batch_size = 4;
+    c.steps = 6;
+    c.eval_every = 3;
+    c.eval_batches = 2;
+    c.log_every = 1;
+    c.learning_rate = 3e-3;
+    c.warmup_steps = 2;
+    c.threads = 2;
+    c.measure_mfu = false;
+    return c;
+  }
+
+  std::string dir_;
+};
+
+TEST_F(TrainerTest, ReportsEveryMetricOfATrial) {
+  TrainConfig config = SmallRun();
+  config.loss_targets = {5.0, 0.001};
+  config.measure_mfu = true;
+  Recorder recorder;
+  absl::StatusOr<TrainResult> r = Train(config, &recorder);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->steps, 6);
+  EXPECT_FALSE(r->diverged);
+  EXPECT_EQ(recorder.start_step_, 0);
+  ASSERT_EQ(recorder.losses.size(), 6u);
+
+  // Val at step 0 (ln 256 at init), 3 and 6; train every step.
+  std::vector<int64_t> val_steps;
+  int train_points = 0;
+  for (const CurvePoint& p : r->curve) {
+    if (p.split == CurveSplit::kVal) val_steps.push_back(p.step);
+    if (p.split == CurveSplit::kTrain) ++train_points;
+  }
+  EXPECT_EQ(val_steps, (std::vector<int64_t>{0, 3, 6}));
+  EXPECT_EQ(train_points, 6);
+  EXPECT_NEAR(r->curve.front().loss, std::log(256.0), 0.1);
+  EXPECT_LT(r->final_val_loss, r->curve.front().loss);
+  EXPECT_LE(r->min_val_loss, r->final_val_loss);
+
+  const ParameterCounts counts = CountParameters(config.shape);
+  EXPECT_EQ(r->parameters, counts.total);
+  EXPECT_EQ(r->parameters_nanogpt, counts.nanogpt);
+  ModelShape at_context = config.shape;
+  at_context.context = 32;
+  EXPECT_EQ(r->flops_per_token, 3 * ForwardFlopsPerToken(at_context));
+  EXPECT_GT(r->tokens_per_second, 0.0);
+  EXPECT_GT(r->peak_matmul_flops, 1e9);
+  EXPECT_GT(r->mfu, 0.0);
+  EXPECT_LT(r->mfu, 1.5);
+  EXPECT_GT(r->peak_memory_bytes, 0);
+  EXPECT_EQ(r->device, "cpu (2 threads)");
+
+  ASSERT_EQ(r->milestones.size(), 2u);
+  EXPECT_GE(r->milestones[0].step, 1);
+  EXPECT_LE(r->milestones[0].step, 6);
+  EXPECT_EQ(r->milestones[1].step, -1);
+
+  ASSERT_EQ(r->attention_distance.size(), 6u);
+  for (double d : r->attention_distance) {
+    EXPECT_GT(d, 0.0);
+    EXPECT_LT(d, 31.0);
+  }
+}
+
+TEST_F(TrainerTest, TinyModelOverfitsOneFixedBatch) {
+  // A shard of exactly context + 1 tokens has a single window, so every
+  // batch is the same sequence.
+  const std::vector<uint16_t> text =
+      ByteTokenize("Prism heads: few and wide early, many late!!");
+  ASSERT_TRUE(WriteShard(Path("one.bin"),
+                         std::vector<uint16_t>(text.begin(), text.begin() + 33))
+                  .ok());
+  TrainConfig config = SmallRun();
+  config.train_paths = {Path("one.bin")};
+  config.val_paths = {Path("one.bin")};
+  config.steps = 80;
+  config.eval_every = 80;
+  config.log_every = 10;
+  config.measure_attention = false;
+  absl::StatusOr<TrainResult> r = Train(config, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_LT(r->final_train_loss, 0.05);
+  EXPECT_LT(r->final_val_loss, 0.05);
+}
+
+TEST_F(TrainerTest, ResumedRunReproducesTheUninterruptedRunBitwise) {
+  TrainConfig config = SmallRun();
+  config.measure_attention = false;
+  Recorder straight;
+  absl::StatusOr<TrainResult> full = Train(config, &straight);
+  ASSERT_TRUE(full.ok()) << full.status();
+
+  config.checkpoint_dir = Path("ckpt");
+  config.resume = true;
+  Recorder first;
+  first.stop_after = 4;
+  absl::StatusOr<TrainResult> stopped = Train(config, &first);
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+  EXPECT_TRUE(stopped->stopped);
+  EXPECT_EQ(stopped->steps, 4);
+  EXPECT_EQ(first.before_checkpoint, (std::vector<int64_t>{4}));
+  EXPECT_EQ(first.checkpoints, (std::vector<int64_t>{4}));
+  EXPECT_TRUE(fs::exists(Path("ckpt/checkpoint.pt")));
+
+  Recorder second;
+  absl::StatusOr<TrainResult> resumed = Train(config, &second);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(second.start_step_, 4);
+  EXPECT_EQ(resumed->resumed_from_step, 4);
+  ASSERT_EQ(second.losses.size(), 2u);
+  for (const auto& [step, loss] : second.losses) {
+    EXPECT_EQ(loss, straight.losses[step - 1].second) << "step " << step;
+  }
+  EXPECT_EQ(resumed->final_val_loss, full->final_val_loss);
+  // The resumed result carries the whole curve, including points before the
+  // checkpoint.
+  EXPECT_EQ(resumed->curve.size(), full->curve.size());
+  EXPECT_EQ(second.checkpoints, (std::vector<int64_t>{6}));
+}
+
+TEST_F(TrainerTest, CheckpointOfAnotherTrialIsRefused) {
+  TrainConfig config = SmallRun();
+  config.steps = 2;
+  config.measure_attention = false;
+  config.checkpoint_dir = Path("ckpt");
+  ASSERT_TRUE(Train(config, nullptr).ok());
+
+  config.resume = true;
+  config.schedule = *ParseSchedule("2x2,4x4");
+  absl::Status s = Train(config, nullptr).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("is for schedule 1x2,2x2,4x2"));
+
+  config.schedule = *ParseSchedule("1x2,2x2,4x2");
+  config.seed = 5;
+  EXPECT_THAT(Train(config, nullptr).status().message(),
+              HasSubstr("is for seed 0"));
+}
+
+TEST_F(TrainerTest, AbsurdLearningRateDivergesAtAStep) {
+  TrainConfig config = SmallRun();
+  config.learning_rate = 1e30;
+  config.warmup_steps = 0;
+  config.steps = 20;
+  Recorder recorder;
+  absl::StatusOr<TrainResult> r = Train(config, &recorder);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->diverged);
+  EXPECT_GE(r->diverged_step, 2);
+  EXPECT_LE(r->diverged_step, 20);
+  EXPECT_EQ(r->steps, r->diverged_step - 1);
+  EXPECT_TRUE(r->attention_distance.empty());
+  for (const CurvePoint& p : r->curve) EXPECT_TRUE(std::isfinite(p.loss));
+}
+
+TEST_F(TrainerTest, BadConfigsNameTheProblem) {
+  TrainConfig config = SmallRun();
+  config.steps = 0;
+  EXPECT_THAT(Train(config, nullptr).status().message(), HasSubstr("steps"));
+
+  config = SmallRun();
+  config.schedule = *ParseSchedule("3x6");
+  absl::Status s = Train(config, nullptr).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), HasSubstr("schedule '3x6'"));
+
+  config = SmallRun();
+  config.device = "tpu";
+  EXPECT_EQ(Train(config, nullptr).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  config.device = "cuda:0";
+  EXPECT_EQ(Train(config, nullptr).status().code(),
+            absl::StatusCode::kFailedPrecondition);
+
+  config = SmallRun();
+  config.context = 4096;
+  EXPECT_THAT(Train(config, nullptr).status().message(),
+              HasSubstr("context must be in [0, 128]"));
+
+  config = SmallRun();
+  config.attention = "flash";
+  EXPECT_THAT(Train(config, nullptr).status().message(),
+              HasSubstr("attention 'flash'"));
+
+  config = SmallRun();
+  config.train_paths = {Path("nowhere")};
+  EXPECT_EQ(Train(config, nullptr).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(TrainerTest, TinyPresetLearnsTheDemoCorpus) {
+  if (!fs::is_directory(kFortunesDir)) {
+    GTEST_SKIP() << "Debian's fortunes package is not installed";
+  }
+  setenv("PRISM_DATA_DIR", Path("data").c_str(), 1);
+  TrainConfig config;
+  config.shape = *FindPreset("tiny");
+  config.schedule = *ParseSchedule("1x2,2x2,4x2");
+  config.steps = 60;
+  config.batch_size = 8;
+  config.eval_every = 60;
+  config.learning_rate = config.shape.learning_rate;
+  config.threads = 2;
+  config.measure_mfu = false;
+  config.measure_attention = false;
+  absl::StatusOr<TrainResult> r = Train(config, nullptr);
+  unsetenv("PRISM_DATA_DIR");
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(fs::exists(Path("data/corpus/fortunes/val_000000.bin")));
+  // From ln 256 = 5.55 to well below (byte frequencies alone give ~3.3).
+  EXPECT_LT(r->final_val_loss, 3.4);
+}
+
+}  // namespace
+}  // namespace prism::model
