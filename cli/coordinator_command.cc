@@ -3,12 +3,15 @@
 //
 // Once both servers listen it prints exactly one line on stdout,
 //   prism coordinator: ready grpc=HOST:PORT http=HOST:PORT
-// and, with --ready-file F, writes {"grpc":"HOST:PORT","http":"HOST:PORT"} to
-// F (temp file + rename, so readers never see half of it). A generated first
-// admin token without --admin-token-file is printed once, before that line.
+// and, with --ready-file F, first writes
+// {"grpc":"HOST:PORT","http":"HOST:PORT"} to F (temp file + rename, so readers
+// never see half of it). A generated first admin token without
+// --admin-token-file is printed once, before that line.
+#include <fcntl.h>
 #include <signal.h>
 #include <unistd.h>
 
+#include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <filesystem>
@@ -54,6 +57,40 @@ std::string DefaultWebRoot() {
   return "";
 }
 
+// The stop signals are turned into a byte on a pipe by an async-signal-safe
+// handler, so it does not matter which thread the kernel picks to receive
+// them (libraries such as OpenBLAS start threads before main runs, so a
+// blocked-mask + sigwait scheme could lose the signal to one of those).
+int g_stop_pipe[2] = {-1, -1};
+
+extern "C" void OnStopSignal(int signal_number) {
+  const char byte = static_cast<char>(signal_number);
+  const ssize_t ignored = write(g_stop_pipe[1], &byte, 1);
+  (void)ignored;
+}
+
+absl::Status InstallStopHandlers() {
+  if (pipe2(g_stop_pipe, O_CLOEXEC) != 0) {
+    return absl::InternalError("cannot create the signal pipe");
+  }
+  struct sigaction action = {};
+  action.sa_handler = OnStopSignal;
+  sigemptyset(&action.sa_mask);
+  action.sa_flags = SA_RESTART;
+  sigaction(SIGINT, &action, nullptr);
+  sigaction(SIGTERM, &action, nullptr);
+  signal(SIGPIPE, SIG_IGN);
+  return absl::OkStatus();
+}
+
+// WaitForStopSignal blocks until SIGINT or SIGTERM and returns which.
+int WaitForStopSignal() {
+  char byte = 0;
+  while (read(g_stop_pipe[0], &byte, 1) < 0 && errno == EINTR) {
+  }
+  return byte;
+}
+
 absl::Status WriteReadyFile(const std::string& path, const std::string& grpc,
                             const std::string& http) {
   const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
@@ -90,14 +127,11 @@ int RunCoordinator(CoordinatorFlags flags) {
   }
   if (o.web_root.empty()) o.web_root = DefaultWebRoot();
 
-  // Block the stop signals before any thread starts, so every thread
-  // inherits the mask and sigwait below is the only one to see them.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-  signal(SIGPIPE, SIG_IGN);
+  // Installed before anything starts, so a signal during start-up is kept
+  // and ends the run right after it.
+  if (absl::Status s = InstallStopHandlers(); !s.ok()) {
+    return ReportError("coordinator", s);
+  }
 
   absl::StatusOr<std::unique_ptr<server::Coordinator>> coordinator =
       server::Coordinator::Create(o);
@@ -108,12 +142,8 @@ int RunCoordinator(CoordinatorFlags flags) {
   }
   const std::string grpc = (*coordinator)->grpc_address();
   const std::string http = (*coordinator)->http_address();
-  if ((*coordinator)->admin_token().has_value()) {
-    std::cout << "prism coordinator: admin token (shown once): "
-              << *(*coordinator)->admin_token() << "\n";
-  }
-  std::cout << "prism coordinator: ready grpc=" << grpc << " http=" << http
-            << std::endl;
+  // The ready file exists before the readiness line is printed, so a reader
+  // of either may rely on both.
   if (!flags.ready_file.empty()) {
     if (absl::Status s = WriteReadyFile(flags.ready_file, grpc, http);
         !s.ok()) {
@@ -121,9 +151,14 @@ int RunCoordinator(CoordinatorFlags flags) {
       return ReportError("coordinator", s);
     }
   }
+  if ((*coordinator)->admin_token().has_value()) {
+    std::cout << "prism coordinator: admin token (shown once): "
+              << *(*coordinator)->admin_token() << "\n";
+  }
+  std::cout << "prism coordinator: ready grpc=" << grpc << " http=" << http
+            << std::endl;
 
-  int signal_number = 0;
-  sigwait(&stop_signals, &signal_number);
+  const int signal_number = WaitForStopSignal();
   server::Log(server::LogLevel::kInfo, "stopping")
       .Kv("signal", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
   (*coordinator)->Shutdown();

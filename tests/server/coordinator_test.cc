@@ -1,0 +1,650 @@
+// In-process service tests: a real coordinator (SQLite file, gRPC on
+// loopback, fake clock) driven through the generated stubs.
+#include <thread>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/server/coordinator_fixture.h"
+
+namespace prism::server::testing {
+namespace {
+
+using ::testing::ElementsAre;
+using ::testing::HasSubstr;
+
+class ServiceTest : public CoordinatorTest {
+ protected:
+  void SetUp() override {
+    CoordinatorTest::SetUp();
+    alice_ = Token("alice", v1::ROLE_USER);
+    bob_ = Token("bob", v1::ROLE_USER);
+    worker_token_ = Token("farm", v1::ROLE_WORKER);
+    viewer_ = Token("vera", v1::ROLE_VIEWER);
+  }
+
+  v1::Experiment GetExperiment(int64_t id) {
+    v1::GetExperimentRequest req;
+    req.set_id(id);
+    v1::Experiment e;
+    auto ctx = Ctx(viewer_);
+    EXPECT_TRUE(experiments_->Get(ctx.get(), req, &e).ok());
+    return e;
+  }
+
+  int CountExperiments() {
+    v1::ListExperimentsRequest req;
+    v1::ListExperimentsResponse resp;
+    auto ctx = Ctx(kAdminToken);
+    EXPECT_TRUE(experiments_->List(ctx.get(), req, &resp).ok());
+    return resp.experiments_size();
+  }
+
+  v1::Trial GetTrial(int64_t id) {
+    v1::GetTrialRequest req;
+    req.set_trial_id(id);
+    v1::GetTrialResponse resp;
+    auto ctx = Ctx(viewer_);
+    EXPECT_TRUE(results_->GetTrial(ctx.get(), req, &resp).ok());
+    return resp.trial();
+  }
+
+  v1::HeartbeatResponse Heartbeat(const std::string& worker,
+                                  const v1::Trial& trial, int64_t step) {
+    v1::HeartbeatRequest req;
+    req.set_worker_id(worker);
+    req.set_trial_id(trial.id());
+    req.set_attempt(trial.attempt());
+    req.set_step(step);
+    v1::HeartbeatResponse resp;
+    auto ctx = Ctx(worker_token_);
+    grpc::Status s = workers_->Heartbeat(ctx.get(), req, &resp);
+    EXPECT_TRUE(s.ok()) << s.error_message();
+    return resp;
+  }
+
+  std::string alice_, bob_, worker_token_, viewer_;
+};
+
+TEST_F(ServiceTest, SubmitLeaseReportCompleteThenRank) {
+  const int64_t id = Submit(alice_, Spec({"2x2,4x4", "1x2,4x4"}, {1, 2}));
+  ASSERT_GT(id, 0);
+  v1::Experiment e = GetExperiment(id);
+  EXPECT_EQ(e.owner(), "alice");
+  EXPECT_EQ(e.counts().total(), 6);  // 2 schedules + baseline, 2 seeds
+  // The stored spec is resolved from the preset.
+  EXPECT_EQ(e.spec().model().d_model(), 128);
+  EXPECT_GT(e.spec().budget().batch_size(), 0);
+  EXPECT_EQ(e.spec().max_attempts(), 2);
+
+  const std::string worker = Register(worker_token_);
+  const std::map<std::string, double> loss = {
+      {"4x6", 3.0}, {"2x2,4x4", 2.9}, {"1x2,4x4", 3.1}};
+  for (int i = 0; i < 6; ++i) {
+    v1::TrialTask task = Lease(worker_token_, worker);
+    ASSERT_NE(task.trial().id(), 0) << "lease " << i;
+    EXPECT_EQ(task.trial().attempt(), 1);
+    EXPECT_EQ(task.model().context(), 128);
+    EXPECT_EQ(task.budget().steps(), 100);
+    EXPECT_EQ(task.trial().principles().schedule(), task.trial().schedule());
+    EXPECT_FALSE(task.checkpoint_key().empty());
+    v1::ReportResponse report;
+    ASSERT_TRUE(Report(worker_token_, worker, task.trial(),
+                       {Point(v1::SPLIT_TRAIN, 10, 4.0f),
+                        Point(v1::SPLIT_TRAIN, 20, 3.5f)},
+                       &report)
+                    .ok());
+    EXPECT_EQ(report.stored(), 2);
+    EXPECT_EQ(GetTrial(task.trial().id()).state(), v1::TRIAL_RUNNING);
+    v1::CompleteResponse done;
+    ASSERT_TRUE(Complete(worker_token_, worker, task.trial(),
+                         loss.at(task.trial().schedule()), &done)
+                    .ok());
+    EXPECT_EQ(done.trial().state(), v1::TRIAL_COMPLETED);
+  }
+  EXPECT_EQ(Lease(worker_token_, worker).trial().id(), 0);
+  EXPECT_EQ(GetExperiment(id).state(), v1::EXPERIMENT_DONE);
+
+  v1::RankRequest req;
+  req.set_experiment_id(id);
+  v1::RankResponse rank;
+  auto ctx = Ctx(viewer_);
+  ASSERT_TRUE(results_->Rank(ctx.get(), req, &rank).ok());
+  ASSERT_EQ(rank.schedules_size(), 3);
+  EXPECT_EQ(rank.total(), 3);
+  EXPECT_EQ(rank.schedules(0).schedule(), "2x2,4x4");
+  EXPECT_EQ(rank.schedules(0).rank(), 1);
+  EXPECT_NEAR(rank.schedules(0).delta_vs_baseline().mean(), -0.1, 1e-6);
+  EXPECT_EQ(rank.schedules(0).seeds_completed(), 2);
+  EXPECT_EQ(rank.baseline().schedule(), "4x6");
+  EXPECT_EQ(rank.experiment().id(), id);
+  EXPECT_EQ(rank.principle_effects_size(), 3);
+}
+
+TEST_F(ServiceTest, RankFiltersSortsAndPages) {
+  const int64_t id =
+      Submit(alice_, Spec({"2x2,4x4", "1x2,4x4", "1x1,4x5"}, {1}));
+  const std::string worker = Register(worker_token_);
+  const std::map<std::string, double> loss = {
+      {"4x6", 3.0}, {"2x2,4x4", 2.9}, {"1x2,4x4", 3.1}, {"1x1,4x5", 2.95}};
+  for (int i = 0; i < 4; ++i) {
+    v1::TrialTask task = Lease(worker_token_, worker);
+    v1::CompleteResponse done;
+    ASSERT_TRUE(Complete(worker_token_, worker, task.trial(),
+                         loss.at(task.trial().schedule()), &done)
+                    .ok());
+  }
+  v1::RankRequest req;
+  req.set_experiment_id(id);
+  req.set_page_size(2);
+  req.set_sort(v1::RANK_SORT_VAL_LOSS);
+  req.set_descending(true);
+  v1::RankResponse page1;
+  auto ctx = Ctx(viewer_);
+  ASSERT_TRUE(results_->Rank(ctx.get(), req, &page1).ok());
+  ASSERT_EQ(page1.schedules_size(), 2);
+  EXPECT_EQ(page1.schedules(0).schedule(), "1x2,4x4");
+  EXPECT_EQ(page1.total(), 4);
+  ASSERT_FALSE(page1.next_page_token().empty());
+  req.set_page_token(page1.next_page_token());
+  v1::RankResponse page2;
+  auto ctx2 = Ctx(viewer_);
+  ASSERT_TRUE(results_->Rank(ctx2.get(), req, &page2).ok());
+  ASSERT_EQ(page2.schedules_size(), 2);
+  EXPECT_EQ(page2.schedules(1).schedule(), "2x2,4x4");
+  EXPECT_TRUE(page2.next_page_token().empty());
+
+  // "1x1,4x5" has a single-layer run: not smooth.
+  v1::RankRequest smooth;
+  smooth.set_experiment_id(id);
+  smooth.add_require(v1::PRINCIPLE_SMOOTH);
+  v1::RankResponse filtered;
+  auto ctx3 = Ctx(viewer_);
+  ASSERT_TRUE(results_->Rank(ctx3.get(), smooth, &filtered).ok());
+  EXPECT_EQ(filtered.total(), 3);
+  for (const v1::RankedSchedule& r : filtered.schedules()) {
+    EXPECT_NE(r.schedule(), "1x1,4x5");
+  }
+
+  v1::RankRequest bad = req;
+  bad.set_page_token("garbage");
+  v1::RankResponse ignored;
+  auto ctx4 = Ctx(viewer_);
+  EXPECT_EQ(results_->Rank(ctx4.get(), bad, &ignored).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(ServiceTest, GetTrialIncludesSameSeedBaselineAndCompareIsPaired) {
+  const int64_t id = Submit(alice_, Spec({"2x2,4x4"}, {7}));
+  const std::string worker = Register(worker_token_);
+  int64_t prism_trial = 0;
+  for (int i = 0; i < 2; ++i) {
+    v1::TrialTask task = Lease(worker_token_, worker);
+    const bool is_baseline = task.trial().is_baseline();
+    if (!is_baseline) prism_trial = task.trial().id();
+    v1::CompleteResponse done;
+    ASSERT_TRUE(Complete(worker_token_, worker, task.trial(),
+                         is_baseline ? 3.0 : 2.8, &done)
+                    .ok());
+  }
+  v1::GetTrialRequest req;
+  req.set_trial_id(prism_trial);
+  req.set_with_baseline(true);
+  v1::GetTrialResponse resp;
+  auto ctx = Ctx(viewer_);
+  ASSERT_TRUE(results_->GetTrial(ctx.get(), req, &resp).ok());
+  EXPECT_EQ(resp.trial().schedule(), "2x2,4x4");
+  EXPECT_EQ(resp.points_size(), 2);
+  EXPECT_TRUE(resp.baseline().is_baseline());
+  EXPECT_EQ(resp.baseline().seed(), 7);
+  EXPECT_EQ(resp.baseline_points_size(), 2);
+  ASSERT_EQ(resp.trial().attempts_size(), 1);
+  EXPECT_TRUE(resp.trial().principles().smooth());
+
+  v1::CompareRequest cmp;
+  cmp.set_experiment_id(id);
+  cmp.set_schedule_a("4x6");
+  cmp.set_schedule_b("2x2,4x4");
+  v1::CompareResponse compared;
+  auto ctx2 = Ctx(viewer_);
+  ASSERT_TRUE(results_->Compare(ctx2.get(), cmp, &compared).ok());
+  EXPECT_NEAR(compared.delta().mean(), -0.2, 1e-6);
+  EXPECT_EQ(compared.delta().n(), 1);
+  cmp.set_schedule_b("1x2,4x4");
+  auto ctx3 = Ctx(viewer_);
+  EXPECT_EQ(results_->Compare(ctx3.get(), cmp, &compared).error_code(),
+            grpc::StatusCode::NOT_FOUND);
+}
+
+TEST_F(ServiceTest, HigherPriorityLeasesFirstThenFairShareBetweenUsers) {
+  const int64_t a1 = Submit(alice_, Spec({"2x2,4x4"}, {1, 2, 3}));
+  const int64_t a2 = Submit(alice_, Spec({"2x2,4x4"}, {1}, /*priority=*/5));
+  const int64_t b1 = Submit(bob_, Spec({"2x2,4x4"}, {1, 2, 3}));
+  const std::string worker = Register(worker_token_);
+  std::vector<int64_t> order;
+  for (int i = 0; i < 6; ++i) {
+    order.push_back(Lease(worker_token_, worker).trial().experiment_id());
+  }
+  // a2's two trials first (priority 5); then alice holds 2 live trials and
+  // bob none, so bob's go until they are even, then alternate (alice's
+  // older experiment wins ties).
+  EXPECT_THAT(order, ElementsAre(a2, a2, b1, b1, a1, b1));
+}
+
+class PerUserLimitTest : public ServiceTest {
+ protected:
+  void Customize(CoordinatorOptions* o) override {
+    o->max_running_per_user = 2;
+  }
+};
+
+TEST_F(PerUserLimitTest, UserAtLimitIsSkippedUntilATrialFinishes) {
+  Submit(alice_, Spec({"2x2,4x4", "1x2,4x4"}, {1, 2}));
+  const std::string worker = Register(worker_token_);
+  const v1::TrialTask first = Lease(worker_token_, worker);
+  ASSERT_NE(Lease(worker_token_, worker).trial().id(), 0);
+  EXPECT_EQ(Lease(worker_token_, worker).trial().id(), 0);
+  const int64_t bob_exp = Submit(bob_, Spec({"2x2,4x4"}, {1}));
+  EXPECT_EQ(Lease(worker_token_, worker).trial().experiment_id(), bob_exp);
+  v1::CompleteResponse done;
+  ASSERT_TRUE(Complete(worker_token_, worker, first.trial(), 3.0, &done).ok());
+  EXPECT_EQ(Lease(worker_token_, worker).trial().experiment_id(),
+            first.trial().experiment_id());
+}
+
+TEST_F(ServiceTest, ExpiredLeaseRequeuesWithNextAttemptThenFailsAtMax) {
+  Submit(alice_, Spec({"4x6"}, {1}));  // the baseline alone: one trial
+  const std::string w1 = Register(worker_token_);
+  const std::string w2 = Register(worker_token_);
+  const v1::TrialTask first = Lease(worker_token_, w1);
+  ASSERT_EQ(first.trial().attempt(), 1);
+  clock_.Advance(29'000);
+  EXPECT_EQ(*coordinator_->queue()->ExpireLeases(), 0);
+  clock_.Advance(2'000);
+  EXPECT_EQ(*coordinator_->queue()->ExpireLeases(), 1);
+  EXPECT_EQ(GetTrial(first.trial().id()).state(), v1::TRIAL_QUEUED);
+
+  const v1::TrialTask second = Lease(worker_token_, w2);
+  EXPECT_EQ(second.trial().id(), first.trial().id());
+  EXPECT_EQ(second.trial().attempt(), 2);
+  // Heartbeats keep it alive past the original deadline...
+  clock_.Advance(20'000);
+  EXPECT_FALSE(Heartbeat(w2, second.trial(), 10).stop());
+  clock_.Advance(20'000);
+  EXPECT_EQ(*coordinator_->queue()->ExpireLeases(), 0);
+  // ...until they stop; max_attempts is 2, so the trial fails.
+  clock_.Advance(31'000);
+  EXPECT_EQ(*coordinator_->queue()->ExpireLeases(), 1);
+  v1::Trial failed = GetTrial(first.trial().id());
+  EXPECT_EQ(failed.state(), v1::TRIAL_FAILED);
+  EXPECT_THAT(failed.error(), HasSubstr("lease expired"));
+  ASSERT_EQ(failed.attempts_size(), 2);
+  EXPECT_EQ(failed.attempts(0).worker_id(), w1);
+  EXPECT_EQ(failed.attempts(1).worker_id(), w2);
+}
+
+TEST_F(ServiceTest, SupersededAttemptIsRefusedAndToldToStop) {
+  Submit(alice_, Spec({"4x6"}, {1}));
+  const std::string w1 = Register(worker_token_);
+  const std::string w2 = Register(worker_token_);
+  const v1::TrialTask stale = Lease(worker_token_, w1);
+  clock_.Advance(31'000);
+  ASSERT_EQ(*coordinator_->queue()->ExpireLeases(), 1);
+  const v1::TrialTask fresh = Lease(worker_token_, w2);
+  ASSERT_EQ(fresh.trial().attempt(), 2);
+
+  v1::ReportResponse report;
+  grpc::Status s = Report(worker_token_, w1, stale.trial(),
+                          {Point(v1::SPLIT_TRAIN, 5, 1.0f)}, &report);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(s.error_message(), HasSubstr("does not hold the lease"));
+  v1::CompleteResponse done;
+  EXPECT_EQ(Complete(worker_token_, w1, stale.trial(), 1.0, &done).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  v1::FailRequest fail;
+  fail.set_worker_id(w1);
+  fail.set_trial_id(stale.trial().id());
+  fail.set_attempt(1);
+  v1::FailResponse failed;
+  auto ctx = Ctx(worker_token_);
+  EXPECT_EQ(workers_->Fail(ctx.get(), fail, &failed).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_TRUE(Heartbeat(w1, stale.trial(), 5).stop());
+  EXPECT_FALSE(Heartbeat(w2, fresh.trial(), 5).stop());
+  // Nothing of the stale attempt was stored.
+  v1::GetTrialRequest req;
+  req.set_trial_id(fresh.trial().id());
+  v1::GetTrialResponse trial;
+  auto ctx2 = Ctx(viewer_);
+  ASSERT_TRUE(results_->GetTrial(ctx2.get(), req, &trial).ok());
+  EXPECT_EQ(trial.points_size(), 0);
+}
+
+TEST_F(ServiceTest, DuplicatePointsAreStoredOnceAndCompleteIsIdempotent) {
+  Submit(alice_, Spec({"4x6"}, {1}));
+  const std::string w = Register(worker_token_);
+  const v1::TrialTask task = Lease(worker_token_, w);
+  const std::vector<v1::LossPoint> points = {Point(v1::SPLIT_TRAIN, 1, 5.0f),
+                                             Point(v1::SPLIT_TRAIN, 2, 4.0f)};
+  v1::ReportResponse first, again;
+  ASSERT_TRUE(Report(worker_token_, w, task.trial(), points, &first).ok());
+  ASSERT_TRUE(Report(worker_token_, w, task.trial(), points, &again).ok());
+  EXPECT_EQ(first.stored(), 2);
+  EXPECT_EQ(again.stored(), 0);
+  EXPECT_EQ(again.duplicates(), 2);
+  v1::CompleteResponse done, done_again;
+  ASSERT_TRUE(Complete(worker_token_, w, task.trial(), 3.0, &done).ok());
+  ASSERT_TRUE(Complete(worker_token_, w, task.trial(), 3.0, &done_again).ok());
+  EXPECT_EQ(done_again.trial().finished_unix_ms(),
+            done.trial().finished_unix_ms());
+  v1::GetTrialRequest req;
+  req.set_trial_id(task.trial().id());
+  v1::GetTrialResponse trial;
+  auto ctx = Ctx(viewer_);
+  ASSERT_TRUE(results_->GetTrial(ctx.get(), req, &trial).ok());
+  EXPECT_EQ(trial.points_size(), 4);  // 2 train + 2 val from Complete
+}
+
+TEST_F(ServiceTest, BadPointsAreInvalidArgument) {
+  Submit(alice_, Spec({"4x6"}, {1}));
+  const std::string w = Register(worker_token_);
+  const v1::TrialTask task = Lease(worker_token_, w);
+  v1::ReportResponse r;
+  EXPECT_EQ(Report(worker_token_, w, task.trial(),
+                   {Point(v1::SPLIT_UNSPECIFIED, 1, 1.0f)}, &r)
+                .error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(Report(worker_token_, w, task.trial(),
+                   {Point(v1::SPLIT_TRAIN, -1, 1.0f)}, &r)
+                .error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+TEST_F(ServiceTest, CancelStopsRunningTrialsAndCancelsQueuedOnes) {
+  const int64_t id = Submit(alice_, Spec({"2x2,4x4"}, {1}));
+  const std::string w = Register(worker_token_);
+  const v1::TrialTask task = Lease(worker_token_, w);
+  v1::ExperimentRef ref;
+  ref.set_id(id);
+  v1::Experiment cancelled;
+  auto ctx = Ctx(alice_);
+  ASSERT_TRUE(experiments_->Cancel(ctx.get(), ref, &cancelled).ok());
+  EXPECT_EQ(cancelled.state(), v1::EXPERIMENT_CANCELLED);
+  EXPECT_EQ(cancelled.counts().cancelled(), 2);
+  EXPECT_TRUE(Heartbeat(w, task.trial(), 3).stop());
+  EXPECT_EQ(Lease(worker_token_, w).trial().id(), 0);
+}
+
+TEST_F(ServiceTest, PausedExperimentsAreNotLeasedUntilResumed) {
+  const int64_t id = Submit(alice_, Spec({"4x6"}, {1}));
+  const std::string w = Register(worker_token_);
+  v1::ExperimentRef ref;
+  ref.set_id(id);
+  v1::Experiment e;
+  auto ctx = Ctx(alice_);
+  ASSERT_TRUE(experiments_->Pause(ctx.get(), ref, &e).ok());
+  EXPECT_EQ(e.state(), v1::EXPERIMENT_PAUSED);
+  EXPECT_EQ(Lease(worker_token_, w).trial().id(), 0);
+  auto ctx2 = Ctx(kAdminToken);  // admins may change anyone's
+  ASSERT_TRUE(experiments_->Resume(ctx2.get(), ref, &e).ok());
+  EXPECT_NE(Lease(worker_token_, w).trial().id(), 0);
+  v1::SetPriorityRequest prio;
+  prio.set_id(id);
+  prio.set_priority(9);
+  auto ctx3 = Ctx(alice_);
+  ASSERT_TRUE(experiments_->SetPriority(ctx3.get(), prio, &e).ok());
+  EXPECT_EQ(e.priority(), 9);
+}
+
+TEST_F(ServiceTest, RestartExtendsLiveLeasesSoWorkersCanReconnect) {
+  Submit(alice_, Spec({"4x6"}, {1}));
+  const std::string w = Register(worker_token_);
+  const v1::TrialTask task = Lease(worker_token_, w);
+  Restart();
+  // The coordinator was "down" past the lease; the restart extended it.
+  clock_.Advance(25'000);
+  Restart();
+  clock_.Advance(25'000);
+  EXPECT_EQ(*coordinator_->queue()->ExpireLeases(), 0);
+  v1::ReportResponse r;
+  EXPECT_TRUE(Report(worker_token_, w, task.trial(),
+                     {Point(v1::SPLIT_TRAIN, 1, 1.0f)}, &r)
+                  .ok());
+  EXPECT_EQ(r.stored(), 1);
+}
+
+TEST_F(ServiceTest, ListTrialsPagesWithTotals) {
+  const int64_t id = Submit(alice_, Spec({"2x2,4x4", "1x2,4x4"}, {1, 2}));
+  v1::ListTrialsRequest req;
+  req.set_experiment_id(id);
+  req.set_page_size(4);
+  v1::ListTrialsResponse page;
+  auto ctx = Ctx(viewer_);
+  ASSERT_TRUE(experiments_->ListTrials(ctx.get(), req, &page).ok());
+  EXPECT_EQ(page.trials_size(), 4);
+  EXPECT_EQ(page.total(), 6);
+  EXPECT_TRUE(page.trials(0).is_baseline());
+  req.set_page_token(page.next_page_token());
+  v1::ListTrialsResponse rest;
+  auto ctx2 = Ctx(viewer_);
+  ASSERT_TRUE(experiments_->ListTrials(ctx2.get(), req, &rest).ok());
+  EXPECT_EQ(rest.trials_size(), 2);
+  EXPECT_TRUE(rest.next_page_token().empty());
+}
+
+TEST_F(ServiceTest, WatchStreamsTheExperimentThenItsEvents) {
+  const int64_t id = Submit(alice_, Spec({"4x6"}, {1}));
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", std::string("Bearer ") + viewer_);
+  v1::WatchRequest req;
+  req.set_experiment_id(id);
+  auto reader = results_->Watch(&ctx, req);
+  v1::ExperimentEvent event;
+  ASSERT_TRUE(reader->Read(&event));
+  EXPECT_EQ(event.experiment_updated().id(), id);
+  const std::string w = Register(worker_token_);
+  const v1::TrialTask task = Lease(worker_token_, w);
+  ASSERT_TRUE(reader->Read(&event));
+  EXPECT_EQ(event.trial_updated().id(), task.trial().id());
+  EXPECT_EQ(event.trial_updated().state(), v1::TRIAL_LEASED);
+  v1::ReportResponse r;
+  ASSERT_TRUE(Report(worker_token_, w, task.trial(),
+                     {Point(v1::SPLIT_TRAIN, 3, 2.0f)}, &r)
+                  .ok());
+  ASSERT_TRUE(reader->Read(&event));
+  ASSERT_EQ(event.points_size(), 1);
+  EXPECT_EQ(event.points(0).step(), 3);
+  ctx.TryCancel();
+  while (reader->Read(&event)) {
+  }
+  EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
+}
+
+TEST_F(ServiceTest, ScheduleServiceCountsListsAndChecks) {
+  v1::CountSchedulesRequest count;
+  count.mutable_space()->set_d_model(768);
+  count.mutable_space()->set_layers(12);
+  count.mutable_space()->set_base_heads(12);
+  v1::CountSchedulesResponse counted;
+  auto ctx = Ctx(viewer_);
+  ASSERT_TRUE(schedules_->Count(ctx.get(), count, &counted).ok());
+  EXPECT_EQ(counted.count(), 12376u);
+
+  v1::ListSchedulesRequest list;
+  *list.mutable_space() = count.space();
+  list.set_page_size(5);
+  v1::ListSchedulesResponse listed;
+  auto ctx2 = Ctx(viewer_);
+  ASSERT_TRUE(schedules_->List(ctx2.get(), list, &listed).ok());
+  EXPECT_EQ(listed.schedules_size(), 5);
+  EXPECT_FALSE(listed.next_page_token().empty());
+
+  v1::CheckScheduleRequest check;
+  check.set_d_model(768);
+  check.set_base_heads(12);
+  check.set_schedule("3x3,6x3,12x6");
+  v1::CheckScheduleResponse checked;
+  auto ctx3 = Ctx(viewer_);
+  ASSERT_TRUE(schedules_->Check(ctx3.get(), check, &checked).ok());
+  EXPECT_TRUE(checked.report().smooth());
+  EXPECT_THAT(checked.report().head_dims(), ::testing::Contains(256));
+  check.set_schedule("5x3,12x9");
+  auto ctx4 = Ctx(viewer_);
+  grpc::Status bad = schedules_->Check(ctx4.get(), check, &checked);
+  EXPECT_EQ(bad.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(bad.error_message(), HasSubstr("divisibility"));
+}
+
+// --- auth ----------------------------------------------------------------
+
+TEST_F(ServiceTest, CallsWithoutOrWithAnUnknownTokenAreUnauthenticated) {
+  grpc::Status s;
+  Submit("", Spec({"4x6"}, {1}), &s);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  EXPECT_THAT(s.error_message(), HasSubstr("missing credentials"));
+  Submit("prism_not_a_token", Spec({"4x6"}, {1}), &s);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::UNAUTHENTICATED);
+  v1::ListExperimentsRequest req;
+  v1::ListExperimentsResponse resp;
+  grpc::ClientContext ctx;
+  ctx.AddMetadata("authorization", "Basic abc");
+  EXPECT_EQ(experiments_->List(&ctx, req, &resp).error_code(),
+            grpc::StatusCode::UNAUTHENTICATED);
+}
+
+TEST_F(ServiceTest, WorkersCannotSubmitAndViewersCannotWrite) {
+  grpc::Status s;
+  Submit(worker_token_, Spec({"4x6"}, {1}), &s);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(s.error_message(), HasSubstr("worker"));
+  Submit(viewer_, Spec({"4x6"}, {1}), &s);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  const int64_t id = Submit(alice_, Spec({"4x6"}, {1}));
+  v1::ExperimentRef ref;
+  ref.set_id(id);
+  v1::Experiment e;
+  auto ctx = Ctx(viewer_);
+  EXPECT_EQ(experiments_->Cancel(ctx.get(), ref, &e).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  v1::RegisterRequest reg;
+  v1::RegisterResponse registered;
+  auto ctx2 = Ctx(viewer_);
+  EXPECT_EQ(workers_->Register(ctx2.get(), reg, &registered).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  auto ctx3 = Ctx(alice_);  // users do not act as workers
+  EXPECT_EQ(workers_->Register(ctx3.get(), reg, &registered).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  // Reading is fine for a viewer.
+  EXPECT_EQ(GetExperiment(id).id(), id);
+}
+
+TEST_F(ServiceTest, UsersChangeOnlyTheirOwnExperiments) {
+  const int64_t id = Submit(alice_, Spec({"4x6"}, {1}));
+  v1::ExperimentRef ref;
+  ref.set_id(id);
+  v1::Experiment e;
+  auto ctx = Ctx(bob_);
+  grpc::Status s = experiments_->Cancel(ctx.get(), ref, &e);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(s.error_message(), HasSubstr("alice"));
+  EXPECT_EQ(GetExperiment(id).state(), v1::EXPERIMENT_ACTIVE);
+  auto ctx2 = Ctx(alice_);
+  EXPECT_TRUE(experiments_->Cancel(ctx2.get(), ref, &e).ok());
+}
+
+TEST_F(ServiceTest, OnlyAdminsCreateTokensAndWhoAmIAnswersEveryone) {
+  v1::CreateTokenRequest req;
+  req.set_user("mallory");
+  req.set_role(v1::ROLE_ADMIN);
+  v1::CreateTokenResponse resp;
+  auto ctx = Ctx(alice_);
+  EXPECT_EQ(auth_->CreateToken(ctx.get(), req, &resp).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  v1::WhoAmIResponse who;
+  auto ctx2 = Ctx(worker_token_);
+  ASSERT_TRUE(auth_->WhoAmI(ctx2.get(), v1::WhoAmIRequest(), &who).ok());
+  EXPECT_EQ(who.user(), "farm");
+  EXPECT_EQ(who.role(), v1::ROLE_WORKER);
+  const std::string token = Token("newbie", v1::ROLE_VIEWER);
+  EXPECT_EQ(token.rfind("prism_", 0), 0u);
+  EXPECT_EQ(token.size(), 6u + 64u);
+}
+
+TEST_F(ServiceTest, AWorkerIdBelongsToTheUserWhoRegisteredIt) {
+  const std::string w = Register(worker_token_);
+  const std::string other = Token("other-farm", v1::ROLE_WORKER);
+  grpc::Status s;
+  Lease(other, w, &s);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  Lease(worker_token_, "never-registered", &s);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+}
+
+// --- bad specs -----------------------------------------------------------
+
+struct BadSpecCase {
+  const char* name;
+  const char* spec_text;
+  const char* message;
+};
+
+class BadSpecTest : public ServiceTest,
+                    public ::testing::WithParamInterface<BadSpecCase> {};
+
+TEST_P(BadSpecTest, IsInvalidArgumentNamingTheProblemAndStoresNothing) {
+  v1::SubmitRequest req;
+  req.set_spec_text(GetParam().spec_text);
+  v1::SubmitResponse resp;
+  auto ctx = Ctx(alice_);
+  grpc::Status s = experiments_->Submit(ctx.get(), req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr(GetParam().message));
+  EXPECT_EQ(CountExperiments(), 0);
+  absl::StatusOr<std::map<v1::TrialState, int64_t>> trials =
+      coordinator_->store()->CountTrialsByState();
+  ASSERT_TRUE(trials.ok());
+  EXPECT_TRUE(trials->empty());
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Specs, BadSpecTest,
+    ::testing::Values(
+        BadSpecCase{"UnknownPreset", "model { preset: 'huge' } seeds: 1",
+                    "unknown preset 'huge'"},
+        // d_model 96 / 4 heads = 24: even the baseline's head dim is not a
+        // power of two.
+        BadSpecCase{"PrinciplesLeaveNoSchedule",
+                    "model { preset: 'tiny' d_model: 96 } seeds: 1 "
+                    "principles: PRINCIPLE_POW2",
+                    "leave no schedule"},
+        BadSpecCase{"ZeroSeeds", "model { preset: 'tiny' }",
+                    "at least one seed"},
+        BadSpecCase{"DuplicateSeeds", "model { preset: 'tiny' } seeds: [1, 1]",
+                    "seed 1 is listed twice"},
+        BadSpecCase{"MalformedTextproto", "model { preset: 'tiny' \n seeds: 1",
+                    "spec_text:2:"},
+        BadSpecCase{"WrongDepth",
+                    "model { preset: 'tiny' } seeds: 1 schedules: '2x2,4x8'",
+                    "has 10 layers but the model has 6"},
+        BadSpecCase{"BrokenHardConstraint",
+                    "model { preset: 'tiny' } seeds: 1 schedules: '3x2,4x4'",
+                    "divisibility"},
+        BadSpecCase{"InconsistentOverride",
+                    "model { preset: 'tiny' base_heads: 3 } seeds: 1",
+                    "model:"},
+        BadSpecCase{"NegativeSteps",
+                    "model { preset: 'tiny' } seeds: 1 budget { steps: -5 }",
+                    "budget.steps"},
+        BadSpecCase{"RandomWithoutSamples",
+                    "model { preset: 'tiny' } seeds: 1 strategy: "
+                    "STRATEGY_RANDOM",
+                    "samples must be positive"},
+        BadSpecCase{"GridOverTheCap",
+                    "model { preset: '124m' } seeds: [1, 2, 3, 4, 5, 6, 7, 8, "
+                    "9]",
+                    "STRATEGY_RANDOM"}),
+    [](const ::testing::TestParamInfo<BadSpecCase>& info) {
+      return std::string(info.param.name);
+    });
+
+}  // namespace
+}  // namespace prism::server::testing

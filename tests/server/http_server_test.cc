@@ -1,0 +1,221 @@
+// The HTTP face of a real coordinator: the JSON API must equal the RPCs'
+// messages in protobuf's JSON mapping, and refuse requests without a token.
+#include <httplib.h>
+
+#include <fstream>
+#include <regex>
+
+#include "absl/strings/str_split.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+#include "tests/server/coordinator_fixture.h"
+
+namespace prism::server::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+std::string Json(const google::protobuf::Message& m) {
+  std::string out;
+  EXPECT_TRUE(google::protobuf::util::MessageToJsonString(m, &out).ok());
+  return out;
+}
+
+class HttpTest : public CoordinatorTest {
+ protected:
+  void Customize(CoordinatorOptions* o) override {
+    web_root_ = dir_.File("web");
+    std::filesystem::create_directories(web_root_ + "/static/js");
+    std::ofstream(web_root_ + "/index.html")
+        << "<!doctype html><title>p</title>";
+    std::ofstream(web_root_ + "/static/js/main.js") << "export {};";
+    o->web_root = web_root_;
+  }
+  void SetUp() override {
+    CoordinatorTest::SetUp();
+    viewer_ = Token("vera", v1::ROLE_VIEWER);
+    alice_ = Token("alice", v1::ROLE_USER);
+    worker_token_ = Token("farm", v1::ROLE_WORKER);
+    client_ = std::make_unique<httplib::Client>("http://" +
+                                                coordinator_->http_address());
+    client_->set_read_timeout(10, 0);
+  }
+
+  httplib::Result Get(const std::string& path, const std::string& token) {
+    httplib::Headers headers;
+    if (!token.empty()) headers.emplace("Authorization", "Bearer " + token);
+    return client_->Get(path.c_str(), headers);
+  }
+
+  // Finished runs an experiment with one prism schedule to completion.
+  int64_t Finished() {
+    const int64_t id = Submit(alice_, Spec({"2x2,4x4"}, {1}));
+    const std::string w = Register(worker_token_);
+    for (int i = 0; i < 2; ++i) {
+      v1::TrialTask task = Lease(worker_token_, w);
+      v1::CompleteResponse done;
+      EXPECT_TRUE(Complete(worker_token_, w, task.trial(),
+                           task.trial().is_baseline() ? 3.0 : 2.9, &done)
+                      .ok());
+    }
+    return id;
+  }
+
+  std::string web_root_;
+  std::string viewer_, alice_, worker_token_;
+  std::unique_ptr<httplib::Client> client_;
+};
+
+TEST_F(HttpTest, JsonApiEqualsTheRpcMessages) {
+  const int64_t id = Finished();
+  const std::string e = "/api/v1/experiments/" + std::to_string(id);
+
+  v1::GetExperimentRequest get;
+  get.set_id(id);
+  v1::Experiment experiment;
+  auto ctx = Ctx(viewer_);
+  ASSERT_TRUE(experiments_->Get(ctx.get(), get, &experiment).ok());
+  auto res = Get(e, viewer_);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_EQ(res->get_header_value("Content-Type"), "application/json");
+  EXPECT_EQ(res->body, Json(experiment));
+
+  v1::RankRequest rank_req;
+  rank_req.set_experiment_id(id);
+  rank_req.add_require(v1::PRINCIPLE_SMOOTH);
+  rank_req.set_sort(v1::RANK_SORT_DELTA);
+  rank_req.set_page_size(1);
+  v1::RankResponse rank;
+  auto ctx2 = Ctx(viewer_);
+  ASSERT_TRUE(results_->Rank(ctx2.get(), rank_req, &rank).ok());
+  res = Get(e + "/rank?require=smooth&sort=delta&page_size=1", viewer_);
+  EXPECT_EQ(res->body, Json(rank));
+  EXPECT_THAT(res->body, HasSubstr("\"schedule\":\"2x2,4x4\""));
+
+  v1::ListTrialsRequest trials_req;
+  trials_req.set_experiment_id(id);
+  trials_req.set_state(v1::TRIAL_COMPLETED);
+  v1::ListTrialsResponse trials;
+  auto ctx3 = Ctx(viewer_);
+  ASSERT_TRUE(experiments_->ListTrials(ctx3.get(), trials_req, &trials).ok());
+  res = Get(e + "/trials?state=completed", viewer_);
+  EXPECT_EQ(res->body, Json(trials));
+
+  v1::GetTrialRequest trial_req;
+  trial_req.set_trial_id(trials.trials(1).id());
+  trial_req.set_with_baseline(true);
+  v1::GetTrialResponse trial;
+  auto ctx4 = Ctx(viewer_);
+  ASSERT_TRUE(results_->GetTrial(ctx4.get(), trial_req, &trial).ok());
+  res = Get("/api/v1/trials/" + std::to_string(trials.trials(1).id()) +
+                "?with_baseline=1",
+            viewer_);
+  EXPECT_EQ(res->body, Json(trial));
+  EXPECT_THAT(res->body, HasSubstr("baselinePoints"));
+
+  v1::ListExperimentsResponse list;
+  auto ctx5 = Ctx(viewer_);
+  ASSERT_TRUE(
+      experiments_->List(ctx5.get(), v1::ListExperimentsRequest(), &list).ok());
+  EXPECT_EQ(Get("/api/v1/experiments", viewer_)->body, Json(list));
+
+  v1::ListWorkersResponse workers;
+  auto ctx6 = Ctx(viewer_);
+  ASSERT_TRUE(
+      workers_->ListWorkers(ctx6.get(), v1::ListWorkersRequest(), &workers)
+          .ok());
+  EXPECT_EQ(Get("/api/v1/workers", viewer_)->body, Json(workers));
+
+  EXPECT_EQ(Get("/api/v1/whoami", viewer_)->body,
+            "{\"user\":\"vera\",\"role\":\"ROLE_VIEWER\"}");
+}
+
+TEST_F(HttpTest, RequestsWithoutAValidTokenAre401Json) {
+  auto res = Get("/api/v1/experiments", "");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 401);
+  EXPECT_THAT(res->body, HasSubstr("\"error\""));
+  EXPECT_EQ(Get("/api/v1/whoami", "prism_wrong")->status, 401);
+  EXPECT_EQ(Get("/api/v1/events?experiment=1", "")->status, 401);
+}
+
+TEST_F(HttpTest, TheTokenCookieAuthenticatesToo) {
+  httplib::Headers headers = {{"Cookie", "theme=dark; prism_token=" + viewer_}};
+  auto res = client_->Get("/api/v1/whoami", headers);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_THAT(res->body, HasSubstr("vera"));
+}
+
+TEST_F(HttpTest, BadIdsAre400AndUnknownPathsAndIds404) {
+  EXPECT_EQ(Get("/api/v1/experiments/abc", viewer_)->status, 400);
+  EXPECT_EQ(Get("/api/v1/experiments/99", viewer_)->status, 404);
+  EXPECT_EQ(Get("/api/v1/trials/99", viewer_)->status, 404);
+  auto unknown = Get("/api/v1/nothing", viewer_);
+  EXPECT_EQ(unknown->status, 404);
+  EXPECT_THAT(unknown->body, HasSubstr("\"error\""));
+  const int64_t id = Submit(alice_, Spec({"4x6"}, {1}));
+  const std::string e = "/api/v1/experiments/" + std::to_string(id);
+  EXPECT_EQ(Get(e + "/rank?sort=sideways", viewer_)->status, 400);
+  EXPECT_EQ(Get(e + "/rank?require=shiny", viewer_)->status, 400);
+  EXPECT_EQ(Get(e + "/trials?state=sleeping", viewer_)->status, 400);
+  EXPECT_EQ(Get(e + "/trials?page_size=x", viewer_)->status, 400);
+}
+
+TEST_F(HttpTest, MetricsParseAsPrometheusText) {
+  Finished();
+  auto res = client_->Get("/metrics");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  const std::regex sample(
+      R"(^[a-zA-Z_:][a-zA-Z0-9_:]*(\{([a-zA-Z_][a-zA-Z0-9_]*="([^"\\]|\\.)*",?)*\})? -?[0-9.eE+\-]+(Inf)?$)");
+  const std::regex comment(R"(^# (HELP|TYPE) [a-zA-Z_:][a-zA-Z0-9_:]* .+$)");
+  int samples = 0;
+  const std::vector<std::string> lines = absl::StrSplit(res->body, '\n');
+  for (const std::string& line : lines) {
+    if (line.empty()) continue;
+    if (line[0] == '#') {
+      EXPECT_TRUE(std::regex_match(line, comment)) << line;
+    } else {
+      EXPECT_TRUE(std::regex_match(line, sample)) << line;
+      ++samples;
+    }
+  }
+  EXPECT_GT(samples, 10);
+  EXPECT_THAT(res->body, HasSubstr("prism_trials{state=\"completed\"} 2"));
+  EXPECT_THAT(res->body, HasSubstr("prism_workers{state=\"idle\"} 1"));
+  EXPECT_THAT(res->body, HasSubstr("prism_queue_depth 0"));
+  EXPECT_THAT(res->body, HasSubstr("prism_rpc_duration_seconds_count{method=\"/"
+                                   "prism.v1.WorkerService/Complete\"} 2"));
+}
+
+TEST_F(HttpTest, EventStreamStartsWithTheExperiment) {
+  const int64_t id = Submit(alice_, Spec({"4x6"}, {1}));
+  std::string received;
+  httplib::Headers headers = {{"Authorization", "Bearer " + viewer_}};
+  auto res =
+      client_->Get(("/api/v1/events?experiment=" + std::to_string(id)).c_str(),
+                   headers, [&](const char* data, size_t n) {
+                     received.append(data, n);
+                     return received.find("\n\n") == std::string::npos;
+                   });
+  EXPECT_THAT(received, HasSubstr("data: {\"unixMs\""));
+  EXPECT_THAT(received, HasSubstr("\"experimentUpdated\":{\"id\":\"" +
+                                  std::to_string(id) + "\""));
+}
+
+TEST_F(HttpTest, ServesTheDashboardWithContentTypes) {
+  auto index = client_->Get("/");
+  ASSERT_TRUE(index);
+  EXPECT_EQ(index->status, 200);
+  EXPECT_THAT(index->get_header_value("Content-Type"), HasSubstr("text/html"));
+  auto js = client_->Get("/static/js/main.js");
+  EXPECT_EQ(js->status, 200);
+  EXPECT_THAT(js->get_header_value("Content-Type"), HasSubstr("javascript"));
+  EXPECT_EQ(client_->Get("/static/../../etc/passwd")->status, 404);
+}
+
+}  // namespace
+}  // namespace prism::server::testing

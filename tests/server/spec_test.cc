@@ -1,0 +1,161 @@
+#include "server/spec.h"
+
+#include <set>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace prism::server {
+namespace {
+
+using ::testing::HasSubstr;
+
+v1::ExperimentSpec Parse(const std::string& text) {
+  absl::StatusOr<v1::ExperimentSpec> spec = ParseSpecText(text);
+  EXPECT_TRUE(spec.ok()) << spec.status();
+  return *spec;
+}
+
+absl::StatusOr<ExperimentPlan> Plan(const std::string& text) {
+  return PlanExperiment(Parse(text), PlanOptions{});
+}
+
+TEST(SpecTest, ZeroFieldsResolveFromThePresetAndTheResolvedSpecIsStored) {
+  absl::StatusOr<ExperimentPlan> plan =
+      Plan("model { preset: 'TINY' } seeds: 1 budget { steps: 80 }");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  const v1::ExperimentSpec& s = plan->spec;
+  EXPECT_EQ(s.model().preset(), "tiny");
+  EXPECT_EQ(s.model().d_model(), 128);
+  EXPECT_EQ(s.model().layers(), 6);
+  EXPECT_EQ(s.model().base_heads(), 4);
+  EXPECT_EQ(s.model().positions(), v1::POSITION_LEARNED);
+  EXPECT_EQ(s.budget().steps(), 80);  // explicit values are kept
+  EXPECT_EQ(s.budget().batch_size(), 16);
+  EXPECT_DOUBLE_EQ(s.budget().learning_rate(), 2e-3);
+  EXPECT_EQ(s.budget().eval_every(), 20);
+  EXPECT_GT(s.budget().log_every(), 0);
+  EXPECT_GT(s.budget().checkpoint_every(), 0);
+  EXPECT_GT(s.budget().warmup_steps(), 0);
+  EXPECT_EQ(s.min_run(), 2);
+  EXPECT_EQ(s.max_run(), 4);
+  EXPECT_EQ(s.strategy(), v1::STRATEGY_GRID);
+  EXPECT_EQ(s.max_attempts(), kDefaultMaxAttempts);
+  EXPECT_EQ(s.name(), "tiny search");
+  EXPECT_EQ(plan->config_fingerprint.size(), 64u);
+}
+
+TEST(SpecTest, GridHasOneTrialPerScheduleAndSeedWithTheBaselineOnce) {
+  absl::StatusOr<ExperimentPlan> plan =
+      Plan("model { preset: 'tiny' } seeds: [3, 4]");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  // tiny: heads in {1, 2, 4}, non-decreasing, last = 4: C(7, 2) = 21.
+  EXPECT_EQ(plan->trials.size(), 42u);
+  std::set<std::pair<std::string, int64_t>> unique;
+  int baselines = 0;
+  for (const storage::NewTrial& t : plan->trials) {
+    unique.insert({t.schedule, t.seed});
+    if (t.is_baseline) {
+      ++baselines;
+      EXPECT_EQ(t.schedule, "4x6");
+    }
+  }
+  EXPECT_EQ(unique.size(), plan->trials.size());
+  EXPECT_EQ(baselines, 2);
+  EXPECT_TRUE(plan->trials.front().is_baseline);
+}
+
+TEST(SpecTest, BaselineIsAddedToAnExplicitListAndDuplicatesCollapse) {
+  absl::StatusOr<ExperimentPlan> plan = Plan(
+      "model { preset: 'tiny' } seeds: 1 schedules: ['2x2,4x4', "
+      "'2x1,2x1,4x4', '4x6']");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  ASSERT_EQ(plan->trials.size(), 2u);
+  EXPECT_EQ(plan->trials[0].schedule, "4x6");
+  EXPECT_EQ(plan->trials[1].schedule, "2x2,4x4");
+}
+
+TEST(SpecTest, RandomStrategySamplesDeterministically) {
+  const std::string text =
+      "model { preset: '124m' } seeds: 1 strategy: STRATEGY_RANDOM "
+      "samples: 10 sample_seed: 42";
+  absl::StatusOr<ExperimentPlan> a = Plan(text);
+  absl::StatusOr<ExperimentPlan> b = Plan(text);
+  ASSERT_TRUE(a.ok()) << a.status();
+  ASSERT_GE(a->trials.size(), 10u);
+  ASSERT_EQ(a->trials.size(), b->trials.size());
+  for (size_t i = 0; i < a->trials.size(); ++i) {
+    EXPECT_EQ(a->trials[i].schedule, b->trials[i].schedule);
+  }
+}
+
+TEST(SpecTest, ExplicitScheduleMustSatisfyRequestedPrinciples) {
+  absl::StatusOr<ExperimentPlan> plan = Plan(
+      "model { preset: 'tiny' } seeds: 1 principles: PRINCIPLE_SMOOTH "
+      "schedules: '1x1,4x5'");
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(std::string(plan.status().message()),
+              HasSubstr("violates the principle smooth"));
+}
+
+TEST(SpecTest, CustomModelNeedsEveryShapeField) {
+  absl::StatusOr<ExperimentPlan> missing =
+      Plan("model { d_model: 64 layers: 2 } seeds: 1");
+  ASSERT_FALSE(missing.ok());
+  EXPECT_THAT(std::string(missing.status().message()),
+              HasSubstr("base_heads, context, vocab_size"));
+  absl::StatusOr<ExperimentPlan> custom = Plan(
+      "model { d_model: 64 layers: 2 base_heads: 2 context: 32 vocab_size: "
+      "256 } seeds: 1");
+  ASSERT_TRUE(custom.ok()) << custom.status();
+  EXPECT_TRUE(custom->spec.model().preset().empty());
+  EXPECT_GT(custom->spec.budget().steps(), 0);
+}
+
+TEST(SpecTest, BudgetAndAttemptsAreChecked) {
+  EXPECT_THAT(std::string(Plan("model { preset: 'tiny' } seeds: 1 budget { "
+                               "learning_rate: -1 }")
+                              .status()
+                              .message()),
+              HasSubstr("budget.learning_rate"));
+  EXPECT_THAT(std::string(Plan("model { preset: 'tiny' } seeds: 1 budget { "
+                               "steps: 10 warmup_steps: 20 }")
+                              .status()
+                              .message()),
+              HasSubstr("warmup_steps"));
+  EXPECT_THAT(std::string(Plan("model { preset: 'tiny' } seeds: 1 budget { "
+                               "min_lr_ratio: 2 }")
+                              .status()
+                              .message()),
+              HasSubstr("min_lr_ratio"));
+  EXPECT_THAT(
+      std::string(Plan("model { preset: 'tiny' } seeds: 1 max_attempts: -1")
+                      .status()
+                      .message()),
+      HasSubstr("max_attempts"));
+  EXPECT_THAT(
+      std::string(
+          Plan("model { preset: 'tiny' } seeds: -3").status().message()),
+      HasSubstr("negative"));
+}
+
+TEST(SpecTest, ParseErrorsCarryLineAndColumn) {
+  absl::StatusOr<v1::ExperimentSpec> spec =
+      ParseSpecText("name: 'x'\nseeds: one\n");
+  ASSERT_FALSE(spec.ok());
+  EXPECT_EQ(spec.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(std::string(spec.status().message()), HasSubstr("spec_text:2:8"));
+}
+
+TEST(SpecTest, TheGridCapIsConfigurable) {
+  PlanOptions options;
+  options.max_trials = 10;
+  absl::StatusOr<ExperimentPlan> plan =
+      PlanExperiment(Parse("model { preset: 'tiny' } seeds: 1"), options);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(std::string(plan.status().message()),
+              HasSubstr("21 schedules x 1 seeds, over the limit of 10"));
+}
+
+}  // namespace
+}  // namespace prism::server
