@@ -12,7 +12,7 @@ PACKAGES=(
   libtorch-dev libopenblas0-pthread
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libsqlite3-dev libabsl-dev libfmt-dev libgtest-dev libgmock-dev
-  libcli11-dev libcpp-httplib-dev
+  libcli11-dev libcpp-httplib-dev libssl-dev
   fortunes fortunes-min
   nodejs npm chromium
 )
