@@ -18,25 +18,27 @@ namespace {
 constexpr size_t kMaxCachedExperiments = 32;
 constexpr int kMaxRankPageSize = 10000;
 
-bool Satisfies(const v1::PrincipleReport& r, const PrincipleSet& required) {
-  return (!required.smooth || r.smooth()) &&
-         (!required.baseline || r.baseline()) && (!required.pow2 || r.pow2());
+bool Satisfies(const SchedulePrinciples& p, const PrincipleSet& required) {
+  for (Principle principle : kAllPrinciples) {
+    if (required.Has(principle) && !p.Satisfies(principle)) return false;
+  }
+  return true;
 }
 
 // SortKey returns the value a sort compares, oriented so smaller is better,
 // and whether the row has it (rows without go last).
-std::pair<bool, double> SortKey(const v1::RankedSchedule& r, v1::RankSort s) {
+std::pair<bool, double> SortKey(const RankedRow& r, v1::RankSort s) {
   switch (s) {
     case v1::RANK_SORT_DELTA:
-      return {r.delta_vs_baseline().n() > 0, r.delta_vs_baseline().mean()};
+      return {r.delta_vs_baseline.n > 0, r.delta_vs_baseline.mean};
     case v1::RANK_SORT_SPEEDUP:
-      return {r.convergence_speedup() > 0, -r.convergence_speedup()};
+      return {r.convergence_speedup > 0, -r.convergence_speedup};
     case v1::RANK_SORT_THROUGHPUT:
-      return {true, -r.tokens_per_second()};
+      return {true, -r.tokens_per_second};
     case v1::RANK_SORT_MIN_VAL_LOSS:
-      return {true, r.min_val_loss()};
+      return {true, r.min_val_loss};
     default:
-      return {true, r.final_val_loss().mean()};
+      return {true, r.final_val_loss.mean};
   }
 }
 
@@ -60,21 +62,12 @@ ResultsManager::Analyze(const v1::Experiment& experiment) {
   const SpaceSpec space = SpaceForSpec(experiment.spec());
   const std::string baseline =
       Schedule::Uniform(space.base_heads, space.layers).ToString();
-  const Ranking ranking = RankSchedules(space, baseline, outcomes);
+  Ranking ranking = RankSchedules(space, baseline, outcomes);
 
   auto analysis = std::make_shared<Analysis>();
   analysis->completed = static_cast<int64_t>(outcomes.size());
-  analysis->rows.reserve(ranking.rows.size());
-  for (const RankedRow& row : ranking.rows) {
-    analysis->rows.push_back(RankedRowToProto(row, space.base_heads));
-  }
-  if (ranking.baseline.has_value()) {
-    analysis->baseline = RankedRowToProto(*ranking.baseline, space.base_heads);
-    analysis->has_baseline = true;
-  }
-  for (const PrincipleEffect& e : ranking.principle_effects) {
-    analysis->effects.push_back(PrincipleEffectToProto(e));
-  }
+  analysis->base_heads = space.base_heads;
+  analysis->ranking = std::move(ranking);
   for (const TrialOutcome& o : outcomes) {
     analysis->finals[o.schedule].emplace(o.seed, o.final_val_loss);
   }
@@ -102,16 +95,16 @@ absl::StatusOr<v1::RankResponse> ResultsManager::Rank(
   PRISM_ASSIGN_OR_RETURN(std::shared_ptr<const Analysis> analysis,
                          Analyze(experiment));
 
-  std::vector<const v1::RankedSchedule*> rows;
-  rows.reserve(analysis->rows.size());
-  for (const v1::RankedSchedule& r : analysis->rows) {
-    if (Satisfies(r.principles(), required)) rows.push_back(&r);
+  const Ranking& ranking = analysis->ranking;
+  std::vector<const RankedRow*> rows;
+  rows.reserve(ranking.rows.size());
+  for (const RankedRow& r : ranking.rows) {
+    if (Satisfies(r.principles, required)) rows.push_back(&r);
   }
   const v1::RankSort sort = request.sort();
   const bool descending = request.descending();
   std::stable_sort(rows.begin(), rows.end(),
-                   [sort, descending](const v1::RankedSchedule* a,
-                                      const v1::RankedSchedule* b) {
+                   [sort, descending](const RankedRow* a, const RankedRow* b) {
                      const auto ka = SortKey(*a, sort);
                      const auto kb = SortKey(*b, sort);
                      if (ka.first != kb.first) return ka.first;
@@ -119,7 +112,7 @@ absl::StatusOr<v1::RankResponse> ResultsManager::Rank(
                        return descending ? ka.second > kb.second
                                          : ka.second < kb.second;
                      }
-                     return a->rank() < b->rank();
+                     return a->rank < b->rank;
                    });
 
   v1::RankResponse response;
@@ -129,11 +122,17 @@ absl::StatusOr<v1::RankResponse> ResultsManager::Rank(
           ? total
           : std::min<int64_t>(request.page_size(), kMaxRankPageSize);
   const int64_t end = std::min(total, offset + size);
-  for (int64_t i = offset; i < end; ++i) *response.add_schedules() = *rows[i];
+  for (int64_t i = offset; i < end; ++i) {
+    *response.add_schedules() =
+        RankedRowToProto(*rows[i], analysis->base_heads);
+  }
   if (end < total) response.set_next_page_token(EncodePageToken("rank", end));
-  if (analysis->has_baseline) *response.mutable_baseline() = analysis->baseline;
-  for (const v1::PrincipleEffect& e : analysis->effects) {
-    *response.add_principle_effects() = e;
+  if (ranking.baseline.has_value()) {
+    *response.mutable_baseline() =
+        RankedRowToProto(*ranking.baseline, analysis->base_heads);
+  }
+  for (const PrincipleEffect& e : ranking.principle_effects) {
+    *response.add_principle_effects() = PrincipleEffectToProto(e);
   }
   response.set_total(static_cast<int32_t>(total));
   *response.mutable_experiment() = std::move(experiment);
@@ -179,29 +178,28 @@ absl::StatusOr<v1::CompareResponse> ResultsManager::Compare(
                          store_->GetExperiment(request.experiment_id()));
   PRISM_ASSIGN_OR_RETURN(std::shared_ptr<const Analysis> analysis,
                          Analyze(experiment));
-  auto find =
-      [&](const Schedule& s) -> absl::StatusOr<const v1::RankedSchedule*> {
+  auto find = [&](const Schedule& s) -> absl::StatusOr<const RankedRow*> {
     const std::string text = s.ToString();
-    for (const v1::RankedSchedule& r : analysis->rows) {
-      if (r.schedule() == text) return &r;
+    for (const RankedRow& r : analysis->ranking.rows) {
+      if (r.schedule == text) return &r;
     }
     return absl::NotFoundError(absl::StrCat("schedule ", text,
                                             " has no completed trial in "
                                             "experiment ",
                                             request.experiment_id()));
   };
-  PRISM_ASSIGN_OR_RETURN(const v1::RankedSchedule* row_a, find(a));
-  PRISM_ASSIGN_OR_RETURN(const v1::RankedSchedule* row_b, find(b));
-  const auto& finals_a = analysis->finals.at(row_a->schedule());
-  const auto& finals_b = analysis->finals.at(row_b->schedule());
+  PRISM_ASSIGN_OR_RETURN(const RankedRow* row_a, find(a));
+  PRISM_ASSIGN_OR_RETURN(const RankedRow* row_b, find(b));
+  const auto& finals_a = analysis->finals.at(row_a->schedule);
+  const auto& finals_b = analysis->finals.at(row_b->schedule);
   std::vector<double> deltas;
   for (const auto& [seed, loss_a] : finals_a) {
     auto it = finals_b.find(seed);
     if (it != finals_b.end()) deltas.push_back(it->second - loss_a);
   }
   v1::CompareResponse response;
-  *response.mutable_a() = *row_a;
-  *response.mutable_b() = *row_b;
+  *response.mutable_a() = RankedRowToProto(*row_a, analysis->base_heads);
+  *response.mutable_b() = RankedRowToProto(*row_b, analysis->base_heads);
   *response.mutable_delta() = IntervalToProto(MeanInterval(deltas));
   return response;
 }

@@ -6,7 +6,7 @@
 // Rankings are cached per experiment and versioned by the number of
 // completed trials (which only grows), so a finished trial invalidates the
 // cache and a repeated query skips storage entirely; filters, sorting and
-// paging run on the cached rows.
+// paging run on the cached rows, and only the returned page becomes protos.
 //
 // Thread-safety: all methods are thread-safe.
 #ifndef PRISM_SERVER_RESULTS_H_
@@ -23,6 +23,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "prism/v1/prism.pb.h"
+#include "scheduler/ranking.h"
 #include "storage/store.h"
 
 namespace prism::server {
@@ -48,12 +49,12 @@ class ResultsManager {
       const v1::CompareRequest& request);
 
  private:
+  // Analysis is one experiment's ranking, kept in domain form: only the
+  // rows a page returns are converted to protos.
   struct Analysis {
     int64_t completed = 0;
-    std::vector<v1::RankedSchedule> rows;  // by rank
-    v1::RankedSchedule baseline;
-    bool has_baseline = false;
-    std::vector<v1::PrincipleEffect> effects;
+    int base_heads = 0;
+    Ranking ranking;
     // schedule -> seed -> final val loss, for paired comparisons.
     std::map<std::string, std::map<int64_t, double>> finals;
   };

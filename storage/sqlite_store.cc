@@ -47,7 +47,7 @@ void AppendCurvePoint(int64_t step, float loss, std::string* out) {
   AppendLittleEndian(bits, 4, out);
 }
 
-void DecodeCurve(const std::string& blob, TrialOutcome* outcome) {
+void DecodeCurve(absl::string_view blob, TrialOutcome* outcome) {
   const size_t n = blob.size() / kCurveRecordBytes;
   outcome->val_steps.reserve(n);
   outcome->val_losses.reserve(n);
@@ -750,13 +750,15 @@ absl::StatusOr<std::vector<TrialOutcome>> SqliteStore::ListCompletedOutcomes(
     o.seed = q.Int(2);
     o.is_baseline = q.Int(3) != 0;
     metrics.Clear();
-    metrics.ParseFromString(q.Blob(4));
+    const absl::string_view metrics_blob = q.BlobView(4);
+    metrics.ParseFromArray(metrics_blob.data(),
+                           static_cast<int>(metrics_blob.size()));
     o.final_val_loss = metrics.final_val_loss();
     o.min_val_loss = metrics.min_val_loss();
     o.tokens_per_second = metrics.tokens_per_second();
     o.attention_distance.assign(metrics.attention_distance().begin(),
                                 metrics.attention_distance().end());
-    DecodeCurve(q.Blob(5), &o);
+    DecodeCurve(q.BlobView(5), &o);
   }
   return outcomes;
 }

@@ -7,8 +7,9 @@
 // written at completion so ranking never scans points), trial_attempts,
 // points (PRIMARY KEY (trial_id, split, step), WITHOUT ROWID) and workers.
 //
-// The file runs in WAL mode with synchronous=NORMAL and foreign keys on: a
-// committed transaction survives a crash of this process. The coordinator is
+// The file runs in WAL mode with synchronous=NORMAL, foreign keys on and
+// memory-mapped reads: a committed transaction survives a crash of this
+// process. The coordinator is
 // the only writer: all writes go through one connection under a mutex (each
 // one transaction, statements prepared once and reused), while reads use a
 // pool of read-only connections, one per concurrent reader thread, that see

@@ -54,12 +54,14 @@ CREATE TABLE trials (
   lease_deadline_ms INTEGER NOT NULL DEFAULT 0,
   last_step INTEGER NOT NULL DEFAULT 0,
   total_steps INTEGER NOT NULL,
-  metrics BLOB,           -- prism.v1.TrialMetrics once finished
-  val_curve BLOB,         -- (int64 step, float32 loss) little-endian pairs
   error TEXT NOT NULL DEFAULT '',
   created_ms INTEGER NOT NULL,
   started_ms INTEGER NOT NULL DEFAULT 0,
   finished_ms INTEGER NOT NULL DEFAULT 0,
+  -- The blobs come last: reading the columns before them never walks their
+  -- overflow pages.
+  metrics BLOB,           -- prism.v1.TrialMetrics once finished
+  val_curve BLOB,         -- (int64 step, float32 loss) little-endian pairs
   UNIQUE (experiment_id, schedule, seed, config_fingerprint)
 );
 CREATE INDEX trials_by_experiment_state ON trials(experiment_id, state, id);

@@ -52,6 +52,9 @@ class Query {
   double Double(int column) const;
   std::string Text(int column) const;
   std::string Blob(int column) const;
+  // BlobView is the column's bytes without a copy, valid until the next
+  // Step or the Query's end.
+  absl::string_view BlobView(int column) const;
   bool IsNull(int column) const;
 
  private:
