@@ -14,6 +14,7 @@ set(PRISM_WEB_SOURCES
   static/js/charts.js
   static/js/dom.js
   static/js/format.js
+  static/js/live.js
   static/js/main.js
   static/js/staircase.js
   static/js/ui.js

@@ -11,6 +11,7 @@ import {
   compact, deltaClass, experimentState, integer, interval, loss, num, principleName, ratio, signed,
 } from '../format.js';
 import { layerHeads, staircase } from '../staircase.js';
+import { isLive } from '../live.js';
 import {
   badge, empty, keyValues, pageQuery, pageState, pager, progressBar, section, stateBadge, table,
 } from '../ui.js';
@@ -192,7 +193,9 @@ export async function render(ctx) {
                 onPrev: () => go('prev'), onNext: () => go('next'),
               }) : null));
     if (effects.drawChart) effects.drawChart();
+    return experiment;
   };
-  await load();
-  ctx.live({ experimentId: id }, load);
+  const experiment = await load();
+  // A finished experiment never changes: no stream to hold open.
+  if (isLive(experiment)) ctx.live({ experimentId: id }, load);
 }

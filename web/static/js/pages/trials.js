@@ -5,6 +5,7 @@
 import { api } from '../api.js';
 import { h, replace } from '../dom.js';
 import { integer, loss, num, relativeTime, timestamp, trialState } from '../format.js';
+import { isLive } from '../live.js';
 import { layerHeads, staircase } from '../staircase.js';
 import { badge, empty, pageQuery, pageState, pager, progressBar, section, stateBadge, table } from '../ui.js';
 
@@ -61,7 +62,8 @@ export async function render(ctx) {
                       onPrev: () => go({ state: filter, ...pageQuery(paging, 'prev') }),
                       onNext: () => go({ state: filter, ...pageQuery(paging, 'next', list.nextPageToken) }),
                     }) : null));
+    return experiment;
   };
-  await load();
-  ctx.live({ experimentId: id }, load);
+  const experiment = await load();
+  if (isLive(experiment)) ctx.live({ experimentId: id }, load);
 }
