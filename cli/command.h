@@ -39,6 +39,8 @@ void RegisterAccessCommands(CLI::App& app, Action* action);
 void RegisterCoordinatorCommands(CLI::App& app, Action* action);
 void RegisterWorkerCommands(CLI::App& app, Action* action);
 void RegisterRunCommands(CLI::App& app, Action* action);
+// presets, train, data prepare, eval: local model work (train_command.cc).
+void RegisterModelCommands(CLI::App& app, Action* action);
 
 }  // namespace prism::cli
 

@@ -23,6 +23,7 @@ int main(int argc, char** argv) {
   prism::cli::RegisterCoordinatorCommands(app, &action);
   prism::cli::RegisterWorkerCommands(app, &action);
   prism::cli::RegisterRunCommands(app, &action);
+  prism::cli::RegisterModelCommands(app, &action);
 
   try {
     app.parse(argc, argv);

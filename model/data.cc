@@ -249,6 +249,26 @@ absl::StatusOr<std::vector<std::string>> ExpandShardPaths(
   return files;
 }
 
+absl::StatusOr<ShardLists> SplitShardPaths(
+    const std::vector<std::string>& paths) {
+  ShardLists lists;
+  for (const std::string& path : paths) {
+    absl::StatusOr<std::vector<std::string>> files = ExpandShardPaths({path});
+    if (!files.ok()) return files.status();
+    std::error_code ec;
+    if (!fs::is_directory(path, ec)) {
+      lists.train.push_back(path);
+      continue;
+    }
+    for (const std::string& file : *files) {
+      const bool val =
+          absl::StrContains(fs::path(file).filename().string(), "val");
+      (val ? lists.val : lists.train).push_back(file);
+    }
+  }
+  return lists;
+}
+
 std::vector<uint16_t> ByteTokenize(absl::string_view text) {
   std::vector<uint16_t> tokens(text.size());
   for (size_t i = 0; i < text.size(); ++i) {
@@ -353,11 +373,16 @@ absl::StatusOr<TokenDataset> TokenDataset::Open(
   if (train_paths.empty()) {
     return absl::InvalidArgumentError("no train shards given");
   }
-  absl::StatusOr<std::vector<std::string>> train_files =
-      ExpandShardPaths(train_paths);
-  if (!train_files.ok()) return train_files.status();
+  absl::StatusOr<ShardLists> split = SplitShardPaths(train_paths);
+  if (!split.ok()) return split.status();
+  if (split->train.empty()) {
+    return absl::NotFoundError(
+        absl::StrCat("no train shards among ", train_paths.front(),
+                     train_paths.size() > 1 ? " ..." : ""));
+  }
+  const std::vector<std::string>* train_files = &split->train;
   absl::StatusOr<std::vector<std::string>> val_files =
-      ExpandShardPaths(val_paths);
+      val_paths.empty() ? split->val : ExpandShardPaths(val_paths);
   if (!val_files.ok()) return val_files.status();
 
   TokenDataset data;

@@ -83,6 +83,19 @@ absl::Status WriteShard(const std::string& path,
 absl::StatusOr<std::vector<std::string>> ExpandShardPaths(
     const std::vector<std::string>& paths);
 
+struct ShardLists {
+  std::vector<std::string> train;
+  std::vector<std::string> val;
+};
+
+// SplitShardPaths sorts files and directories into train and val shards: in
+// a directory, *.bin files whose name contains "val" (llm.c's
+// fineweb_val_000000.bin, `prism data prepare`'s val_000000.bin) are val and
+// the rest train; files named directly are train. Returns ExpandShardPaths'
+// errors.
+absl::StatusOr<ShardLists> SplitShardPaths(
+    const std::vector<std::string>& paths);
+
 // ByteTokenize maps text to the byte vocabulary (one token per byte).
 std::vector<uint16_t> ByteTokenize(absl::string_view text);
 
@@ -133,10 +146,11 @@ absl::StatusOr<CorpusFiles> EnsureDemoCorpus(const std::string& data_dir);
 // windows of context + 1 tokens.
 class TokenDataset {
  public:
-  // Open validates every shard. With empty val_paths the last 5% of the last
-  // train shard is held out as val (and never trained on). Returns the
-  // shard errors above, or InvalidArgument when a split has fewer than
-  // context + 1 tokens.
+  // Open validates every shard. Train directories are split as
+  // SplitShardPaths does; with empty val_paths their val shard is used, or
+  // else the last 5% of the last train shard is held out as val (and never
+  // trained on). Returns the shard errors above, or InvalidArgument when a
+  // split has fewer than context + 1 tokens.
   static absl::StatusOr<TokenDataset> Open(
       const std::vector<std::string>& train_paths,
       const std::vector<std::string>& val_paths, int vocab_size, int context);

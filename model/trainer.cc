@@ -263,9 +263,11 @@ absl::Status TrainingRun::Setup() {
   ModelShape measured = config_.shape;
   measured.context = context_;
   result_.flops_per_token = 3 * ForwardFlopsPerToken(measured);
-  result_.device = device_.is_cpu()
-                       ? absl::StrCat("cpu (", pool_->size(), " threads)")
-                       : device_.str();
+  result_.device =
+      device_.is_cpu()
+          ? absl::StrCat("cpu (", pool_->size(),
+                         pool_->size() == 1 ? " thread)" : " threads)")
+          : device_.str();
   for (double target : config_.loss_targets) {
     result_.milestones.push_back({target, -1});
   }

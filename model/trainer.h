@@ -39,7 +39,8 @@ struct TrainConfig {
   ModelShape shape;
   Schedule schedule;  // must satisfy the hard constraints for `shape`
   // Token shard files or directories (llm.c format). Empty train: the demo
-  // corpus (see data.h). Empty val: the train shards' held-out tail.
+  // corpus (see data.h). Empty val: a train directory's val shard, else the
+  // train shards' held-out tail (see TokenDataset::Open).
   std::vector<std::string> train_paths;
   std::vector<std::string> val_paths;
 
