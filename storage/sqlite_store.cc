@@ -1,6 +1,11 @@
 #include "storage/sqlite_store.h"
 
+#include <fcntl.h>
+#include <sys/file.h>
+#include <unistd.h>
+
 #include <algorithm>
+#include <cerrno>
 #include <cstring>
 #include <utility>
 
@@ -351,16 +356,39 @@ class SqliteStore::Reader {
   std::unique_ptr<Connection> conn_;
 };
 
+SqliteStore::WriterLock::~WriterLock() {
+  if (fd >= 0) close(fd);
+}
+
 absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
     const std::string& path) {
+  // One writer per file: a second coordinator on the same database would
+  // otherwise fight over the write lock and time out at random.
+  const std::string lock_path = absl::StrCat(path, ".lock");
+  auto lock = std::make_unique<WriterLock>();
+  lock->fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  if (lock->fd < 0) {
+    return absl::UnavailableError(absl::StrCat("cannot open database ", path,
+                                               ": ", std::strerror(errno)));
+  }
+  if (flock(lock->fd, LOCK_EX | LOCK_NB) != 0) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "database ", path,
+        " is in use by another process (is a coordinator already running "
+        "on it?)"));
+  }
   PRISM_ASSIGN_OR_RETURN(std::unique_ptr<Connection> writer,
                          Connection::Open(path, Connection::Options{}));
   PRISM_RETURN_IF_ERROR(internal::Migrate(writer.get(), kSchemaVersion));
-  return std::unique_ptr<SqliteStore>(new SqliteStore(path, std::move(writer)));
+  return std::unique_ptr<SqliteStore>(
+      new SqliteStore(path, std::move(lock), std::move(writer)));
 }
 
-SqliteStore::SqliteStore(std::string path, std::unique_ptr<Connection> writer)
-    : path_(std::move(path)), writer_(std::move(writer)) {}
+SqliteStore::SqliteStore(std::string path, std::unique_ptr<WriterLock> lock,
+                         std::unique_ptr<Connection> writer)
+    : path_(std::move(path)),
+      lock_(std::move(lock)),
+      writer_(std::move(writer)) {}
 
 SqliteStore::~SqliteStore() {
   // Readers close first so the writer's close can checkpoint the WAL.

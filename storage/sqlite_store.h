@@ -9,11 +9,11 @@
 //
 // The file runs in WAL mode with synchronous=NORMAL, foreign keys on and
 // memory-mapped reads: a committed transaction survives a crash of this
-// process. The coordinator is
-// the only writer: all writes go through one connection under a mutex (each
-// one transaction, statements prepared once and reused), while reads use a
-// pool of read-only connections, one per concurrent reader thread, that see
-// the latest commit without blocking the writer.
+// process. The coordinator is the only writer, enforced with an exclusive
+// lock on "<db>.lock". Writes go through one connection under a mutex (each
+// one transaction, statements prepared once and reused); reads use a pool of
+// read-only connections, one per concurrent reader thread, that see the
+// latest commit without blocking the writer.
 //
 //   absl::StatusOr<std::unique_ptr<SqliteStore>> store =
 //       SqliteStore::Open("/data/prism.db");
@@ -43,7 +43,8 @@ class SqliteStore final : public Store {
  public:
   // Open opens or creates the database at `path` and migrates it to
   // kSchemaVersion. Unavailable when the file cannot be opened or written;
-  // FailedPrecondition when the file's schema is newer than this binary's.
+  // FailedPrecondition when another process has it open through a
+  // SqliteStore, or when the file's schema is newer than this binary's.
   static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(
       const std::string& path);
   ~SqliteStore() override;
@@ -114,8 +115,15 @@ class SqliteStore final : public Store {
 
  private:
   class Reader;
+  // WriterLock is an exclusive flock on "<db>.lock", held while the store is
+  // open; the kernel drops it when the process dies.
+  struct WriterLock {
+    int fd = -1;
+    ~WriterLock();
+  };
 
-  SqliteStore(std::string path, std::unique_ptr<internal::Connection> writer);
+  SqliteStore(std::string path, std::unique_ptr<WriterLock> lock,
+              std::unique_ptr<internal::Connection> writer);
 
   // AcquireReader checks a read-only connection out of the pool (opening one
   // when none is free); it returns to the pool when the Reader dies.
@@ -123,6 +131,8 @@ class SqliteStore final : public Store {
   void ReleaseReader(std::unique_ptr<internal::Connection> conn);
 
   const std::string path_;
+  // Declared before the connections so it is released after they close.
+  const std::unique_ptr<WriterLock> lock_;
   absl::Mutex write_mu_;
   std::unique_ptr<internal::Connection> writer_ ABSL_GUARDED_BY(write_mu_);
   absl::Mutex pool_mu_;

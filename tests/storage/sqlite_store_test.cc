@@ -141,6 +141,16 @@ TEST_F(SqliteStoreTest, NewerSchemaVersionIsRefused) {
   EXPECT_THAT(std::string(store.status().message()), HasSubstr("99"));
 }
 
+TEST_F(SqliteStoreTest, ASecondWriterOnTheSameFileIsRefused) {
+  absl::StatusOr<std::unique_ptr<SqliteStore>> second =
+      SqliteStore::Open(path_);
+  ASSERT_FALSE(second.ok());
+  EXPECT_EQ(second.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(std::string(second.status().message()), HasSubstr("in use"));
+  store_.reset();
+  EXPECT_TRUE(SqliteStore::Open(path_).ok());
+}
+
 TEST_F(SqliteStoreTest, UnwritablePathIsUnavailable) {
   absl::StatusOr<std::unique_ptr<SqliteStore>> store =
       SqliteStore::Open(dir_.File("no/such/dir/prism.db"));
