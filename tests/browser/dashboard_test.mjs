@@ -284,6 +284,7 @@ async function run() {
   await screenshot(page, 'queue');
 
   await page.click(`#experiments-table a[href="#/experiments/${experimentId}"] >> nth=0`);
+  await page.waitForURL(new RegExp(`#/experiments/${experimentId}$`));
   await waitForView(page);
   await page.waitForSelector('#leaderboard-table');
   const rows = await page.locator('#leaderboard-table tbody tr').count();
@@ -301,6 +302,7 @@ async function run() {
   const link = page.locator('#leaderboard-table tr:not(.is-baseline) a.schedule-link').first();
   const schedule = await link.textContent();
   await link.click();
+  await page.waitForURL(/#\/trials\/\d+$/);
   await waitForView(page);
   await page.waitForSelector('#loss-chart canvas');
   const trialId = page.url().split('#/trials/')[1];
