@@ -124,7 +124,7 @@ absl::Status QueueManager::CheckWorker(const Caller& caller,
   if (owner.empty()) {
     absl::StatusOr<v1::Worker> w = store_->GetWorker(worker_id);
     if (absl::IsNotFound(w.status())) {
-      return absl::FailedPreconditionError(absl::StrCat(
+      return absl::NotFoundError(absl::StrCat(
           "worker '", worker_id, "' is not registered; call Register first"));
     }
     if (!w.ok()) return w.status();

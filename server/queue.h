@@ -71,12 +71,12 @@ class QueueManager {
   absl::StatusOr<v1::RegisterResponse> Register(
       const Caller& caller, const v1::RegisterRequest& request);
   // Lease returns the next trial's task, or no task and retry_after_ms.
-  // FailedPrecondition for an unregistered worker.
+  // NotFound for an unregistered worker (every call below answers that too:
+  // the worker should Register again, e.g. after the database was replaced).
   absl::StatusOr<v1::LeaseResponse> Lease(const Caller& caller,
                                           const v1::LeaseRequest& request);
   // Heartbeat records liveness and renews the lease; stop=true when the
-  // trial is no longer this attempt's. FailedPrecondition for an
-  // unregistered worker, NotFound for an unknown trial.
+  // trial is no longer this attempt's. NotFound for an unknown trial.
   absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
       const Caller& caller, const v1::HeartbeatRequest& request);
   // Report validates the points and hands them to the group commit; `done`

@@ -576,7 +576,8 @@ TEST_F(ServiceTest, AWorkerIdBelongsToTheUserWhoRegisteredIt) {
   Lease(other, w, &s);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
   Lease(worker_token_, "never-registered", &s);
-  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
+  EXPECT_THAT(s.error_message(), HasSubstr("call Register first"));
 }
 
 // --- bad specs -----------------------------------------------------------
