@@ -380,20 +380,50 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
   PRISM_ASSIGN_OR_RETURN(std::unique_ptr<Connection> writer,
                          Connection::Open(path, Connection::Options{}));
   PRISM_RETURN_IF_ERROR(internal::Migrate(writer.get(), kSchemaVersion));
-  return std::unique_ptr<SqliteStore>(
-      new SqliteStore(path, std::move(lock), std::move(writer)));
+  // Checkpoints move to their own thread: run inside a commit they would
+  // stall every report waiting on that commit for the database fsync.
+  PRISM_RETURN_IF_ERROR(writer->Exec("PRAGMA wal_autocheckpoint=0"));
+  PRISM_ASSIGN_OR_RETURN(std::unique_ptr<Connection> checkpointer,
+                         Connection::Open(path, Connection::Options{}));
+  return std::unique_ptr<SqliteStore>(new SqliteStore(
+      path, std::move(lock), std::move(writer), std::move(checkpointer)));
 }
 
 SqliteStore::SqliteStore(std::string path, std::unique_ptr<WriterLock> lock,
-                         std::unique_ptr<Connection> writer)
+                         std::unique_ptr<Connection> writer,
+                         std::unique_ptr<Connection> checkpointer)
     : path_(std::move(path)),
       lock_(std::move(lock)),
-      writer_(std::move(writer)) {}
+      writer_(std::move(writer)),
+      checkpointer_(std::move(checkpointer)),
+      checkpoint_thread_([this] { CheckpointLoop(); }) {}
 
 SqliteStore::~SqliteStore() {
-  // Readers close first so the writer's close can checkpoint the WAL.
+  {
+    absl::MutexLock lock(&checkpoint_mu_);
+    stopping_ = true;
+  }
+  checkpoint_thread_.join();
+  checkpointer_.reset();
+  // Readers close before the writer, whose close then checkpoints the WAL
+  // into the database and removes it.
   absl::MutexLock pool_lock(&pool_mu_);
   free_readers_.clear();
+}
+
+void SqliteStore::CheckpointLoop() {
+  while (true) {
+    {
+      absl::MutexLock lock(&checkpoint_mu_);
+      if (checkpoint_mu_.AwaitWithTimeout(absl::Condition(&stopping_),
+                                          kCheckpointInterval)) {
+        return;
+      }
+    }
+    // PASSIVE copies what it can without blocking the writer or readers;
+    // a busy database just waits for the next round.
+    checkpointer_->Exec("PRAGMA wal_checkpoint(PASSIVE)").IgnoreError();
+  }
 }
 
 absl::StatusOr<SqliteStore::Reader> SqliteStore::AcquireReader() {

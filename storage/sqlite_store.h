@@ -13,7 +13,8 @@
 // lock on "<db>.lock". Writes go through one connection under a mutex (each
 // one transaction, statements prepared once and reused); reads use a pool of
 // read-only connections, one per concurrent reader thread, that see the
-// latest commit without blocking the writer.
+// latest commit without blocking the writer; a background thread with its
+// own connection checkpoints the WAL, so no commit waits for that fsync.
 //
 //   absl::StatusOr<std::unique_ptr<SqliteStore>> store =
 //       SqliteStore::Open("/data/prism.db");
@@ -24,10 +25,12 @@
 
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/time.h"
 #include "storage/store.h"
 
 namespace prism::storage {
@@ -123,7 +126,12 @@ class SqliteStore final : public Store {
   };
 
   SqliteStore(std::string path, std::unique_ptr<WriterLock> lock,
-              std::unique_ptr<internal::Connection> writer);
+              std::unique_ptr<internal::Connection> writer,
+              std::unique_ptr<internal::Connection> checkpointer);
+  // CheckpointLoop copies the WAL into the database every
+  // kCheckpointInterval on its own connection, until the store closes.
+  void CheckpointLoop();
+  static constexpr absl::Duration kCheckpointInterval = absl::Milliseconds(500);
 
   // AcquireReader checks a read-only connection out of the pool (opening one
   // when none is free); it returns to the pool when the Reader dies.
@@ -138,6 +146,11 @@ class SqliteStore final : public Store {
   absl::Mutex pool_mu_;
   std::vector<std::unique_ptr<internal::Connection>> free_readers_
       ABSL_GUARDED_BY(pool_mu_);
+  // Used only by checkpoint_thread_.
+  std::unique_ptr<internal::Connection> checkpointer_;
+  absl::Mutex checkpoint_mu_;
+  bool stopping_ ABSL_GUARDED_BY(checkpoint_mu_) = false;
+  std::thread checkpoint_thread_;  // last: starts once the rest is built
 };
 
 }  // namespace prism::storage
