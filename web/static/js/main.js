@@ -131,6 +131,7 @@ function makeLive(gen, refresh) {
       last = Date.now();
       try {
         await refresh();
+        if (gen === generation) showError('');
       } catch (err) {
         handleError(err);
       } finally {
@@ -195,7 +196,8 @@ async function route() {
     }
     if (!match) {
       replace(view, h('section', { class: 'empty' }, h('h1', {}, 'Not found'),
-                      h('p', {}, 'No page lives at this address. '), h('a', { href: '#/' }, 'Back to the queue')));
+                      h('p', {}, 'No page lives at this address.'), h('a', { href: '#/' }, 'Back to the queue')));
+      view.dataset.state = 'ready';
       return;
     }
     document.body.dataset.page = match.name;
@@ -222,6 +224,11 @@ async function route() {
   } catch (err) {
     if (gen !== generation) return;
     view.dataset.state = 'error';
+    if (!(err instanceof AuthError)) {
+      replace(view, h('section', { class: 'empty' }, h('h1', {}, 'This page could not be loaded'),
+                      h('p', { class: 'muted' }, 'The reason is in the banner above.'),
+                      h('a', { href: '#/' }, 'Back to the queue')));
+    }
     handleError(err);
   }
 }

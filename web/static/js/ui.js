@@ -41,8 +41,10 @@ export function progressBar(fraction) {
            h('span', { class: 'progress-text' }, percent(f, 0)));
 }
 
-export function empty(text, hint = '') {
-  return h('div', { class: 'empty-state' }, h('p', {}, text), hint ? h('p', { class: 'muted' }, hint) : null);
+// empty is a page section's "nothing here" message; hint is text or nodes.
+export function empty(text, hint = null) {
+  const hasHint = Array.isArray(hint) ? hint.length > 0 : Boolean(hint);
+  return h('div', { class: 'empty-state' }, h('p', {}, text), hasHint ? h('p', { class: 'muted' }, hint) : null);
 }
 
 // pager renders "first / previous / next" over token-based pages. The page

@@ -73,7 +73,7 @@ export async function render(ctx) {
               h('p', { class: 'muted' }, 'Experiments by priority and the workers training them. Updates live.')),
             section('Experiments',
                     experiments.length ? experimentsTable(experiments)
-                      : empty('No experiments yet.', 'Submit one with `prism submit spec.textproto`.'),
+                      : empty('No experiments yet.', ['Submit one with ', h('code', {}, 'prism submit spec.textproto'), '.']),
                     (experiments.length || paging.trail.length) ? pager({
                       shown: experiments.length, offset: paging.trail.length * kPageSize, total: null,
                       hasNext: Boolean(list.nextPageToken), onFirst: () => go('first'),
@@ -81,7 +81,7 @@ export async function render(ctx) {
                     }) : null),
             section(`Workers (${workerRows.length})`,
                     workerRows.length ? workersTable(workerRows)
-                      : empty('No workers registered.', 'Start one with `prism worker --coordinator HOST:PORT`.')));
+                      : empty('No workers registered.', ['Start one with ', h('code', {}, 'prism worker --coordinator HOST:PORT'), '.'])));
   };
   await load();
   ctx.live({}, load);

@@ -119,7 +119,9 @@ export async function render(ctx) {
     const baseVal = curve(baseline ? response.baselinePoints : [], 'SPLIT_VAL');
     const heads = layerHeads(trial.principles, trial.schedule);
 
-    const lossCard = chartCard('Loss vs the baseline (same seed)', 'loss-chart', (holder) => {
+    const lossTitle = baseline ? 'Loss vs the baseline (same seed)'
+                              : trial.isBaseline ? 'Loss (this is the uniform baseline)' : 'Loss';
+    const lossCard = chartCard(lossTitle, 'loss-chart', (holder) => {
       const series = [];
       if (baseline && baseTrain.x.length) series.push({ label: `baseline train`, x: baseTrain.x, y: baseTrain.loss, color: kColors.baselineLight, width: 1 });
       if (mineTrain.x.length) series.push({ label: 'train', x: mineTrain.x, y: mineTrain.loss, color: kColors.prismLight, width: 1 });
