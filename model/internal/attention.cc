@@ -54,6 +54,36 @@ std::pair<torch::Tensor, torch::Tensor> FusedForward(const torch::Tensor& q,
   return {y, probs};
 }
 
+// FusedBackward runs the backward kernel over every (batch, head), writing
+// the gradients through base pointers with the given batch and row strides
+// (separate (B, T, C) tensors, or the thirds of one (B, T, 3C) tensor).
+void FusedBackward(const torch::Tensor& q, const torch::Tensor& k,
+                   const torch::Tensor& v, const torch::Tensor& y,
+                   const torch::Tensor& probs, const torch::Tensor& dy,
+                   int64_t heads, float* dq, float* dk, float* dv,
+                   int64_t grad_bs, int64_t grad_rs) {
+  const int64_t batch = q.size(0), t = q.size(1), c = q.size(2);
+  const int64_t d = c / heads;
+  const float scale = 1.0f / std::sqrt(static_cast<float>(d));
+  at::parallel_for(0, batch * heads, 1, [&](int64_t begin, int64_t end) {
+    std::vector<float> vt, strip, ds, delta;
+    for (int64_t task = begin; task < end; ++task) {
+      const int64_t b = task / heads, h = task % heads;
+      const int64_t offset = b * grad_bs + h * d;
+      AttentionBackwardHead(At(q, b, h, d), At(k, b, h, d), At(v, b, h, d),
+                            At(y, b, h, d), At(dy, b, h, d),
+                            probs.data_ptr<float>() + task * t * t, t, d, scale,
+                            dq + offset, dk + offset, dv + offset, grad_rs, &vt,
+                            &strip, &ds, &delta);
+    }
+  });
+}
+
+std::vector<torch::Tensor> SplitQkv(const torch::Tensor& qkv) {
+  const int64_t c = qkv.size(2) / 3;
+  return {qkv.narrow(2, 0, c), qkv.narrow(2, c, c), qkv.narrow(2, 2 * c, c)};
+}
+
 class FusedCausalAttentionFunction
     : public torch::autograd::Function<FusedCausalAttentionFunction> {
  public:
@@ -71,31 +101,49 @@ class FusedCausalAttentionFunction
       torch::autograd::tensor_list grad_outputs) {
     const torch::autograd::variable_list saved = ctx->get_saved_variables();
     const torch::Tensor& q = saved[0];
-    const torch::Tensor& k = saved[1];
-    const torch::Tensor& v = saved[2];
-    const torch::Tensor& y = saved[3];
-    const torch::Tensor& probs = saved[4];
-    const int64_t heads = ctx->saved_data["heads"].toInt();
-    const torch::Tensor dy = grad_outputs[0].contiguous();
-    const int64_t batch = q.size(0), t = q.size(1), c = q.size(2);
-    const int64_t d = c / heads;
-    const float scale = 1.0f / std::sqrt(static_cast<float>(d));
-    torch::Tensor dq = torch::empty({batch, t, c}, q.options());
-    torch::Tensor dk = torch::empty({batch, t, c}, q.options());
-    torch::Tensor dv = torch::empty({batch, t, c}, q.options());
-    at::parallel_for(0, batch * heads, 1, [&](int64_t begin, int64_t end) {
-      std::vector<float> vt, strip, ds, delta;
-      for (int64_t task = begin; task < end; ++task) {
-        const int64_t b = task / heads, h = task % heads;
-        const int64_t offset = b * t * c + h * d;
-        AttentionBackwardHead(
-            At(q, b, h, d), At(k, b, h, d), At(v, b, h, d), At(y, b, h, d),
-            At(dy, b, h, d), probs.data_ptr<float>() + task * t * t, t, d,
-            scale, dq.data_ptr<float>() + offset, dk.data_ptr<float>() + offset,
-            dv.data_ptr<float>() + offset, c, &vt, &strip, &ds, &delta);
-      }
-    });
+    torch::Tensor dq = torch::empty_like(q, torch::MemoryFormat::Contiguous);
+    torch::Tensor dk = torch::empty_like(dq);
+    torch::Tensor dv = torch::empty_like(dq);
+    FusedBackward(q, saved[1], saved[2], saved[3], saved[4],
+                  grad_outputs[0].contiguous(),
+                  ctx->saved_data["heads"].toInt(), dq.data_ptr<float>(),
+                  dk.data_ptr<float>(), dv.data_ptr<float>(),
+                  q.size(1) * q.size(2), q.size(2));
     return {dq, dk, dv, torch::Tensor()};
+  }
+};
+
+// PackedFusedCausalAttentionFunction takes the fused (B, T, 3C) projection
+// and returns its gradient as one tensor, so autograd does not build three
+// zero-padded slice gradients and add them up.
+class PackedFusedCausalAttentionFunction
+    : public torch::autograd::Function<PackedFusedCausalAttentionFunction> {
+ public:
+  static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
+                               const torch::Tensor& qkv, int64_t heads) {
+    const std::vector<torch::Tensor> parts = SplitQkv(qkv);
+    auto [y, probs] =
+        FusedForward(parts[0], parts[1], parts[2], heads, /*keep_probs=*/true);
+    ctx->save_for_backward({qkv, y, probs});
+    ctx->saved_data["heads"] = heads;
+    return y;
+  }
+
+  static torch::autograd::tensor_list backward(
+      torch::autograd::AutogradContext* ctx,
+      torch::autograd::tensor_list grad_outputs) {
+    const torch::autograd::variable_list saved = ctx->get_saved_variables();
+    const torch::Tensor& qkv = saved[0];
+    const std::vector<torch::Tensor> parts = SplitQkv(qkv);
+    const int64_t c = parts[0].size(2);
+    torch::Tensor dqkv =
+        torch::empty_like(qkv, torch::MemoryFormat::Contiguous);
+    float* base = dqkv.data_ptr<float>();
+    FusedBackward(parts[0], parts[1], parts[2], saved[1], saved[2],
+                  grad_outputs[0].contiguous(),
+                  ctx->saved_data["heads"].toInt(), base, base + c,
+                  base + 2 * c, qkv.size(1) * 3 * c, 3 * c);
+    return {dqkv, torch::Tensor()};
   }
 };
 
@@ -128,6 +176,20 @@ torch::Tensor FusedCausalAttention(const torch::Tensor& q,
   // Without a backward there is no need to keep the T x T probabilities.
   if (!needs_grad) return FusedForward(q, k, v, heads, false).first;
   return FusedCausalAttentionFunction::apply(q, k, v, heads);
+}
+
+torch::Tensor FusedCausalAttentionPacked(const torch::Tensor& qkv,
+                                         int64_t heads) {
+  CheckInput(qkv, "qkv");
+  TORCH_CHECK(
+      qkv.size(2) % 3 == 0 && heads > 0 && (qkv.size(2) / 3) % heads == 0,
+      "fused attention: qkv must be (B, T, 3C) with heads dividing C");
+  const bool needs_grad = torch::GradMode::is_enabled() && qkv.requires_grad();
+  if (!needs_grad) {
+    const std::vector<torch::Tensor> parts = SplitQkv(qkv);
+    return FusedForward(parts[0], parts[1], parts[2], heads, false).first;
+  }
+  return PackedFusedCausalAttentionFunction::apply(qkv, heads);
 }
 
 torch::Tensor AttentionProbabilities(const torch::Tensor& q,

@@ -37,6 +37,12 @@ torch::Tensor FusedCausalAttention(const torch::Tensor& q,
                                    const torch::Tensor& k,
                                    const torch::Tensor& v, int64_t heads);
 
+// FusedCausalAttentionPacked is FusedCausalAttention on the fused (B, T, 3C)
+// QKV projection itself (q, k, v are its thirds); its backward writes one
+// (B, T, 3C) gradient instead of three slices for autograd to combine.
+torch::Tensor FusedCausalAttentionPacked(const torch::Tensor& qkv,
+                                         int64_t heads);
+
 torch::Tensor MaskedSoftmaxAttention(const torch::Tensor& q,
                                      const torch::Tensor& k,
                                      const torch::Tensor& v, int64_t heads);

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "model/internal/attention.h"
+#include "model/internal/gelu.h"
 
 namespace prism::model::internal {
 namespace {
@@ -100,9 +101,13 @@ std::vector<torch::Tensor> CausalSelfAttentionImpl::Project(
 
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x,
                                                AttentionKernel kernel) {
+  kernel = Resolve(kernel, x);
+  if (kernel == AttentionKernel::kFused && !rotary_) {
+    return c_proj(FusedCausalAttentionPacked(c_attn(x), heads_));
+  }
   const std::vector<torch::Tensor> qkv = Project(x);
   torch::Tensor y;
-  switch (Resolve(kernel, x)) {
+  switch (kernel) {
     case AttentionKernel::kFused:
       y = FusedCausalAttention(qkv[0], qkv[1], qkv[2], heads_);
       break;
@@ -143,7 +148,7 @@ BlockImpl::BlockImpl(int64_t d_model, int64_t heads, int64_t context,
 }
 
 torch::Tensor BlockImpl::Mlp(const torch::Tensor& x) {
-  return c_proj(torch::gelu(c_fc(x), "tanh"));
+  return c_proj(TanhGelu(c_fc(x)));
 }
 
 torch::Tensor BlockImpl::forward(const torch::Tensor& x, AttentionKernel kernel,

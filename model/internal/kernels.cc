@@ -42,11 +42,12 @@ PRISM_INLINE VecInt LaneIndex() {
 
 int64_t RoundUp(int64_t x, int64_t m) { return (x + m - 1) / m * m; }
 
-// Exp is expf to ~1 ulp for x <= 0 (the only inputs softmax gives it):
-// x = n ln2 + r with |r| <= ln2/2, e^r by Cephes' degree-6 polynomial, 2^n
-// through the exponent bits. Inputs below -87 flush to about 1e-38.
+// Exp is expf to a few ulp: x = n ln2 + r with |r| <= ln2/2, e^r by Cephes'
+// degree-6 polynomial, 2^n through the exponent bits. Inputs are clamped to
+// [-87, 88], so the result stays a normal float (about 1e-38 .. 1.7e38).
 PRISM_INLINE Vec Exp(Vec x) {
   x = x < Splat(-87.0f) ? Splat(-87.0f) : x;
+  x = x > Splat(88.0f) ? Splat(88.0f) : x;
   const Vec round_magic = Splat(12582912.0f);  // 1.5 * 2^23
   Vec n = (x * Splat(1.44269504088896341f) + round_magic) - round_magic;
   Vec r = x - n * Splat(0.693359375f);
@@ -193,7 +194,56 @@ PRISM_INLINE void SoftmaxRow(float* s, int64_t valid, float* p,
   for (; j < out_len; ++j) p[j] = 0.0f;
 }
 
+// TanhGelu returns gelu(x) and, through *slope, gelu'(x) for the tanh
+// approximation: 0.5 x (1 + tanh(u)), u = sqrt(2/pi) (x + 0.044715 x^3), with
+// tanh(u) = 1 - 2 / (1 + e^{2u}) (exact at both saturations).
+PRISM_INLINE Vec TanhGelu(Vec x, Vec* slope) {
+  const Vec k = Splat(0.7978845608028654f);  // sqrt(2 / pi)
+  const Vec c = Splat(0.044715f);
+  const Vec x2 = x * x;
+  const Vec u = k * (x + c * x2 * x);
+  const Vec t = Splat(1.0f) - Splat(2.0f) / (Exp(u + u) + Splat(1.0f));
+  if (slope != nullptr) {
+    *slope = Splat(0.5f) * (Splat(1.0f) + t) +
+             Splat(0.5f) * x * (Splat(1.0f) - t * t) * k *
+                 (Splat(1.0f) + Splat(3.0f) * c * x2);
+  }
+  return Splat(0.5f) * x * (Splat(1.0f) + t);
+}
+
 }  // namespace
+
+PRISM_KERNEL_CLONES
+void GeluForward(const float* x, float* y, int64_t n) {
+  int64_t i = 0;
+  for (; i + kLanes <= n; i += kLanes) {
+    Store(y + i, TanhGelu(Load(x + i), nullptr));
+  }
+  if (i < n) {  // the tail, through a zero-padded vector
+    float in[kLanes] = {}, out[kLanes];
+    std::memcpy(in, x + i, (n - i) * sizeof(float));
+    Store(out, TanhGelu(Load(in), nullptr));
+    std::memcpy(y + i, out, (n - i) * sizeof(float));
+  }
+}
+
+PRISM_KERNEL_CLONES
+void GeluBackward(const float* x, const float* dy, float* dx, int64_t n) {
+  int64_t i = 0;
+  Vec slope;
+  for (; i + kLanes <= n; i += kLanes) {
+    TanhGelu(Load(x + i), &slope);
+    Store(dx + i, Load(dy + i) * slope);
+  }
+  if (i < n) {
+    float in[kLanes] = {}, grad[kLanes] = {}, out[kLanes];
+    std::memcpy(in, x + i, (n - i) * sizeof(float));
+    std::memcpy(grad, dy + i, (n - i) * sizeof(float));
+    TanhGelu(Load(in), &slope);
+    Store(out, Load(grad) * slope);
+    std::memcpy(dx + i, out, (n - i) * sizeof(float));
+  }
+}
 
 // ForwardHead computes one (batch, head): y = softmax(scale q k^T, causal) v.
 // probs (row stride T) receives the probabilities when keep_probs; the

@@ -41,6 +41,11 @@ void AttentionBackwardHead(HeadView q, HeadView k, HeadView v, HeadView y,
                            std::vector<float>* strip, std::vector<float>* ds,
                            std::vector<float>* delta);
 
+// GeluForward writes the tanh-approximated GELU of x[0, n) to y;
+// GeluBackward writes dy * gelu'(x) to dx.
+void GeluForward(const float* x, float* y, int64_t n);
+void GeluBackward(const float* x, const float* dy, float* dx, int64_t n);
+
 // SumOfSquares returns sum g[i]^2 accumulated in double.
 double SumOfSquares(const float* g, int64_t n);
 

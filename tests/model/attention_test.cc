@@ -42,6 +42,25 @@ TEST_P(FusedAttentionTest, MatchesMaskedSoftmaxForwardAndBackward) {
       << (fused_grad - qkv.grad()).abs().max().item<float>();
 }
 
+TEST_P(FusedAttentionTest, PackedQkvMatchesMaskedSoftmax) {
+  const auto [t, c, heads] = GetParam();
+  torch::manual_seed(11);
+  const torch::Tensor input = torch::randn({2, t, 3 * c});
+  const torch::Tensor weight = torch::randn({2, t, c});
+  torch::Tensor packed_in = input.clone().requires_grad_(true);
+  const torch::Tensor packed = FusedCausalAttentionPacked(packed_in, heads);
+  (packed * weight).sum().backward();
+
+  torch::Tensor ref_in = input.clone().requires_grad_(true);
+  const torch::Tensor reference =
+      MaskedSoftmaxAttention(ref_in.narrow(2, 0, c), ref_in.narrow(2, c, c),
+                             ref_in.narrow(2, 2 * c, c), heads);
+  (reference * weight).sum().backward();
+  EXPECT_TRUE(torch::allclose(packed, reference, 1e-4, 1e-5));
+  EXPECT_TRUE(torch::allclose(packed_in.grad(), ref_in.grad(), 1e-4, 1e-4))
+      << (packed_in.grad() - ref_in.grad()).abs().max().item<float>();
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Shapes, FusedAttentionTest,
     ::testing::Values(std::make_tuple(1, 8, 1), std::make_tuple(5, 12, 4),
