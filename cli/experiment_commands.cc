@@ -6,6 +6,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/strip.h"
 #include "cli/client.h"
 #include "cli/command.h"
 #include "cli/output.h"
@@ -38,9 +39,14 @@ int Submit(const SubmitOptions& o) {
       (*client)->Call(&v1::ExperimentService::Stub::Submit,
                       (*client)->experiments(), request, &response);
   if (!status.ok()) {
+    // The coordinator names parse errors "spec_text:LINE:COL: ..."; point
+    // at the user's file instead, as compilers do.
+    absl::string_view message = status.message();
+    const bool located = absl::ConsumePrefix(&message, "spec_text:");
     return ReportError(
-        "submit", absl::Status(status.code(), absl::StrCat(o.spec_path, ": ",
-                                                           status.message())));
+        "submit",
+        absl::Status(status.code(),
+                     absl::StrCat(o.spec_path, located ? ":" : ": ", message)));
   }
   if (o.priority_set) {
     v1::SetPriorityRequest set;

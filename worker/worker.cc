@@ -87,7 +87,8 @@ class Worker::TrialRun final : public model::TrainObserver {
   // HandleSendError superseded the attempt or pauses before a retry.
   void HandleSendError(const absl::Status& status, absl::string_view what);
   void Supersede(absl::string_view why);
-  // PauseForRetry sleeps the next backoff delay.
+  // PauseForRetry sleeps the next backoff delay, or less when a heartbeat
+  // finds the coordinator reachable again meanwhile.
   void PauseForRetry();
   TrialOutcome Finish(const absl::StatusOr<model::TrainResult>& result);
   TrialOutcome SendFail(const std::string& message, bool retryable,
@@ -104,6 +105,8 @@ class Worker::TrialRun final : public model::TrainObserver {
   std::atomic<double> tokens_per_second_{0.0};
   std::atomic<int64_t> resumed_from_step_{0};
   absl::Notification training_done_;
+  absl::Mutex retry_mu_;
+  bool retry_now_ ABSL_GUARDED_BY(retry_mu_) = false;
 };
 
 TrialOutcome Worker::TrialRun::Execute() {
@@ -143,7 +146,12 @@ void Worker::TrialRun::HeartbeatLoop() {
     absl::StatusOr<v1::HeartbeatResponse> response =
         worker_->client_->Heartbeat(request);
     if (response.ok()) {
-      if (!reachable) LogLine("info", "coordinator_reachable");
+      if (!reachable) {
+        LogLine("info", "coordinator_reachable").Add("trial", trial_id());
+        // Wake a reporter that is backing off: the coordinator is back.
+        absl::MutexLock lock(&retry_mu_);
+        retry_now_ = true;
+      }
       reachable = true;
       if (response->stop()) Supersede("heartbeat asked to stop");
       continue;
@@ -228,10 +236,12 @@ void Worker::TrialRun::HandleSendError(const absl::Status& status,
 }
 
 void Worker::TrialRun::PauseForRetry() {
-  const absl::Duration delay = backoff_.Next();
-  // After Shutdown SleepFor returns at once; keep pacing the retries anyway.
-  if (!worker_->SleepFor(delay))
-    absl::SleepFor(std::min(delay, absl::Seconds(1)));
+  absl::Duration delay = backoff_.Next();
+  // After Shutdown keep retrying, but briskly: the grace period is short.
+  if (worker_->shutting_down()) delay = std::min(delay, absl::Seconds(1));
+  absl::MutexLock lock(&retry_mu_);
+  retry_mu_.AwaitWithTimeout(absl::Condition(&retry_now_), delay);
+  retry_now_ = false;
 }
 
 bool Worker::TrialRun::Flush(size_t leave) {

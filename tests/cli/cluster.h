@@ -1,0 +1,122 @@
+// LocalCluster: real `prism` processes on 127.0.0.1 in a temp dir, for the
+// integration tests: a coordinator (port 0, restartable on the same port and
+// database), workers, and one-shot CLI commands with captured output.
+#ifndef PRISM_TESTS_CLI_CLUSTER_H_
+#define PRISM_TESTS_CLI_CLUSTER_H_
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+#include <vector>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/time/time.h"
+#include "cli/client.h"
+#include "cli/subprocess.h"
+#include "prism/v1/prism.pb.h"
+
+namespace prism::testing {
+
+// PrismBinary is the built `prism` executable.
+std::string PrismBinary();
+
+// MakeTempDir creates a fresh directory under $TMPDIR (or /tmp).
+std::string MakeTempDir(const std::string& prefix);
+
+// ScopedTempDir is MakeTempDir's directory, removed with its content at the
+// end of the scope unless $PRISM_KEEP_TEST_DIRS is set (for debugging).
+class ScopedTempDir {
+ public:
+  explicit ScopedTempDir(const std::string& prefix);
+  ~ScopedTempDir();
+  ScopedTempDir(const ScopedTempDir&) = delete;
+  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
+  const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+// WriteFile writes `content` to `path`, creating or truncating it.
+void WriteFile(const std::string& path, const std::string& content);
+std::string ReadFile(const std::string& path);
+
+struct CommandResult {
+  int status = -1;
+  std::string out;
+  std::string err;
+};
+
+struct CoordinatorFlags {
+  int lease_seconds = 30;
+  int heartbeat_seconds = 5;
+  int max_attempts = 3;
+};
+
+class LocalCluster {
+ public:
+  explicit LocalCluster(CoordinatorFlags flags = {});
+  ~LocalCluster();
+
+  const std::string& dir() const { return dir_; }
+  std::string checkpoint_dir() const { return dir_ + "/checkpoints"; }
+  const std::string& grpc_address() const { return grpc_address_; }
+  const std::string& admin_token() const { return admin_token_; }
+
+  // StartCoordinator starts (or restarts, on the same port and database)
+  // the coordinator and waits until it is ready.
+  absl::Status StartCoordinator();
+  // KillCoordinator SIGKILLs it and reaps it.
+  void KillCoordinator();
+
+  // StartWorker starts `prism worker` with one thread; returns its index.
+  absl::StatusOr<int> StartWorker(const std::vector<std::string>& extra = {});
+  cli::Subprocess& worker(int index) { return workers_[index]; }
+
+  // Run runs `prism args...` to completion with the admin token in the
+  // environment and the coordinator address unless `with_defaults` is false.
+  CommandResult Run(const std::vector<std::string>& args,
+                    bool with_defaults = true) const;
+
+  // Client returns an admin RPC client.
+  cli::RpcClient& client();
+
+  // SubmitSpec submits a textproto spec via `prism submit`; returns the id.
+  absl::StatusOr<int64_t> SubmitSpec(const std::string& spec_text);
+
+  // WaitForExperiment polls until the experiment is done or cancelled.
+  absl::StatusOr<v1::Experiment> WaitForExperiment(int64_t id,
+                                                   absl::Duration timeout);
+  absl::StatusOr<std::vector<v1::Trial>> ListTrials(int64_t experiment_id);
+  absl::StatusOr<v1::GetTrialResponse> GetTrial(int64_t trial_id);
+
+  // Logs returns the tail of every process log, for failure messages.
+  std::string Logs() const;
+
+ private:
+  CoordinatorFlags flags_;
+  std::string dir_;
+  std::string grpc_address_;  // fixed after the first start
+  std::string http_address_;
+  std::string admin_token_;
+  std::optional<cli::Subprocess> coordinator_;
+  std::vector<cli::Subprocess> workers_;
+  std::unique_ptr<cli::RpcClient> client_;
+  int coordinator_starts_ = 0;
+};
+
+// StepsOf returns the steps of a trial's points of one split, in the order
+// the coordinator returned them.
+std::vector<int64_t> StepsOf(const v1::GetTrialResponse& trial,
+                             v1::Split split);
+
+// Range returns from, from+every, ..., up to `to`.
+std::vector<int64_t> Range(int64_t from, int64_t to, int64_t every = 1);
+
+}  // namespace prism::testing
+
+#endif  // PRISM_TESTS_CLI_CLUSTER_H_

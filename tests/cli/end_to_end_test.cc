@@ -1,0 +1,143 @@
+// End to end with real processes on loopback: `prism submit` a tiny grid, two
+// `prism worker`s train it, and the ranking comes back over RPC and through
+// `prism results`, `prism status`, `prism trial` and `prism workers`.
+#include <set>
+#include <string>
+#include <vector>
+
+#include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+#include "tests/cli/cluster.h"
+
+namespace prism::testing {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::UnorderedElementsAre;
+
+constexpr int kSteps = 20;
+
+// The tiny preset's principled grid: 4 Prism schedules plus the baseline.
+const char kTinyGrid[] = R"pb(
+  name: "e2e tiny grid"
+  model { preset: "tiny" }
+  budget {
+    steps: 20
+    batch_size: 4
+    eval_every: 10
+    eval_batches: 2
+    log_every: 1
+    checkpoint_every: 10
+  }
+  principles: [ PRINCIPLE_SMOOTH, PRINCIPLE_BASELINE, PRINCIPLE_POW2 ]
+  seeds: 1
+)pb";
+
+TEST(EndToEndTest, SubmitTrainAndRankWithTwoWorkers) {
+  LocalCluster cluster;
+  ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartWorker().ok());
+  ASSERT_TRUE(cluster.StartWorker().ok());
+
+  absl::StatusOr<int64_t> id = cluster.SubmitSpec(kTinyGrid);
+  ASSERT_TRUE(id.ok()) << id.status();
+  absl::StatusOr<v1::Experiment> done =
+      cluster.WaitForExperiment(*id, absl::Minutes(4));
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->state(), v1::EXPERIMENT_DONE);
+  EXPECT_EQ(done->counts().total(), 5);
+  EXPECT_EQ(done->counts().completed(), 5) << cluster.Logs();
+
+  // Every trial's curve: train steps 1..N and val steps 0, 10, 20, once each;
+  // both workers took part.
+  absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(*id);
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  std::set<std::string> workers;
+  for (const v1::Trial& t : *trials) {
+    absl::StatusOr<v1::GetTrialResponse> trial = cluster.GetTrial(t.id());
+    ASSERT_TRUE(trial.ok()) << trial.status();
+    EXPECT_EQ(StepsOf(*trial, v1::SPLIT_TRAIN), Range(1, kSteps))
+        << t.schedule();
+    EXPECT_EQ(StepsOf(*trial, v1::SPLIT_VAL), Range(0, kSteps, 10))
+        << t.schedule();
+    EXPECT_GT(trial->trial().metrics().final_val_loss(), 0.0);
+    EXPECT_EQ(trial->trial().metrics().steps(), kSteps);
+    workers.insert(trial->trial().worker_id());
+  }
+  EXPECT_EQ(workers.size(), 2u) << "both workers should have trained";
+
+  // The ranking over RPC.
+  v1::RankRequest rank;
+  rank.set_experiment_id(*id);
+  v1::RankResponse ranked;
+  ASSERT_TRUE(cluster.client()
+                  .Call(&v1::ResultsService::Stub::Rank,
+                        cluster.client().results(), rank, &ranked)
+                  .ok());
+  std::vector<std::string> schedules;
+  for (const v1::RankedSchedule& r : ranked.schedules()) {
+    schedules.push_back(r.schedule());
+    EXPECT_EQ(r.seeds_completed(), 1);
+  }
+  EXPECT_THAT(schedules, UnorderedElementsAre("4x6", "1x2,4x4", "2x2,4x4",
+                                              "1x3,4x3", "2x3,4x3"));
+  EXPECT_EQ(ranked.baseline().schedule(), "4x6");
+
+  // The same ranking through `prism results --format json` is the protobuf
+  // JSON mapping of the response.
+  CommandResult json = cluster.Run(
+      {"results", "--experiment", std::to_string(*id), "--format", "json"});
+  ASSERT_EQ(json.status, 0) << json.err;
+  v1::RankResponse parsed;
+  ASSERT_TRUE(
+      google::protobuf::util::JsonStringToMessage(json.out, &parsed).ok())
+      << json.out;
+  ASSERT_EQ(parsed.schedules_size(), 5);
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_EQ(parsed.schedules(i).schedule(), ranked.schedules(i).schedule());
+    EXPECT_EQ(parsed.schedules(i).rank(), i + 1);
+  }
+
+  CommandResult table =
+      cluster.Run({"results", "--experiment", std::to_string(*id)});
+  ASSERT_EQ(table.status, 0) << table.err;
+  EXPECT_THAT(table.out, HasSubstr("1x2,4x4"));
+  EXPECT_THAT(table.out, HasSubstr("principle"));
+
+  CommandResult csv =
+      cluster.Run({"results", "--experiment", std::to_string(*id), "--format",
+                   "csv", "--require", "smooth", "--limit", "2"});
+  ASSERT_EQ(csv.status, 0) << csv.err;
+  EXPECT_EQ(std::count(csv.out.begin(), csv.out.end(), '\n'), 3) << csv.out;
+
+  CommandResult status =
+      cluster.Run({"status", std::to_string(*id), "--format", "csv"});
+  ASSERT_EQ(status.status, 0) << status.err;
+  EXPECT_EQ(std::count(status.out.begin(), status.out.end(), '\n'), 6)
+      << status.out;
+  EXPECT_THAT(status.out, HasSubstr("completed"));
+
+  CommandResult list = cluster.Run({"status"});
+  ASSERT_EQ(list.status, 0) << list.err;
+  EXPECT_THAT(list.out, HasSubstr("e2e tiny grid"));
+
+  CommandResult trial = cluster.Run(
+      {"trial", std::to_string(trials->front().id()), "--format", "csv"});
+  ASSERT_EQ(trial.status, 0) << trial.err;
+  EXPECT_THAT(trial.out, HasSubstr("split,step,loss"));
+
+  CommandResult fleet = cluster.Run({"workers", "--format", "json"});
+  ASSERT_EQ(fleet.status, 0) << fleet.err;
+  v1::ListWorkersResponse registered;
+  ASSERT_TRUE(
+      google::protobuf::util::JsonStringToMessage(fleet.out, &registered).ok());
+  EXPECT_EQ(registered.workers_size(), 2);
+
+  CommandResult watch = cluster.Run({"watch", std::to_string(*id)});
+  ASSERT_EQ(watch.status, 0) << watch.err;
+  EXPECT_THAT(watch.out, HasSubstr("done"));
+}
+
+}  // namespace
+}  // namespace prism::testing

@@ -1,0 +1,116 @@
+// `prism run` as a user runs it: the whole grid on loopback ends with the
+// ranking, and neither success nor Ctrl-C leaves a child process behind.
+#include <dirent.h>
+#include <signal.h>
+
+#include <string>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "absl/time/clock.h"
+#include "cli/subprocess.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "tests/cli/cluster.h"
+
+namespace prism::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+// ProcessesMentioning returns the pids whose command line contains `text`.
+std::vector<int> ProcessesMentioning(const std::string& text) {
+  std::vector<int> pids;
+  DIR* proc = opendir("/proc");
+  if (proc == nullptr) return pids;
+  while (dirent* entry = readdir(proc)) {
+    const int pid = std::atoi(entry->d_name);
+    if (pid <= 0) continue;
+    std::string cmdline = ReadFile(absl::StrCat("/proc/", pid, "/cmdline"));
+    std::replace(cmdline.begin(), cmdline.end(), '\0', ' ');
+    if (cmdline.find(text) != std::string::npos) pids.push_back(pid);
+  }
+  closedir(proc);
+  return pids;
+}
+
+cli::Subprocess StartRun(const std::string& dir,
+                         const std::vector<std::string>& extra) {
+  cli::SpawnOptions spawn;
+  spawn.argv = {PrismBinary(), "run",       "--data-dir",
+                dir + "/data", "--workers", "2"};
+  spawn.argv.insert(spawn.argv.end(), extra.begin(), extra.end());
+  spawn.stdout_path = dir + "/run.out";
+  spawn.stderr_path = dir + "/run.err";
+  absl::StatusOr<cli::Subprocess> run = cli::Subprocess::Spawn(spawn);
+  EXPECT_TRUE(run.ok()) << run.status();
+  return *std::move(run);
+}
+
+bool WaitForText(const std::string& path, const std::string& text,
+                 absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    if (ReadFile(path).find(text) != std::string::npos) return true;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  return false;
+}
+
+TEST(RunCommandTest, TrainsTheGridPrintsTheRankingAndLeavesNoChildren) {
+  const ScopedTempDir temp("prism_run");
+  const std::string& dir = temp.path();
+  cli::Subprocess run = StartRun(dir, {"--steps", "10"});
+  absl::StatusOr<int> status = run.Wait(absl::Minutes(6));
+  ASSERT_TRUE(status.ok()) << ReadFile(dir + "/run.err");
+  const std::string out = ReadFile(dir + "/run.out");
+  EXPECT_EQ(*status, 0) << ReadFile(dir + "/run.err");
+  for (const char* schedule :
+       {"4x6", "1x2,4x4", "2x2,4x4", "1x3,4x3", "2x3,4x3"}) {
+    EXPECT_THAT(out, HasSubstr(schedule));
+  }
+  EXPECT_THAT(out, HasSubstr("5/5 trials completed"));
+  EXPECT_THAT(out, HasSubstr("dashboard http://127.0.0.1:"));
+  EXPECT_TRUE(ProcessesMentioning(dir + "/data").empty());
+}
+
+TEST(RunCommandTest, InterruptStopsEverythingAndRunAgainContinues) {
+  const ScopedTempDir temp("prism_run");
+  const std::string& dir = temp.path();
+  {
+    cli::Subprocess run = StartRun(dir, {"--steps", "5000"});
+    ASSERT_TRUE(WaitForText(dir + "/data/logs/worker-1.log", "train_start",
+                            absl::Minutes(2)))
+        << ReadFile(dir + "/run.err");
+    ASSERT_TRUE(run.Signal(SIGINT).ok());
+    absl::StatusOr<int> status = run.Wait(absl::Minutes(2));
+    ASSERT_TRUE(status.ok());
+    EXPECT_EQ(*status, 128 + SIGINT);
+    EXPECT_THAT(ReadFile(dir + "/run.err"), HasSubstr("interrupted"));
+    EXPECT_TRUE(ProcessesMentioning(dir + "/data").empty());
+  }
+  {
+    cli::Subprocess run = StartRun(dir, {"--steps", "5000"});
+    ASSERT_TRUE(WaitForText(dir + "/run.err", "continuing experiment 1",
+                            absl::Minutes(1)))
+        << ReadFile(dir + "/run.err");
+    ASSERT_TRUE(run.Signal(SIGTERM).ok());
+    absl::StatusOr<int> status = run.Wait(absl::Minutes(2));
+    ASSERT_TRUE(status.ok());
+    EXPECT_EQ(*status, 128 + SIGTERM);
+    EXPECT_TRUE(ProcessesMentioning(dir + "/data").empty());
+  }
+}
+
+TEST(RunCommandTest, UnknownPresetIsUsageError) {
+  const ScopedTempDir temp("prism_run");
+  const std::string& dir = temp.path();
+  cli::Subprocess run = StartRun(dir, {"--preset", "enormous"});
+  absl::StatusOr<int> status = run.Wait(absl::Seconds(30));
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(*status, 2);
+  EXPECT_THAT(ReadFile(dir + "/run.err"), HasSubstr("enormous"));
+}
+
+}  // namespace
+}  // namespace prism::testing
