@@ -151,6 +151,9 @@ absl::Status Coordinator::Start() {
   int grpc_port = 0;
   builder.AddListeningPort(options_.grpc_address,
                            grpc::InsecureServerCredentials(), &grpc_port);
+  // Without this gRPC sets SO_REUSEPORT, and a second coordinator given the
+  // same port would silently share it instead of failing to start.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
   builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
   builder.SetMaxSendMessageSize(kMaxMessageBytes);
   builder.RegisterService(experiment_service_.get());

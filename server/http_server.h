@@ -52,7 +52,8 @@ namespace prism::server {
 
 struct HttpOptions {
   std::string web_root;  // directory with index.html and static/; "" = none
-  int threads = 16;      // includes long-lived event streams
+  // Each kept-alive connection and each event stream holds one thread.
+  int threads = 32;
   int keepalive_seconds = 15;
 };
 
