@@ -192,12 +192,13 @@ class Store {
   // CountCompleted returns how many of the experiment's trials completed (it
   // only grows, so it versions ranking caches).
   virtual absl::StatusOr<int64_t> CountCompleted(int64_t experiment_id) = 0;
-  // CountTrialsByState counts every trial of active or paused experiments
-  // and finished ones too, keyed by state.
+  // CountTrialsByState counts every stored trial, keyed by state.
   virtual absl::StatusOr<std::map<v1::TrialState, int64_t>>
   CountTrialsByState() = 0;
 
   // --- the queue ----------------------------------------------------------
+  // ListLeaseCandidates returns every ACTIVE experiment that has a queued
+  // trial, in no particular order (the queue's policy orders them).
   virtual absl::StatusOr<std::vector<LeaseCandidate>> ListLeaseCandidates() = 0;
   // CountLiveTrialsByUser counts leased + running trials per owner.
   virtual absl::StatusOr<std::map<std::string, int>>
@@ -244,7 +245,7 @@ class Store {
   // deadline_ms (at coordinator start: workers could not heartbeat while it
   // was down). Returns how many leases it touched.
   virtual absl::StatusOr<int> ExtendLiveLeases(int64_t deadline_ms) = 0;
-  // CountQueued counts queued trials of active experiments.
+  // CountQueued counts queued trials of active experiments (queue depth).
   virtual absl::StatusOr<int64_t> CountQueued() = 0;
 
   // --- workers ------------------------------------------------------------
