@@ -1,12 +1,14 @@
 // `prism results`, `prism trial`, `prism watch`: the CLI face of
 // ResultsService.
 #include <iostream>
+#include <map>
 #include <memory>
 #include <string>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "cli/client.h"
 #include "cli/command.h"
 #include "cli/output.h"
@@ -84,6 +86,14 @@ struct TrialOptions {
   bool with_baseline = false;
 };
 
+// UnixMillisText renders a timestamp as UTC "2024-05-01T12:00:00Z"; "" for
+// 0 (not yet).
+std::string UnixMillisText(int64_t unix_ms) {
+  if (unix_ms <= 0) return "";
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixMillis(unix_ms),
+                          absl::UTCTimeZone());
+}
+
 void PrintTrialText(const v1::GetTrialResponse& response) {
   const v1::Trial& t = response.trial();
   std::cout << "trial " << t.id() << " of experiment " << t.experiment_id()
@@ -127,11 +137,11 @@ void PrintTrialText(const v1::GetTrialResponse& response) {
   Table attempts({"attempt", "worker", "outcome", "resumed_from_step",
                   "started", "ended", "message"});
   for (const v1::TrialAttempt& a : t.attempts()) {
-    attempts.AddRow(
-        {absl::StrCat(a.attempt()), a.worker_id(), TrialStateName(a.outcome()),
-         absl::StrCat(a.resumed_from_step()), absl::StrCat(a.started_unix_ms()),
-         a.ended_unix_ms() > 0 ? absl::StrCat(a.ended_unix_ms()) : "",
-         a.message()});
+    attempts.AddRow({absl::StrCat(a.attempt()), a.worker_id(),
+                     TrialStateName(a.outcome()),
+                     absl::StrCat(a.resumed_from_step()),
+                     UnixMillisText(a.started_unix_ms()),
+                     UnixMillisText(a.ended_unix_ms()), a.message()});
   }
   attempts.Print(std::cout, Format::kText);
 }
@@ -174,7 +184,11 @@ bool Finished(v1::ExperimentState state) {
   return state == v1::EXPERIMENT_DONE || state == v1::EXPERIMENT_CANCELLED;
 }
 
-void PrintEventText(const v1::ExperimentEvent& event) {
+// TrialLabels remembers each trial's schedule, seed and length: point events
+// carry only the trial's id, state and step.
+using TrialLabels = std::map<int64_t, v1::Trial>;
+
+void PrintEventText(const v1::ExperimentEvent& event, TrialLabels& labels) {
   if (event.has_experiment_updated()) {
     const v1::Experiment& e = event.experiment_updated();
     std::cout << fmt::format(
@@ -185,7 +199,15 @@ void PrintEventText(const v1::ExperimentEvent& event) {
     return;
   }
   if (!event.has_trial_updated()) return;
-  const v1::Trial& t = event.trial_updated();
+  v1::Trial t = event.trial_updated();
+  v1::Trial& known = labels[t.id()];
+  if (t.schedule().empty()) {
+    t.set_schedule(known.schedule());
+    t.set_seed(known.seed());
+    t.set_total_steps(known.total_steps());
+  } else {
+    known = t;
+  }
   std::string line = fmt::format(
       "trial {} {} seed {}: {} step {}/{}", t.id(), t.schedule(), t.seed(),
       TrialStateName(t.state()), t.last_step(), t.total_steps());
@@ -216,6 +238,20 @@ int Watch(const WatchOptions& o) {
       (*client)->Call(&v1::ExperimentService::Stub::Get,
                       (*client)->experiments(), get, &experiment);
   if (!status.ok()) return ReportError("watch", status);
+  TrialLabels labels;
+  v1::ListTrialsRequest list;
+  list.set_experiment_id(o.id);
+  do {
+    v1::ListTrialsResponse page;
+    if (!(*client)
+             ->Call(&v1::ExperimentService::Stub::ListTrials,
+                    (*client)->experiments(), list, &page)
+             .ok()) {
+      break;  // labels are a nicety; the events still print
+    }
+    for (const v1::Trial& t : page.trials()) labels[t.id()] = t;
+    list.set_page_token(page.next_page_token());
+  } while (!list.page_token().empty());
   v1::ExperimentEvent first;
   *first.mutable_experiment_updated() = experiment;
   google::protobuf::util::JsonPrintOptions compact;
@@ -225,7 +261,7 @@ int Watch(const WatchOptions& o) {
       (void)google::protobuf::util::MessageToJsonString(event, &json, compact);
       std::cout << json << "\n";
     } else {
-      PrintEventText(event);
+      PrintEventText(event, labels);
     }
     std::cout.flush();
   };

@@ -10,7 +10,6 @@
 // again on the same --data-dir continues an unfinished run of the same
 // preset, seeds and steps: trials resume from their checkpoints.
 #include <fcntl.h>
-#include <pthread.h>
 #include <signal.h>
 #include <sys/file.h>
 #include <unistd.h>
@@ -34,6 +33,7 @@
 #include "cli/client.h"
 #include "cli/command.h"
 #include "cli/output.h"
+#include "cli/signals.h"
 #include "cli/subprocess.h"
 #include "cli/views.h"
 #include "fmt/format.h"
@@ -64,29 +64,10 @@ struct RunOptions {
   bool keep_serving = false;
 };
 
-// StopSignals are blocked at start and read with sigtimedwait, so a Ctrl-C
-// interrupts a wait instead of killing the process mid-cleanup.
-class StopSignals {
- public:
-  StopSignals() {
-    sigemptyset(&set_);
-    for (int s : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&set_, s);
-    pthread_sigmask(SIG_BLOCK, &set_, nullptr);
-  }
-  // Wait waits up to `timeout` for a stop signal; returns it, or 0.
-  int Wait(absl::Duration timeout) {
-    if (received_ != 0) return received_;
-    const timespec ts = absl::ToTimespec(timeout);
-    const int s = sigtimedwait(&set_, nullptr, &ts);
-    if (s > 0) received_ = s;
-    return received_;
-  }
-  int received() const { return received_; }
-
- private:
-  sigset_t set_;
-  int received_ = 0;
-};
+// Stopped is true once a stop signal arrived, waiting up to `d` for one.
+bool Stopped(StopSignals& signals, absl::Duration d) {
+  return signals.received() != 0 || signals.Wait(d) != 0;
+}
 
 struct Endpoints {
   std::string grpc;
@@ -178,7 +159,7 @@ absl::Status StartCoordinator(const fs::path& data, StopSignals& signals,
                        absl::FormatDuration(kCoordinatorStartTimeout), "; see ",
                        local.coordinator_log));
     }
-    if (signals.Wait(absl::Milliseconds(50)) != 0) {
+    if (Stopped(signals, absl::Milliseconds(50))) {
       return absl::CancelledError("interrupted");
     }
   }
@@ -293,7 +274,7 @@ absl::Status Follow(RpcClient& client, int64_t id, StopSignals& signals,
                     Local& local) {
   std::optional<Progress> progress;
   while (true) {
-    if (signals.Wait(kPollInterval) != 0) {
+    if (Stopped(signals, kPollInterval)) {
       return absl::CancelledError("interrupted");
     }
     if (!local.coordinator->Running()) {
@@ -460,7 +441,7 @@ int Run(const RunOptions& o) {
                 << "coordinator " << endpoints.grpc << ", token file "
                 << (data / "admin.token").string() << "\n";
       std::cout.flush();
-      while (signals.Wait(absl::Seconds(1)) == 0 &&
+      while (!Stopped(signals, absl::Seconds(1)) &&
              local.coordinator->Running()) {
       }
     } else {

@@ -1,7 +1,6 @@
 // `prism worker`: lease trials from a coordinator and train them until told
 // to stop. The logic lives in worker/; this file wires flags, signals and the
 // real gRPC client and trainer into it.
-#include <pthread.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -16,6 +15,7 @@
 #include "cli/client.h"
 #include "cli/command.h"
 #include "cli/output.h"
+#include "cli/signals.h"
 #include "worker/coordinator_client.h"
 #include "worker/device.h"
 #include "worker/log.h"
@@ -59,14 +59,7 @@ int RunWorker(const WorkerCommandOptions& o) {
   options.max_trials = o.max_trials;
   options.idle_exit = absl::Seconds(o.idle_exit_seconds);
 
-  // Block the stop signals before any thread exists (gRPC starts its own),
-  // so they are delivered only to the sigtimedwait loop below.
-  sigset_t stop_signals;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGINT);
-  sigaddset(&stop_signals, SIGTERM);
-  pthread_sigmask(SIG_BLOCK, &stop_signals, nullptr);
-
+  StopSignals signals;
   const std::string address = ResolveCoordinator(o.client);
   std::unique_ptr<worker::CoordinatorClient> client =
       worker::NewGrpcCoordinatorClient(address, *token);
@@ -83,17 +76,16 @@ int RunWorker(const WorkerCommandOptions& o) {
   std::atomic<bool> done{false};
   std::thread signal_thread([&] {
     int received = 0;
-    const timespec poll = {0, 200 * 1000 * 1000};
     while (!done.load()) {
-      const int signal_number = sigtimedwait(&stop_signals, nullptr, &poll);
-      if (signal_number <= 0) continue;
+      const int signal_number = signals.Wait(absl::Milliseconds(200));
+      if (signal_number == 0) continue;
       if (++received == 1) {
         // First signal: finish cleanly (checkpoint, flush, hand back).
         worker::LogLine("info", "shutdown_requested")
             .Add("signal", strsignal(signal_number));
         worker.Shutdown();
       } else {
-        // Second signal: the user insists.
+        // Another signal: the user insists.
         _exit(128 + signal_number);
       }
     }

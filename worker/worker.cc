@@ -288,8 +288,9 @@ TrialOutcome Worker::TrialRun::SendFail(const std::string& message,
     }
     PauseForRetry();
   }
-  LogLine(outcome == TrialOutcome::kInterrupted ? "info" : "error",
-          "trial_failed")
+  const bool handed_back = outcome == TrialOutcome::kInterrupted;
+  LogLine(handed_back ? "info" : "error",
+          handed_back ? "trial_handed_back" : "trial_failed")
       .Add("trial", trial_id())
       .Add("attempt", attempt())
       .Add("retryable", retryable ? "true" : "false")

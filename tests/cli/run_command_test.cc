@@ -87,6 +87,10 @@ TEST(RunCommandTest, InterruptStopsEverythingAndRunAgainContinues) {
     ASSERT_TRUE(status.ok());
     EXPECT_EQ(*status, 128 + SIGINT);
     EXPECT_THAT(ReadFile(dir + "/run.err"), HasSubstr("interrupted"));
+    // The workers stopped cleanly: checkpoint, flush, hand the trial back.
+    const std::string worker_log = ReadFile(dir + "/data/logs/worker-1.log");
+    EXPECT_THAT(worker_log, HasSubstr("event=shutdown_requested"));
+    EXPECT_THAT(worker_log, HasSubstr("event=trial_handed_back"));
     EXPECT_TRUE(ProcessesMentioning(dir + "/data").empty());
   }
   {
