@@ -76,6 +76,8 @@ class Worker::TrialRun final : public model::TrainObserver {
   int64_t trial_id() const { return task_.trial().id(); }
   int attempt() const { return task_.trial().attempt(); }
 
+  // RemoveStaleCheckpoint deletes a checkpoint dir the trial cannot own.
+  void RemoveStaleCheckpoint(const std::string& dir);
   void HeartbeatLoop();
   void ReportLoop();
   // SendOldest sends up to one batch of the oldest points; returns the
@@ -109,6 +111,20 @@ class Worker::TrialRun final : public model::TrainObserver {
   bool retry_now_ ABSL_GUARDED_BY(retry_mu_) = false;
 };
 
+void Worker::TrialRun::RemoveStaleCheckpoint(const std::string& dir) {
+  // Every checkpoint is written only after the points before it were
+  // stored, so while the coordinator holds no point of this trial no
+  // checkpoint can belong to it: one found here is left over from another
+  // database, and resuming it would leave the curve without its start.
+  std::error_code error;
+  if (!std::filesystem::exists(dir, error)) return;
+  std::filesystem::remove_all(dir, error);
+  LogLine(error ? "warn" : "info", "stale_checkpoint_removed")
+      .Add("trial", trial_id())
+      .Add("dir", dir)
+      .Add("error", error ? error.message() : "none");
+}
+
 TrialOutcome Worker::TrialRun::Execute() {
   absl::StatusOr<model::TrainConfig> config =
       TrainConfigForTask(task_, worker_->options_.resources);
@@ -117,6 +133,9 @@ TrialOutcome Worker::TrialRun::Execute() {
                     /*retryable=*/false, TrialOutcome::kFailed);
   }
   step_.store(task_.resume_step());
+  if (task_.resume_step() == 0 && !config->checkpoint_dir.empty()) {
+    RemoveStaleCheckpoint(config->checkpoint_dir);
+  }
 
   absl::StatusOr<model::TrainResult> result =
       absl::InternalError("trainer did not run");

@@ -4,6 +4,10 @@
 // trials back on shutdown.
 #include "worker/worker.h"
 
+#include <stdlib.h>
+
+#include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <thread>
 #include <vector>
@@ -86,6 +90,65 @@ TEST(WorkerTest, PassesTaskBudgetAndResourcesToTrainer) {
   EXPECT_TRUE(config.resume);
   EXPECT_EQ(config.seed, 7u);
   EXPECT_EQ(config.schedule.ToString(), "4x6");
+}
+
+// TempCheckpointRoot returns a fresh directory holding one checkpoint file
+// for checkpoint key "trial-1".
+std::string TempCheckpointRoot() {
+  char pattern[] = "/tmp/prism_worker_test_XXXXXX";
+  const std::string root = mkdtemp(pattern);
+  std::filesystem::create_directories(root + "/trial-1");
+  std::ofstream(root + "/trial-1/checkpoint.pt") << "weights";
+  return root;
+}
+
+TEST(WorkerTest, FreshTrialRemovesLeftoverCheckpointBeforeTraining) {
+  FakeCoordinator coordinator;
+  ScriptedTrainer trainer;
+  const std::string root = TempCheckpointRoot();
+  bool leftover_seen = true;
+  trainer.on_step = [&](int64_t step) {
+    if (step == 1) leftover_seen = std::filesystem::exists(root + "/trial-1");
+  };
+  coordinator.QueueTask(MakeTask(1, 1, 5));  // resume_step 0: nothing stored
+  WorkerOptions options = FastOptions();
+  options.max_trials = 1;
+  options.resources.checkpoint_root = root;
+  Worker worker(options, &coordinator, &trainer);
+
+  ASSERT_TRUE(worker.Run().ok());
+
+  EXPECT_FALSE(leftover_seen);
+  std::filesystem::remove_all(root);
+}
+
+TEST(WorkerTest, ResumedTrialKeepsItsCheckpoint) {
+  FakeCoordinator coordinator;
+  ScriptedTrainer trainer;
+  const std::string root = TempCheckpointRoot();
+  bool checkpoint_seen = false;
+  trainer.start_step = 3;
+  trainer.on_step = [&](int64_t step) {
+    if (step == 4) {
+      checkpoint_seen =
+          std::filesystem::exists(root + "/trial-1/checkpoint.pt");
+    }
+  };
+  v1::TrialTask task = MakeTask(1, 2, 6);
+  task.set_resume_step(3);
+  coordinator.QueueTask(task);
+  WorkerOptions options = FastOptions();
+  options.max_trials = 1;
+  options.resources.checkpoint_root = root;
+  Worker worker(options, &coordinator, &trainer);
+
+  ASSERT_TRUE(worker.Run().ok());
+
+  EXPECT_TRUE(checkpoint_seen);
+  // Completed: the trial's checkpoints are no longer needed.
+  EXPECT_FALSE(std::filesystem::exists(root + "/trial-1"));
+  EXPECT_EQ(coordinator.StoredSteps(1, v1::SPLIT_TRAIN), Steps(4, 6));
+  std::filesystem::remove_all(root);
 }
 
 TEST(WorkerTest, BuffersThroughReportOutageAndResendsEverything) {
