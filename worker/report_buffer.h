@@ -57,8 +57,8 @@ class ReportBuffer {
   bool FlushRequested() const;
 
   // WaitDrained asks for an immediate flush and waits until the buffer is
-  // empty. Returns true once empty; false when the buffer was closed or
-  // `timeout` passed first.
+  // empty. Returns true once empty; false when `timeout` passed, or the
+  // buffer was closed, with points still buffered.
   bool WaitDrained(absl::Duration timeout);
 
   // Close wakes every waiter for good: Add drops its point from now on and
