@@ -69,6 +69,25 @@ TEST_F(ClientErrorsTest, SpecWithoutSeedsIsRefused) {
   EXPECT_THAT(r.err, HasSubstr("seed"));
 }
 
+TEST_F(ClientErrorsTest, PrincipleFilterThatLeavesNoScheduleIsRefused) {
+  // Head dim 120 / 4 = 30 is no power of two, so pow2 excludes every
+  // schedule of this shape, the uniform one included.
+  CommandResult r = Submit(
+      "model { preset: \"tiny\" d_model: 120 }\n"
+      "principles: PRINCIPLE_POW2\nseeds: 1\n");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(Lines(r.err), 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("no schedule"));
+}
+
+TEST_F(ClientErrorsTest, ScheduleOfTheWrongDepthIsRefused) {
+  CommandResult r =
+      Submit("model { preset: \"tiny\" }\nschedules: \"2x2,4x2\"\nseeds: 1\n");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(Lines(r.err), 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("4 layers"));
+}
+
 TEST_F(ClientErrorsTest, RefusedSpecStoresNothing) {
   Submit("model { preset: \"gigantic\" }\nseeds: 1\n");
   CommandResult r = cluster_->Run({"status", "--format", "json"});
