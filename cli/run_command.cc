@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -241,6 +242,17 @@ absl::StatusOr<int64_t> FindOrSubmit(RpcClient& client,
   return response.experiment().id();
 }
 
+// TerminalWidth returns stderr's width in columns when it is a terminal,
+// else 0.
+int TerminalWidth() {
+  winsize size;
+  if (!IsTerminal(STDERR_FILENO) ||
+      ioctl(STDERR_FILENO, TIOCGWINSZ, &size) != 0) {
+    return 0;
+  }
+  return size.ws_col;
+}
+
 bool Finished(v1::ExperimentState state) {
   return state == v1::EXPERIMENT_DONE || state == v1::EXPERIMENT_CANCELLED;
 }
@@ -316,9 +328,14 @@ absl::Status Follow(RpcClient& client, int64_t id, StopSignals& signals,
     if (!progress.has_value() && total_steps > 0) {
       progress.emplace("steps", total_steps, std::chrono::seconds(5));
     }
-    const std::string suffix = fmt::format("· trials {}/{}{}{}", finished,
-                                           total, running.empty() ? "" : " · ",
-                                           absl::StrJoin(running, " · "));
+    std::string suffix = fmt::format("| trials {}/{}{}{}", finished, total,
+                                     running.empty() ? "" : " | ",
+                                     absl::StrJoin(running, " | "));
+    // A redrawn bar must fit on one terminal line.
+    if (const int width = TerminalWidth(); width > 0) {
+      const size_t room = static_cast<size_t>(std::max(20, width - 64));
+      if (suffix.size() > room) suffix = suffix.substr(0, room - 3) + "...";
+    }
     if (progress.has_value()) progress->Update(done_steps, suffix);
 
     v1::GetExperimentRequest get;
@@ -330,7 +347,7 @@ absl::Status Follow(RpcClient& client, int64_t id, StopSignals& signals,
             .ok() &&
         Finished(experiment.state())) {
       if (progress.has_value()) {
-        progress->Finish(fmt::format("· trials {}/{}", finished, total));
+        progress->Finish(fmt::format("| trials {}/{}", finished, total));
       }
       return absl::OkStatus();
     }
