@@ -218,6 +218,8 @@ int main(int argc, char** argv) {
         ours("prism fused, blas threading", uniform, "fused", "blas"));
     configs.push_back(ours("prism masked-softmax, blas threading", uniform,
                            "masked", "blas"));
+    configs.push_back(
+        ours("prism fused, both threading", uniform, "fused", "both"));
   }
   if (!o.reference.empty()) {
     // The reference at the thread settings a PyTorch user would pick, and

@@ -27,31 +27,29 @@ HeadView At(const torch::Tensor& x, int64_t b, int64_t h, int64_t d) {
 }
 
 // FusedForward runs the forward kernel over every (batch, head); with
-// keep_probs it also returns the (B, H, T, T) probabilities for backward.
+// keep_lse it also returns the (B, H, T) log-sum-exps for the backward.
 std::pair<torch::Tensor, torch::Tensor> FusedForward(const torch::Tensor& q,
                                                      const torch::Tensor& k,
                                                      const torch::Tensor& v,
                                                      int64_t heads,
-                                                     bool keep_probs) {
+                                                     bool keep_lse) {
   const int64_t batch = q.size(0), t = q.size(1), c = q.size(2);
   const int64_t d = c / heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   torch::Tensor y = torch::empty({batch, t, c}, q.options());
-  torch::Tensor probs = keep_probs
-                            ? torch::empty({batch, heads, t, t}, q.options())
-                            : torch::Tensor();
+  torch::Tensor lse =
+      keep_lse ? torch::empty({batch, heads, t}, q.options()) : torch::Tensor();
   at::parallel_for(0, batch * heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> kt, strip, prob_strip;
+    AttentionScratch scratch;
     for (int64_t task = begin; task < end; ++task) {
       const int64_t b = task / heads, h = task % heads;
       AttentionForwardHead(
           At(q, b, h, d), At(k, b, h, d), At(v, b, h, d), t, d, scale,
           y.data_ptr<float>() + b * t * c + h * d, c,
-          keep_probs ? probs.data_ptr<float>() + task * t * t : nullptr,
-          keep_probs, &kt, &strip, &prob_strip);
+          keep_lse ? lse.data_ptr<float>() + task * t : nullptr, &scratch);
     }
   });
-  return {y, probs};
+  return {y, lse};
 }
 
 // FusedBackward runs the backward kernel over every (batch, head), writing
@@ -59,22 +57,21 @@ std::pair<torch::Tensor, torch::Tensor> FusedForward(const torch::Tensor& q,
 // (separate (B, T, C) tensors, or the thirds of one (B, T, 3C) tensor).
 void FusedBackward(const torch::Tensor& q, const torch::Tensor& k,
                    const torch::Tensor& v, const torch::Tensor& y,
-                   const torch::Tensor& probs, const torch::Tensor& dy,
+                   const torch::Tensor& lse, const torch::Tensor& dy,
                    int64_t heads, float* dq, float* dk, float* dv,
                    int64_t grad_bs, int64_t grad_rs) {
   const int64_t batch = q.size(0), t = q.size(1), c = q.size(2);
   const int64_t d = c / heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
   at::parallel_for(0, batch * heads, 1, [&](int64_t begin, int64_t end) {
-    std::vector<float> vt, strip, ds, delta;
+    AttentionScratch scratch;
     for (int64_t task = begin; task < end; ++task) {
       const int64_t b = task / heads, h = task % heads;
       const int64_t offset = b * grad_bs + h * d;
-      AttentionBackwardHead(At(q, b, h, d), At(k, b, h, d), At(v, b, h, d),
-                            At(y, b, h, d), At(dy, b, h, d),
-                            probs.data_ptr<float>() + task * t * t, t, d, scale,
-                            dq + offset, dk + offset, dv + offset, grad_rs, &vt,
-                            &strip, &ds, &delta);
+      AttentionBackwardHead(
+          At(q, b, h, d), At(k, b, h, d), At(v, b, h, d), At(y, b, h, d),
+          At(dy, b, h, d), lse.data_ptr<float>() + task * t, t, d, scale,
+          dq + offset, dk + offset, dv + offset, grad_rs, &scratch);
     }
   });
 }
@@ -90,8 +87,8 @@ class FusedCausalAttentionFunction
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
                                const torch::Tensor& q, const torch::Tensor& k,
                                const torch::Tensor& v, int64_t heads) {
-    auto [y, probs] = FusedForward(q, k, v, heads, /*keep_probs=*/true);
-    ctx->save_for_backward({q, k, v, y, probs});
+    auto [y, lse] = FusedForward(q, k, v, heads, /*keep_lse=*/true);
+    ctx->save_for_backward({q, k, v, y, lse});
     ctx->saved_data["heads"] = heads;
     return y;
   }
@@ -122,9 +119,9 @@ class PackedFusedCausalAttentionFunction
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
                                const torch::Tensor& qkv, int64_t heads) {
     const std::vector<torch::Tensor> parts = SplitQkv(qkv);
-    auto [y, probs] =
-        FusedForward(parts[0], parts[1], parts[2], heads, /*keep_probs=*/true);
-    ctx->save_for_backward({qkv, y, probs});
+    auto [y, lse] =
+        FusedForward(parts[0], parts[1], parts[2], heads, /*keep_lse=*/true);
+    ctx->save_for_backward({qkv, y, lse});
     ctx->saved_data["heads"] = heads;
     return y;
   }
@@ -173,7 +170,7 @@ torch::Tensor FusedCausalAttention(const torch::Tensor& q,
   const bool needs_grad =
       torch::GradMode::is_enabled() &&
       (q.requires_grad() || k.requires_grad() || v.requires_grad());
-  // Without a backward there is no need to keep the T x T probabilities.
+  // Without a backward there is nothing to keep.
   if (!needs_grad) return FusedForward(q, k, v, heads, false).first;
   return FusedCausalAttentionFunction::apply(q, k, v, heads);
 }

@@ -8,7 +8,9 @@
 //                           lower triangle, fuses scale, mask and softmax into
 //                           one pass over cache-resident row strips, writes
 //                           heads straight into (B, T, C), and has its own
-//                           backward (a torch::autograd::Function).
+//                           backward (a torch::autograd::Function) that
+//                           recomputes the probabilities from one saved
+//                           log-sum-exp per query: no (B, h, T, T) tensor.
 //   MaskedSoftmaxAttention  the textbook path: (B, h, T, T) scores, mask,
 //                           softmax; any device and dtype. The reference the
 //                           fused kernel is tested against.

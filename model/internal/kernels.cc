@@ -75,13 +75,13 @@ PRISM_INLINE float HorizontalSum(Vec v) {
   return s;
 }
 
-// Tile computes R rows of C = alpha * A * B (+ C when accumulate), where
-// A(r, k) = a[r * a_rs + k * a_cs], row k of B starts at b + k * ldb (n
-// contiguous floats) and row r of C at c + r * ldc.
+// Tile computes R rows of C = diag(alpha) * A * B: row r of the product is
+// scaled by alpha[r]; A(r, k) = a[r * a_rs + k * a_cs], row k of B starts at
+// b + k * ldb (n contiguous floats) and row r of C at c + r * ldc.
 template <int R>
 PRISM_INLINE void Tile(int64_t k_len, int64_t n, const float* a, int64_t a_rs,
                        int64_t a_cs, const float* b, int64_t ldb, float* c,
-                       int64_t ldc, float alpha, bool accumulate) {
+                       int64_t ldc, const float* alpha) {
   int64_t col = 0;
   for (; col + kCols <= n; col += kCols) {
     Vec acc[R][2] = {};
@@ -97,14 +97,8 @@ PRISM_INLINE void Tile(int64_t k_len, int64_t n, const float* a, int64_t a_rs,
     }
     for (int r = 0; r < R; ++r) {
       float* cp = c + r * ldc + col;
-      Vec out0 = acc[r][0] * alpha;
-      Vec out1 = acc[r][1] * alpha;
-      if (accumulate) {
-        out0 += Load(cp);
-        out1 += Load(cp + kLanes);
-      }
-      Store(cp, out0);
-      Store(cp + kLanes, out1);
+      Store(cp, acc[r][0] * alpha[r]);
+      Store(cp + kLanes, acc[r][1] * alpha[r]);
     }
   }
   for (; col + kLanes <= n; col += kLanes) {
@@ -114,10 +108,7 @@ PRISM_INLINE void Tile(int64_t k_len, int64_t n, const float* a, int64_t a_rs,
       const Vec b0 = Load(bp);
       for (int r = 0; r < R; ++r) acc[r] += a[r * a_rs + k * a_cs] * b0;
     }
-    for (int r = 0; r < R; ++r) {
-      float* cp = c + r * ldc + col;
-      Store(cp, accumulate ? Load(cp) + acc[r] * alpha : acc[r] * alpha);
-    }
+    for (int r = 0; r < R; ++r) Store(c + r * ldc + col, acc[r] * alpha[r]);
   }
   for (; col < n; ++col) {  // head dims that are not a multiple of 16
     for (int r = 0; r < R; ++r) {
@@ -125,29 +116,38 @@ PRISM_INLINE void Tile(int64_t k_len, int64_t n, const float* a, int64_t a_rs,
       for (int64_t k = 0; k < k_len; ++k) {
         acc += a[r * a_rs + k * a_cs] * b[k * ldb + col];
       }
-      float* cp = c + r * ldc + col;
-      *cp = accumulate ? *cp + alpha * acc : alpha * acc;
+      c[r * ldc + col] = alpha[r] * acc;
     }
   }
 }
 
+// ScaledGemm computes `rows` (1..4) rows of C = diag(alpha) * A * B.
+PRISM_INLINE void ScaledGemm(int rows, int64_t k_len, int64_t n, const float* a,
+                             int64_t a_rs, int64_t a_cs, const float* b,
+                             int64_t ldb, float* c, int64_t ldc,
+                             const float* alpha) {
+  switch (rows) {
+    case 4:
+      Tile<4>(k_len, n, a, a_rs, a_cs, b, ldb, c, ldc, alpha);
+      break;
+    case 3:
+      Tile<3>(k_len, n, a, a_rs, a_cs, b, ldb, c, ldc, alpha);
+      break;
+    case 2:
+      Tile<2>(k_len, n, a, a_rs, a_cs, b, ldb, c, ldc, alpha);
+      break;
+    default:
+      Tile<1>(k_len, n, a, a_rs, a_cs, b, ldb, c, ldc, alpha);
+      break;
+  }
+}
+
+// Gemm computes `rows` rows of C = alpha * A * B.
 PRISM_INLINE void Gemm(int rows, int64_t k_len, int64_t n, const float* a,
                        int64_t a_rs, int64_t a_cs, const float* b, int64_t ldb,
                        float* c, int64_t ldc, float alpha) {
-  switch (rows) {
-    case 4:
-      Tile<4>(k_len, n, a, a_rs, a_cs, b, ldb, c, ldc, alpha, false);
-      break;
-    case 3:
-      Tile<3>(k_len, n, a, a_rs, a_cs, b, ldb, c, ldc, alpha, false);
-      break;
-    case 2:
-      Tile<2>(k_len, n, a, a_rs, a_cs, b, ldb, c, ldc, alpha, false);
-      break;
-    default:
-      Tile<1>(k_len, n, a, a_rs, a_cs, b, ldb, c, ldc, alpha, false);
-      break;
-  }
+  const float scales[kRows] = {alpha, alpha, alpha, alpha};
+  ScaledGemm(rows, k_len, n, a, a_rs, a_cs, b, ldb, c, ldc, scales);
 }
 
 // TransposeHead writes the T x D head at `src` (row stride src_rs) as D x Tp
@@ -161,10 +161,11 @@ PRISM_INLINE void TransposeHead(const float* src, int64_t src_rs, int64_t t,
   }
 }
 
-// SoftmaxRow turns the scores s[0, valid) into probabilities written to
-// p[0, valid) and zeros p[valid, out_len); s holds RoundUp(valid, 16) floats.
-PRISM_INLINE void SoftmaxRow(float* s, int64_t valid, float* p,
-                             int64_t out_len) {
+// ExpRow replaces the scores s[0, valid) by exp(s - max) in place, zeros
+// s[valid, RoundUp(valid, 16)), and returns the row's sum; the caller scales
+// by 1 / sum inside the P V product instead of in another pass. *lse gets
+// the log-sum-exp the backward needs to recompute the probabilities.
+PRISM_INLINE float ExpRow(float* s, int64_t valid, float* lse) {
   const int64_t chunks = RoundUp(valid, kLanes);
   const Vec neg_inf = Splat(-std::numeric_limits<float>::infinity());
   Vec max = neg_inf;
@@ -175,23 +176,41 @@ PRISM_INLINE void SoftmaxRow(float* s, int64_t valid, float* p,
     x = inside ? x : neg_inf;
     max = max > x ? max : x;
   }
-  const Vec row_max = Splat(HorizontalMax(max));
+  const float row_max = HorizontalMax(max);
   Vec sum = {};
   for (int64_t j = 0; j < chunks; j += kLanes) {
     const VecInt inside =
         LaneIndex() + static_cast<int32_t>(j) < static_cast<int32_t>(valid);
-    Vec e = Exp(Load(s + j) - row_max);
+    Vec e = Exp(Load(s + j) - Splat(row_max));
     e = inside ? e : Vec{};
     Store(s + j, e);
     sum += e;
   }
-  const Vec inv = Splat(1.0f / HorizontalSum(sum));
+  const float total = HorizontalSum(sum);
+  *lse = row_max + std::log(total);
+  return total;
+}
+
+// ProbabilityRow writes the softmax probabilities exp(s - lse) of the
+// scores s[0, valid) to p[0, valid) and zeros p[valid, out_len); s holds
+// RoundUp(valid, 16) floats and out_len <= that.
+PRISM_INLINE void ProbabilityRow(const float* s, int64_t valid, float lse,
+                                 float* p, int64_t out_len) {
   int64_t j = 0;
-  for (; j + kLanes <= out_len && j < chunks; j += kLanes) {
-    Store(p + j, Load(s + j) * inv);
+  for (; j + kLanes <= out_len; j += kLanes) {
+    const VecInt inside =
+        LaneIndex() + static_cast<int32_t>(j) < static_cast<int32_t>(valid);
+    const Vec e = Exp(Load(s + j) - Splat(lse));
+    Store(p + j, inside ? e : Vec{});
   }
-  for (; j < valid; ++j) p[j] = s[j] * inv[0];
-  for (; j < out_len; ++j) p[j] = 0.0f;
+  if (j < out_len) {  // the last, partial vector
+    const VecInt inside =
+        LaneIndex() + static_cast<int32_t>(j) < static_cast<int32_t>(valid);
+    const Vec e = Exp(Load(s + j) - Splat(lse));
+    float tail[kLanes];
+    Store(tail, inside ? e : Vec{});
+    std::memcpy(p + j, tail, (out_len - j) * sizeof(float));
+  }
 }
 
 // TanhGelu returns gelu(x) and, through *slope, gelu'(x) for the tanh
@@ -245,75 +264,88 @@ void GeluBackward(const float* x, const float* dy, float* dx, int64_t n) {
   }
 }
 
-// ForwardHead computes one (batch, head): y = softmax(scale q k^T, causal) v.
-// probs (row stride T) receives the probabilities when keep_probs; the
-// scratch vectors are reused between calls.
 PRISM_KERNEL_CLONES
 void AttentionForwardHead(HeadView q, HeadView k, HeadView v, int64_t t,
                           int64_t d, float scale, float* y, int64_t y_rs,
-                          float* probs, bool keep_probs, std::vector<float>* kt,
-                          std::vector<float>* strip,
-                          std::vector<float>* prob_strip) {
+                          float* lse, AttentionScratch* scratch) {
   const int64_t tp = RoundUp(t, kCols);
-  kt->resize(d * tp);
-  strip->resize(kRows * tp);
-  prob_strip->resize(kRows * tp);
-  TransposeHead(k.data, k.row_stride, t, d, tp, kt->data());
+  scratch->kt.resize(d * tp);
+  scratch->strip.resize(kRows * tp);
+  float* kt = scratch->kt.data();
+  float* strip = scratch->strip.data();
+  TransposeHead(k.data, k.row_stride, t, d, tp, kt);
   for (int64_t i0 = 0; i0 < t; i0 += kRows) {
     const int rows = static_cast<int>(std::min<int64_t>(kRows, t - i0));
     const int64_t end = i0 + rows;  // keys this row block can see
-    // S = scale * Q K^T over the key columns [0, end) only.
+    // S = scale * Q K^T over the key columns [0, end) only, then softmax in
+    // place: the strip stays in L1/L2, nothing T x T goes to memory.
     Gemm(rows, d, RoundUp(end, kLanes), q.data + i0 * q.row_stride,
-         q.row_stride, 1, kt->data(), tp, strip->data(), tp, scale);
-    float* p_block = keep_probs ? probs + i0 * t : prob_strip->data();
-    const int64_t p_rs = keep_probs ? t : tp;
+         q.row_stride, 1, kt, tp, strip, tp, scale);
+    float inv_sum[kRows];
+    float row_lse[kRows];
     for (int r = 0; r < rows; ++r) {
-      SoftmaxRow(strip->data() + r * tp, i0 + r + 1, p_block + r * p_rs, end);
+      inv_sum[r] = 1.0f / ExpRow(strip + r * tp, i0 + r + 1, &row_lse[r]);
+      if (lse != nullptr) lse[i0 + r] = row_lse[r];
     }
-    // Y = P V; P's zero tail past the diagonal keeps the block exact.
-    Gemm(rows, end, d, p_block, p_rs, 1, v.data, v.row_stride, y + i0 * y_rs,
-         y_rs, 1.0f);
+    // Y = diag(1 / sum) E V; the zeros past the diagonal keep the block
+    // exact.
+    ScaledGemm(rows, end, d, strip, tp, 1, v.data, v.row_stride, y + i0 * y_rs,
+               y_rs, inv_sum);
   }
 }
 
-// BackwardHead computes dq, dk, dv for one (batch, head) from the saved
-// probabilities (row stride T, zero past the diagonal within row blocks).
 PRISM_KERNEL_CLONES
 void AttentionBackwardHead(HeadView q, HeadView k, HeadView v, HeadView y,
-                           HeadView dy, const float* probs, int64_t t,
-                           int64_t d, float scale, float* dq, float* dk,
-                           float* dv, int64_t grad_rs, std::vector<float>* vt,
-                           std::vector<float>* strip, std::vector<float>* ds,
-                           std::vector<float>* delta) {
+                           HeadView dy, const float* lse, int64_t t, int64_t d,
+                           float scale, float* dq, float* dk, float* dv,
+                           int64_t grad_rs, AttentionScratch* scratch) {
   const int64_t tp = RoundUp(t, kCols);
-  vt->resize(d * tp);
-  strip->resize(kRows * tp);
-  ds->resize(t * t);
-  delta->resize(t);
-  TransposeHead(v.data, v.row_stride, t, d, tp, vt->data());
+  scratch->kt.resize(d * tp);
+  scratch->vt.resize(d * tp);
+  scratch->strip.resize(kRows * tp);
+  scratch->probs.resize(t * t);
+  scratch->ds.resize(t * t);
+  scratch->delta.resize(t);
+  float* kt = scratch->kt.data();
+  float* vt = scratch->vt.data();
+  float* strip = scratch->strip.data();
+  float* probs = scratch->probs.data();
+  float* ds = scratch->ds.data();
+  float* delta = scratch->delta.data();
+  TransposeHead(k.data, k.row_stride, t, d, tp, kt);
+  TransposeHead(v.data, v.row_stride, t, d, tp, vt);
   for (int64_t i = 0; i < t; ++i) {
     const float* a = dy.data + i * dy.row_stride;
     const float* b = y.data + i * y.row_stride;
     float acc = 0.0f;
     for (int64_t e = 0; e < d; ++e) acc += a[e] * b[e];
-    (*delta)[i] = acc;
+    delta[i] = acc;
   }
   for (int64_t i0 = 0; i0 < t; i0 += kRows) {
     const int rows = static_cast<int>(std::min<int64_t>(kRows, t - i0));
     const int64_t end = i0 + rows;
+    const int64_t cols = RoundUp(end, kLanes);
+    // P again from S and the forward's log-sum-exp (cheaper than keeping a
+    // T x T tensor per head in memory between forward and backward).
+    Gemm(rows, d, cols, q.data + i0 * q.row_stride, q.row_stride, 1, kt, tp,
+         strip, tp, scale);
+    for (int r = 0; r < rows; ++r) {
+      ProbabilityRow(strip + r * tp, i0 + r + 1, lse[i0 + r],
+                     probs + (i0 + r) * t, end);
+    }
     // dP = dY V^T, then dS = P * (dP - delta) row by row.
-    Gemm(rows, d, RoundUp(end, kLanes), dy.data + i0 * dy.row_stride,
-         dy.row_stride, 1, vt->data(), tp, strip->data(), tp, 1.0f);
+    Gemm(rows, d, cols, dy.data + i0 * dy.row_stride, dy.row_stride, 1, vt, tp,
+         strip, tp, 1.0f);
     for (int r = 0; r < rows; ++r) {
       const int64_t i = i0 + r;
       const float* p = probs + i * t;
-      const float* dp = strip->data() + r * tp;
-      float* out = ds->data() + i * t;
-      const float di = (*delta)[i];
+      const float* dp = strip + r * tp;
+      float* out = ds + i * t;
+      const float di = delta[i];
       for (int64_t j = 0; j < end; ++j) out[j] = p[j] * (dp[j] - di);
     }
     // dQ = scale * dS K.
-    Gemm(rows, end, d, ds->data() + i0 * t, t, 1, k.data, k.row_stride,
+    Gemm(rows, end, d, ds + i0 * t, t, 1, k.data, k.row_stride,
          dq + i0 * grad_rs, grad_rs, scale);
   }
   for (int64_t j0 = 0; j0 < t; j0 += kRows) {
@@ -322,9 +354,8 @@ void AttentionBackwardHead(HeadView q, HeadView k, HeadView v, HeadView y,
     Gemm(rows, t - j0, d, probs + j0 * t + j0, 1, t,
          dy.data + j0 * dy.row_stride, dy.row_stride, dv + j0 * grad_rs,
          grad_rs, 1.0f);
-    Gemm(rows, t - j0, d, ds->data() + j0 * t + j0, 1, t,
-         q.data + j0 * q.row_stride, q.row_stride, dk + j0 * grad_rs, grad_rs,
-         scale);
+    Gemm(rows, t - j0, d, ds + j0 * t + j0, 1, t, q.data + j0 * q.row_stride,
+         q.row_stride, dk + j0 * grad_rs, grad_rs, scale);
   }
 }
 

@@ -4,10 +4,10 @@
 // widest the CPU supports is picked at load time.
 //
 // Attention works on one (batch, head) at a time: T queries and keys of head
-// width D, rows `row_stride` floats apart. The forward writes the causal
-// softmax probabilities (row stride T) for the backward; both touch only the
-// lower triangle plus the diagonal 4-row blocks, whose cells past the
-// diagonal hold zeros.
+// width D, rows `row_stride` floats apart. Both passes touch only the lower
+// triangle plus the diagonal 4-row blocks (whose cells past the diagonal
+// hold zeros); the forward keeps one log-sum-exp per query for the backward,
+// never the T x T probabilities.
 //
 // Thread-safety: pure functions; callers give each thread its own scratch.
 #ifndef PRISM_MODEL_INTERNAL_KERNELS_H_
@@ -23,23 +23,28 @@ struct HeadView {
   int64_t row_stride;  // floats between consecutive time steps
 };
 
+// AttentionScratch is one thread's working memory, reused across heads.
+struct AttentionScratch {
+  std::vector<float> kt, vt;     // K^T and V^T, D x T (padded)
+  std::vector<float> strip;      // a 4-row strip of scores
+  std::vector<float> probs, ds;  // T x T, backward only
+  std::vector<float> delta;      // T
+};
+
 // AttentionForwardHead computes y = softmax(scale * q k^T, causal) v for one
-// head into y (row stride y_rs). With keep_probs the probabilities go to
-// `probs` (T x T); the vectors are scratch space reused across calls.
+// head into y (row stride y_rs) and, when lse is not null, each query's
+// log-sum-exp of its scaled scores (T floats) for the backward.
 void AttentionForwardHead(HeadView q, HeadView k, HeadView v, int64_t t,
                           int64_t d, float scale, float* y, int64_t y_rs,
-                          float* probs, bool keep_probs, std::vector<float>* kt,
-                          std::vector<float>* strip,
-                          std::vector<float>* prob_strip);
+                          float* lse, AttentionScratch* scratch);
 
 // AttentionBackwardHead computes dq, dk, dv (row stride grad_rs) from the
-// forward's output y, its gradient dy and the saved probabilities.
+// forward's output y, its gradient dy and its log-sum-exps, recomputing the
+// probabilities head by head in cache-sized scratch.
 void AttentionBackwardHead(HeadView q, HeadView k, HeadView v, HeadView y,
-                           HeadView dy, const float* probs, int64_t t,
-                           int64_t d, float scale, float* dq, float* dk,
-                           float* dv, int64_t grad_rs, std::vector<float>* vt,
-                           std::vector<float>* strip, std::vector<float>* ds,
-                           std::vector<float>* delta);
+                           HeadView dy, const float* lse, int64_t t, int64_t d,
+                           float scale, float* dq, float* dk, float* dv,
+                           int64_t grad_rs, AttentionScratch* scratch);
 
 // GeluForward writes the tanh-approximated GELU of x[0, n) to y;
 // GeluBackward writes dy * gelu'(x) to dx.
