@@ -155,7 +155,8 @@ int ListPresets(const PresetsOptions& o) {
   return kExitOk;
 }
 
-// The first Ctrl-C asks the trainer to stop after the current step.
+// The first Ctrl-C asks the trainer to stop after the current step (and
+// write a checkpoint); a second one ends the process.
 std::atomic<bool> stop_requested{false};
 
 extern "C" void OnInterrupt(int) { stop_requested.store(true); }
@@ -291,6 +292,8 @@ int Train(const TrainOptions& o) {
   struct sigaction action = {};
   struct sigaction previous = {};
   action.sa_handler = OnInterrupt;
+  // A second Ctrl-C kills as usual; interrupted writes are restarted.
+  action.sa_flags = SA_RESETHAND | SA_RESTART;
   sigaction(SIGINT, &action, &previous);
   absl::StatusOr<model::TrainResult> result = model::Train(config, &observer);
   sigaction(SIGINT, &previous, nullptr);

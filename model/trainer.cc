@@ -567,6 +567,26 @@ absl::StatusOr<TrainResult> TrainingRun::Execute() {
 
 }  // namespace
 
+absl::StatusOr<double> MeasurePeakMatmulFlops(const std::string& device,
+                                              int threads) {
+  try {
+    absl::StatusOr<torch::Device> resolved = internal::ResolveDevice(device);
+    if (!resolved.ok()) return resolved.status();
+    if (threads < 0) return Invalid("threads", "must be >= 0");
+    const int n = threads > 0 ? threads : internal::HardwareThreads();
+    if (resolved->is_cpu()) {
+      internal::SetBlasThreads(1);
+      at::set_num_threads(1);
+    }
+    ShardPool pool(resolved->is_cpu() ? n : 1);
+    return internal::MeasurePeakMatmulFlops(*resolved, &pool,
+                                            /*cached=*/false);
+  } catch (const c10::Error& e) {
+    return absl::InternalError(
+        absl::StrCat("libtorch: ", e.what_without_backtrace()));
+  }
+}
+
 absl::StatusOr<TrainResult> Train(const TrainConfig& config,
                                   TrainObserver* observer) {
   TrainObserver silent;

@@ -142,6 +142,13 @@ class TrainObserver {
   virtual bool ShouldStop() { return false; }
 };
 
+// MeasurePeakMatmulFlops times a large matmul the way TrainResult's MFU
+// reference is measured (fp32 on the CPU with `threads` threads, 0 = all
+// cores; bf16 on CUDA) and returns FLOP/s, measured afresh on every call.
+// InvalidArgument / FailedPrecondition for a bad device, as Train.
+absl::StatusOr<double> MeasurePeakMatmulFlops(const std::string& device,
+                                              int threads);
+
 // Train runs one trial. Returns InvalidArgument for a bad config (named
 // field), NotFound / DataLoss for missing or corrupt data (file and offset),
 // Internal for a LibTorch error (message, no stack trace).

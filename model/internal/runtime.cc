@@ -75,12 +75,15 @@ bool SetBlasThreads(int threads) {
   return true;
 }
 
-double MeasurePeakMatmulFlops(const torch::Device& device, ShardPool* pool) {
+double MeasurePeakMatmulFlops(const torch::Device& device, ShardPool* pool,
+                              bool cached) {
   static absl::Mutex mu(absl::kConstInit);
   static auto* cache = new std::map<std::pair<std::string, int>, double>();
   const std::pair<std::string, int> key(device.str(), pool->size());
   absl::MutexLock lock(&mu);
-  if (auto it = cache->find(key); it != cache->end()) return it->second;
+  if (auto it = cache->find(key); cached && it != cache->end()) {
+    return it->second;
+  }
 
   torch::NoGradGuard no_grad;
   double flops = 0.0;

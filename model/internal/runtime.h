@@ -31,8 +31,10 @@ bool SetBlasThreads(int threads);
 
 // MeasurePeakMatmulFlops times a large matmul and returns FLOP/s: fp32 on
 // the CPU, one single-threaded GEMM per shard thread at once (the way the
-// trainer runs); bf16 on CUDA. Cached per process.
-double MeasurePeakMatmulFlops(const torch::Device& device, ShardPool* pool);
+// trainer runs); bf16 on CUDA. With `cached`, the first answer per (device,
+// threads) is kept for the process.
+double MeasurePeakMatmulFlops(const torch::Device& device, ShardPool* pool,
+                              bool cached = true);
 
 // PeakMemoryBytes is the CUDA allocator's peak for a CUDA device, else the
 // process's peak resident set size.
