@@ -227,10 +227,11 @@ absl::StatusOr<std::vector<std::string>> ExpandShardPaths(
     std::error_code ec;
     if (fs::is_directory(path, ec)) {
       std::vector<std::string> found;
-      for (const fs::directory_entry& entry :
-           fs::directory_iterator(path, ec)) {
-        if (entry.is_regular_file(ec) && entry.path().extension() == ".bin") {
-          found.push_back(entry.path().string());
+      // increment(ec) rather than a range-for: listing errors must not throw.
+      for (auto it = fs::directory_iterator(path, ec);
+           !ec && it != fs::directory_iterator(); it.increment(ec)) {
+        if (it->is_regular_file(ec) && it->path().extension() == ".bin") {
+          found.push_back(it->path().string());
         }
       }
       if (found.empty()) {

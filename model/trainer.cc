@@ -584,6 +584,8 @@ absl::StatusOr<double> MeasurePeakMatmulFlops(const std::string& device,
   } catch (const c10::Error& e) {
     return absl::InternalError(
         absl::StrCat("libtorch: ", e.what_without_backtrace()));
+  } catch (const std::exception& e) {
+    return absl::InternalError(absl::StrCat("matmul peak: ", e.what()));
   }
 }
 

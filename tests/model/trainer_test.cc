@@ -26,7 +26,7 @@ using ::testing::HasSubstr;
 class Recorder : public TrainObserver {
  public:
   void OnStart(const TrainConfig&, int64_t start_step) override {
-    start_step_ = start_step;
+    started_at = start_step;
   }
   void OnStep(int64_t step, double loss, double) override {
     losses.push_back({step, loss});
@@ -43,7 +43,7 @@ class Recorder : public TrainObserver {
   std::vector<std::pair<int64_t, double>> losses;
   std::vector<int64_t> before_checkpoint, checkpoints;
   int64_t stop_after = 0;
-  int64_t start_step_ = -1;
+  int64_t started_at = -1;
 };
 
 class TrainerTest : public ::testing::Test {
@@ -106,7 +106,7 @@ TEST_F(TrainerTest, ReportsEveryMetricOfATrial) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->steps, 6);
   EXPECT_FALSE(r->diverged);
-  EXPECT_EQ(recorder.start_step_, 0);
+  EXPECT_EQ(recorder.started_at, 0);
   ASSERT_EQ(recorder.losses.size(), 6u);
 
   // Val at step 0 (ln 256 at init), 3 and 6; train every step.
@@ -190,7 +190,7 @@ TEST_F(TrainerTest, ResumedRunReproducesTheUninterruptedRunBitwise) {
   Recorder second;
   absl::StatusOr<TrainResult> resumed = Train(config, &second);
   ASSERT_TRUE(resumed.ok()) << resumed.status();
-  EXPECT_EQ(second.start_step_, 4);
+  EXPECT_EQ(second.started_at, 4);
   EXPECT_EQ(resumed->resumed_from_step, 4);
   ASSERT_EQ(second.losses.size(), 2u);
   for (const auto& [step, loss] : second.losses) {
