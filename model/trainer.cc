@@ -419,7 +419,7 @@ std::vector<double> TrainingRun::ProbeAttention() {
       auto [inputs, targets] = Batch(first, last, [&](int row) {
         return data_->ValWindow(int64_t{b} * rows + row, windows);
       });
-      AutocastScope autocast(device_);
+      // fp32 throughout (no autocast): the probe measures, it does not train.
       const std::vector<double> mean = model_->AttentionDistances(inputs);
       // Each layer's mean is over this chunk's rows; weight by them.
       for (size_t l = 0; l < mean.size(); ++l) {
