@@ -9,7 +9,6 @@
 #include <cstring>
 #include <filesystem>
 #include <optional>
-#include <random>
 #include <string>
 #include <system_error>
 #include <vector>
@@ -17,6 +16,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
+#include "model/internal/files.h"
 
 namespace prism::model::internal {
 namespace {
@@ -113,8 +113,7 @@ absl::Status SaveCheckpoint(const std::string& dir,
         absl::StrCat("cannot create checkpoint dir ", dir, ": ", ec.message()));
   }
   const std::string path = CheckpointPath(dir);
-  static thread_local std::mt19937_64 rng(std::random_device{}());
-  const std::string temp = absl::StrCat(path, ".tmp.", getpid(), ".", rng());
+  const std::string temp = UniqueTempPath(path);
   try {
     torch::serialize::OutputArchive archive;
     archive.write("format_version", c10::IValue(kFormatVersion));
