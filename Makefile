@@ -12,9 +12,9 @@ build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
 run: build
-	$(BUILD)/prism run
+	$(BUILD)/cli/prism run
 
-test: build
+test: format-check build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 test-unit: build
@@ -22,6 +22,7 @@ test-unit: build
 
 format-check:
 	@git ls-files '*.cc' '*.h' | xargs clang-format --dry-run --Werror
+	@echo "format-check: clang-format clean"
 
 clean:
 	rm -rf $(BUILD)

@@ -9,7 +9,8 @@
 //     CLI::App* count = app.add_subcommand("count", "Count a space");
 //     auto opts = std::make_shared<CountOptions>();
 //     count->add_option("--d-model", opts->d_model, "...")->required();
-//     count->callback([opts, action] { *action = [opts] { return Count(*opts); }; });
+//     count->callback([opts, action] { *action = [opts] { return Count(*opts);
+//     }; });
 //   }
 //
 // Exit status: kExitOk, kExitFailure (the work failed), kExitUsage (bad input:

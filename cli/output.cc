@@ -43,9 +43,9 @@ absl::StatusOr<Format> ParseFormat(absl::string_view text, bool allow_csv) {
   if (f == "text" || f == "table") return Format::kText;
   if (f == "json") return Format::kJson;
   if (f == "csv" && allow_csv) return Format::kCsv;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown format '", text, "' (use text, json",
-                   allow_csv ? " or csv)" : ")"));
+  return absl::InvalidArgumentError(absl::StrCat("unknown format '", text,
+                                                 "' (use text, json",
+                                                 allow_csv ? " or csv)" : ")"));
 }
 
 Table::Table(std::vector<std::string> columns) : columns_(std::move(columns)) {}
@@ -97,7 +97,8 @@ std::string JsonString(const std::string& s) {
 std::string JsonCell(const std::string& cell) {
   double number;
   if (cell == "true" || cell == "false") return cell;
-  if (!cell.empty() && absl::SimpleAtod(cell, &number) && std::isfinite(number) &&
+  if (!cell.empty() && absl::SimpleAtod(cell, &number) &&
+      std::isfinite(number) &&
       cell.find_first_not_of("0123456789+-.eE") == std::string::npos) {
     return cell;
   }
@@ -191,9 +192,10 @@ Progress::~Progress() {
 void Progress::Update(int64_t done, absl::string_view suffix) {
   done_ = done;
   const auto now = std::chrono::steady_clock::now();
-  const auto min_gap = tty_ ? std::chrono::milliseconds(100)
-                            : std::chrono::duration_cast<std::chrono::milliseconds>(
-                                  plain_interval_);
+  const auto min_gap =
+      tty_ ? std::chrono::milliseconds(100)
+           : std::chrono::duration_cast<std::chrono::milliseconds>(
+                 plain_interval_);
   if (now - last_draw_ < min_gap) return;
   last_draw_ = now;
   Draw(suffix, /*final=*/false);
@@ -222,9 +224,10 @@ void Progress::Draw(absl::string_view suffix, bool final) {
   if (tty_) {
     constexpr int kWidth = 24;
     const int filled = static_cast<int>(fraction * kWidth);
-    std::string bar = std::string(filled, '#') + std::string(kWidth - filled, '.');
-    std::cerr << fmt::format("\r\033[K{} [{}] {:3.0f}% {} {} {} {}", label_, bar,
-                             fraction * 100, counts, std::string(suffix),
+    std::string bar =
+        std::string(filled, '#') + std::string(kWidth - filled, '.');
+    std::cerr << fmt::format("\r\033[K{} [{}] {:3.0f}% {} {} {} {}", label_,
+                             bar, fraction * 100, counts, std::string(suffix),
                              final ? "in" : "ETA", eta);
     if (final) std::cerr << "\n";
     std::cerr.flush();
