@@ -32,12 +32,12 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "base/log.h"
 #include "fmt/format.h"
 #include "prism/v1/prism.grpc.pb.h"
 #include "scheduler/schedule.h"
 #include "scheduler/space.h"
 #include "server/coordinator.h"
-#include "server/log.h"
 #include "storage/sqlite_store.h"
 
 namespace prism::bench {
@@ -516,7 +516,7 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   rank->add_option("--db", db, "reuse (or build once) this database file");
   CLI11_PARSE(app, argc, argv);
-  prism::server::SetLogLevel(prism::server::LogLevel::kWarning);
+  prism::SetLogLevel(prism::LogLevel::kWarning);
   if (ingest->parsed())
     return prism::bench::Ingest(workers, seconds, points, interval_ms, optuna);
   if (lease->parsed()) return prism::bench::Lease(leases);

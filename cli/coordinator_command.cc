@@ -24,10 +24,10 @@
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "base/log.h"
 #include "cli/command.h"
 #include "cli/output.h"
 #include "server/coordinator.h"
-#include "server/log.h"
 
 namespace prism::cli {
 namespace {
@@ -113,14 +113,14 @@ absl::Status WriteReadyFile(const std::string& path, const std::string& grpc,
 }
 
 int RunCoordinator(CoordinatorFlags flags) {
-  server::LogLevel level;
-  if (!server::ParseLogLevel(flags.log_level, &level)) {
+  LogLevel level;
+  if (!ParseLogLevel(flags.log_level, &level)) {
     return ReportError("coordinator",
                        absl::InvalidArgumentError(absl::StrCat(
                            "unknown --log-level '", flags.log_level,
                            "' (use debug, info, warning or error)")));
   }
-  server::SetLogLevel(level);
+  SetLogLevel(level);
   server::CoordinatorOptions& o = flags.options;
   if (const char* env = std::getenv("PRISM_ADMIN_TOKEN"); env != nullptr) {
     o.admin_token_env = env;
@@ -159,7 +159,7 @@ int RunCoordinator(CoordinatorFlags flags) {
             << std::endl;
 
   const int signal_number = WaitForStopSignal();
-  server::Log(server::LogLevel::kInfo, "stopping")
+  Log(LogLevel::kInfo, "stopping")
       .Kv("signal", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
   (*coordinator)->Shutdown();
   coordinator->reset();

@@ -12,13 +12,13 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "base/log.h"
 #include "cli/client.h"
 #include "cli/command.h"
 #include "cli/output.h"
 #include "cli/signals.h"
 #include "worker/coordinator_client.h"
 #include "worker/device.h"
-#include "worker/log.h"
 #include "worker/trainer_launcher.h"
 #include "worker/worker.h"
 
@@ -42,6 +42,9 @@ std::string HostName() {
 }
 
 int RunWorker(const WorkerCommandOptions& o) {
+  // Every line says it came from a worker, so fleet logs mixed with the
+  // coordinator's stay greppable.
+  SetLogComponent("worker");
   absl::StatusOr<std::string> token = ResolveToken(o.client);
   if (!token.ok()) return ReportError("worker", token.status());
   absl::StatusOr<std::string> device = worker::ResolveDevice(o.device);
@@ -66,12 +69,12 @@ int RunWorker(const WorkerCommandOptions& o) {
   std::unique_ptr<worker::TrainerLauncher> launcher =
       worker::NewModelTrainerLauncher();
   worker::Worker worker(options, client.get(), launcher.get());
-  worker::LogLine("info", "start")
-      .Add("coordinator", address)
-      .Add("device", options.resources.device)
-      .Add("threads", options.resources.threads)
-      .Add("checkpoint_dir", options.resources.checkpoint_root)
-      .Add("pid", static_cast<int64_t>(getpid()));
+  Log(LogLevel::kInfo, "start")
+      .Kv("coordinator", address)
+      .Kv("device", options.resources.device)
+      .Kv("threads", options.resources.threads)
+      .Kv("checkpoint_dir", options.resources.checkpoint_root)
+      .Kv("pid", static_cast<int64_t>(getpid()));
 
   std::atomic<bool> done{false};
   std::thread signal_thread([&] {
@@ -81,8 +84,8 @@ int RunWorker(const WorkerCommandOptions& o) {
       if (signal_number == 0) continue;
       if (++received == 1) {
         // First signal: finish cleanly (checkpoint, flush, hand back).
-        worker::LogLine("info", "shutdown_requested")
-            .Add("signal", strsignal(signal_number));
+        Log(LogLevel::kInfo, "shutdown_requested")
+            .Kv("signal", strsignal(signal_number));
         worker.Shutdown();
       } else {
         // Another signal: the user insists.
@@ -95,13 +98,13 @@ int RunWorker(const WorkerCommandOptions& o) {
   signal_thread.join();
 
   const worker::WorkerStats stats = worker.stats();
-  worker::LogLine(status.ok() ? "info" : "error", "exit")
-      .Add("trials_completed", stats.trials_completed)
-      .Add("trials_failed", stats.trials_failed)
-      .Add("trials_superseded", stats.trials_superseded)
-      .Add("trials_interrupted", stats.trials_interrupted)
-      .Add("points_acknowledged", stats.points_acknowledged)
-      .Add("report_retries", stats.report_retries);
+  Log(status.ok() ? LogLevel::kInfo : LogLevel::kError, "exit")
+      .Kv("trials_completed", stats.trials_completed)
+      .Kv("trials_failed", stats.trials_failed)
+      .Kv("trials_superseded", stats.trials_superseded)
+      .Kv("trials_interrupted", stats.trials_interrupted)
+      .Kv("points_acknowledged", stats.points_acknowledged)
+      .Kv("report_retries", stats.report_retries);
   if (!status.ok()) return ReportError("worker", status);
   return kExitOk;
 }

@@ -16,7 +16,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/strip.h"
-#include "server/internal/status_macros.h"
+#include "base/status_macros.h"
 
 namespace prism::server {
 namespace {

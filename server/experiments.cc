@@ -3,9 +3,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/log.h"
+#include "base/status_macros.h"
 #include "server/convert.h"
-#include "server/internal/status_macros.h"
-#include "server/log.h"
 
 namespace prism::server {
 

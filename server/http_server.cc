@@ -17,11 +17,11 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
+#include "base/log.h"
+#include "base/status_macros.h"
 #include "google/protobuf/util/json_util.h"
 #include "scheduler/principles.h"
 #include "server/convert.h"
-#include "server/internal/status_macros.h"
-#include "server/log.h"
 
 namespace prism::server {
 namespace {

@@ -3,7 +3,7 @@
 #include <utility>
 #include <vector>
 
-#include "server/log.h"
+#include "base/log.h"
 
 namespace prism::server {
 

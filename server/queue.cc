@@ -5,9 +5,9 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "base/log.h"
+#include "base/status_macros.h"
 #include "server/convert.h"
-#include "server/internal/status_macros.h"
-#include "server/log.h"
 
 namespace prism::server {
 namespace {

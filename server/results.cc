@@ -4,11 +4,11 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "scheduler/ranking.h"
 #include "scheduler/schedule.h"
 #include "scheduler/statistics.h"
 #include "server/convert.h"
-#include "server/internal/status_macros.h"
 
 namespace prism::server {
 namespace {

@@ -3,7 +3,7 @@
 #include <chrono>
 #include <string>
 
-#include "server/log.h"
+#include "base/log.h"
 
 namespace prism::server {
 namespace {

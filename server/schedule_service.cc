@@ -1,10 +1,10 @@
 #include "server/schedule_service.h"
 
+#include "base/status_macros.h"
 #include "scheduler/schedule.h"
 #include "scheduler/space.h"
 #include "server/convert.h"
 #include "server/grpc_edge.h"
-#include "server/internal/status_macros.h"
 
 namespace prism::server {
 namespace {

@@ -10,9 +10,9 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/status_macros.h"
 #include "storage/internal/schema.h"
 #include "storage/internal/sqlite.h"
-#include "storage/internal/status_macros.h"
 
 namespace prism::storage {
 

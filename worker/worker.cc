@@ -11,7 +11,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
-#include "worker/log.h"
+#include "base/log.h"
 #include "worker/report_buffer.h"
 
 namespace prism::worker {
@@ -35,13 +35,13 @@ class Worker::TrialRun final : public model::TrainObserver {
   // model::TrainObserver, called on the training thread.
   void OnStart(const model::TrainConfig& config, int64_t start_step) override {
     resumed_from_step_ = start_step;
-    LogLine("info", "train_start")
-        .Add("trial", trial_id())
-        .Add("attempt", attempt())
-        .Add("resumed_from_step", start_step)
-        .Add("steps", config.steps)
-        .Add("device", config.device)
-        .Add("threads", config.threads);
+    Log(LogLevel::kInfo, "train_start")
+        .Kv("trial", trial_id())
+        .Kv("attempt", attempt())
+        .Kv("resumed_from_step", start_step)
+        .Kv("steps", config.steps)
+        .Kv("device", config.device)
+        .Kv("threads", config.threads);
   }
   void OnPoint(const model::CurvePoint& point) override {
     buffer_.Add(ToLossPoint(point));
@@ -57,16 +57,16 @@ class Worker::TrialRun final : public model::TrainObserver {
     // After Shutdown the wait is bounded so the process can exit.
     while (!buffer_.WaitDrained(absl::Seconds(1))) {
       if (buffer_.closed() || worker_->GiveUpRetrying()) {
-        LogLine("warn", "checkpoint_undrained")
-            .Add("trial", trial_id())
-            .Add("step", step)
-            .Add("unacknowledged_points", buffer_.size());
+        Log(LogLevel::kWarning, "checkpoint_undrained")
+            .Kv("trial", trial_id())
+            .Kv("step", step)
+            .Kv("unacknowledged_points", buffer_.size());
         return;
       }
     }
   }
   void OnCheckpoint(int64_t step) override {
-    LogLine("info", "checkpoint").Add("trial", trial_id()).Add("step", step);
+    Log(LogLevel::kInfo, "checkpoint").Kv("trial", trial_id()).Kv("step", step);
   }
   bool ShouldStop() override {
     return superseded_.load() || worker_->shutting_down();
@@ -119,10 +119,10 @@ void Worker::TrialRun::RemoveStaleCheckpoint(const std::string& dir) {
   std::error_code error;
   if (!std::filesystem::exists(dir, error)) return;
   std::filesystem::remove_all(dir, error);
-  LogLine(error ? "warn" : "info", "stale_checkpoint_removed")
-      .Add("trial", trial_id())
-      .Add("dir", dir)
-      .Add("error", error ? error.message() : "none");
+  Log(error ? LogLevel::kWarning : LogLevel::kInfo, "stale_checkpoint_removed")
+      .Kv("trial", trial_id())
+      .Kv("dir", dir)
+      .Kv("error", error ? error.message() : "none");
 }
 
 TrialOutcome Worker::TrialRun::Execute() {
@@ -166,7 +166,7 @@ void Worker::TrialRun::HeartbeatLoop() {
         worker_->client_->Heartbeat(request);
     if (response.ok()) {
       if (!reachable) {
-        LogLine("info", "coordinator_reachable").Add("trial", trial_id());
+        Log(LogLevel::kInfo, "coordinator_reachable").Kv("trial", trial_id());
         // Wake a reporter that is backing off: the coordinator is back.
         absl::MutexLock lock(&retry_mu_);
         retry_now_ = true;
@@ -179,9 +179,9 @@ void Worker::TrialRun::HeartbeatLoop() {
       Supersede(response.status().message());
     } else if (reachable) {
       reachable = false;
-      LogLine("warn", "heartbeat_failed")
-          .Add("trial", trial_id())
-          .Add("error", response.status().ToString());
+      Log(LogLevel::kWarning, "heartbeat_failed")
+          .Kv("trial", trial_id())
+          .Kv("error", response.status().ToString());
     }
   }
 }
@@ -215,10 +215,10 @@ absl::Status Worker::TrialRun::SendOldest() {
   if (!response.ok()) return response.status();
   buffer_.Acknowledge(points.size());
   if (backoff_.retries() > 0) {
-    LogLine("info", "reports_resumed")
-        .Add("trial", trial_id())
-        .Add("retries", backoff_.retries())
-        .Add("buffered", buffer_.size());
+    Log(LogLevel::kInfo, "reports_resumed")
+        .Kv("trial", trial_id())
+        .Kv("retries", backoff_.retries())
+        .Kv("buffered", buffer_.size());
   }
   backoff_.Reset();
   absl::MutexLock lock(&worker_->mu_);
@@ -235,17 +235,17 @@ void Worker::TrialRun::HandleSendError(const absl::Status& status,
   if (!IsTransient(status)) {
     // A refusal that retrying cannot fix (a revoked token, a bad request):
     // the attempt cannot be reported, so stop spending compute on it.
-    LogLine("error", absl::StrCat(what, "_refused"))
-        .Add("trial", trial_id())
-        .Add("error", status.ToString());
+    Log(LogLevel::kError, absl::StrCat(what, "_refused"))
+        .Kv("trial", trial_id())
+        .Kv("error", status.ToString());
     Supersede(status.message());
     return;
   }
   if (backoff_.retries() == 0) {
-    LogLine("warn", absl::StrCat(what, "_failed"))
-        .Add("trial", trial_id())
-        .Add("buffered", buffer_.size())
-        .Add("error", status.ToString());
+    Log(LogLevel::kWarning, absl::StrCat(what, "_failed"))
+        .Kv("trial", trial_id())
+        .Kv("buffered", buffer_.size())
+        .Kv("error", status.ToString());
   }
   {
     absl::MutexLock lock(&worker_->mu_);
@@ -276,10 +276,10 @@ bool Worker::TrialRun::Flush(size_t leave) {
 
 void Worker::TrialRun::Supersede(absl::string_view why) {
   if (superseded_.exchange(true)) return;
-  LogLine("warn", "trial_superseded")
-      .Add("trial", trial_id())
-      .Add("attempt", attempt())
-      .Add("reason", why);
+  Log(LogLevel::kWarning, "trial_superseded")
+      .Kv("trial", trial_id())
+      .Kv("attempt", attempt())
+      .Kv("reason", why);
   // Nothing more is accepted for this attempt: unblock a trainer waiting on
   // a full buffer or a checkpoint drain.
   buffer_.Close();
@@ -300,20 +300,20 @@ TrialOutcome Worker::TrialRun::SendFail(const std::string& message,
       return TrialOutcome::kSuperseded;
     }
     if (!IsTransient(response.status()) || worker_->GiveUpRetrying()) {
-      LogLine("error", "fail_not_delivered")
-          .Add("trial", trial_id())
-          .Add("error", response.status().ToString());
+      Log(LogLevel::kError, "fail_not_delivered")
+          .Kv("trial", trial_id())
+          .Kv("error", response.status().ToString());
       break;
     }
     PauseForRetry();
   }
   const bool handed_back = outcome == TrialOutcome::kInterrupted;
-  LogLine(handed_back ? "info" : "error",
-          handed_back ? "trial_handed_back" : "trial_failed")
-      .Add("trial", trial_id())
-      .Add("attempt", attempt())
-      .Add("retryable", retryable ? "true" : "false")
-      .Add("message", message);
+  Log(handed_back ? LogLevel::kInfo : LogLevel::kError,
+      handed_back ? "trial_handed_back" : "trial_failed")
+      .Kv("trial", trial_id())
+      .Kv("attempt", attempt())
+      .Kv("retryable", retryable ? "true" : "false")
+      .Kv("message", message);
   return outcome;
 }
 
@@ -355,9 +355,9 @@ TrialOutcome Worker::TrialRun::Finish(
       return TrialOutcome::kSuperseded;
     }
     if (!IsTransient(response.status()) || worker_->GiveUpRetrying()) {
-      LogLine("error", "complete_not_delivered")
-          .Add("trial", trial_id())
-          .Add("error", response.status().ToString());
+      Log(LogLevel::kError, "complete_not_delivered")
+          .Kv("trial", trial_id())
+          .Kv("error", response.status().ToString());
       return TrialOutcome::kInterrupted;
     }
     HandleSendError(response.status(), "complete");
@@ -367,14 +367,14 @@ TrialOutcome Worker::TrialRun::Finish(
     absl::MutexLock lock(&worker_->mu_);
     worker_->stats_.points_acknowledged += request.points_size();
   }
-  LogLine("info", "trial_completed")
-      .Add("trial", trial_id())
-      .Add("attempt", attempt())
-      .Add("steps", result->steps)
-      .Add("final_val_loss", result->final_val_loss)
-      .Add("diverged", result->diverged ? "true" : "false")
-      .Add("tokens_per_second", result->tokens_per_second)
-      .Add("wall_seconds", result->wall_seconds);
+  Log(LogLevel::kInfo, "trial_completed")
+      .Kv("trial", trial_id())
+      .Kv("attempt", attempt())
+      .Kv("steps", result->steps)
+      .Kv("final_val_loss", result->final_val_loss)
+      .Kv("diverged", result->diverged ? "true" : "false")
+      .Kv("tokens_per_second", result->tokens_per_second)
+      .Kv("wall_seconds", result->wall_seconds);
 
   const std::string dir = CheckpointDirFor(task_, worker_->options_.resources);
   if (!dir.empty() && !worker_->options_.keep_checkpoints) {
@@ -382,9 +382,9 @@ TrialOutcome Worker::TrialRun::Finish(
     std::error_code error;
     std::filesystem::remove_all(dir, error);
     if (error) {
-      LogLine("warn", "checkpoint_cleanup_failed")
-          .Add("dir", dir)
-          .Add("error", error.message());
+      Log(LogLevel::kWarning, "checkpoint_cleanup_failed")
+          .Kv("dir", dir)
+          .Kv("error", error.message());
     }
   }
   return TrialOutcome::kCompleted;
@@ -415,19 +415,19 @@ absl::Status Worker::Register() {
       } else if (response->heartbeat_seconds() > 0) {
         heartbeat_interval_ = absl::Seconds(response->heartbeat_seconds());
       }
-      LogLine("info", "registered")
-          .Add("worker_id", worker_id_)
-          .Add("host", options_.host)
-          .Add("device", options_.resources.device)
-          .Add("threads", options_.resources.threads)
-          .Add("heartbeat_seconds", response->heartbeat_seconds())
-          .Add("lease_seconds", response->lease_seconds());
+      Log(LogLevel::kInfo, "registered")
+          .Kv("worker_id", worker_id_)
+          .Kv("host", options_.host)
+          .Kv("device", options_.resources.device)
+          .Kv("threads", options_.resources.threads)
+          .Kv("heartbeat_seconds", response->heartbeat_seconds())
+          .Kv("lease_seconds", response->lease_seconds());
       return absl::OkStatus();
     }
     if (!IsTransient(response.status())) return response.status();
     if (backoff.retries() == 0) {
-      LogLine("warn", "register_failed")
-          .Add("error", response.status().ToString());
+      Log(LogLevel::kWarning, "register_failed")
+          .Kv("error", response.status().ToString());
     }
     if (!SleepFor(backoff.Next())) {
       return absl::CancelledError("shut down before registering");
@@ -445,7 +445,7 @@ absl::Status Worker::Run() {
   absl::Time idle_since = absl::Now();
   while (!shutting_down()) {
     if (options_.max_trials > 0 && handled >= options_.max_trials) {
-      LogLine("info", "max_trials_reached").Add("trials", handled);
+      Log(LogLevel::kInfo, "max_trials_reached").Kv("trials", handled);
       break;
     }
     v1::LeaseRequest request;
@@ -454,8 +454,8 @@ absl::Status Worker::Run() {
     if (!lease.ok()) {
       if (lease.status().code() == absl::StatusCode::kNotFound) {
         // The coordinator no longer knows this worker (a new database).
-        LogLine("warn", "worker_unknown")
-            .Add("error", lease.status().message());
+        Log(LogLevel::kWarning, "worker_unknown")
+            .Kv("error", lease.status().message());
         {
           absl::MutexLock lock(&mu_);
           worker_id_.clear();
@@ -469,22 +469,22 @@ absl::Status Worker::Run() {
       }
       if (!IsTransient(lease.status())) return lease.status();
       if (backoff.retries() == 0) {
-        LogLine("warn", "lease_failed").Add("error", lease.status().ToString());
+        Log(LogLevel::kWarning, "lease_failed")
+            .Kv("error", lease.status().ToString());
       }
       SleepFor(backoff.Next());
       continue;
     }
     if (backoff.retries() > 0) {
-      LogLine("info", "coordinator_reachable")
-          .Add("retries", backoff.retries());
+      Log(LogLevel::kInfo, "coordinator_reachable")
+          .Kv("retries", backoff.retries());
     }
     backoff.Reset();
     if (!lease->has_task()) {
       if (options_.idle_exit > absl::ZeroDuration() &&
           absl::Now() - idle_since >= options_.idle_exit) {
-        LogLine("info", "idle_exit")
-            .Add("idle_seconds",
-                 absl::ToInt64Seconds(absl::Now() - idle_since));
+        Log(LogLevel::kInfo, "idle_exit")
+            .Kv("idle_seconds", absl::ToInt64Seconds(absl::Now() - idle_since));
         break;
       }
       SendIdleHeartbeat();
@@ -495,13 +495,13 @@ absl::Status Worker::Run() {
     }
 
     const v1::TrialTask& task = lease->task();
-    LogLine("info", "lease")
-        .Add("trial", task.trial().id())
-        .Add("attempt", task.trial().attempt())
-        .Add("experiment", task.trial().experiment_id())
-        .Add("schedule", task.trial().schedule())
-        .Add("seed", task.trial().seed())
-        .Add("resume_step", task.resume_step());
+    Log(LogLevel::kInfo, "lease")
+        .Kv("trial", task.trial().id())
+        .Kv("attempt", task.trial().attempt())
+        .Kv("experiment", task.trial().experiment_id())
+        .Kv("schedule", task.trial().schedule())
+        .Kv("seed", task.trial().seed())
+        .Kv("resume_step", task.resume_step());
     RunTrial(task);
     ++handled;
     idle_since = absl::Now();

@@ -4,7 +4,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
-#include "storage/internal/status_macros.h"
+#include "base/status_macros.h"
 
 namespace prism::storage::internal {
 namespace {

@@ -89,8 +89,8 @@ TEST(RunCommandTest, InterruptStopsEverythingAndRunAgainContinues) {
     EXPECT_THAT(ReadFile(dir + "/run.err"), HasSubstr("interrupted"));
     // The workers stopped cleanly: checkpoint, flush, hand the trial back.
     const std::string worker_log = ReadFile(dir + "/data/logs/worker-1.log");
-    EXPECT_THAT(worker_log, HasSubstr("event=shutdown_requested"));
-    EXPECT_THAT(worker_log, HasSubstr("event=trial_handed_back"));
+    EXPECT_THAT(worker_log, HasSubstr("msg=shutdown_requested"));
+    EXPECT_THAT(worker_log, HasSubstr("msg=trial_handed_back"));
     EXPECT_TRUE(ProcessesMentioning(dir + "/data").empty());
   }
   {

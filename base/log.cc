@@ -1,21 +1,22 @@
-#include "server/log.h"
+#include "base/log.h"
 
 #include <atomic>
-#include <chrono>
 #include <cstdio>
-#include <ctime>
 
+#include "absl/base/thread_annotations.h"
 #include "absl/strings/ascii.h"
-#include "absl/strings/str_cat.h"
-#include "absl/strings/str_format.h"
 #include "absl/synchronization/mutex.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 
-namespace prism::server {
+namespace prism {
 namespace {
 
 std::atomic<int> g_level{static_cast<int>(LogLevel::kInfo)};
 
-absl::Mutex g_write_mu;
+absl::Mutex g_mu;
+// The ` component=NAME` text every line carries, or empty.
+std::string* g_component ABSL_GUARDED_BY(g_mu) = new std::string();
 
 const char* LevelName(LogLevel level) {
   switch (level) {
@@ -59,20 +60,6 @@ std::string Quote(absl::string_view value) {
   return out;
 }
 
-std::string Timestamp() {
-  const auto now = std::chrono::system_clock::now();
-  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
-                      now.time_since_epoch())
-                      .count();
-  const std::time_t secs = static_cast<std::time_t>(ms / 1000);
-  std::tm tm;
-  gmtime_r(&secs, &tm);
-  return absl::StrFormat("%04d-%02d-%02dT%02d:%02d:%02d.%03dZ",
-                         tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                         tm.tm_hour, tm.tm_min, tm.tm_sec,
-                         static_cast<int>(ms % 1000));
-}
-
 }  // namespace
 
 void SetLogLevel(LogLevel level) { g_level = static_cast<int>(level); }
@@ -93,18 +80,30 @@ bool LogEnabled(LogLevel level) {
   return static_cast<int>(level) >= g_level.load(std::memory_order_relaxed);
 }
 
+void SetLogComponent(absl::string_view component) {
+  absl::MutexLock lock(&g_mu);
+  *g_component =
+      component.empty() ? "" : absl::StrCat(" component=", Quote(component));
+}
+
 LogLine::LogLine(LogLevel level, absl::string_view msg)
     : enabled_(LogEnabled(level)) {
-  if (enabled_) {
-    line_ = absl::StrCat("ts=", Timestamp(), " level=", LevelName(level),
-                         " msg=", Quote(msg));
+  if (!enabled_) return;
+  line_ = absl::StrCat("ts=",
+                       absl::FormatTime("%Y-%m-%dT%H:%M:%E3SZ", absl::Now(),
+                                        absl::UTCTimeZone()),
+                       " level=", LevelName(level));
+  {
+    absl::MutexLock lock(&g_mu);
+    line_ += *g_component;
   }
+  absl::StrAppend(&line_, " msg=", Quote(msg));
 }
 
 LogLine::~LogLine() {
   if (!enabled_) return;
   line_.push_back('\n');
-  absl::MutexLock lock(&g_write_mu);
+  absl::MutexLock lock(&g_mu);
   std::fwrite(line_.data(), 1, line_.size(), stderr);
   std::fflush(stderr);
 }
@@ -114,20 +113,10 @@ LogLine& LogLine::Kv(absl::string_view key, absl::string_view value) {
   return *this;
 }
 
-LogLine& LogLine::Kv(absl::string_view key, int64_t value) {
-  if (enabled_) absl::StrAppend(&line_, " ", key, "=", value);
-  return *this;
-}
-
-LogLine& LogLine::Kv(absl::string_view key, double value) {
-  if (enabled_) absl::StrAppend(&line_, " ", key, "=", value);
-  return *this;
-}
-
 LogLine& LogLine::Kv(absl::string_view key, bool value) {
   if (enabled_)
     absl::StrAppend(&line_, " ", key, "=", value ? "true" : "false");
   return *this;
 }
 
-}  // namespace prism::server
+}  // namespace prism
