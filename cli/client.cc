@@ -10,6 +10,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "proto/grpc_status.h"
 
 namespace prism::cli {
 namespace {
@@ -99,19 +100,20 @@ std::unique_ptr<grpc::ClientContext> RpcClient::NewContext(
 }
 
 absl::Status RpcClient::Check(const grpc::Status& status) const {
-  if (status.ok()) return absl::OkStatus();
-  if (status.error_code() == grpc::StatusCode::UNAVAILABLE) {
+  const absl::Status converted = FromGrpcStatus(status);
+  // gRPC's own words for the two transport failures mean little at a
+  // terminal; every other status carries the coordinator's message as is.
+  if (absl::IsUnavailable(converted)) {
     return absl::UnavailableError(
         absl::StrCat("cannot reach coordinator at ", address_,
                      " (is it running? set --coordinator or "
                      "PRISM_COORDINATOR)"));
   }
-  if (status.error_code() == grpc::StatusCode::DEADLINE_EXCEEDED) {
+  if (absl::IsDeadlineExceeded(converted)) {
     return absl::DeadlineExceededError(
         absl::StrCat("coordinator at ", address_, " did not answer in time"));
   }
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                      status.error_message());
+  return converted;
 }
 
 absl::StatusOr<std::string> ReadTextFile(const std::string& path) {

@@ -1,6 +1,7 @@
-// The gRPC edge: the one place where absl::Status and grpc::Status convert,
-// and where a call's bearer token becomes a Caller. Service handlers are
-// thin: authenticate + authorize, call a manager, convert, return.
+// The gRPC edge: where a call's bearer token becomes a Caller and a manager's
+// absl::Status becomes the call's grpc::Status (through the one conversion
+// pair in proto/grpc_status.h). Service handlers are thin: authenticate +
+// authorize, call a manager, convert, return.
 //
 //   grpc::Status Get(grpc::ServerContext* ctx, const Req* req, Resp* resp) {
 //     return Serve(auth_, ctx, Permission::kRead, [&](const Caller&) {
@@ -18,15 +19,10 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "proto/grpc_status.h"
 #include "server/auth.h"
 
 namespace prism::server {
-
-// ToGrpcStatus maps an absl::Status code-for-code (the enums agree) and
-// keeps its message.
-grpc::Status ToGrpcStatus(const absl::Status& status);
-// FromGrpcStatus is the inverse, for clients of the coordinator.
-absl::Status FromGrpcStatus(const grpc::Status& status);
 
 // AuthenticateCall reads the call's `authorization` metadata.
 absl::StatusOr<Caller> AuthenticateCall(AuthManager* auth,

@@ -3,7 +3,7 @@
 // The worker's logic (worker.h) talks to this interface only, so unit tests
 // drive it with fakes that fail, refuse or go away on cue; the real
 // implementation is a thin gRPC edge that adds the bearer token to every call
-// and converts grpc::Status to absl::Status in one place (FromGrpcStatus).
+// and converts grpc::Status to absl::Status with proto/grpc_status.h.
 //
 //   std::unique_ptr<CoordinatorClient> c =
 //       NewGrpcCoordinatorClient("127.0.0.1:50051", token);
@@ -26,10 +26,6 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "prism/v1/prism.pb.h"
-
-namespace grpc {
-class Status;
-}
 
 namespace prism::worker {
 
@@ -58,10 +54,6 @@ class CoordinatorClient {
 std::unique_ptr<CoordinatorClient> NewGrpcCoordinatorClient(
     const std::string& address, const std::string& token,
     absl::Duration rpc_timeout = absl::Seconds(20));
-
-// FromGrpcStatus converts a gRPC status to the absl::Status with the same
-// code and message.
-absl::Status FromGrpcStatus(const grpc::Status& status);
 
 // IsTransient is true for the codes that mean "try again later": Unavailable,
 // DeadlineExceeded, Aborted, ResourceExhausted, Internal and Unknown (a

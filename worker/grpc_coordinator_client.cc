@@ -1,5 +1,5 @@
-// The gRPC edge of the worker: one stub, bearer metadata, deadlines, and the
-// single grpc::Status -> absl::Status conversion.
+// The gRPC edge of the worker: one stub, bearer metadata and deadlines; status
+// conversion is proto/grpc_status.h's.
 #include <grpcpp/grpcpp.h>
 
 #include <chrono>
@@ -7,6 +7,7 @@
 #include <string>
 
 #include "prism/v1/prism.grpc.pb.h"
+#include "proto/grpc_status.h"
 #include "worker/coordinator_client.h"
 
 namespace prism::worker {
@@ -74,11 +75,6 @@ std::unique_ptr<CoordinatorClient> NewGrpcCoordinatorClient(
     const std::string& address, const std::string& token,
     absl::Duration rpc_timeout) {
   return std::make_unique<GrpcCoordinatorClient>(address, token, rpc_timeout);
-}
-
-absl::Status FromGrpcStatus(const grpc::Status& status) {
-  return absl::Status(static_cast<absl::StatusCode>(status.error_code()),
-                      status.error_message());
 }
 
 bool IsTransient(const absl::Status& status) {
