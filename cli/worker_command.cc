@@ -17,8 +17,8 @@
 #include "cli/command.h"
 #include "cli/output.h"
 #include "cli/signals.h"
+#include "model/device.h"
 #include "worker/coordinator_client.h"
-#include "worker/device.h"
 #include "worker/trainer_launcher.h"
 #include "worker/worker.h"
 
@@ -47,7 +47,7 @@ int RunWorker(const WorkerCommandOptions& o) {
   SetLogComponent("worker");
   absl::StatusOr<std::string> token = ResolveToken(o.client);
   if (!token.ok()) return ReportError("worker", token.status());
-  absl::StatusOr<std::string> device = worker::ResolveDevice(o.device);
+  absl::StatusOr<std::string> device = model::ResolveDevice(o.device);
   if (!device.ok()) return ReportError("worker", device.status());
 
   worker::WorkerOptions options;

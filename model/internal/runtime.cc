@@ -20,6 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
+#include "model/device.h"
 
 #ifdef PRISM_HAVE_C10_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -28,32 +29,11 @@
 namespace prism::model::internal {
 
 absl::StatusOr<torch::Device> ResolveDevice(const std::string& spec) {
-  if (spec.empty() || spec == "auto") {
-    return torch::cuda::is_available() ? torch::Device(torch::kCUDA, 0)
-                                       : torch::Device(torch::kCPU);
-  }
-  if (spec == "cpu") return torch::Device(torch::kCPU);
-  int index = 0;
-  const absl::string_view text(spec);
-  if (text == "cuda") {
-    index = 0;
-  } else if (text.substr(0, 5) != "cuda:" ||
-             !absl::SimpleAtoi(text.substr(5), &index) || index < 0) {
-    return absl::InvalidArgumentError(absl::StrCat(
-        "device '", spec, "' is not one of auto, cpu, cuda, cuda:N"));
-  }
-  if (!torch::cuda::is_available()) {
-    return absl::FailedPreconditionError(
-        absl::StrCat("device '", spec,
-                     "' asked for CUDA, but this LibTorch has no usable "
-                     "CUDA device"));
-  }
-  if (index >= static_cast<int>(torch::cuda::device_count())) {
-    return absl::InvalidArgumentError(absl::StrCat("device '", spec, "': only ",
-                                                   torch::cuda::device_count(),
-                                                   " CUDA devices"));
-  }
-  return torch::Device(torch::kCUDA, static_cast<c10::DeviceIndex>(index));
+  absl::StatusOr<std::string> name = model::ResolveDevice(spec);
+  if (!name.ok()) return name.status();
+  // Only "cpu" or "cuda:N" comes back, which torch::Device parses without
+  // throwing.
+  return torch::Device(*name);
 }
 
 int HardwareThreads() {

@@ -17,9 +17,8 @@
 
 namespace prism::model::internal {
 
-// ResolveDevice parses "auto" (CUDA device 0 when available, else the CPU),
-// "cpu", "cuda" or "cuda:N". InvalidArgument for other text,
-// FailedPrecondition when CUDA is asked for but unavailable.
+// ResolveDevice is model/device.h's ResolveDevice as a torch::Device, with
+// the same errors.
 absl::StatusOr<torch::Device> ResolveDevice(const std::string& spec);
 
 // HardwareThreads is the number of cores this process may use (at least 1).
