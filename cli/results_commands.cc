@@ -137,11 +137,13 @@ void PrintTrialText(const v1::GetTrialResponse& response) {
   Table attempts({"attempt", "worker", "outcome", "resumed_from_step",
                   "started", "ended", "message"});
   for (const v1::TrialAttempt& a : t.attempts()) {
-    attempts.AddRow({absl::StrCat(a.attempt()), a.worker_id(),
-                     TrialStateName(a.outcome()),
-                     absl::StrCat(a.resumed_from_step()),
-                     UnixMillisText(a.started_unix_ms()),
-                     UnixMillisText(a.ended_unix_ms()), a.message()});
+    attempts.AddRow(
+        {absl::StrCat(a.attempt()), a.worker_id(), TrialStateName(a.outcome()),
+         // Unset until the worker's Start said where it resumed.
+         a.has_resumed_from_step() ? absl::StrCat(a.resumed_from_step())
+                                   : std::string("-"),
+         UnixMillisText(a.started_unix_ms()), UnixMillisText(a.ended_unix_ms()),
+         a.message()});
   }
   attempts.Print(std::cout, Format::kText);
 }

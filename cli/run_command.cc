@@ -52,8 +52,6 @@ constexpr absl::Duration kCoordinatorStartTimeout = absl::Seconds(60);
 constexpr absl::Duration kWorkerStopGrace = absl::Seconds(60);
 constexpr absl::Duration kCoordinatorStopGrace = absl::Seconds(20);
 constexpr absl::Duration kPollInterval = absl::Seconds(1);
-// A trial handed back by a Ctrl-C uses up an attempt; leave room for a few.
-constexpr int kRunMaxAttempts = 10;
 
 struct RunOptions {
   std::string preset = "tiny";
@@ -438,8 +436,9 @@ int Run(const RunOptions& o) {
          {v1::PRINCIPLE_SMOOTH, v1::PRINCIPLE_BASELINE, v1::PRINCIPLE_POW2}) {
       spec.add_principles(p);
     }
+    // No max_attempts: a trial handed back by a Ctrl-C is released, which
+    // uses up none of the coordinator's default attempts.
     for (int seed = 1; seed <= o.seeds; ++seed) spec.add_seeds(seed);
-    spec.set_max_attempts(kRunMaxAttempts);
     absl::StatusOr<int64_t> id = FindOrSubmit(*client, spec);
     status = id.status();
     if (id.ok()) experiment_id = *id;

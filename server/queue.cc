@@ -256,6 +256,33 @@ absl::StatusOr<v1::LeaseResponse> QueueManager::Lease(
   return response;
 }
 
+absl::StatusOr<v1::StartResponse> QueueManager::Start(
+    const Caller& caller, const v1::StartRequest& request) {
+  PRISM_RETURN_IF_ERROR(CheckAttemptRef(request.trial_id(), request.attempt(),
+                                        request.worker_id()));
+  if (request.resumed_from_step() < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("resumed_from_step must not be negative (got ",
+                     request.resumed_from_step(), ")"));
+  }
+  PRISM_RETURN_IF_ERROR(CheckWorker(caller, request.worker_id()));
+  const int64_t now = clock_->NowMs();
+  PRISM_ASSIGN_OR_RETURN(
+      int64_t deadline,
+      store_->StartAttempt(
+          storage::AttemptRef{request.trial_id(), request.attempt(),
+                              request.worker_id()},
+          request.resumed_from_step(), now, DeadlineFrom(now)));
+  Log(LogLevel::kInfo, "trial started")
+      .Kv("trial", request.trial_id())
+      .Kv("attempt", request.attempt())
+      .Kv("resumed_from_step", request.resumed_from_step())
+      .Kv("worker", request.worker_id());
+  v1::StartResponse response;
+  response.set_lease_deadline_unix_ms(deadline);
+  return response;
+}
+
 absl::StatusOr<v1::HeartbeatResponse> QueueManager::Heartbeat(
     const Caller& caller, const v1::HeartbeatRequest& request) {
   if (request.worker_id().empty()) {
@@ -376,20 +403,29 @@ absl::StatusOr<v1::FailResponse> QueueManager::Fail(
   PRISM_RETURN_IF_ERROR(CheckWorker(caller, request.worker_id()));
   const std::string message =
       request.message().substr(0, kMaxFailMessageLength);
+  const storage::AttemptRef ref{request.trial_id(), request.attempt(),
+                                request.worker_id()};
   PRISM_ASSIGN_OR_RETURN(
       v1::Trial trial,
-      store_->FailTrial(
-          storage::AttemptRef{request.trial_id(), request.attempt(),
-                              request.worker_id()},
-          message, request.retryable(), clock_->NowMs()));
+      request.released() ? store_->ReleaseTrial(ref, message, clock_->NowMs())
+                         : store_->FailTrial(ref, message, request.retryable(),
+                                             clock_->NowMs()));
   PRISM_ASSIGN_OR_RETURN(v1::ExperimentSpec spec,
                          SpecFor(trial.experiment_id()));
-  Log(LogLevel::kWarning, "trial attempt failed")
-      .Kv("trial", trial.id())
-      .Kv("attempt", request.attempt())
-      .Kv("state", v1::TrialState_Name(trial.state()))
-      .Kv("retryable", request.retryable())
-      .Kv("error", message);
+  if (request.released()) {
+    Log(LogLevel::kInfo, "trial released by worker")
+        .Kv("trial", trial.id())
+        .Kv("attempt", request.attempt())
+        .Kv("worker", request.worker_id())
+        .Kv("message", message);
+  } else {
+    Log(LogLevel::kWarning, "trial attempt failed")
+        .Kv("trial", trial.id())
+        .Kv("attempt", request.attempt())
+        .Kv("state", v1::TrialState_Name(trial.state()))
+        .Kv("retryable", request.retryable())
+        .Kv("error", message);
+  }
   v1::FailResponse response;
   *response.mutable_trial() = WithPrinciples(std::move(trial), spec);
   PublishTrial(response.trial());

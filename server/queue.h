@@ -9,10 +9,12 @@
 // An optional per-user limit skips owners already at that many live trials.
 //
 // A lease gives the trial to one worker for lease_seconds (attempt + 1, the
-// number of leases granted so far); heartbeats and reports renew it and the
-// first one moves the trial to running. ExpireLeases (run by the
-// coordinator's loop) requeues expired leases, or fails a trial whose
-// attempts reached the experiment's max attempts. A call from a superseded
+// number of leases granted so far); Start (the step the trainer resumed
+// from), heartbeats and reports renew it and the first one moves the trial
+// to running. ExpireLeases (run by the coordinator's loop) requeues expired
+// leases, or fails a trial once the experiment's max attempts have failed
+// (expired or failed; a Fail with `released`, a worker handing the trial
+// back on shutdown, requeues it without counting). A call from a superseded
 // attempt or worker is FailedPrecondition (Heartbeat answers stop=true
 // instead, so a worker learns to drop the trial). Reports are committed in
 // groups by the IngestWriter before they are acknowledged.
@@ -75,6 +77,11 @@ class QueueManager {
   // the worker should Register again, e.g. after the database was replaced).
   absl::StatusOr<v1::LeaseResponse> Lease(const Caller& caller,
                                           const v1::LeaseRequest& request);
+  // Start records the step the attempt's trainer resumed from and renews
+  // the lease. InvalidArgument for a negative step; FailedPrecondition for a
+  // stale attempt; NotFound for an unknown trial.
+  absl::StatusOr<v1::StartResponse> Start(const Caller& caller,
+                                          const v1::StartRequest& request);
   // Heartbeat records liveness and renews the lease; stop=true when the
   // trial is no longer this attempt's. NotFound for an unknown trial.
   absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
@@ -89,7 +96,8 @@ class QueueManager {
   // for the same attempt. FailedPrecondition for a stale attempt.
   absl::StatusOr<v1::CompleteResponse> Complete(
       const Caller& caller, const v1::CompleteRequest& request);
-  // Fail requeues (retryable, attempts left) or fails the trial.
+  // Fail requeues (released; or retryable with attempts left) or fails the
+  // trial. FailedPrecondition for a stale attempt.
   absl::StatusOr<v1::FailResponse> Fail(const Caller& caller,
                                         const v1::FailRequest& request);
   // ListWorkers returns every worker with its state derived from its last

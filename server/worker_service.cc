@@ -76,6 +76,14 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Fail(
   });
 }
 
+grpc::ServerUnaryReactor* WorkerServiceImpl::Start(
+    grpc::CallbackServerContext* ctx, const v1::StartRequest* req,
+    v1::StartResponse* resp) {
+  return FinishNow(auth_, ctx, Permission::kWork, [&](const Caller& caller) {
+    return Assign(queue_->Start(caller, *req), resp);
+  });
+}
+
 grpc::ServerUnaryReactor* WorkerServiceImpl::ListWorkers(
     grpc::CallbackServerContext* ctx, const v1::ListWorkersRequest*,
     v1::ListWorkersResponse* resp) {

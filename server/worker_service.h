@@ -40,6 +40,9 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
   grpc::ServerUnaryReactor* ListWorkers(grpc::CallbackServerContext* ctx,
                                         const v1::ListWorkersRequest* req,
                                         v1::ListWorkersResponse* resp) override;
+  grpc::ServerUnaryReactor* Start(grpc::CallbackServerContext* ctx,
+                                  const v1::StartRequest* req,
+                                  v1::StartResponse* resp) override;
 
  private:
   AuthManager* const auth_;

@@ -126,7 +126,7 @@ absl::StatusOr<v1::Trial> ReadTrial(Connection* conn, int64_t trial_id,
     a->set_ended_unix_ms(q.Int(3));
     a->set_outcome(static_cast<v1::TrialState>(q.Int(4)));
     a->set_message(q.Text(5));
-    a->set_resumed_from_step(q.Int(6));
+    if (!q.IsNull(6)) a->set_resumed_from_step(q.Int(6));
   }
   return trial;
 }
@@ -324,6 +324,18 @@ absl::Status FinishExperimentIfDrained(Connection* conn, int64_t id,
   q.Bind(8, kLeased);
   q.Bind(9, kRunning);
   return q.Run();
+}
+
+// CountFailedAttempts counts the trial's attempts that ended failed (a Fail
+// or an expired lease); released and cancelled ones do not count.
+absl::StatusOr<int> CountFailedAttempts(Connection* conn, int64_t trial_id) {
+  PRISM_ASSIGN_OR_RETURN(
+      Query q, conn->Prepare("SELECT COUNT(*) FROM trial_attempts WHERE "
+                             "trial_id = ? AND outcome = ?"));
+  q.Bind(1, trial_id);
+  q.Bind(2, static_cast<int64_t>(v1::TRIAL_FAILED));
+  PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+  return row ? static_cast<int>(q.Int(0)) : 0;
 }
 
 absl::StatusOr<int> MaxAttempts(Connection* conn, int64_t experiment_id) {
@@ -894,10 +906,9 @@ absl::StatusOr<std::optional<v1::Trial>> SqliteStore::LeaseNextTrial(
                          Transaction::Begin(c, Transaction::Kind::kWrite));
   int64_t trial_id = 0;
   int64_t attempt = 0;
-  int64_t last_step = 0;
   {
     PRISM_ASSIGN_OR_RETURN(
-        Query q, c->Prepare("SELECT t.id, t.attempt, t.last_step FROM trials t "
+        Query q, c->Prepare("SELECT t.id, t.attempt FROM trials t "
                             "JOIN experiments e ON e.id = t.experiment_id "
                             "WHERE t.experiment_id = ? AND t.state = ? AND "
                             "e.state = ? ORDER BY t.id LIMIT 1"));
@@ -908,7 +919,6 @@ absl::StatusOr<std::optional<v1::Trial>> SqliteStore::LeaseNextTrial(
     if (!row) return std::optional<v1::Trial>();
     trial_id = q.Int(0);
     attempt = q.Int(1) + 1;
-    last_step = q.Int(2);
   }
   {
     PRISM_ASSIGN_OR_RETURN(
@@ -925,14 +935,13 @@ absl::StatusOr<std::optional<v1::Trial>> SqliteStore::LeaseNextTrial(
   {
     PRISM_ASSIGN_OR_RETURN(
         Query q, c->Prepare("INSERT INTO trial_attempts (trial_id, attempt, "
-                            "worker_id, started_ms, outcome, "
-                            "resumed_from_step) VALUES (?, ?, ?, ?, ?, ?)"));
+                            "worker_id, started_ms, outcome) VALUES (?, ?, ?, "
+                            "?, ?)"));
     q.Bind(1, trial_id);
     q.Bind(2, attempt);
     q.BindText(3, worker_id);
     q.Bind(4, now_ms);
     q.Bind(5, kRunning);
-    q.Bind(6, last_step);
     PRISM_RETURN_IF_ERROR(q.Run());
   }
   {
@@ -989,6 +998,52 @@ absl::StatusOr<HeartbeatResult> SqliteStore::Heartbeat(const AttemptRef& ref,
   }
   PRISM_RETURN_IF_ERROR(txn.Commit());
   return result;
+}
+
+absl::StatusOr<int64_t> SqliteStore::StartAttempt(const AttemptRef& ref,
+                                                  int64_t resumed_from_step,
+                                                  int64_t now_ms,
+                                                  int64_t deadline_ms) {
+  absl::MutexLock lock(&write_mu_);
+  Connection* c = writer_.get();
+  PRISM_ASSIGN_OR_RETURN(Transaction txn,
+                         Transaction::Begin(c, Transaction::Kind::kWrite));
+  PRISM_ASSIGN_OR_RETURN(LiveTrial t, ReadLiveTrial(c, ref.trial_id));
+  if (!HoldsLease(t, ref)) return StaleAttempt(t, ref);
+  {
+    PRISM_ASSIGN_OR_RETURN(
+        Query q, c->Prepare("UPDATE trials SET state = ?1, started_ms = CASE "
+                            "WHEN started_ms = 0 THEN ?2 ELSE started_ms END, "
+                            "last_step = MAX(last_step, ?3), "
+                            "lease_deadline_ms = MAX(lease_deadline_ms, ?4) "
+                            "WHERE id = ?5"));
+    q.Bind(1, kRunning);
+    q.Bind(2, now_ms);
+    q.Bind(3, resumed_from_step);
+    q.Bind(4, deadline_ms);
+    q.Bind(5, ref.trial_id);
+    PRISM_RETURN_IF_ERROR(q.Run());
+  }
+  {
+    PRISM_ASSIGN_OR_RETURN(
+        Query q, c->Prepare("UPDATE trial_attempts SET resumed_from_step = ? "
+                            "WHERE trial_id = ? AND attempt = ?"));
+    q.Bind(1, resumed_from_step);
+    q.Bind(2, ref.trial_id);
+    q.Bind(3, static_cast<int64_t>(ref.attempt));
+    PRISM_RETURN_IF_ERROR(q.Run());
+  }
+  int64_t deadline = 0;
+  {
+    PRISM_ASSIGN_OR_RETURN(
+        Query q,
+        c->Prepare("SELECT lease_deadline_ms FROM trials WHERE id = ?"));
+    q.Bind(1, ref.trial_id);
+    PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (row) deadline = q.Int(0);
+  }
+  PRISM_RETURN_IF_ERROR(txn.Commit());
+  return deadline;
 }
 
 absl::StatusOr<std::vector<ReportOutcome>> SqliteStore::WriteReports(
@@ -1110,7 +1165,9 @@ absl::StatusOr<v1::Trial> SqliteStore::FailTrial(const AttemptRef& ref,
   PRISM_ASSIGN_OR_RETURN(LiveTrial t, ReadLiveTrial(c, ref.trial_id));
   if (!HoldsLease(t, ref)) return StaleAttempt(t, ref);
   PRISM_ASSIGN_OR_RETURN(int max_attempts, MaxAttempts(c, t.experiment_id));
-  const bool requeue = retryable && t.attempt < max_attempts;
+  PRISM_ASSIGN_OR_RETURN(int failed_before,
+                         CountFailedAttempts(c, ref.trial_id));
+  const bool requeue = retryable && failed_before + 1 < max_attempts;
   {
     PRISM_ASSIGN_OR_RETURN(
         Query q, c->Prepare("UPDATE trials SET state = ?1, worker_id = CASE "
@@ -1128,6 +1185,35 @@ absl::StatusOr<v1::Trial> SqliteStore::FailTrial(const AttemptRef& ref,
                                      v1::TRIAL_FAILED, message, now_ms));
   PRISM_RETURN_IF_ERROR(ReleaseWorker(c, ref.worker_id, ref.trial_id));
   PRISM_RETURN_IF_ERROR(FinishExperimentIfDrained(c, t.experiment_id, now_ms));
+  PRISM_ASSIGN_OR_RETURN(v1::Trial trial,
+                         ReadTrial(c, ref.trial_id, /*with_attempts=*/true));
+  PRISM_RETURN_IF_ERROR(txn.Commit());
+  return trial;
+}
+
+absl::StatusOr<v1::Trial> SqliteStore::ReleaseTrial(const AttemptRef& ref,
+                                                    const std::string& message,
+                                                    int64_t now_ms) {
+  absl::MutexLock lock(&write_mu_);
+  Connection* c = writer_.get();
+  PRISM_ASSIGN_OR_RETURN(Transaction txn,
+                         Transaction::Begin(c, Transaction::Kind::kWrite));
+  PRISM_ASSIGN_OR_RETURN(LiveTrial t, ReadLiveTrial(c, ref.trial_id));
+  if (!HoldsLease(t, ref)) return StaleAttempt(t, ref);
+  {
+    PRISM_ASSIGN_OR_RETURN(
+        Query q, c->Prepare("UPDATE trials SET state = ?, worker_id = '', "
+                            "lease_deadline_ms = 0 WHERE id = ?"));
+    q.Bind(1, kQueued);
+    q.Bind(2, ref.trial_id);
+    PRISM_RETURN_IF_ERROR(q.Run());
+  }
+  const std::string note = message.empty()
+                               ? "released by worker"
+                               : absl::StrCat("released by worker: ", message);
+  PRISM_RETURN_IF_ERROR(CloseAttempt(c, ref.trial_id, ref.attempt,
+                                     v1::TRIAL_QUEUED, note, now_ms));
+  PRISM_RETURN_IF_ERROR(ReleaseWorker(c, ref.worker_id, ref.trial_id));
   PRISM_ASSIGN_OR_RETURN(v1::Trial trial,
                          ReadTrial(c, ref.trial_id, /*with_attempts=*/true));
   PRISM_RETURN_IF_ERROR(txn.Commit());
@@ -1166,11 +1252,14 @@ absl::StatusOr<std::vector<ExpiredLease>> SqliteStore::ExpireLeases(
   }
   std::vector<ExpiredLease> changed;
   for (const Expired& x : expired) {
-    const bool exhausted = x.attempt >= x.max_attempts;
+    PRISM_ASSIGN_OR_RETURN(int failed_before,
+                           CountFailedAttempts(c, x.trial_id));
+    const bool exhausted = failed_before + 1 >= x.max_attempts;
     const std::string message =
-        exhausted ? absl::StrCat("lease expired (no heartbeat) on attempt ",
-                                 x.attempt, " of ", x.max_attempts)
-                  : "lease expired (no heartbeat)";
+        exhausted
+            ? absl::StrCat("lease expired (no heartbeat); ", failed_before + 1,
+                           " of ", x.max_attempts, " allowed attempts failed")
+            : "lease expired (no heartbeat)";
     {
       PRISM_ASSIGN_OR_RETURN(
           Query q, c->Prepare("UPDATE trials SET state = ?1, worker_id = '', "

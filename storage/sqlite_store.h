@@ -1,6 +1,6 @@
 // SqliteStore: the Store on one SQLite file.
 //
-// Schema v1 (versioned migrations in a `schema_migrations` table, applied in
+// Schema v2 (versioned migrations in a `schema_migrations` table, applied in
 // one transaction at Open, idempotent): users, tokens (SHA-256 hashes only),
 // experiments (resolved spec as a binary proto), trials (unique per
 // (experiment, schedule, seed, config fingerprint); a compact val-curve blob
@@ -40,7 +40,7 @@ class Connection;
 }
 
 // kSchemaVersion is the newest schema this binary knows.
-inline constexpr int kSchemaVersion = 1;
+inline constexpr int kSchemaVersion = 2;
 
 class SqliteStore final : public Store {
  public:
@@ -97,6 +97,10 @@ class SqliteStore final : public Store {
   absl::StatusOr<HeartbeatResult> Heartbeat(const AttemptRef& ref, int64_t step,
                                             int64_t now_ms,
                                             int64_t deadline_ms) override;
+  absl::StatusOr<int64_t> StartAttempt(const AttemptRef& ref,
+                                       int64_t resumed_from_step,
+                                       int64_t now_ms,
+                                       int64_t deadline_ms) override;
   absl::StatusOr<std::vector<ReportOutcome>> WriteReports(
       const std::vector<const ReportWrite*>& reports) override;
   absl::StatusOr<v1::Trial> CompleteTrial(
@@ -105,6 +109,9 @@ class SqliteStore final : public Store {
   absl::StatusOr<v1::Trial> FailTrial(const AttemptRef& ref,
                                       const std::string& message,
                                       bool retryable, int64_t now_ms) override;
+  absl::StatusOr<v1::Trial> ReleaseTrial(const AttemptRef& ref,
+                                         const std::string& message,
+                                         int64_t now_ms) override;
   absl::StatusOr<std::vector<ExpiredLease>> ExpireLeases(
       int64_t now_ms) override;
   absl::StatusOr<int> ExtendLiveLeases(int64_t deadline_ms) override;

@@ -204,9 +204,9 @@ class Store {
   virtual absl::StatusOr<std::map<std::string, int>>
   CountLiveTrialsByUser() = 0;
   // LeaseNextTrial leases the experiment's lowest-id queued trial to
-  // `worker_id`: attempt + 1, deadline, an open attempt row, the worker's
-  // current trial. Returns nullopt when it has no queued trial (or is no
-  // longer active).
+  // `worker_id`: attempt + 1, deadline, an open attempt row (its
+  // resumed_from_step unset until StartAttempt), the worker's current trial.
+  // Returns nullopt when it has no queued trial (or is no longer active).
   virtual absl::StatusOr<std::optional<v1::Trial>> LeaseNextTrial(
       int64_t experiment_id, const std::string& worker_id, int64_t now_ms,
       int64_t deadline_ms) = 0;
@@ -217,6 +217,14 @@ class Store {
                                                     int64_t step,
                                                     int64_t now_ms,
                                                     int64_t deadline_ms) = 0;
+  // StartAttempt records the step the attempt's trainer resumed from on its
+  // open attempt row, and renews the lease like a heartbeat (leased ->
+  // running). Returns the lease deadline; FailedPrecondition for a stale
+  // attempt; NotFound for an unknown trial.
+  virtual absl::StatusOr<int64_t> StartAttempt(const AttemptRef& ref,
+                                               int64_t resumed_from_step,
+                                               int64_t now_ms,
+                                               int64_t deadline_ms) = 0;
   // WriteReports applies every report in one transaction (group commit):
   // points INSERT OR IGNORE keyed (trial, split, step). One outcome per
   // report, in order; a stale report's outcome is FailedPrecondition. A
@@ -230,15 +238,24 @@ class Store {
   virtual absl::StatusOr<v1::Trial> CompleteTrial(
       const AttemptRef& ref, const v1::TrialMetrics& metrics,
       const std::vector<v1::LossPoint>& points, int64_t now_ms) = 0;
-  // FailTrial requeues the trial when retryable and attempts remain, else
-  // marks it failed with `message`. FailedPrecondition for a stale attempt.
+  // FailTrial requeues the trial when retryable and fewer than max attempts
+  // failed (this one included), else marks it failed with `message`.
+  // FailedPrecondition for a stale attempt.
   virtual absl::StatusOr<v1::Trial> FailTrial(const AttemptRef& ref,
                                               const std::string& message,
                                               bool retryable,
                                               int64_t now_ms) = 0;
+  // ReleaseTrial requeues the trial whatever its attempts: the worker handed
+  // it back on purpose. The attempt ends TRIAL_QUEUED with "released by
+  // worker" (plus `message`), which max attempts do not count.
+  // FailedPrecondition for a stale attempt.
+  virtual absl::StatusOr<v1::Trial> ReleaseTrial(const AttemptRef& ref,
+                                                 const std::string& message,
+                                                 int64_t now_ms) = 0;
   // ExpireLeases requeues every leased/running trial whose deadline is
-  // before now_ms, or fails it when its attempts reached the experiment's
-  // max attempts. Returns the trials it changed.
+  // before now_ms, or fails it when its failed attempts (expiries and
+  // failures, this one included; releases are not counted) reached the
+  // experiment's max attempts. Returns the trials it changed.
   virtual absl::StatusOr<std::vector<ExpiredLease>> ExpireLeases(
       int64_t now_ms) = 0;
   // ExtendLiveLeases sets every live lease's deadline to at least

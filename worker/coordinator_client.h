@@ -45,6 +45,8 @@ class CoordinatorClient {
       const v1::CompleteRequest& request) = 0;
   virtual absl::StatusOr<v1::FailResponse> Fail(
       const v1::FailRequest& request) = 0;
+  virtual absl::StatusOr<v1::StartResponse> Start(
+      const v1::StartRequest& request) = 0;
 };
 
 // NewGrpcCoordinatorClient returns a client for the coordinator at `address`

@@ -46,6 +46,10 @@ class GrpcCoordinatorClient final : public CoordinatorClient {
       const v1::FailRequest& request) override {
     return Call(&v1::WorkerService::Stub::Fail, request);
   }
+  absl::StatusOr<v1::StartResponse> Start(
+      const v1::StartRequest& request) override {
+    return Call(&v1::WorkerService::Stub::Start, request);
+  }
 
  private:
   template <typename Request, typename Response>

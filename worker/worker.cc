@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <optional>
 #include <random>
 #include <system_error>
 #include <thread>
@@ -34,7 +35,6 @@ class Worker::TrialRun final : public model::TrainObserver {
 
   // model::TrainObserver, called on the training thread.
   void OnStart(const model::TrainConfig& config, int64_t start_step) override {
-    resumed_from_step_ = start_step;
     Log(LogLevel::kInfo, "train_start")
         .Kv("trial", trial_id())
         .Kv("attempt", attempt())
@@ -42,6 +42,9 @@ class Worker::TrialRun final : public model::TrainObserver {
         .Kv("steps", config.steps)
         .Kv("device", config.device)
         .Kv("threads", config.threads);
+    absl::MutexLock lock(&start_mu_);
+    resumed_from_step_ = start_step;
+    start_known_ = true;
   }
   void OnPoint(const model::CurvePoint& point) override {
     buffer_.Add(ToLossPoint(point));
@@ -79,6 +82,10 @@ class Worker::TrialRun final : public model::TrainObserver {
   // RemoveStaleCheckpoint deletes a checkpoint dir the trial cannot own.
   void RemoveStaleCheckpoint(const std::string& dir);
   void HeartbeatLoop();
+  // SendStart waits until the trainer started (or ended without starting)
+  // and then tells the coordinator the step it resumed from, before any
+  // Report, retrying while the coordinator is unreachable.
+  void SendStart();
   void ReportLoop();
   // SendOldest sends up to one batch of the oldest points; returns the
   // Report status (OK with nothing to send).
@@ -105,7 +112,10 @@ class Worker::TrialRun final : public model::TrainObserver {
   std::atomic<bool> superseded_{false};
   std::atomic<int64_t> step_{0};
   std::atomic<double> tokens_per_second_{0.0};
-  std::atomic<int64_t> resumed_from_step_{0};
+  absl::Mutex start_mu_;
+  // Set by OnStart, or once training ended without starting.
+  bool start_known_ ABSL_GUARDED_BY(start_mu_) = false;
+  std::optional<int64_t> resumed_from_step_ ABSL_GUARDED_BY(start_mu_);
   absl::Notification training_done_;
   absl::Mutex retry_mu_;
   bool retry_now_ ABSL_GUARDED_BY(retry_mu_) = false;
@@ -141,11 +151,16 @@ TrialOutcome Worker::TrialRun::Execute() {
       absl::InternalError("trainer did not run");
   std::thread training([&] {
     result = worker_->launcher_->Train(*config, this);
+    {
+      absl::MutexLock lock(&start_mu_);
+      start_known_ = true;
+    }
     // Nothing more will be added; wake the reporter for the final flush.
     buffer_.Close();
     training_done_.Notify();
   });
   std::thread heartbeat([this] { HeartbeatLoop(); });
+  SendStart();
   ReportLoop();
   training.join();
   heartbeat.join();
@@ -183,6 +198,39 @@ void Worker::TrialRun::HeartbeatLoop() {
           .Kv("trial", trial_id())
           .Kv("error", response.status().ToString());
     }
+  }
+}
+
+void Worker::TrialRun::SendStart() {
+  std::optional<int64_t> resumed_from_step;
+  {
+    absl::MutexLock lock(&start_mu_);
+    start_mu_.Await(absl::Condition(&start_known_));
+    resumed_from_step = resumed_from_step_;
+  }
+  if (!resumed_from_step.has_value()) return;
+  v1::StartRequest request;
+  request.set_worker_id(worker_id_);
+  request.set_trial_id(trial_id());
+  request.set_attempt(attempt());
+  request.set_resumed_from_step(*resumed_from_step);
+  while (!superseded_.load()) {
+    absl::StatusOr<v1::StartResponse> response =
+        worker_->client_->Start(request);
+    if (response.ok()) {
+      backoff_.Reset();
+      return;
+    }
+    if (response.status().code() == absl::StatusCode::kUnimplemented) {
+      // A coordinator from before Start: the attempt's resume step simply
+      // goes unrecorded there; training and reports are unaffected.
+      Log(LogLevel::kWarning, "start_unsupported")
+          .Kv("trial", trial_id())
+          .Kv("error", response.status().ToString());
+      return;
+    }
+    HandleSendError(response.status(), "start");
+    if (worker_->GiveUpRetrying()) return;
   }
 }
 
@@ -293,6 +341,9 @@ TrialOutcome Worker::TrialRun::SendFail(const std::string& message,
   request.set_attempt(attempt());
   request.set_message(message);
   request.set_retryable(retryable);
+  // A shutdown hands the trial back intact: released, it does not use up one
+  // of the trial's attempts.
+  request.set_released(outcome == TrialOutcome::kInterrupted);
   while (true) {
     absl::StatusOr<v1::FailResponse> response = worker_->client_->Fail(request);
     if (response.ok()) break;

@@ -3,7 +3,9 @@
 // TrainerLauncher on a training thread -> stream batched loss points (Report
 // about every second or every `report_batch` points) -> heartbeat on its own
 // thread at the coordinator's interval -> Complete with the final metrics, or
-// Fail with the error (retryable for transient errors).
+// Fail with the error (retryable for transient errors). Once the trainer has
+// started, and before any Report, Start tells the coordinator the step it
+// resumed from (the loaded checkpoint's, 0 for a fresh start).
 //
 // Protocol rules it keeps (see ../shared/DESIGN.md):
 //   * A point leaves the in-memory ReportBuffer only after the coordinator
@@ -19,7 +21,8 @@
 //     and the worker leases again.
 //   * Shutdown stops the current trial at its next step (the trainer writes a
 //     checkpoint), flushes its points, and hands the trial back with a
-//     retryable Fail so another worker resumes it at once.
+//     released Fail: it is requeued at once for another worker to resume,
+//     without using up one of its attempts.
 //
 //   std::unique_ptr<CoordinatorClient> client = NewGrpcCoordinatorClient(...);
 //   std::unique_ptr<TrainerLauncher> launcher = NewModelTrainerLauncher();
@@ -70,7 +73,7 @@ enum class TrialOutcome {
   kCompleted,    // Complete was acknowledged (finished or diverged)
   kFailed,       // the trainer failed; Fail was sent
   kSuperseded,   // the coordinator took the trial away (cancel or re-lease)
-  kInterrupted,  // Shutdown: handed back with a retryable Fail
+  kInterrupted,  // Shutdown: handed back with a released Fail
 };
 
 struct WorkerStats {

@@ -100,9 +100,37 @@ CREATE TABLE workers (
 );
 )sql";
 
+// v2: trial_attempts.resumed_from_step becomes nullable. It used to be the
+// coordinator's last known step at lease time, which overstates where a
+// resumed worker really started (its checkpoint is older); now it stays NULL
+// until the worker says (Start). SQLite cannot drop a NOT NULL constraint,
+// so the table is rebuilt; v1 rows keep their values. Nothing references
+// trial_attempts, so dropping the old table is safe with foreign keys on.
+constexpr char kSchemaV2[] = R"sql(
+CREATE TABLE trial_attempts_v2 (
+  trial_id INTEGER NOT NULL REFERENCES trials(id),
+  attempt INTEGER NOT NULL,
+  worker_id TEXT NOT NULL,
+  started_ms INTEGER NOT NULL,
+  ended_ms INTEGER NOT NULL DEFAULT 0,
+  outcome INTEGER NOT NULL,
+  message TEXT NOT NULL DEFAULT '',
+  resumed_from_step INTEGER,  -- NULL until the worker's Start
+  PRIMARY KEY (trial_id, attempt)
+) WITHOUT ROWID;
+INSERT INTO trial_attempts_v2 (trial_id, attempt, worker_id, started_ms,
+                               ended_ms, outcome, message, resumed_from_step)
+  SELECT trial_id, attempt, worker_id, started_ms, ended_ms, outcome, message,
+         resumed_from_step
+  FROM trial_attempts;
+DROP TABLE trial_attempts;
+ALTER TABLE trial_attempts_v2 RENAME TO trial_attempts;
+)sql";
+
 const std::vector<Migration>& Migrations() {
   static const auto* migrations = new std::vector<Migration>{
       {1, "initial schema", kSchemaV1},
+      {2, "nullable trial_attempts.resumed_from_step", kSchemaV2},
   };
   return *migrations;
 }

@@ -7,7 +7,10 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -42,6 +45,27 @@ absl::StatusOr<v1::Trial> WaitForStep(LocalCluster& cluster, int64_t id,
   }
   return absl::DeadlineExceededError(
       absl::StrCat("no trial reached step ", step, "\n", cluster.Logs()));
+}
+
+// LoggedValues returns, for every line of the log at `path` whose message is
+// `msg`, the integer value of `key`, in order.
+std::vector<int64_t> LoggedValues(const std::string& path,
+                                  const std::string& msg,
+                                  const std::string& key) {
+  std::vector<int64_t> values;
+  for (absl::string_view line : absl::StrSplit(ReadFile(path), '\n')) {
+    std::vector<absl::string_view> fields = absl::StrSplit(line, ' ');
+    bool matches = false;
+    for (absl::string_view f : fields) matches |= f == "msg=" + msg;
+    if (!matches) continue;
+    for (absl::string_view f : fields) {
+      int64_t value;
+      if (absl::ConsumePrefix(&f, key + "=") && absl::SimpleAtoi(f, &value)) {
+        values.push_back(value);
+      }
+    }
+  }
+  return values;
 }
 
 void ExpectEveryStepOnce(LocalCluster& cluster, int64_t id, int64_t steps,
@@ -111,8 +135,28 @@ TEST(CrashRecoveryTest, KilledWorkersTrialResumesFromItsCheckpoint) {
   ASSERT_EQ(trial->trial().attempts_size(), 2);
   EXPECT_NE(trial->trial().attempts(1).worker_id(),
             trial->trial().attempts(0).worker_id());
-  EXPECT_GT(trial->trial().attempts(1).resumed_from_step(), 0);
   EXPECT_EQ(trial->trial().attempts(1).outcome(), v1::TRIAL_COMPLETED);
+
+  // The attempt history records where each worker really started: the
+  // first from scratch, the second from the checkpoint it loaded (the last
+  // one the killed worker wrote; the coordinator's last known step was
+  // further on), as that worker logged it.
+  const v1::TrialAttempt& first_attempt = trial->trial().attempts(0);
+  const v1::TrialAttempt& resumed = trial->trial().attempts(1);
+  ASSERT_TRUE(first_attempt.has_resumed_from_step());
+  EXPECT_EQ(first_attempt.resumed_from_step(), 0);
+  ASSERT_TRUE(resumed.has_resumed_from_step());
+  const std::vector<int64_t> loaded = LoggedValues(
+      cluster.dir() + "/worker-1.log", "train_start", "resumed_from_step");
+  ASSERT_EQ(loaded.size(), 1u) << cluster.Logs();
+  EXPECT_EQ(resumed.resumed_from_step(), loaded[0]);
+  EXPECT_GT(resumed.resumed_from_step(), 0);
+  EXPECT_EQ(resumed.resumed_from_step() % 10, 0);  // checkpoint_every
+  const std::vector<int64_t> written =
+      LoggedValues(cluster.dir() + "/worker-0.log", "checkpoint", "step");
+  ASSERT_FALSE(written.empty()) << cluster.Logs();
+  // The kill may land between a checkpoint's rename and its log line.
+  EXPECT_GE(resumed.resumed_from_step(), written.back());
   ExpectEveryStepOnce(cluster, *id, 150, 10);
 }
 

@@ -282,6 +282,91 @@ TEST_F(ServiceTest, ExpiredLeaseRequeuesWithNextAttemptThenFailsAtMax) {
   EXPECT_EQ(failed.attempts(1).worker_id(), w2);
 }
 
+TEST_F(ServiceTest, ReleasesNeverFailATrialButMaxAttemptsExpiriesDo) {
+  Submit(alice_, Spec({"4x6"}, {1}));  // one trial; max_attempts is 2
+  const std::string w = Register(worker_token_);
+  constexpr int kReleases = 6;
+  int64_t trial_id = 0;
+  for (int i = 1; i <= kReleases; ++i) {
+    const v1::TrialTask task = Lease(worker_token_, w);
+    ASSERT_EQ(task.trial().attempt(), i);
+    trial_id = task.trial().id();
+    v1::FailRequest release;
+    release.set_worker_id(w);
+    release.set_trial_id(trial_id);
+    release.set_attempt(i);
+    release.set_message("worker shut down at step 3");
+    release.set_released(true);
+    v1::FailResponse resp;
+    auto ctx = Ctx(worker_token_);
+    ASSERT_TRUE(workers_->Fail(ctx.get(), release, &resp).ok());
+    EXPECT_EQ(resp.trial().state(), v1::TRIAL_QUEUED);
+  }
+  v1::Trial released = GetTrial(trial_id);
+  EXPECT_EQ(released.state(), v1::TRIAL_QUEUED);
+  EXPECT_EQ(released.error(), "");
+  ASSERT_EQ(released.attempts_size(), kReleases);
+  for (const v1::TrialAttempt& a : released.attempts()) {
+    EXPECT_EQ(a.outcome(), v1::TRIAL_QUEUED);
+    EXPECT_THAT(a.message(), HasSubstr("released by worker"));
+  }
+
+  // Two expiries (max_attempts) do fail it.
+  for (int expiry = 1; expiry <= 2; ++expiry) {
+    const v1::TrialTask task = Lease(worker_token_, w);
+    ASSERT_EQ(task.trial().id(), trial_id);
+    clock_.Advance(31'000);
+    ASSERT_EQ(*coordinator_->queue()->ExpireLeases(), 1);
+    EXPECT_EQ(GetTrial(trial_id).state(),
+              expiry < 2 ? v1::TRIAL_QUEUED : v1::TRIAL_FAILED);
+  }
+  const v1::Trial failed = GetTrial(trial_id);
+  EXPECT_EQ(failed.attempt(), kReleases + 2);
+  EXPECT_THAT(failed.error(), HasSubstr("2 of 2 allowed attempts failed"));
+}
+
+TEST_F(ServiceTest, StartRecordsTheStepTheWorkerResumedFrom) {
+  Submit(alice_, Spec({"4x6"}, {1}));
+  const std::string w1 = Register(worker_token_);
+  const std::string w2 = Register(worker_token_);
+  const v1::TrialTask first = Lease(worker_token_, w1);
+  // The coordinator's last known step (15) is past the checkpoint (10).
+  EXPECT_FALSE(Heartbeat(w1, first.trial(), 15).stop());
+  clock_.Advance(31'000);
+  ASSERT_EQ(*coordinator_->queue()->ExpireLeases(), 1);
+  const v1::TrialTask second = Lease(worker_token_, w2);
+  EXPECT_EQ(second.resume_step(), 15);
+  EXPECT_FALSE(
+      GetTrial(second.trial().id()).attempts(1).has_resumed_from_step());
+
+  v1::StartRequest start;
+  start.set_worker_id(w2);
+  start.set_trial_id(second.trial().id());
+  start.set_attempt(2);
+  start.set_resumed_from_step(10);
+  v1::StartResponse started;
+  auto ctx = Ctx(worker_token_);
+  ASSERT_TRUE(workers_->Start(ctx.get(), start, &started).ok());
+  EXPECT_GT(started.lease_deadline_unix_ms(), clock_.NowMs());
+  const v1::Trial trial = GetTrial(second.trial().id());
+  EXPECT_EQ(trial.state(), v1::TRIAL_RUNNING);
+  ASSERT_EQ(trial.attempts_size(), 2);
+  EXPECT_EQ(trial.attempts(1).resumed_from_step(), 10);
+
+  // The superseded attempt cannot claim a start, nor a negative step.
+  start.set_worker_id(w1);
+  start.set_attempt(1);
+  auto ctx2 = Ctx(worker_token_);
+  EXPECT_EQ(workers_->Start(ctx2.get(), start, &started).error_code(),
+            grpc::StatusCode::FAILED_PRECONDITION);
+  start.set_worker_id(w2);
+  start.set_attempt(2);
+  start.set_resumed_from_step(-1);
+  auto ctx3 = Ctx(worker_token_);
+  EXPECT_EQ(workers_->Start(ctx3.get(), start, &started).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
 TEST_F(ServiceTest, SupersededAttemptIsRefusedAndToldToStop) {
   Submit(alice_, Spec({"4x6"}, {1}));
   const std::string w1 = Register(worker_token_);

@@ -7,6 +7,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "storage/internal/schema.h"
+#include "storage/internal/sqlite.h"
 #include "tests/storage/store_test_util.h"
 
 namespace prism::storage {
@@ -98,10 +100,10 @@ class SqliteStoreTest : public ::testing::Test {
   std::unique_ptr<SqliteStore> store_;
 };
 
-TEST_F(SqliteStoreTest, NewFileGetsSchemaV1InWalMode) {
-  EXPECT_EQ(*store_->SchemaVersion(), 1);
+TEST_F(SqliteStoreTest, NewFileGetsEveryMigrationInWalMode) {
+  EXPECT_EQ(*store_->SchemaVersion(), 2);
   EXPECT_EQ(QueryText(path_, "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(QueryInt(path_, "SELECT COUNT(*) FROM schema_migrations"), 1);
+  EXPECT_EQ(QueryInt(path_, "SELECT COUNT(*) FROM schema_migrations"), 2);
   const int64_t id = CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}));
   EXPECT_GT(id, 0);
   EXPECT_EQ(QueryInt(path_, "SELECT COUNT(*) FROM pragma_foreign_key_check"),
@@ -115,8 +117,8 @@ TEST_F(SqliteStoreTest, ReopeningAppliesNoMigrationTwiceAndKeepsData) {
   store_ = OpenOrDie(path_);
   store_.reset();
   store_ = OpenOrDie(path_);
-  EXPECT_EQ(*store_->SchemaVersion(), 1);
-  EXPECT_EQ(QueryInt(path_, "SELECT COUNT(*) FROM schema_migrations"), 1);
+  EXPECT_EQ(*store_->SchemaVersion(), 2);
+  EXPECT_EQ(QueryInt(path_, "SELECT COUNT(*) FROM schema_migrations"), 2);
   absl::StatusOr<v1::Experiment> e = store_->GetExperiment(id);
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_EQ(e->owner(), "alice");
@@ -124,6 +126,62 @@ TEST_F(SqliteStoreTest, ReopeningAppliesNoMigrationTwiceAndKeepsData) {
   EXPECT_EQ(e->counts().queued(), 4);
   EXPECT_EQ(e->state(), v1::EXPERIMENT_ACTIVE);
   EXPECT_EQ(e->spec().model().preset(), "tiny");
+}
+
+TEST(SqliteStoreMigrationTest, AV1DatabaseMigratesToV2KeepingItsHistory) {
+  TempDir dir;
+  const std::string path = dir.File("v1.db");
+  {
+    // A database exactly as a v1 binary left it: the v1 schema and rows.
+    absl::StatusOr<std::unique_ptr<internal::Connection>> conn =
+        internal::Connection::Open(path, internal::Connection::Options{});
+    ASSERT_TRUE(conn.ok()) << conn.status();
+    ASSERT_TRUE(internal::Migrate(conn->get(), 1).ok());
+    ASSERT_TRUE((*conn)
+                    ->Exec("INSERT INTO users VALUES ('alice', 1);"
+                           "INSERT INTO experiments VALUES (1, 'old', 'alice', "
+                           "x'', 1, 0, 2, 1, 1);"
+                           "INSERT INTO trials (id, experiment_id, schedule, "
+                           "seed, config_fingerprint, is_baseline, state, "
+                           "attempt, worker_id, lease_deadline_ms, last_step, "
+                           "total_steps, created_ms) VALUES (1, 1, '4x4', 1, "
+                           "'fp', 1, 3, 2, 'w2', 90000, 15, 100, 1);"
+                           "INSERT INTO trial_attempts VALUES (1, 1, 'w1', 2, "
+                           "3, 5, 'lease expired (no heartbeat)', 0);"
+                           "INSERT INTO trial_attempts (trial_id, attempt, "
+                           "worker_id, started_ms, outcome, resumed_from_step) "
+                           "VALUES (1, 2, 'w2', 4, 3, 15);")
+                    .ok());
+  }
+  EXPECT_EQ(QueryInt(path, "SELECT MAX(version) FROM schema_migrations"), 1);
+
+  std::unique_ptr<SqliteStore> store = OpenOrDie(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(*store->SchemaVersion(), 2);
+  EXPECT_EQ(QueryInt(path,
+                     "SELECT COUNT(*) FROM pragma_table_info("
+                     "'trial_attempts') WHERE name = "
+                     "'resumed_from_step' AND \"notnull\" = 0"),
+            1);
+  absl::StatusOr<v1::Trial> trial = store->GetTrial(1);
+  ASSERT_TRUE(trial.ok()) << trial.status();
+  ASSERT_EQ(trial->attempts_size(), 2);
+  EXPECT_EQ(trial->attempts(0).outcome(), v1::TRIAL_FAILED);
+  EXPECT_EQ(trial->attempts(0).message(), "lease expired (no heartbeat)");
+  EXPECT_EQ(trial->attempts(0).resumed_from_step(), 0);
+  EXPECT_EQ(trial->attempts(1).worker_id(), "w2");
+  EXPECT_EQ(trial->attempts(1).resumed_from_step(), 15);
+
+  // The open v1 attempt carries on under v2: Start corrects its resume step,
+  // and its expiry is the second failure of two allowed.
+  ASSERT_TRUE(store->StartAttempt(AttemptRef{1, 2, "w2"}, 10, 5, 90000).ok());
+  EXPECT_EQ(store->GetTrial(1)->attempts(1).resumed_from_step(), 10);
+  absl::StatusOr<std::vector<ExpiredLease>> expired =
+      store->ExpireLeases(100000);
+  ASSERT_TRUE(expired.ok()) << expired.status();
+  ASSERT_EQ(expired->size(), 1u);
+  EXPECT_EQ((*expired)[0].trial.state(), v1::TRIAL_FAILED);
+  EXPECT_EQ(QueryInt(path, "SELECT COUNT(*) FROM pragma_foreign_key_check"), 0);
 }
 
 TEST_F(SqliteStoreTest, NewerSchemaVersionIsRefused) {
@@ -346,7 +404,7 @@ TEST_F(SqliteStoreTest, ExpiryRequeuesWithNextAttemptThenFailsAtMaxAttempts) {
   ASSERT_EQ(last->size(), 1u);
   EXPECT_EQ((*last)[0].trial.state(), v1::TRIAL_FAILED);
   absl::StatusOr<v1::Trial> failed = store_->GetTrial(t.id());
-  EXPECT_THAT(failed->error(), HasSubstr("attempt 2 of 2"));
+  EXPECT_THAT(failed->error(), HasSubstr("2 of 2 allowed attempts failed"));
   ASSERT_EQ(failed->attempts_size(), 2);
   EXPECT_EQ(failed->attempts(0).worker_id(), "w1");
   EXPECT_EQ(failed->attempts(1).worker_id(), "w2");
@@ -382,6 +440,68 @@ TEST_F(SqliteStoreTest, RetryableFailureRequeuesUntilAttemptsRunOut) {
       store_->FailTrial(AttemptRef{again.id(), 2, "w1"}, "oom", true, 5000);
   EXPECT_EQ(failed->state(), v1::TRIAL_FAILED);
   EXPECT_EQ(failed->error(), "oom");
+}
+
+TEST_F(SqliteStoreTest, StartRecordsTheResumedStepOnTheOpenAttempt) {
+  const int64_t id = CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}));
+  const v1::Trial t = LeaseOrDie(id, "w1", 2000);
+  // Unknown until the worker says: no guess from the coordinator.
+  EXPECT_FALSE(store_->GetTrial(t.id())->attempts(0).has_resumed_from_step());
+  absl::StatusOr<int64_t> deadline =
+      store_->StartAttempt(AttemptRef{t.id(), 1, "w1"}, 0, 3000, 40000);
+  ASSERT_TRUE(deadline.ok()) << deadline.status();
+  EXPECT_EQ(*deadline, 40000);
+  absl::StatusOr<v1::Trial> started = store_->GetTrial(t.id());
+  EXPECT_EQ(started->state(), v1::TRIAL_RUNNING);
+  ASSERT_TRUE(started->attempts(0).has_resumed_from_step());
+  EXPECT_EQ(started->attempts(0).resumed_from_step(), 0);
+
+  ASSERT_EQ(store_->ExpireLeases(50000)->size(), 1u);
+  const v1::Trial again = LeaseOrDie(id, "w2", 51000);
+  ASSERT_TRUE(
+      store_->StartAttempt(AttemptRef{t.id(), 2, "w2"}, 20, 52000, 90000).ok());
+  started = store_->GetTrial(t.id());
+  ASSERT_EQ(started->attempts_size(), 2);
+  EXPECT_EQ(started->attempts(0).resumed_from_step(), 0);
+  EXPECT_EQ(started->attempts(1).resumed_from_step(), 20);
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      store_->StartAttempt(AttemptRef{t.id(), 1, "w1"}, 5, 53000, 90000)
+          .status()));
+  EXPECT_EQ(store_->GetTrial(again.id())->attempts(1).resumed_from_step(), 20);
+}
+
+TEST_F(SqliteStoreTest, ReleasesRequeueAndDoNotCountTowardMaxAttempts) {
+  const int64_t id = CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}, 2));
+  int64_t now = 2000;
+  int64_t trial_id = 0;
+  for (int i = 1; i <= 5; ++i) {
+    const v1::Trial t = LeaseOrDie(id, "w1", now);
+    trial_id = t.id();
+    EXPECT_EQ(t.attempt(), i);
+    absl::StatusOr<v1::Trial> released = store_->ReleaseTrial(
+        AttemptRef{t.id(), i, "w1"}, "worker shut down at step 7", ++now);
+    ASSERT_TRUE(released.ok()) << released.status();
+    EXPECT_EQ(released->state(), v1::TRIAL_QUEUED);
+    EXPECT_EQ(released->attempts(i - 1).outcome(), v1::TRIAL_QUEUED);
+    EXPECT_EQ(released->attempts(i - 1).message(),
+              "released by worker: worker shut down at step 7");
+    EXPECT_EQ(store_->GetWorker("w1")->current_trial_id(), 0);
+  }
+  // A release by a stale attempt is refused like any other write.
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      store_->ReleaseTrial(AttemptRef{trial_id, 5, "w1"}, "", now).status()));
+  // Two real failures still end it: the first requeues, the second fails.
+  const v1::Trial sixth = LeaseOrDie(id, "w1", ++now);
+  EXPECT_EQ(store_->FailTrial(AttemptRef{trial_id, 6, "w1"}, "oom", true, ++now)
+                ->state(),
+            v1::TRIAL_QUEUED);
+  const v1::Trial seventh = LeaseOrDie(id, "w2", ++now);
+  ASSERT_EQ(seventh.attempt(), 7);
+  ASSERT_EQ(store_->ExpireLeases(now + 60000)->size(), 1u);
+  absl::StatusOr<v1::Trial> failed = store_->GetTrial(sixth.id());
+  EXPECT_EQ(failed->state(), v1::TRIAL_FAILED);
+  EXPECT_THAT(failed->error(), HasSubstr("2 of 2 allowed attempts failed"));
+  EXPECT_EQ(store_->GetExperiment(id)->state(), v1::EXPERIMENT_DONE);
 }
 
 TEST_F(SqliteStoreTest, CancelStopsLiveTrialsAndCancelsQueuedOnes) {

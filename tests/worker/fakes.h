@@ -114,6 +114,21 @@ class FakeCoordinator final : public CoordinatorClient {
     absl::MutexLock lock(&mu_);
     return heartbeats_;
   }
+  std::vector<v1::StartRequest> starts() const {
+    absl::MutexLock lock(&mu_);
+    return starts_;
+  }
+  // reports_before_start counts Reports and Completes that arrived before
+  // their attempt's Start.
+  int reports_before_start() const {
+    absl::MutexLock lock(&mu_);
+    return reports_before_start_;
+  }
+  // SetStartStatus makes every Start answer `status` (e.g. Unimplemented).
+  void SetStartStatus(absl::Status status) {
+    absl::MutexLock lock(&mu_);
+    start_status_ = std::move(status);
+  }
 
   // --- CoordinatorClient ---------------------------------------------------
   absl::StatusOr<v1::RegisterResponse> Register(
@@ -174,6 +189,7 @@ class FakeCoordinator final : public CoordinatorClient {
         !s.ok()) {
       return s;
     }
+    CountIfNotStarted(request.trial_id(), request.attempt());
     v1::ReportResponse response;
     for (const v1::LossPoint& p : request.points()) {
       Store(request.trial_id(), p, &response);
@@ -188,6 +204,7 @@ class FakeCoordinator final : public CoordinatorClient {
         !s.ok()) {
       return s;
     }
+    CountIfNotStarted(request.trial_id(), request.attempt());
     v1::ReportResponse ignored;
     for (const v1::LossPoint& p : request.points()) {
       Store(request.trial_id(), p, &ignored);
@@ -206,6 +223,19 @@ class FakeCoordinator final : public CoordinatorClient {
     failures_.push_back(request);
     return v1::FailResponse();
   }
+  absl::StatusOr<v1::StartResponse> Start(
+      const v1::StartRequest& request) override {
+    absl::MutexLock lock(&mu_);
+    if (absl::Status s = Injected(); !s.ok()) return s;
+    if (!start_status_.ok()) return start_status_;
+    if (absl::Status s = CheckLive(request.trial_id(), request.attempt());
+        !s.ok()) {
+      return s;
+    }
+    starts_.push_back(request);
+    started_.emplace(request.trial_id(), request.attempt());
+    return v1::StartResponse();
+  }
 
  private:
   absl::Status Injected() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -220,6 +250,10 @@ class FakeCoordinator final : public CoordinatorClient {
       return absl::FailedPreconditionError("attempt superseded");
     }
     return absl::OkStatus();
+  }
+  void CountIfNotStarted(int64_t trial_id, int attempt)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (started_.count({trial_id, attempt}) == 0) ++reports_before_start_;
   }
   void Store(int64_t trial_id, const v1::LossPoint& p,
              v1::ReportResponse* response) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -238,6 +272,10 @@ class FakeCoordinator final : public CoordinatorClient {
   std::set<int64_t> stop_on_heartbeat_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::CompleteRequest> completions_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::FailRequest> failures_ ABSL_GUARDED_BY(mu_);
+  std::vector<v1::StartRequest> starts_ ABSL_GUARDED_BY(mu_);
+  std::set<std::pair<int64_t, int>> started_ ABSL_GUARDED_BY(mu_);
+  absl::Status start_status_ ABSL_GUARDED_BY(mu_);
+  int reports_before_start_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status register_status_ ABSL_GUARDED_BY(mu_);
   int fail_next_ ABSL_GUARDED_BY(mu_) = 0;
   int fail_next_reports_ ABSL_GUARDED_BY(mu_) = 0;

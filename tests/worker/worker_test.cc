@@ -151,6 +151,44 @@ TEST(WorkerTest, ResumedTrialKeepsItsCheckpoint) {
   std::filesystem::remove_all(root);
 }
 
+TEST(WorkerTest, StartSaysTheStepTheTrainerResumedFromBeforeAnyReport) {
+  FakeCoordinator coordinator;
+  ScriptedTrainer trainer;
+  // The coordinator offered step 9, but the trainer's checkpoint is at 5.
+  trainer.start_step = 5;
+  v1::TrialTask task = MakeTask(1, 2, 30);
+  task.set_resume_step(9);
+  coordinator.QueueTask(task);
+  WorkerOptions options = FastOptions();
+  options.max_trials = 1;
+  Worker worker(options, &coordinator, &trainer);
+
+  ASSERT_TRUE(worker.Run().ok());
+
+  ASSERT_EQ(coordinator.starts().size(), 1u);
+  EXPECT_EQ(coordinator.starts()[0].trial_id(), 1);
+  EXPECT_EQ(coordinator.starts()[0].attempt(), 2);
+  EXPECT_EQ(coordinator.starts()[0].resumed_from_step(), 5);
+  EXPECT_EQ(coordinator.reports_before_start(), 0);
+  EXPECT_EQ(coordinator.completions().size(), 1u);
+}
+
+TEST(WorkerTest, ACoordinatorWithoutStartStillGetsTheTrial) {
+  FakeCoordinator coordinator;
+  ScriptedTrainer trainer;
+  coordinator.SetStartStatus(absl::UnimplementedError("no Start here"));
+  coordinator.QueueTask(MakeTask(1, 1, 20));
+  WorkerOptions options = FastOptions();
+  options.max_trials = 1;
+  Worker worker(options, &coordinator, &trainer);
+
+  ASSERT_TRUE(worker.Run().ok());
+
+  EXPECT_TRUE(coordinator.starts().empty());
+  EXPECT_EQ(coordinator.StoredSteps(1, v1::SPLIT_TRAIN), Steps(1, 20));
+  EXPECT_EQ(coordinator.completions().size(), 1u);
+}
+
 TEST(WorkerTest, BuffersThroughReportOutageAndResendsEverything) {
   FakeCoordinator coordinator;
   ScriptedTrainer trainer;
@@ -288,6 +326,8 @@ TEST(WorkerTest, TransientTrainerErrorFailsRetryably) {
 
   ASSERT_EQ(coordinator.failures().size(), 1u);
   EXPECT_TRUE(coordinator.failures()[0].retryable());
+  // A real failure: it counts toward the trial's max attempts.
+  EXPECT_FALSE(coordinator.failures()[0].released());
   EXPECT_THAT(coordinator.failures()[0].message(),
               HasSubstr("CUDA out of memory"));
   // Points before the failure are kept: a retry resumes after them.
@@ -347,6 +387,7 @@ TEST(WorkerTest, ShutdownCheckpointsFlushesAndHandsTrialBack) {
   EXPECT_EQ(checkpointed, 15);
   EXPECT_EQ(coordinator.StoredSteps(1, v1::SPLIT_TRAIN), Steps(1, 15));
   ASSERT_EQ(coordinator.failures().size(), 1u);
+  EXPECT_TRUE(coordinator.failures()[0].released());
   EXPECT_TRUE(coordinator.failures()[0].retryable());
   EXPECT_THAT(coordinator.failures()[0].message(), HasSubstr("shut down"));
   EXPECT_EQ(worker.stats().trials_interrupted, 1);
