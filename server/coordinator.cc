@@ -99,14 +99,19 @@ Coordinator::Coordinator(const CoordinatorOptions& options,
   queue_options.lease_seconds = options.lease_seconds;
   queue_options.heartbeat_seconds = options.heartbeat_seconds;
   queue_options.max_running_per_user = options.max_running_per_user;
-  queue_ = std::make_unique<QueueManager>(store_.get(), clock_, &events_,
-                                          ingest_.get(), queue_options);
+  results_ = std::make_unique<ResultsManager>(store_.get());
+  // Each completion refreshes the experiment's ranking in the background,
+  // so the next Rank finds it warm.
+  queue_ = std::make_unique<QueueManager>(
+      store_.get(), clock_, &events_, ingest_.get(), queue_options,
+      [results = results_.get()](int64_t experiment_id) {
+        results->TrialCompleted(experiment_id);
+      });
   PlanOptions plan_options;
   plan_options.default_max_attempts = options.max_attempts;
   plan_options.max_trials = options.max_grid_trials;
   experiments_ = std::make_unique<ExperimentManager>(store_.get(), clock_,
                                                      &events_, plan_options);
-  results_ = std::make_unique<ResultsManager>(store_.get());
   experiment_service_ =
       std::make_unique<ExperimentServiceImpl>(auth_.get(), experiments_.get());
   worker_service_ =
@@ -176,6 +181,8 @@ absl::Status Coordinator::Start() {
   http_->Start();
 
   expiry_thread_ = std::thread([this] { ExpiryLoop(); });
+  // The first Rank after a start should not pay for reading every trial.
+  results_->WarmUp();
   started_ = true;
   Log(LogLevel::kInfo, "coordinator serving")
       .Kv("grpc", grpc_address_)

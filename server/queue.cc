@@ -92,12 +92,14 @@ std::vector<storage::LeaseCandidate> OrderLeaseCandidates(
 
 QueueManager::QueueManager(storage::Store* store, const Clock* clock,
                            EventBus* events, IngestWriter* ingest,
-                           QueueOptions options)
+                           QueueOptions options,
+                           CompletionListener on_completed)
     : store_(store),
       clock_(clock),
       events_(events),
       ingest_(ingest),
-      options_(options) {}
+      options_(options),
+      on_completed_(std::move(on_completed)) {}
 
 absl::StatusOr<v1::ExperimentSpec> QueueManager::SpecFor(
     int64_t experiment_id) {
@@ -389,6 +391,9 @@ absl::StatusOr<v1::CompleteResponse> QueueManager::Complete(
       .Kv("state", v1::TrialState_Name(trial.state()))
       .Kv("final_val_loss", trial.metrics().final_val_loss())
       .Kv("worker", request.worker_id());
+  if (trial.state() == v1::TRIAL_COMPLETED && on_completed_) {
+    on_completed_(trial.experiment_id());
+  }
   v1::CompleteResponse response;
   *response.mutable_trial() = WithPrinciples(std::move(trial), spec);
   PublishTrial(response.trial());

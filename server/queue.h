@@ -64,9 +64,13 @@ std::vector<storage::LeaseCandidate> OrderLeaseCandidates(
 class QueueManager {
  public:
   using ReportDone = std::function<void(absl::StatusOr<v1::ReportResponse>)>;
+  // Told the experiment id each time a trial completes (not diverged), on
+  // the completing call's thread: it must return quickly.
+  using CompletionListener = std::function<void(int64_t experiment_id)>;
 
   QueueManager(storage::Store* store, const Clock* clock, EventBus* events,
-               IngestWriter* ingest, QueueOptions options);
+               IngestWriter* ingest, QueueOptions options,
+               CompletionListener on_completed = nullptr);
 
   // Register creates or re-registers (same worker_id) a worker owned by the
   // caller. PermissionDenied when the id belongs to another user.
@@ -127,6 +131,7 @@ class QueueManager {
   EventBus* const events_;
   IngestWriter* const ingest_;
   const QueueOptions options_;
+  const CompletionListener on_completed_;
   absl::Mutex lease_mu_;
   absl::Mutex mu_;
   // Resolved specs never change after submit; cached for every lease.

@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/log.h"
 #include "base/status_macros.h"
 #include "scheduler/ranking.h"
 #include "scheduler/schedule.h"
@@ -44,7 +45,134 @@ std::pair<bool, double> SortKey(const RankedRow& r, v1::RankSort s) {
 
 }  // namespace
 
-ResultsManager::ResultsManager(storage::Store* store) : store_(store) {}
+ResultsManager::ResultsManager(storage::Store* store, ResultsOptions options)
+    : store_(store), options_(options), thread_([this] { RebuildLoop(); }) {}
+
+ResultsManager::~ResultsManager() {
+  {
+    absl::MutexLock lock(&mu_);
+    stopping_ = true;
+    built_.SignalAll();
+  }
+  thread_.join();
+}
+
+void ResultsManager::TrialCompleted(int64_t experiment_id) {
+  absl::MutexLock lock(&mu_);
+  if (pending_.contains(experiment_id)) return;
+  pending_[experiment_id] = absl::Now() + options_.rebuild_delay;
+  built_.SignalAll();
+}
+
+void ResultsManager::WarmUp() {
+  absl::MutexLock lock(&mu_);
+  warm_up_requested_ = true;
+  built_.SignalAll();
+}
+
+void ResultsManager::WaitIdle() {
+  absl::MutexLock lock(&mu_);
+  while (!stopping_ && (warm_up_requested_ || background_busy_ ||
+                        !pending_.empty() || !building_.empty())) {
+    built_.Wait(&mu_);
+  }
+}
+
+int64_t ResultsManager::builds() const {
+  absl::MutexLock lock(&mu_);
+  return builds_;
+}
+
+void ResultsManager::RebuildLoop() {
+  absl::MutexLock lock(&mu_);
+  while (!stopping_) {
+    if (warm_up_requested_) {
+      warm_up_requested_ = false;
+      background_busy_ = true;
+      mu_.Unlock();
+      WarmUpNow();
+      mu_.Lock();
+      background_busy_ = false;
+      built_.SignalAll();
+      continue;
+    }
+    if (pending_.empty()) {
+      built_.Wait(&mu_);
+      continue;
+    }
+    auto next = pending_.begin();
+    for (auto it = pending_.begin(); it != pending_.end(); ++it) {
+      if (it->second < next->second) next = it;
+    }
+    if (absl::Now() < next->second) {
+      built_.WaitWithDeadline(&mu_, next->second);
+      continue;
+    }
+    const int64_t id = next->first;
+    pending_.erase(next);
+    background_busy_ = true;
+    mu_.Unlock();
+    Rebuild(id);
+    mu_.Lock();
+    background_busy_ = false;
+    built_.SignalAll();
+  }
+}
+
+void ResultsManager::Rebuild(int64_t experiment_id) {
+  absl::StatusOr<v1::Experiment> experiment =
+      store_->GetExperiment(experiment_id);
+  absl::Status status = experiment.status();
+  if (experiment.ok()) status = Analyze(*experiment).status();
+  if (!status.ok()) {
+    Log(LogLevel::kWarning, "ranking rebuild failed")
+        .Kv("experiment", experiment_id)
+        .Kv("error", status.ToString());
+  }
+}
+
+void ResultsManager::WarmUpNow() {
+  std::vector<v1::Experiment> candidates;
+  int64_t after = 0;
+  do {
+    absl::StatusOr<storage::ExperimentPage> page =
+        store_->ListExperiments("", 100, after);
+    if (!page.ok()) {
+      Log(LogLevel::kWarning, "ranking warm-up failed")
+          .Kv("error", page.status().ToString());
+      return;
+    }
+    for (v1::Experiment& e : page->experiments) {
+      if (e.counts().completed() > 0) candidates.push_back(std::move(e));
+    }
+    after = page->next_after_id;
+  } while (after != 0);
+  // Experiments still running (or paused) are the ones people watch; then
+  // the most recently finished.
+  auto live = [](const v1::Experiment& e) {
+    return e.state() == v1::EXPERIMENT_ACTIVE ||
+           e.state() == v1::EXPERIMENT_PAUSED;
+  };
+  std::sort(candidates.begin(), candidates.end(),
+            [&live](const v1::Experiment& a, const v1::Experiment& b) {
+              if (live(a) != live(b)) return live(a);
+              return a.updated_unix_ms() > b.updated_unix_ms();
+            });
+  const size_t n = std::min<size_t>(
+      candidates.size(), static_cast<size_t>(options_.warm_experiments));
+  for (size_t i = 0; i < n; ++i) {
+    {
+      absl::MutexLock lock(&mu_);
+      if (stopping_) return;
+    }
+    absl::Status status = Analyze(candidates[i]).status();
+    if (!status.ok()) {
+      Log(LogLevel::kWarning, "ranking warm-up failed")
+          .Kv("experiment", candidates[i].id())
+          .Kv("error", status.ToString());
+    }
+  }
+}
 
 absl::StatusOr<std::shared_ptr<const ResultsManager::Analysis>>
 ResultsManager::Analyze(const v1::Experiment& experiment) {
@@ -52,13 +180,37 @@ ResultsManager::Analyze(const v1::Experiment& experiment) {
   PRISM_ASSIGN_OR_RETURN(int64_t completed, store_->CountCompleted(id));
   {
     absl::MutexLock lock(&mu_);
-    auto it = cache_.find(id);
-    if (it != cache_.end() && it->second->completed == completed) {
-      return it->second;
+    while (true) {
+      auto it = cache_.find(id);
+      if (it != cache_.end() && it->second->completed >= completed) {
+        return it->second;
+      }
+      // A build in flight may already cover `completed`: wait, then look
+      // again rather than reading the same rows twice.
+      if (!building_.contains(id)) break;
+      built_.Wait(&mu_);
     }
+    building_.insert(id);
   }
+  absl::StatusOr<std::shared_ptr<const Analysis>> analysis = Build(experiment);
+  absl::MutexLock lock(&mu_);
+  building_.erase(id);
+  built_.SignalAll();
+  if (!analysis.ok()) return analysis.status();
+  ++builds_;
+  auto it = cache_.find(id);
+  // Keep whichever ranking is newer (a build may have overtaken this one).
+  if (it == cache_.end() || it->second->completed < (*analysis)->completed) {
+    if (cache_.size() >= kMaxCachedExperiments) cache_.clear();
+    cache_[id] = *analysis;
+  }
+  return analysis;
+}
+
+absl::StatusOr<std::shared_ptr<const ResultsManager::Analysis>>
+ResultsManager::Build(const v1::Experiment& experiment) {
   PRISM_ASSIGN_OR_RETURN(std::vector<TrialOutcome> outcomes,
-                         store_->ListCompletedOutcomes(id));
+                         store_->ListCompletedOutcomes(experiment.id()));
   const SpaceSpec space = SpaceForSpec(experiment.spec());
   const std::string baseline =
       Schedule::Uniform(space.base_heads, space.layers).ToString();
@@ -71,9 +223,6 @@ ResultsManager::Analyze(const v1::Experiment& experiment) {
   for (const TrialOutcome& o : outcomes) {
     analysis->finals[o.schedule].emplace(o.seed, o.final_val_loss);
   }
-  absl::MutexLock lock(&mu_);
-  if (cache_.size() >= kMaxCachedExperiments) cache_.clear();
-  cache_[id] = analysis;
   return std::shared_ptr<const Analysis>(std::move(analysis));
 }
 

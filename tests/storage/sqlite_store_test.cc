@@ -345,6 +345,15 @@ TEST_F(SqliteStoreTest, CompleteStoresValCurveAndIsIdempotent) {
   m.set_tokens_per_second(1234.0);
   m.set_steps(100);
   m.add_attention_distance(1.5);
+  m.add_attention_distance(4.25);
+  // Fields ranking does not read, of every wire type, around the ones it
+  // does: the outcome reader skips them.
+  m.set_mfu(0.5);
+  m.set_peak_memory_bytes(int64_t{1} << 40);
+  m.add_milestones()->set_target(3.3);
+  m.mutable_milestones(0)->set_step(80);
+  m.set_device("cuda:0");
+  m.set_final_train_loss(3.0);
   const AttemptRef ref{t.id(), 1, "w1"};
   absl::StatusOr<v1::Trial> done = store_->CompleteTrial(
       ref, m,
@@ -367,9 +376,11 @@ TEST_F(SqliteStoreTest, CompleteStoresValCurveAndIsIdempotent) {
   EXPECT_EQ(o.seed, 7);
   EXPECT_TRUE(o.is_baseline);
   EXPECT_DOUBLE_EQ(o.final_val_loss, 3.25);
+  EXPECT_DOUBLE_EQ(o.min_val_loss, 3.2);
+  EXPECT_DOUBLE_EQ(o.tokens_per_second, 1234.0);
   EXPECT_THAT(o.val_steps, ElementsAre(50, 100));
   EXPECT_THAT(o.val_losses, ElementsAre(3.5, 3.25));
-  EXPECT_THAT(o.attention_distance, ElementsAre(1.5));
+  EXPECT_THAT(o.attention_distance, ElementsAre(1.5, 4.25));
   EXPECT_EQ(*store_->CountCompleted(id), 1);
   // The only trial finished: the experiment is done and the worker idle.
   EXPECT_EQ(store_->GetExperiment(id)->state(), v1::EXPERIMENT_DONE);
