@@ -49,6 +49,9 @@ absl::Status ValidateOptions(const CoordinatorOptions& o) {
   if (o.max_attempts < 1) {
     return absl::InvalidArgumentError("--max-attempts must be at least 1");
   }
+  if (o.max_event_streams < 1) {
+    return absl::InvalidArgumentError("max_event_streams must be at least 1");
+  }
   if (o.max_running_per_user < 0) {
     return absl::InvalidArgumentError(
         "--max-running-per-user must not be negative (0: no limit)");
@@ -122,6 +125,7 @@ Coordinator::Coordinator(const CoordinatorOptions& options,
   auth_service_ = std::make_unique<AuthServiceImpl>(auth_.get());
   HttpOptions http_options;
   http_options.web_root = options.web_root;
+  http_options.max_event_streams = options.max_event_streams;
   http_ = std::make_unique<HttpServer>(
       auth_.get(), experiments_.get(), results_.get(), queue_.get(), &events_,
       &metrics_, [this] { return SampleGauges(); }, http_options);

@@ -33,6 +33,7 @@
 #include "server/clock.h"
 #include "server/events.h"
 #include "server/experiments.h"
+#include "server/http_server.h"
 #include "server/ingest.h"
 #include "server/metrics.h"
 #include "server/queue.h"
@@ -64,6 +65,7 @@ struct CoordinatorOptions {
   std::string admin_token_file;
   std::string admin_token_env;  // PRISM_ADMIN_TOKEN's value, if any
   std::string web_root;         // "" serves no dashboard
+  int max_event_streams = kDefaultMaxEventStreams;  // dashboard SSE streams
   int expiry_interval_ms = 1000;
 };
 

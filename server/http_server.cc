@@ -2,6 +2,7 @@
 
 #include <httplib.h>
 
+#include <algorithm>
 #include <chrono>
 #include <deque>
 #include <fstream>
@@ -455,6 +456,16 @@ void HttpServer::ServeEvents(const httplib::Request& req,
   }
   absl::StatusOr<v1::Experiment> experiment = experiments_->Get(id);
   if (!experiment.ok()) return WriteError(res, experiment.status());
+  // The slot is given back by the content provider's releaser below, which
+  // httplib runs when the response ends, however it ends.
+  if (event_streams_.fetch_add(1) >= options_.max_event_streams) {
+    event_streams_.fetch_sub(1);
+    res.set_header("Retry-After", "5");
+    return WriteError(
+        res, absl::UnavailableError(absl::StrCat(
+                 "too many open event streams (", options_.max_event_streams,
+                 "); close one or retry later")));
+  }
 
   auto stream = std::make_shared<SseStream>();
   v1::ExperimentEvent first;
@@ -473,7 +484,8 @@ void HttpServer::ServeEvents(const httplib::Request& req,
       [this, stream, keepalive, last_write](size_t, httplib::DataSink& sink) {
         std::deque<v1::ExperimentEvent> events;
         // Short waits so Stop() is noticed promptly.
-        const bool open = stream->Wait(absl::Seconds(1), &events);
+        const bool open =
+            stream->Wait(std::min(keepalive, absl::Seconds(1)), &events);
         if (stopping_) {
           sink.done();
           return true;
@@ -489,13 +501,18 @@ void HttpServer::ServeEvents(const httplib::Request& req,
           chunk = ": keep-alive\n\n";
         }
         if (!chunk.empty()) {
+          // A failed write means the client left: end the stream and free
+          // its thread.
           if (!sink.write(chunk.data(), chunk.size())) return false;
           *last_write = absl::Now();
         }
         if (!open) sink.done();
         return true;
       },
-      [this, stream](bool) { events_->Unsubscribe(stream->subscription); });
+      [this, stream](bool) {
+        events_->Unsubscribe(stream->subscription);
+        event_streams_.fetch_sub(1);
+      });
 }
 
 }  // namespace prism::server

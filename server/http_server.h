@@ -17,12 +17,21 @@
 //   GET /api/v1/workers                         ListWorkersResponse
 //   GET /api/v1/events?experiment={id}          text/event-stream: one
 //       `data: <ExperimentEvent JSON>` per event, `: keep-alive` comments
+//       (every keepalive_seconds without an event); 503 JSON once
+//       max_event_streams are open
 //   GET /metrics                                Prometheus text (no auth)
 //   GET /, GET /static/...                      the dashboard (no auth)
 //
 // API routes need `Authorization: Bearer <token>` or a `prism_token` cookie
 // (any role); otherwise 401. Errors are JSON {"error": "..."} with 400 (bad
 // input), 401, 403, 404 (unknown route or id) or 500/503.
+//
+// Every open event stream holds one of the pool's threads, and a stream only
+// learns that its client left when a write fails (the second write after the
+// client closed: the first still lands in the socket buffer). So streams
+// write at least every keepalive_seconds, which frees a closed stream's
+// thread within about twice that, and at most max_event_streams may be open
+// at once, which keeps the rest of the pool for API calls.
 //
 // Thread-safety: requests are served concurrently on the server's pool.
 #ifndef PRISM_SERVER_HTTP_SERVER_H_
@@ -50,11 +59,15 @@ struct Response;
 
 namespace prism::server {
 
+inline constexpr int kDefaultHttpThreads = 32;
+inline constexpr int kDefaultMaxEventStreams = kDefaultHttpThreads / 2;
+
 struct HttpOptions {
   std::string web_root;  // directory with index.html and static/; "" = none
   // Each kept-alive connection and each event stream holds one thread.
-  int threads = 32;
-  int keepalive_seconds = 15;
+  int threads = kDefaultHttpThreads;
+  int keepalive_seconds = 1;  // event streams' longest silence
+  int max_event_streams = kDefaultMaxEventStreams;
 };
 
 class HttpServer {
@@ -89,6 +102,7 @@ class HttpServer {
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   std::atomic<bool> stopping_{false};
+  std::atomic<int> event_streams_{0};  // open now
 };
 
 }  // namespace prism::server

@@ -1,11 +1,18 @@
 // The HTTP face of a real coordinator: the JSON API must equal the RPCs'
 // messages in protobuf's JSON mapping, and refuse requests without a token.
+#include <arpa/inet.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <fstream>
 #include <regex>
 
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
@@ -20,6 +27,62 @@ std::string Json(const google::protobuf::Message& m) {
   std::string out;
   EXPECT_TRUE(google::protobuf::util::MessageToJsonString(m, &out).ok());
   return out;
+}
+
+// RawStream is an event-stream request on a plain socket, so a test can
+// leave it the way a browser tab does: by closing the connection.
+struct RawStream {
+  int fd = -1;
+  int status = 0;    // 0: no complete answer within the timeout
+  std::string text;  // what arrived: headers, then events or the error
+  void Close() {
+    if (fd >= 0) close(fd);
+    fd = -1;
+  }
+};
+
+// OpenRawStream sends GET /api/v1/events?experiment=<id> and reads until
+// the first event (200) or the whole JSON error (anything else) arrived.
+RawStream OpenRawStream(const std::string& http_address,
+                        const std::string& token, int64_t id) {
+  RawStream s;
+  const size_t colon = http_address.rfind(':');
+  int port = 0;
+  if (!absl::SimpleAtoi(http_address.substr(colon + 1), &port)) return s;
+  s.fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(s.fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    return s;
+  }
+  const std::string request =
+      "GET /api/v1/events?experiment=" + std::to_string(id) +
+      " HTTP/1.1\r\nHost: test\r\nAuthorization: "
+      "Bearer " +
+      token + "\r\n\r\n";
+  if (send(s.fd, request.data(), request.size(), MSG_NOSIGNAL) < 0) return s;
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < deadline) {
+    const size_t head_end = s.text.find("\r\n\r\n");
+    if (head_end != std::string::npos) {
+      const std::string body = s.text.substr(head_end + 4);
+      const bool ok = s.text.rfind("HTTP/1.1 200", 0) == 0;
+      if ((ok && body.find("\n\n") != std::string::npos) ||
+          (!ok && body.find('}') != std::string::npos)) {
+        absl::SimpleAtoi(s.text.substr(9, 3), &s.status);
+        return s;
+      }
+    }
+    pollfd p{s.fd, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    char buffer[4096];
+    const ssize_t n = recv(s.fd, buffer, sizeof(buffer), 0);
+    if (n <= 0) break;
+    s.text.append(buffer, static_cast<size_t>(n));
+  }
+  return s;
 }
 
 class HttpTest : public CoordinatorTest {
@@ -204,6 +267,48 @@ TEST_F(HttpTest, EventStreamStartsWithTheExperiment) {
   EXPECT_THAT(received, HasSubstr("data: {\"unixMs\""));
   EXPECT_THAT(received, HasSubstr("\"experimentUpdated\":{\"id\":\"" +
                                   std::to_string(id) + "\""));
+}
+
+class HttpStreamLimitTest : public HttpTest {
+ protected:
+  void Customize(CoordinatorOptions* o) override {
+    HttpTest::Customize(o);
+    o->max_event_streams = 2;
+  }
+};
+
+TEST_F(HttpStreamLimitTest, StreamsPastTheCapAre503AndAClosedOneFreesItsSlot) {
+  const int64_t id = Submit(alice_, Spec({"4x6"}, {1}));
+  const std::string address = coordinator_->http_address();
+  RawStream first = OpenRawStream(address, viewer_, id);
+  RawStream second = OpenRawStream(address, viewer_, id);
+  ASSERT_EQ(first.status, 200) << first.text;
+  ASSERT_EQ(second.status, 200) << second.text;
+  EXPECT_THAT(first.text, HasSubstr("data: {"));
+
+  RawStream refused = OpenRawStream(address, viewer_, id);
+  EXPECT_EQ(refused.status, 503) << refused.text;
+  EXPECT_THAT(refused.text, HasSubstr("{\"error\": \"too many open event "
+                                      "streams (2); close one or retry later"));
+  refused.Close();
+  // The API still answers while every stream slot is taken.
+  EXPECT_EQ(Get("/api/v1/experiments/" + std::to_string(id), viewer_)->status,
+            200);
+
+  // A client leaving is noticed at the stream's next keep-alive writes, long
+  // before this deadline (the old 15 s keep-alive would miss it).
+  first.Close();
+  RawStream third;
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (absl::Now() < deadline) {
+    third = OpenRawStream(address, viewer_, id);
+    if (third.status == 200) break;
+    third.Close();
+    absl::SleepFor(absl::Milliseconds(200));
+  }
+  EXPECT_EQ(third.status, 200) << third.text;
+  third.Close();
+  second.Close();
 }
 
 TEST_F(HttpTest, ServesTheDashboardWithContentTypes) {
