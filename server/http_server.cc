@@ -18,6 +18,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/synchronization/mutex.h"
+#include "base/json.h"
 #include "base/log.h"
 #include "base/status_macros.h"
 #include "google/protobuf/util/json_util.h"
@@ -29,34 +30,6 @@ namespace {
 
 constexpr char kJson[] = "application/json";
 constexpr char kTokenCookie[] = "prism_token";
-
-std::string JsonString(absl::string_view s) {
-  std::string out = "\"";
-  for (char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      default:
-        if (static_cast<unsigned char>(c) < 0x20) {
-          out += absl::StrCat("\\u00", absl::Hex(c, absl::kZeroPad2));
-        } else {
-          out.push_back(c);
-        }
-    }
-  }
-  out.push_back('"');
-  return out;
-}
 
 std::string ErrorJson(absl::string_view message) {
   return absl::StrCat("{\"error\": ", JsonString(message), "}");
