@@ -5,13 +5,13 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "cli/client.h"
 #include "cli/command.h"
 #include "cli/output.h"
 #include "cli/views.h"
+#include "proto/enum_names.h"
 
 namespace prism::cli {
 namespace {
@@ -50,20 +50,10 @@ struct TokenOptions {
   std::string format = "text";
 };
 
-absl::StatusOr<v1::Role> ParseRole(const std::string& text) {
-  const std::string r = absl::AsciiStrToLower(text);
-  if (r == "admin") return v1::ROLE_ADMIN;
-  if (r == "user") return v1::ROLE_USER;
-  if (r == "worker") return v1::ROLE_WORKER;
-  if (r == "viewer") return v1::ROLE_VIEWER;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown role '", text, "' (use admin, user, worker or viewer)"));
-}
-
 int CreateToken(const TokenOptions& o) {
   absl::StatusOr<Format> format = ParseFormat(o.format, /*allow_csv=*/false);
   if (!format.ok()) return ReportError("token create", format.status());
-  absl::StatusOr<v1::Role> role = ParseRole(o.role);
+  absl::StatusOr<v1::Role> role = ParseEnumValue<v1::Role>(o.role, "role");
   if (!role.ok()) return ReportError("token create", role.status());
   absl::StatusOr<std::unique_ptr<RpcClient>> client =
       RpcClient::Connect(o.client);
@@ -82,7 +72,7 @@ int CreateToken(const TokenOptions& o) {
   // The token alone on stdout, so `$(prism token create ...)` captures it.
   std::cout << response.token() << "\n";
   std::cerr << "token for " << response.user() << " (role "
-            << RoleName(response.role())
+            << EnumValueName(response.role())
             << "); it is shown only once: only its hash is stored\n";
   return kExitOk;
 }
@@ -106,7 +96,7 @@ int WhoAmI(const WhoAmIOptions& o) {
   if (*format == Format::kJson) {
     std::cout << ProtoJson(response);
   } else {
-    std::cout << response.user() << " (role " << RoleName(response.role())
+    std::cout << response.user() << " (role " << EnumValueName(response.role())
               << ") at " << (*client)->address() << "\n";
   }
   return kExitOk;

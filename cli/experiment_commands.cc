@@ -11,6 +11,7 @@
 #include "cli/command.h"
 #include "cli/output.h"
 #include "cli/views.h"
+#include "proto/enum_names.h"
 
 namespace prism::cli {
 namespace {
@@ -128,9 +129,9 @@ int ShowExperiment(RpcClient& client, int64_t id, Format format) {
     const v1::TrialCounts& c = experiment.counts();
     std::cout << "experiment " << experiment.id() << " " << experiment.name()
               << " (" << experiment.owner()
-              << "): " << ExperimentStateName(experiment.state())
-              << ", priority " << experiment.priority() << ", " << c.completed()
-              << "/" << c.total() << " completed, " << c.leased() + c.running()
+              << "): " << EnumValueName(experiment.state()) << ", priority "
+              << experiment.priority() << ", " << c.completed() << "/"
+              << c.total() << " completed, " << c.leased() + c.running()
               << " running, " << c.queued() << " queued, "
               << c.failed() + c.diverged() << " failed, "
               << static_cast<int>(experiment.progress() * 100 + 0.5)
@@ -171,7 +172,7 @@ int Change(const std::string& command, const ChangeOptions& o,
       (*client)->Call(method, (*client)->experiments(), ref, &experiment);
   if (!status.ok()) return ReportError(command, status);
   std::cout << "experiment " << experiment.id() << ": "
-            << ExperimentStateName(experiment.state()) << "\n";
+            << EnumValueName(experiment.state()) << "\n";
   return kExitOk;
 }
 

@@ -6,7 +6,6 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
-#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "cli/client.h"
@@ -15,6 +14,7 @@
 #include "cli/views.h"
 #include "fmt/format.h"
 #include "google/protobuf/util/json_util.h"
+#include "proto/enum_names.h"
 #include "scheduler/principles.h"
 
 namespace prism::cli {
@@ -30,23 +30,11 @@ struct ResultsOptions {
   int limit = 0;
 };
 
-absl::StatusOr<v1::RankSort> ParseSort(const std::string& text) {
-  const std::string s = absl::AsciiStrToLower(text);
-  if (s == "val_loss") return v1::RANK_SORT_VAL_LOSS;
-  if (s == "delta") return v1::RANK_SORT_DELTA;
-  if (s == "speedup") return v1::RANK_SORT_SPEEDUP;
-  if (s == "throughput") return v1::RANK_SORT_THROUGHPUT;
-  if (s == "min_val_loss") return v1::RANK_SORT_MIN_VAL_LOSS;
-  return absl::InvalidArgumentError(
-      absl::StrCat("unknown sort '", text,
-                   "' (use val_loss, delta, speedup, throughput or "
-                   "min_val_loss)"));
-}
-
 int Results(const ResultsOptions& o) {
   absl::StatusOr<Format> format = ParseFormat(o.format);
   if (!format.ok()) return ReportError("results", format.status());
-  absl::StatusOr<v1::RankSort> sort = ParseSort(o.sort);
+  absl::StatusOr<v1::RankSort> sort =
+      ParseEnumValue<v1::RankSort>(o.sort, "sort");
   if (!sort.ok()) return ReportError("results", sort.status());
   v1::RankRequest request;
   request.set_experiment_id(o.experiment);
@@ -71,9 +59,8 @@ int Results(const ResultsOptions& o) {
   if (*format == Format::kText && response.has_experiment()) {
     const v1::Experiment& e = response.experiment();
     std::cout << "experiment " << e.id() << " " << e.name() << ": "
-              << ExperimentStateName(e.state()) << ", "
-              << e.counts().completed() << "/" << e.counts().total()
-              << " trials completed\n\n";
+              << EnumValueName(e.state()) << ", " << e.counts().completed()
+              << "/" << e.counts().total() << " trials completed\n\n";
   }
   PrintRanking(response, *format, std::cout);
   return kExitOk;
@@ -99,7 +86,7 @@ void PrintTrialText(const v1::GetTrialResponse& response) {
   std::cout << "trial " << t.id() << " of experiment " << t.experiment_id()
             << ": " << t.schedule() << " seed " << t.seed()
             << (t.is_baseline() ? " (uniform baseline)" : "") << "\n"
-            << "state " << TrialStateName(t.state()) << ", attempt "
+            << "state " << EnumValueName(t.state()) << ", attempt "
             << t.attempt() << ", step " << t.last_step() << "/"
             << t.total_steps() << "\n";
   if (t.has_principles()) {
@@ -138,7 +125,7 @@ void PrintTrialText(const v1::GetTrialResponse& response) {
                   "started", "ended", "message"});
   for (const v1::TrialAttempt& a : t.attempts()) {
     attempts.AddRow(
-        {absl::StrCat(a.attempt()), a.worker_id(), TrialStateName(a.outcome()),
+        {absl::StrCat(a.attempt()), a.worker_id(), EnumValueName(a.outcome()),
          // Unset until the worker's Start said where it resumed.
          a.has_resumed_from_step() ? absl::StrCat(a.resumed_from_step())
                                    : std::string("-"),
@@ -195,9 +182,8 @@ void PrintEventText(const v1::ExperimentEvent& event, TrialLabels& labels) {
     const v1::Experiment& e = event.experiment_updated();
     std::cout << fmt::format(
         "experiment {}: {}, {}/{} completed, {} running, {:.0f}%\n", e.id(),
-        ExperimentStateName(e.state()), e.counts().completed(),
-        e.counts().total(), e.counts().leased() + e.counts().running(),
-        e.progress() * 100);
+        EnumValueName(e.state()), e.counts().completed(), e.counts().total(),
+        e.counts().leased() + e.counts().running(), e.progress() * 100);
     return;
   }
   if (!event.has_trial_updated()) return;
@@ -212,7 +198,7 @@ void PrintEventText(const v1::ExperimentEvent& event, TrialLabels& labels) {
   }
   std::string line = fmt::format(
       "trial {} {} seed {}: {} step {}/{}", t.id(), t.schedule(), t.seed(),
-      TrialStateName(t.state()), t.last_step(), t.total_steps());
+      EnumValueName(t.state()), t.last_step(), t.total_steps());
   const v1::LossPoint* train = nullptr;
   const v1::LossPoint* val = nullptr;
   for (const v1::LossPoint& p : event.points()) {

@@ -7,6 +7,7 @@
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
 #include "google/protobuf/util/json_util.h"
+#include "proto/enum_names.h"
 
 namespace prism::cli {
 namespace {
@@ -36,57 +37,6 @@ std::string ProtoJson(const google::protobuf::Message& message) {
   return json;
 }
 
-std::string TrialStateName(v1::TrialState state) {
-  switch (state) {
-    case v1::TRIAL_QUEUED:
-      return "queued";
-    case v1::TRIAL_LEASED:
-      return "leased";
-    case v1::TRIAL_RUNNING:
-      return "running";
-    case v1::TRIAL_COMPLETED:
-      return "completed";
-    case v1::TRIAL_FAILED:
-      return "failed";
-    case v1::TRIAL_DIVERGED:
-      return "diverged";
-    case v1::TRIAL_CANCELLED:
-      return "cancelled";
-    default:
-      return "unknown";
-  }
-}
-
-std::string ExperimentStateName(v1::ExperimentState state) {
-  switch (state) {
-    case v1::EXPERIMENT_ACTIVE:
-      return "active";
-    case v1::EXPERIMENT_PAUSED:
-      return "paused";
-    case v1::EXPERIMENT_CANCELLED:
-      return "cancelled";
-    case v1::EXPERIMENT_DONE:
-      return "done";
-    default:
-      return "unknown";
-  }
-}
-
-std::string RoleName(v1::Role role) {
-  switch (role) {
-    case v1::ROLE_ADMIN:
-      return "admin";
-    case v1::ROLE_USER:
-      return "user";
-    case v1::ROLE_WORKER:
-      return "worker";
-    case v1::ROLE_VIEWER:
-      return "viewer";
-    default:
-      return "unknown";
-  }
-}
-
 std::string PrincipleFlags(const v1::PrincipleReport& report) {
   std::vector<std::string> flags;
   if (report.smooth()) flags.push_back("smooth");
@@ -101,12 +51,11 @@ Table ExperimentsTable(const v1::ListExperimentsResponse& response) {
   for (const v1::Experiment& e : response.experiments()) {
     const v1::TrialCounts& c = e.counts();
     table.AddRow(
-        {absl::StrCat(e.id()), e.name(), e.owner(),
-         ExperimentStateName(e.state()), absl::StrCat(e.priority()),
-         absl::StrCat(c.queued()), absl::StrCat(c.leased() + c.running()),
-         absl::StrCat(c.completed()), absl::StrCat(c.failed() + c.diverged()),
-         absl::StrCat(c.cancelled()), absl::StrCat(c.total()),
-         fmt::format("{:.0f}%", e.progress() * 100)});
+        {absl::StrCat(e.id()), e.name(), e.owner(), EnumValueName(e.state()),
+         absl::StrCat(e.priority()), absl::StrCat(c.queued()),
+         absl::StrCat(c.leased() + c.running()), absl::StrCat(c.completed()),
+         absl::StrCat(c.failed() + c.diverged()), absl::StrCat(c.cancelled()),
+         absl::StrCat(c.total()), fmt::format("{:.0f}%", e.progress() * 100)});
   }
   return table;
 }
@@ -118,7 +67,7 @@ Table TrialsTable(const v1::ListTrialsResponse& response) {
     const bool finished =
         t.state() == v1::TRIAL_COMPLETED || t.state() == v1::TRIAL_DIVERGED;
     table.AddRow({absl::StrCat(t.id()), t.schedule(), absl::StrCat(t.seed()),
-                  t.is_baseline() ? "true" : "false", TrialStateName(t.state()),
+                  t.is_baseline() ? "true" : "false", EnumValueName(t.state()),
                   absl::StrCat(t.attempt()), absl::StrCat(t.last_step()),
                   absl::StrCat(t.total_steps()),
                   finished ? Fixed(t.metrics().final_val_loss(), 4) : "",

@@ -22,13 +22,6 @@ namespace prism::cli {
 // lowerCamelCase, enums by name), pretty-printed, ending in a newline.
 std::string ProtoJson(const google::protobuf::Message& message);
 
-// TrialStateName returns "queued", "leased", "running", "completed",
-// "failed", "diverged", "cancelled" (or "unknown").
-std::string TrialStateName(v1::TrialState state);
-// ExperimentStateName returns "active", "paused", "cancelled", "done".
-std::string ExperimentStateName(v1::ExperimentState state);
-// RoleName returns "admin", "user", "worker", "viewer".
-std::string RoleName(v1::Role role);
 // PrincipleFlags returns the satisfied principles ("smooth,baseline,pow2"),
 // or "-" for none.
 std::string PrincipleFlags(const v1::PrincipleReport& report);

@@ -15,8 +15,8 @@
 #include "absl/strings/escaping.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "base/status_macros.h"
+#include "proto/enum_names.h"
 
 namespace prism::server {
 namespace {
@@ -89,9 +89,9 @@ absl::Status WriteSecretFile(const std::string& path,
 
 absl::Status Authorize(const Caller& caller, Permission permission) {
   if (Grants(caller.role, permission)) return absl::OkStatus();
-  return absl::PermissionDeniedError(
-      absl::StrCat("user '", caller.user, "' with role ", RoleName(caller.role),
-                   " may not ", Describe(permission)));
+  return absl::PermissionDeniedError(absl::StrCat(
+      "user '", caller.user, "' with role ", EnumValueName(caller.role),
+      " may not ", Describe(permission)));
 }
 
 absl::Status AuthorizeOwner(const Caller& caller, const std::string& owner) {
@@ -109,33 +109,6 @@ v1::WhoAmIResponse WhoAmIFor(const Caller& caller) {
   response.set_user(caller.user);
   response.set_role(caller.role);
   return response;
-}
-
-std::string RoleName(v1::Role role) {
-  switch (role) {
-    case v1::ROLE_ADMIN:
-      return "admin";
-    case v1::ROLE_USER:
-      return "user";
-    case v1::ROLE_WORKER:
-      return "worker";
-    case v1::ROLE_VIEWER:
-      return "viewer";
-    default:
-      return "none";
-  }
-}
-
-absl::StatusOr<v1::Role> ParseRole(absl::string_view text) {
-  const std::string lower = absl::AsciiStrToLower(text);
-  absl::string_view t = lower;
-  absl::ConsumePrefix(&t, "role_");
-  for (v1::Role r :
-       {v1::ROLE_ADMIN, v1::ROLE_USER, v1::ROLE_WORKER, v1::ROLE_VIEWER}) {
-    if (t == RoleName(r)) return r;
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "unknown role '", text, "' (use admin, user, worker or viewer)"));
 }
 
 std::string Sha256Hex(absl::string_view data) {

@@ -57,11 +57,6 @@ absl::Status AuthorizeOwner(const Caller& caller, const std::string& owner);
 // WhoAmIFor renders a caller as the WhoAmI RPC (and HTTP route) answer.
 v1::WhoAmIResponse WhoAmIFor(const Caller& caller);
 
-// RoleName returns "admin", "user", "worker" or "viewer".
-std::string RoleName(v1::Role role);
-// ParseRole accepts those names (or ROLE_ADMIN etc.); InvalidArgument.
-absl::StatusOr<v1::Role> ParseRole(absl::string_view text);
-
 // Sha256Hex returns the lowercase hex SHA-256 of `data`.
 std::string Sha256Hex(absl::string_view data);
 // GenerateToken returns a fresh random token; Internal if the system RNG

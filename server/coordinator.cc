@@ -5,12 +5,11 @@
 #include <chrono>
 #include <utility>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/strip.h"
 #include "base/log.h"
 #include "base/status_macros.h"
+#include "proto/enum_names.h"
 #include "server/auth_service.h"
 #include "server/experiment_service.h"
 #include "server/http_server.h"
@@ -27,13 +26,6 @@ namespace {
 // gRPC's 4 MiB default.
 constexpr int kMaxMessageBytes = 64 << 20;
 constexpr auto kShutdownGrace = std::chrono::seconds(5);
-
-std::string LowerStateName(const std::string& enum_name,
-                           absl::string_view prefix) {
-  absl::string_view name = enum_name;
-  absl::ConsumePrefix(&name, prefix);
-  return absl::AsciiStrToLower(name);
-}
 
 }  // namespace
 
@@ -222,14 +214,12 @@ Metrics::Snapshot Coordinator::SampleGauges() {
   }
   if (auto by_state = store_->CountTrialsByState(); by_state.ok()) {
     for (const auto& [state, n] : *by_state) {
-      s.trials_by_state[LowerStateName(v1::TrialState_Name(state), "TRIAL_")] =
-          n;
+      s.trials_by_state[EnumValueName(state)] = n;
     }
   }
   if (auto workers = queue_->ListWorkers(); workers.ok()) {
     for (const v1::Worker& w : workers->workers()) {
-      ++s.workers_by_state[LowerStateName(v1::WorkerState_Name(w.state()),
-                                          "WORKER_")];
+      ++s.workers_by_state[EnumValueName(w.state())];
     }
   }
   const IngestStats ingest = ingest_->stats();

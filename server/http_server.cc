@@ -22,6 +22,7 @@
 #include "base/log.h"
 #include "base/status_macros.h"
 #include "google/protobuf/util/json_util.h"
+#include "proto/enum_names.h"
 #include "scheduler/principles.h"
 #include "server/convert.h"
 
@@ -112,38 +113,16 @@ bool BoolParam(const httplib::Request& req, const char* name) {
   return v == "1" || v == "true" || v == "yes";
 }
 
+// ParseSort and ParseState read optional query parameters: empty is the
+// default (UNSPECIFIED), anything else must name a value.
 absl::StatusOr<v1::RankSort> ParseSort(absl::string_view text) {
-  const std::string t = absl::AsciiStrToLower(text);
-  if (t.empty()) return v1::RANK_SORT_UNSPECIFIED;
-  const std::pair<const char*, v1::RankSort> names[] = {
-      {"val_loss", v1::RANK_SORT_VAL_LOSS},
-      {"delta", v1::RANK_SORT_DELTA},
-      {"speedup", v1::RANK_SORT_SPEEDUP},
-      {"throughput", v1::RANK_SORT_THROUGHPUT},
-      {"min_val_loss", v1::RANK_SORT_MIN_VAL_LOSS}};
-  for (const auto& [name, sort] : names) {
-    if (t == name) return sort;
-  }
-  v1::RankSort sort;
-  if (v1::RankSort_Parse(absl::AsciiStrToUpper(text), &sort)) return sort;
-  return absl::InvalidArgumentError(absl::StrCat(
-      "sort '", text,
-      "' is not one of val_loss, delta, speedup, throughput, min_val_loss"));
+  if (text.empty()) return v1::RANK_SORT_UNSPECIFIED;
+  return ParseEnumValue<v1::RankSort>(text, "sort");
 }
 
 absl::StatusOr<v1::TrialState> ParseState(absl::string_view text) {
   if (text.empty()) return v1::TRIAL_STATE_UNSPECIFIED;
-  std::string upper = absl::AsciiStrToUpper(text);
-  if (!absl::StartsWith(upper, "TRIAL_")) upper = absl::StrCat("TRIAL_", upper);
-  v1::TrialState state;
-  if (v1::TrialState_Parse(upper, &state) &&
-      state != v1::TRIAL_STATE_UNSPECIFIED) {
-    return state;
-  }
-  return absl::InvalidArgumentError(absl::StrCat(
-      "state '", text,
-      "' is not one of queued, leased, running, completed, failed, diverged, "
-      "cancelled"));
+  return ParseEnumValue<v1::TrialState>(text, "state");
 }
 
 // RouteLabel keeps /metrics cardinality bounded: ids become {id}.
