@@ -230,7 +230,12 @@ void PrintSummary(const model::TrainConfig& config, const model::TrainResult& r,
         m.step < 0 ? "never" : absl::StrCat(m.step));
   }
   add("tokens/s", fmt::format("{:.0f}", r.tokens_per_second));
-  if (r.peak_matmul_flops > 0) {
+  if (r.peak_matmul_flops > r.measured_peak_matmul_flops) {
+    add("MFU", fmt::format("{:.1f}% of {:.1f} GFLOP/s achieved (above the "
+                           "{:.1f} GFLOP/s matmul measured)",
+                           100 * r.mfu, r.peak_matmul_flops / 1e9,
+                           r.measured_peak_matmul_flops / 1e9));
+  } else if (r.peak_matmul_flops > 0) {
     add("MFU", fmt::format("{:.1f}% of {:.1f} GFLOP/s measured", 100 * r.mfu,
                            r.peak_matmul_flops / 1e9));
   }

@@ -21,6 +21,7 @@
 #include "model/data.h"
 #include "model/internal/checkpoint.h"
 #include "model/internal/decoder.h"
+#include "model/internal/mfu.h"
 #include "model/internal/optimizer.h"
 #include "model/internal/runtime.h"
 #include "model/internal/shard_pool.h"
@@ -179,6 +180,7 @@ class TrainingRun {
   torch::Device device_ = torch::kCPU;
   internal::AttentionKernel kernel_ = internal::AttentionKernel::kAuto;
   std::unique_ptr<ShardPool> pool_;
+  int blas_threads_ = 1;  // OpenBLAS threads per shard
   std::optional<TokenDataset> data_;
   PrismDecoder model_{nullptr};
   std::unique_ptr<FlatAdamW> optimizer_;
@@ -222,6 +224,7 @@ absl::Status TrainingRun::Setup() {
     internal::SetBlasThreads(threads);
     at::set_num_threads(config_.cpu_threading == "both" ? threads : 1);
     pool_ = std::make_unique<ShardPool>(1);
+    blas_threads_ = threads;
   } else {
     internal::SetBlasThreads(threads);
     at::set_num_threads(threads);
@@ -555,10 +558,13 @@ absl::StatusOr<TrainResult> TrainingRun::Execute() {
     result_.attention_distance = ProbeAttention();
   }
   if (config_.measure_mfu && result_.tokens_per_second > 0.0) {
-    result_.peak_matmul_flops =
-        internal::MeasurePeakMatmulFlops(device_, pool_.get());
-    result_.mfu = static_cast<double>(result_.flops_per_token) *
-                  result_.tokens_per_second / result_.peak_matmul_flops;
+    const internal::MfuReference reference = internal::ChooseMfuReference(
+        static_cast<double>(result_.flops_per_token) *
+            result_.tokens_per_second,
+        internal::MeasurePeakMatmulFlops(device_, pool_.get(), blas_threads_));
+    result_.peak_matmul_flops = reference.peak;
+    result_.measured_peak_matmul_flops = reference.measured_peak;
+    result_.mfu = reference.mfu;
   }
   result_.peak_memory_bytes = internal::PeakMemoryBytes(device_);
   result_.wall_seconds = elapsed_before_ + Seconds(Clock::now() - wall_start);
@@ -580,7 +586,8 @@ absl::StatusOr<double> MeasurePeakMatmulFlops(const std::string& device,
     }
     ShardPool pool(resolved->is_cpu() ? n : 1);
     return internal::MeasurePeakMatmulFlops(*resolved, &pool,
-                                            /*cached=*/false);
+                                            /*blas_threads=*/1,
+                                            /*keep_best=*/false);
   } catch (const c10::Error& e) {
     return absl::InternalError(
         absl::StrCat("libtorch: ", e.what_without_backtrace()));

@@ -100,8 +100,13 @@ struct TrainResult {
   int64_t steps = 0;              // steps completed
   int64_t resumed_from_step = 0;  // 0: fresh start
   double tokens_per_second = 0.0;
+  // MFU: model FLOP/s (flops_per_token x tokens_per_second) over
+  // peak_matmul_flops, at most 1. The peak is the matmul measurement, or the
+  // model FLOP/s themselves when they beat it; then the measurement, kept in
+  // measured_peak_matmul_flops, is the lower number (see internal/mfu.h).
   double mfu = 0.0;
   double peak_matmul_flops = 0.0;
+  double measured_peak_matmul_flops = 0.0;
   int64_t flops_per_token = 0;
   int64_t peak_memory_bytes = 0;
   int64_t parameters = 0;
@@ -142,10 +147,11 @@ class TrainObserver {
   virtual bool ShouldStop() { return false; }
 };
 
-// MeasurePeakMatmulFlops times a large matmul the way TrainResult's MFU
-// reference is measured (fp32 on the CPU with `threads` threads, 0 = all
-// cores; bf16 on CUDA) and returns FLOP/s, measured afresh on every call.
-// InvalidArgument / FailedPrecondition for a bad device, as Train.
+// MeasurePeakMatmulFlops times matmuls the way TrainResult's MFU reference
+// is measured (fp32 on the CPU with `threads` shard threads, 0 = all cores;
+// bf16 on CUDA) and returns FLOP/s, measured afresh on every call (about a
+// quarter second on the CPU). InvalidArgument / FailedPrecondition for a bad
+// device, as Train.
 absl::StatusOr<double> MeasurePeakMatmulFlops(const std::string& device,
                                               int threads);
 

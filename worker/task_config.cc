@@ -120,6 +120,7 @@ v1::TrialMetrics ToTrialMetrics(const model::TrainResult& result) {
   m.set_tokens_per_second(result.tokens_per_second);
   m.set_mfu(result.mfu);
   m.set_peak_matmul_flops(result.peak_matmul_flops);
+  m.set_measured_peak_matmul_flops(result.measured_peak_matmul_flops);
   m.set_flops_per_token(result.flops_per_token);
   m.set_peak_memory_bytes(result.peak_memory_bytes);
   m.set_parameters(result.parameters);

@@ -8,19 +8,15 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdint>
-#include <map>
+#include <limits>
 #include <string>
 #include <thread>
-#include <utility>
 #include <vector>
 
-#include "absl/status/status.h"
 #include "absl/status/statusor.h"
-#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
-#include "absl/strings/string_view.h"
-#include "absl/synchronization/mutex.h"
 #include "model/device.h"
+#include "model/internal/mfu.h"
 
 #ifdef PRISM_HAVE_C10_CUDA
 #include <c10/cuda/CUDACachingAllocator.h>
@@ -56,56 +52,62 @@ bool SetBlasThreads(int threads) {
 }
 
 double MeasurePeakMatmulFlops(const torch::Device& device, ShardPool* pool,
-                              bool cached) {
-  static absl::Mutex mu(absl::kConstInit);
-  static auto* cache = new std::map<std::pair<std::string, int>, double>();
-  const std::pair<std::string, int> key(device.str(), pool->size());
-  absl::MutexLock lock(&mu);
-  if (auto it = cache->find(key); cached && it != cache->end()) {
-    return it->second;
-  }
-
+                              int blas_threads, bool keep_best) {
+  using Clock = std::chrono::steady_clock;
+  const auto seconds_since = [](Clock::time_point start) {
+    return std::chrono::duration<double>(Clock::now() - start).count();
+  };
   torch::NoGradGuard no_grad;
   double flops = 0.0;
   if (device.is_cuda()) {
     constexpr int64_t kN = 8192;
-    constexpr int kReps = 20;
+    constexpr int kGroups = 5;
+    constexpr int kPerGroup = 4;
     const auto options =
         torch::TensorOptions().dtype(torch::kBFloat16).device(device);
     const torch::Tensor a = torch::randn({kN, kN}, options);
     const torch::Tensor b = torch::randn({kN, kN}, options);
     torch::Tensor c = torch::matmul(a, b);
     Synchronize(device);
-    const auto start = std::chrono::steady_clock::now();
-    for (int i = 0; i < kReps; ++i) c = torch::matmul(a, b);
-    Synchronize(device);
-    const double seconds =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
-            .count();
-    flops = 2.0 * kN * kN * kN * kReps / seconds;
+    double best = std::numeric_limits<double>::infinity();
+    for (int group = 0; group < kGroups; ++group) {
+      const Clock::time_point start = Clock::now();
+      for (int i = 0; i < kPerGroup; ++i) c = torch::matmul(a, b);
+      Synchronize(device);
+      best = std::min(best, seconds_since(start) / kPerGroup);
+    }
+    flops = 2.0 * kN * kN * kN / best;
   } else {
-    // One single-threaded GEMM per shard thread at once: the trainer's own
-    // execution model, and on OpenBLAS within a few percent of one GEMM
-    // across all cores.
-    constexpr int64_t kN = 2048;
-    constexpr int kReps = 3;
-    std::vector<double> seconds(pool->size());
+    // Many short GEMMs rather than a few long ones: the scheduler hands a
+    // shared core out in slices of a few milliseconds, so the fastest short
+    // GEMM ran on the core alone, while a long one always averages in the
+    // other processes' share.
+    constexpr double kBudgetSeconds = 0.25;
+    constexpr int kMinGemms = 8;
+    const int64_t n = CpuGemmSize(blas_threads);
+    std::vector<double> best(pool->size());
     pool->Run([&](int shard) {
       torch::NoGradGuard shard_no_grad;
-      const torch::Tensor a = torch::randn({kN, kN});
-      const torch::Tensor b = torch::randn({kN, kN});
+      const torch::Tensor a = torch::randn({n, n});
+      const torch::Tensor b = torch::randn({n, n});
       torch::Tensor c = torch::matmul(a, b);
-      const auto start = std::chrono::steady_clock::now();
-      for (int i = 0; i < kReps; ++i) c = torch::matmul(a, b);
-      seconds[shard] = std::chrono::duration<double>(
-                           std::chrono::steady_clock::now() - start)
-                           .count();
+      double fastest = std::numeric_limits<double>::infinity();
+      const Clock::time_point start = Clock::now();
+      for (int i = 0; i < kMinGemms || seconds_since(start) < kBudgetSeconds;
+           ++i) {
+        const Clock::time_point gemm_start = Clock::now();
+        c = torch::matmul(a, b);
+        fastest = std::min(fastest, seconds_since(gemm_start));
+      }
+      best[shard] = 2.0 * n * n * n / fastest;
     });
-    const double slowest = *std::max_element(seconds.begin(), seconds.end());
-    flops = 2.0 * kN * kN * kN * kReps * pool->size() / slowest;
+    for (double shard_flops : best) flops += shard_flops;
   }
-  (*cache)[key] = flops;
-  return flops;
+  if (!keep_best) return flops;
+  return ProcessBestPeaks().Record(
+      absl::StrCat(device.str(), " shards=", pool->size(),
+                   " blas=", blas_threads),
+      flops);
 }
 
 int64_t PeakMemoryBytes(const torch::Device& device) {

@@ -2,8 +2,8 @@
 // trainer (private to model/).
 //
 // Thread-safety: ResolveDevice and PeakMemoryBytes are pure; SetBlasThreads
-// changes process-wide state; MeasurePeakMatmulFlops caches its answer per
-// (device, threads) behind a mutex.
+// changes process-wide state; MeasurePeakMatmulFlops may run on any thread
+// (one at a time per pool).
 #ifndef PRISM_MODEL_INTERNAL_RUNTIME_H_
 #define PRISM_MODEL_INTERNAL_RUNTIME_H_
 
@@ -28,12 +28,15 @@ int HardwareThreads();
 // OpenBLAS (looked up at run time); returns false when it is not.
 bool SetBlasThreads(int threads);
 
-// MeasurePeakMatmulFlops times a large matmul and returns FLOP/s: fp32 on
-// the CPU, one single-threaded GEMM per shard thread at once (the way the
-// trainer runs); bf16 on CUDA. With `cached`, the first answer per (device,
-// threads) is kept for the process.
+// MeasurePeakMatmulFlops returns the matmul peak, FLOP/s, of the thread
+// layout in force. CPU: every shard thread of `pool` times fp32 GEMMs of
+// CpuGemmSize(blas_threads) at once for about a quarter second, and the
+// shards' fastest single GEMMs add up: a GEMM that ran undisturbed shows the
+// core's speed even while other processes share it. CUDA: the fastest of
+// five groups of four 8192^3 bf16 GEMMs. With `keep_best`, the answer is
+// the highest so far for this (device, layout) in the process (mfu.h).
 double MeasurePeakMatmulFlops(const torch::Device& device, ShardPool* pool,
-                              bool cached = true);
+                              int blas_threads, bool keep_best = true);
 
 // PeakMemoryBytes is the CUDA allocator's peak for a CUDA device, else the
 // process's peak resident set size.

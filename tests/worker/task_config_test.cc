@@ -112,6 +112,9 @@ TEST(TaskConfigTest, ConvertsPointsAndMetrics) {
   result.milestones = {{3.0, 80}, {2.0, -1}};
   result.attention_distance = {4.0, 9.5};
   result.device = "cpu";
+  result.mfu = 1.0;  // the trial beat the measured matmul peak
+  result.peak_matmul_flops = 46e9;
+  result.measured_peak_matmul_flops = 13e9;
   const v1::TrialMetrics m = ToTrialMetrics(result);
   EXPECT_DOUBLE_EQ(m.final_val_loss(), 2.1);
   EXPECT_EQ(m.steps(), 200);
@@ -121,6 +124,9 @@ TEST(TaskConfigTest, ConvertsPointsAndMetrics) {
   EXPECT_EQ(m.milestones(1).step(), -1);
   EXPECT_THAT(m.attention_distance(), ElementsAre(4.0, 9.5));
   EXPECT_EQ(m.device(), "cpu");
+  EXPECT_DOUBLE_EQ(m.mfu(), 1.0);
+  EXPECT_DOUBLE_EQ(m.peak_matmul_flops(), 46e9);
+  EXPECT_DOUBLE_EQ(m.measured_peak_matmul_flops(), 13e9);
 }
 
 }  // namespace
