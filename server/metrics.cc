@@ -1,33 +1,17 @@
 #include "server/metrics.h"
 
+#include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
 namespace prism::server {
 namespace {
 
-const char* kGrpcCodeNames[] = {"OK",
-                                "CANCELLED",
-                                "UNKNOWN",
-                                "INVALID_ARGUMENT",
-                                "DEADLINE_EXCEEDED",
-                                "NOT_FOUND",
-                                "ALREADY_EXISTS",
-                                "PERMISSION_DENIED",
-                                "RESOURCE_EXHAUSTED",
-                                "FAILED_PRECONDITION",
-                                "ABORTED",
-                                "OUT_OF_RANGE",
-                                "UNIMPLEMENTED",
-                                "INTERNAL",
-                                "UNAVAILABLE",
-                                "DATA_LOSS",
-                                "UNAUTHENTICATED"};
-
+// CodeName is a gRPC code's name ("OK", "NOT_FOUND"; absl's codes are the
+// same numbers and names), or its number when neither knows it.
 std::string CodeName(int code) {
-  if (code >= 0 && code < static_cast<int>(std::size(kGrpcCodeNames))) {
-    return kGrpcCodeNames[code];
-  }
-  return absl::StrCat(code);
+  std::string name =
+      absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
+  return name.empty() ? absl::StrCat(code) : name;
 }
 
 // Label escapes a label value (backslash, quote, newline).
