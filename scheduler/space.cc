@@ -358,15 +358,7 @@ absl::Status CheckHardConstraints(const SpaceSpec& spec, const Schedule& s) {
 }
 
 bool SchedulePrinciples::Satisfies(Principle p) const {
-  switch (p) {
-    case Principle::kSmooth:
-      return smooth;
-    case Principle::kBaseline:
-      return baseline;
-    case Principle::kPow2:
-      return pow2;
-  }
-  return false;
+  return PrincipleSet{smooth, baseline, pow2}.Has(p);
 }
 
 SchedulePrinciples ReportPrinciples(const SpaceSpec& spec, const Schedule& s) {
