@@ -13,11 +13,15 @@ namespace {
 constexpr double kConfidence = 0.95;
 
 // FirstStepAtOrBelow returns the first val step whose loss <= threshold, or
-// -1 when the curve never gets there.
+// -1 when the curve never gets there. Curves are stored as float and final
+// losses as double, so the threshold is compared at float precision: rounded
+// up, a trial's last point would miss its own final loss half the time, and
+// the baseline's with it every speed-up of the experiment.
 int64_t FirstStepAtOrBelow(const TrialOutcome& trial, double threshold) {
+  const double bar = static_cast<float>(threshold);
   const size_t n = std::min(trial.val_steps.size(), trial.val_losses.size());
   for (size_t i = 0; i < n; ++i) {
-    if (trial.val_losses[i] <= threshold) return trial.val_steps[i];
+    if (trial.val_losses[i] <= bar) return trial.val_steps[i];
   }
   return -1;
 }

@@ -1,5 +1,6 @@
 #include "scheduler/ranking.h"
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -185,6 +186,27 @@ TEST(RankSchedulesTest, WithoutABaselineThereAreNoDeltasOrRatios) {
   for (const PrincipleEffect& e : r.principle_effects) {
     EXPECT_EQ(e.satisfied + e.violated, 0);
   }
+}
+
+TEST(RankSchedulesTest, FloatCurvesReachTheirOwnDoubleFinalLoss) {
+  // The trainer reports the final val loss as a double and stores the curve
+  // as float; here the float rounds up, above the double.
+  const float stored = 3.3f;
+  const double final_loss = std::nextafter(static_cast<double>(stored), 0.0);
+  ASSERT_GT(static_cast<double>(stored), final_loss);
+  ASSERT_EQ(static_cast<float>(final_loss), stored);
+  const std::vector<TrialOutcome> trials = {
+      Trial(1, "12x12", 1, final_loss, {4.0, 3.5, stored}),
+      Trial(2, kA, 1, 3.25, {3.75, stored, 3.25}),
+  };
+  const Ranking r = RankSchedules(Shape(), "12x12", trials);
+  ASSERT_EQ(r.rows.size(), 2u);
+  EXPECT_EQ(r.rows[1].schedule, "12x12");
+  EXPECT_DOUBLE_EQ(r.rows[1].steps_to_baseline, 300.0);
+  EXPECT_DOUBLE_EQ(r.rows[1].convergence_speedup, 1.0);
+  EXPECT_EQ(r.rows[0].schedule, kA);
+  EXPECT_DOUBLE_EQ(r.rows[0].steps_to_baseline, 200.0);
+  EXPECT_DOUBLE_EQ(r.rows[0].convergence_speedup, 1.5);
 }
 
 TEST(RankSchedulesTest, NoTrialsGiveAnEmptyRanking) {
