@@ -70,6 +70,7 @@ std::string CsvCell(const std::string& cell) {
 
 std::string JsonCell(const std::string& cell) {
   double number;
+  if (cell.empty()) return "null";
   if (cell == "true" || cell == "false") return cell;
   if (!cell.empty() && absl::SimpleAtod(cell, &number) &&
       std::isfinite(number) &&
@@ -113,22 +114,38 @@ void Table::Print(std::ostream& out, Format format) const {
       return;
     }
     case Format::kText: {
+      // A blank between two values reads as a misaligned column; a dash
+      // says the value does not exist.
+      const std::string missing = "-";
+      auto shown = [&](const std::string& cell) -> const std::string& {
+        return cell.empty() ? missing : cell;
+      };
+      // Numbers align right: a column with at least one number and
+      // otherwise only missing values.
       std::vector<size_t> width(columns_.size());
-      std::vector<bool> numeric(columns_.size(), true);
+      std::vector<bool> numeric(columns_.size());
       for (size_t c = 0; c < columns_.size(); ++c) {
         width[c] = columns_[c].size();
+        bool number = false, text = false;
         for (const auto& row : rows_) {
-          width[c] = std::max(width[c], row[c].size());
-          if (!row[c].empty() && !LooksNumeric(row[c])) numeric[c] = false;
+          width[c] = std::max(width[c], shown(row[c]).size());
+          if (row[c].empty()) continue;
+          if (LooksNumeric(row[c])) {
+            number = true;
+          } else {
+            text = true;
+          }
         }
+        numeric[c] = number && !text;
       }
       auto print_row = [&](const std::vector<std::string>& row) {
         std::string line;
         for (size_t c = 0; c < row.size(); ++c) {
+          const std::string& cell = shown(row[c]);
           if (c) line += "  ";
-          const size_t pad = width[c] - row[c].size();
+          const size_t pad = width[c] - cell.size();
           if (numeric[c]) line += std::string(pad, ' ');
-          line += row[c];
+          line += cell;
           if (!numeric[c] && c + 1 < row.size()) line += std::string(pad, ' ');
         }
         out << line << "\n";

@@ -45,7 +45,8 @@ absl::StatusOr<Format> ParseFormat(absl::string_view text,
 
 // Table is a result set printed as aligned columns (text), RFC 4180 CSV, or a
 // JSON array of objects keyed by column name. Cells that parse as numbers are
-// written as JSON numbers, "true"/"false" as booleans.
+// written as JSON numbers, "true"/"false" as booleans. An empty cell is a
+// missing value: "-" in text, an empty field in CSV, null in JSON.
 class Table {
  public:
   explicit Table(std::vector<std::string> columns);

@@ -97,9 +97,9 @@ void PrintTrialText(const v1::GetTrialResponse& response) {
     const v1::TrialMetrics& m = t.metrics();
     std::cout << fmt::format(
         "final val loss {:.4f} (min {:.4f}), final train loss {:.4f}\n"
-        "{:.0f} tokens/s, MFU {:.1f}%, {} parameters, {:.1f}s on {}\n",
+        "{:.0f} tokens/s, {}, {} parameters, {:.1f}s on {}\n",
         m.final_val_loss(), m.min_val_loss(), m.final_train_loss(),
-        m.tokens_per_second(), m.mfu() * 100, m.parameters(), m.wall_seconds(),
+        m.tokens_per_second(), MfuText(m), m.parameters(), m.wall_seconds(),
         m.device());
     if (m.diverged()) {
       std::cout << "diverged at step " << m.diverged_step() << "\n";

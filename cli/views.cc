@@ -16,13 +16,30 @@ std::string Fixed(double value, int digits) {
   return fmt::format("{:.{}f}", value, digits);
 }
 
-// HalfWidth is the 95% CI half-width, "" when it collapsed (one seed).
+// HalfWidth is the 95% CI half-width, "" (missing) for one seed.
 std::string HalfWidth(const v1::Interval& interval) {
   if (interval.n() < 2) return "";
   return Fixed(interval.high() - interval.mean(), 4);
 }
 
 }  // namespace
+
+std::string MissingValuesNote(const v1::RankResponse& response) {
+  bool no_speedup = false, no_interval = false;
+  for (const v1::RankedSchedule& r : response.schedules()) {
+    no_speedup |= r.convergence_speedup() <= 0;
+    no_interval |= r.final_val_loss().n() < 2 ||
+                   (!r.is_baseline() && r.delta_vs_baseline().n() == 1);
+  }
+  std::vector<std::string> notes;
+  if (!response.has_baseline() || response.baseline().schedule().empty()) {
+    notes.push_back("delta, speedup, tps_ratio - = no baseline trial yet");
+  } else if (no_speedup) {
+    notes.push_back("speedup - = never reached the baseline's final val loss");
+  }
+  if (no_interval) notes.push_back("ci95 - = fewer than 2 (paired) seeds");
+  return absl::StrJoin(notes, "; ");
+}
 
 std::string ProtoJson(const google::protobuf::Message& message) {
   std::string json;
@@ -43,6 +60,20 @@ std::string PrincipleFlags(const v1::PrincipleReport& report) {
   if (report.baseline()) flags.push_back("baseline");
   if (report.pow2()) flags.push_back("pow2");
   return flags.empty() ? "-" : absl::StrJoin(flags, ",");
+}
+
+std::string MfuText(const v1::TrialMetrics& metrics) {
+  const double peak = metrics.peak_matmul_flops();
+  const double measured = metrics.measured_peak_matmul_flops();
+  if (peak <= 0) return "MFU not measured";
+  if (measured > 0 && measured < peak) {
+    return fmt::format(
+        "MFU {:.1f}% ({:.1f} GFLOP/s achieved, above the {:.1f} GFLOP/s "
+        "matmul measured)",
+        metrics.mfu() * 100, peak / 1e9, measured / 1e9);
+  }
+  return fmt::format("MFU {:.1f}% of {:.1f} GFLOP/s", metrics.mfu() * 100,
+                     peak / 1e9);
 }
 
 Table ExperimentsTable(const v1::ListExperimentsResponse& response) {
@@ -153,6 +184,8 @@ void PrintRanking(const v1::RankResponse& response, Format format,
     out << "(no completed trials yet)\n";
     return;
   }
+  const std::string missing = MissingValuesNote(response);
+  if (!missing.empty()) out << missing << "\n";
   if (response.has_baseline() && !response.baseline().schedule().empty()) {
     out << "\nbaseline " << response.baseline().schedule() << ": val loss "
         << Fixed(response.baseline().final_val_loss().mean(), 4) << " over "
@@ -181,9 +214,9 @@ void PrintRanking(const v1::RankResponse& response, Format format,
     summary.AddRow(
         {name, absl::StrCat(e.satisfied()), absl::StrCat(e.violated()),
          e.satisfied() > 0 ? fmt::format("{:+.4f}", e.mean_delta_satisfied())
-                           : "-",
+                           : "",
          e.violated() > 0 ? fmt::format("{:+.4f}", e.mean_delta_violated())
-                          : "-"});
+                          : ""});
   }
   summary.Print(out, format);
 }

@@ -26,6 +26,11 @@ std::string ProtoJson(const google::protobuf::Message& message);
 // or "-" for none.
 std::string PrincipleFlags(const v1::PrincipleReport& report);
 
+// MfuText returns "MFU 79.1% of 90.0 GFLOP/s"; when the trial's model
+// FLOP/s beat the measured matmul peak, "MFU 100.0% (46.0 GFLOP/s achieved,
+// above the 13.0 GFLOP/s matmul measured)"; "MFU not measured" without one.
+std::string MfuText(const v1::TrialMetrics& metrics);
+
 // ExperimentsTable: id, name, owner, state, priority, per-state counts,
 // progress.
 Table ExperimentsTable(const v1::ListExperimentsResponse& response);
@@ -41,8 +46,14 @@ Table RankingTable(const v1::RankResponse& response);
 // PointsTable: the curve of one trial.
 Table PointsTable(const v1::GetTrialResponse& response);
 
-// PrintRanking prints a Rank response: in text the table, then the principle
-// summary and the baseline; in CSV the table only; in JSON the response.
+// MissingValuesNote says why ranking cells are "-" ("speedup - = never
+// reached the baseline's final val loss; ci95 - = fewer than 2 (paired)
+// seeds"), naming only the columns that have one; "" when none does.
+std::string MissingValuesNote(const v1::RankResponse& response);
+
+// PrintRanking prints a Rank response: in text the table and the note on its
+// missing values, then the baseline and the principle summary; in CSV the
+// table only; in JSON the response.
 void PrintRanking(const v1::RankResponse& response, Format format,
                   std::ostream& out);
 

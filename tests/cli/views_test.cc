@@ -1,0 +1,99 @@
+#include "cli/views.h"
+
+#include <sstream>
+#include <string>
+
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+
+namespace prism::cli {
+namespace {
+
+using ::testing::HasSubstr;
+using ::testing::Not;
+
+v1::RankedSchedule Row(int rank, const std::string& schedule, double loss,
+                       int seeds, double speedup) {
+  v1::RankedSchedule r;
+  r.set_rank(rank);
+  r.set_schedule(schedule);
+  r.set_is_baseline(schedule == "4x6");
+  r.mutable_final_val_loss()->set_mean(loss);
+  r.mutable_final_val_loss()->set_high(loss + 0.01);
+  r.mutable_final_val_loss()->set_n(seeds);
+  if (!r.is_baseline()) {
+    r.mutable_delta_vs_baseline()->set_mean(loss - 2.6143);
+    r.mutable_delta_vs_baseline()->set_high(loss - 2.6143 + 0.01);
+    r.mutable_delta_vs_baseline()->set_n(seeds);
+  }
+  r.set_min_val_loss(loss);
+  r.set_convergence_speedup(speedup);
+  r.set_tokens_per_second_ratio(1.0);
+  r.set_seeds_completed(seeds);
+  return r;
+}
+
+v1::RankResponse OneSeedRanking() {
+  v1::RankResponse response;
+  *response.add_schedules() = Row(1, "4x6", 2.6143, 1, 1.0);
+  // Never reached the baseline's final loss: no speed-up.
+  *response.add_schedules() = Row(2, "2x3,4x3", 2.6151, 1, 0.0);
+  *response.mutable_baseline() = response.schedules(0);
+  return response;
+}
+
+TEST(ViewsTest, RankingTextShowsDashesAndSaysWhyOnce) {
+  std::ostringstream out;
+  PrintRanking(OneSeedRanking(), Format::kText, out);
+  const std::string text = out.str();
+  // The 2x3,4x3 row: no CI (one seed), a delta, no CI, no speed-up.
+  EXPECT_THAT(text, HasSubstr("2.6151  -         +0.0008  -"));
+  EXPECT_THAT(text, HasSubstr("-      1.000      1\n"));
+  EXPECT_THAT(text,
+              HasSubstr("speedup - = never reached the baseline's final val "
+                        "loss; ci95 - = fewer than 2 (paired) seeds\n"));
+  EXPECT_EQ(text.find("never reached"), text.rfind("never reached"));
+}
+
+TEST(ViewsTest, MissingValuesNoteNamesOnlyColumnsWithMissingValues) {
+  v1::RankResponse response;
+  *response.add_schedules() = Row(1, "4x6", 2.6, 2, 1.0);
+  *response.add_schedules() = Row(2, "2x3,4x3", 2.7, 2, 0.8);
+  *response.mutable_baseline() = response.schedules(0);
+  EXPECT_EQ(MissingValuesNote(response), "");
+
+  response.mutable_schedules(1)->set_convergence_speedup(0.0);
+  EXPECT_EQ(MissingValuesNote(response),
+            "speedup - = never reached the baseline's final val loss");
+
+  response.clear_baseline();
+  EXPECT_EQ(MissingValuesNote(response),
+            "delta, speedup, tps_ratio - = no baseline trial yet");
+}
+
+TEST(ViewsTest, RankingCsvKeepsMissingValuesEmpty) {
+  std::ostringstream out;
+  PrintRanking(OneSeedRanking(), Format::kCsv, out);
+  EXPECT_THAT(out.str(), HasSubstr("2.6151,,+0.0008,,2.6151,,1.000,1\n"));
+  EXPECT_THAT(out.str(), Not(HasSubstr("never reached")));
+}
+
+TEST(ViewsTest, MfuTextSaysWhenTheTrialBeatTheMeasuredPeak) {
+  v1::TrialMetrics m;
+  EXPECT_EQ(MfuText(m), "MFU not measured");
+  m.set_mfu(0.791);
+  m.set_peak_matmul_flops(90e9);
+  m.set_measured_peak_matmul_flops(90e9);
+  EXPECT_EQ(MfuText(m), "MFU 79.1% of 90.0 GFLOP/s");
+  m.set_measured_peak_matmul_flops(0);  // a trial from before the field
+  EXPECT_EQ(MfuText(m), "MFU 79.1% of 90.0 GFLOP/s");
+  m.set_mfu(1.0);
+  m.set_peak_matmul_flops(46e9);
+  m.set_measured_peak_matmul_flops(13e9);
+  EXPECT_EQ(MfuText(m),
+            "MFU 100.0% (46.0 GFLOP/s achieved, above the 13.0 GFLOP/s "
+            "matmul measured)");
+}
+
+}  // namespace
+}  // namespace prism::cli
