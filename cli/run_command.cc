@@ -29,6 +29,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "cli/client.h"
@@ -371,6 +372,31 @@ int PrintResults(RpcClient& client, int64_t id) {
   return kExitOk;
 }
 
+// ShellWord quotes `text` for a POSIX shell when it holds anything but
+// letters, digits and "/._-+:=,".
+std::string ShellWord(const std::string& text) {
+  if (!text.empty() &&
+      text.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTU"
+                             "VWXYZ0123456789/._-+:=,") == std::string::npos) {
+    return text;
+  }
+  return absl::StrCat("'", absl::StrReplaceAll(text, {{"'", "'\\''"}}), "'");
+}
+
+// LookAgain says how to see this run's results once prism run stopped its
+// coordinator: serve the same database on the default ports, which are
+// prism results' defaults too, with the run's admin token.
+std::string LookAgain(const fs::path& data, int64_t experiment_id) {
+  return absl::StrCat(
+      "dashboard stopped (prism run --keep-serving keeps it up). To look "
+      "again, serve the database\nwith `prism coordinator --db ",
+      ShellWord((data / "prism.db").string()),
+      "` (dashboard http://127.0.0.1:8080/), then `prism results "
+      "--experiment ",
+      experiment_id, " --token-file ",
+      ShellWord((data / "admin.token").string()), "`\n");
+}
+
 int Run(const RunOptions& o) {
   absl::StatusOr<ModelShape> preset = FindPreset(o.preset);
   if (!preset.ok()) return ReportError("run", preset.status());
@@ -451,18 +477,18 @@ int Run(const RunOptions& o) {
   int exit_status = kExitOk;
   if (status.ok()) {
     exit_status = PrintResults(*client, experiment_id);
-    const std::string url = absl::StrCat("http://", endpoints.http, "/");
     if (o.keep_serving && exit_status == kExitOk) {
-      std::cout << "\ndashboard " << url << " (serving; Ctrl-C stops)\n"
-                << "coordinator " << endpoints.grpc << ", token file "
-                << (data / "admin.token").string() << "\n";
+      std::cout << "\ndashboard http://" << endpoints.http
+                << "/ (serving; Ctrl-C stops)\nprism results --experiment "
+                << experiment_id << " --coordinator " << endpoints.grpc
+                << " --token-file "
+                << ShellWord((data / "admin.token").string()) << "\n";
       std::cout.flush();
       while (!Stopped(signals, absl::Seconds(1)) &&
              local.coordinator->Running()) {
       }
     } else {
-      std::cout << "\ndashboard " << url
-                << " (stopped now; prism run --keep-serving keeps it up)\n";
+      std::cout << "\n" << LookAgain(data, experiment_id);
     }
   } else if (status.code() == absl::StatusCode::kCancelled) {
     std::cerr << "\nprism run: interrupted; stopping workers (trials are "

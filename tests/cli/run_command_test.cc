@@ -70,7 +70,14 @@ TEST(RunCommandTest, TrainsTheGridPrintsTheRankingAndLeavesNoChildren) {
     EXPECT_THAT(out, HasSubstr(schedule));
   }
   EXPECT_THAT(out, HasSubstr("5/5 trials completed"));
-  EXPECT_THAT(out, HasSubstr("dashboard http://127.0.0.1:"));
+  // One seed: no intervals, and the ranking says so instead of blank cells.
+  EXPECT_THAT(out, HasSubstr("ci95 - = fewer than 2 (paired) seeds"));
+  // How to look again once the coordinator is gone: the same database.
+  EXPECT_THAT(out, HasSubstr(absl::StrCat("prism coordinator --db ", dir,
+                                          "/data/prism.db")));
+  EXPECT_THAT(out, HasSubstr(absl::StrCat("prism results --experiment 1 "
+                                          "--token-file ",
+                                          dir, "/data/admin.token")));
   EXPECT_TRUE(ProcessesMentioning(dir + "/data").empty());
 }
 
