@@ -59,7 +59,7 @@ std::string PrincipleFlags(const v1::PrincipleReport& report) {
   if (report.smooth()) flags.push_back("smooth");
   if (report.baseline()) flags.push_back("baseline");
   if (report.pow2()) flags.push_back("pow2");
-  return flags.empty() ? "-" : absl::StrJoin(flags, ",");
+  return flags.empty() ? "none" : absl::StrJoin(flags, ",");
 }
 
 std::string MfuText(const v1::TrialMetrics& metrics) {

@@ -23,7 +23,7 @@ namespace prism::cli {
 std::string ProtoJson(const google::protobuf::Message& message);
 
 // PrincipleFlags returns the satisfied principles ("smooth,baseline,pow2"),
-// or "-" for none.
+// or "none".
 std::string PrincipleFlags(const v1::PrincipleReport& report);
 
 // MfuText returns "MFU 79.1% of 90.0 GFLOP/s"; when the trial's model

@@ -31,6 +31,16 @@ TEST(TableTest, TextShowsADashForAMissingValue) {
             "2x3,4x3     0.0123        -\n");
 }
 
+TEST(TableTest, TextAlignsTextLeftAndAColumnOfDashesRight) {
+  Table t({"schedule", "val_ci95"});
+  t.AddRow({"4x6", ""});
+  t.AddRow({"2x3,4x3", ""});
+  EXPECT_EQ(Printed(t, Format::kText),
+            "schedule  val_ci95\n"
+            "4x6              -\n"
+            "2x3,4x3          -\n");
+}
+
 TEST(TableTest, JsonWritesNullForAMissingValue) {
   const std::string json = Printed(WithMissingValues(), Format::kJson);
   EXPECT_THAT(json, HasSubstr("\"val_ci95\": null, \"speedup\": 1.00"));
@@ -47,7 +57,7 @@ TEST(TableTest, CsvLeavesAMissingValueEmpty) {
 TEST(TableTest, ShortRowsArePaddedWithMissingValues) {
   Table t({"id", "worker"});
   t.AddRow({"7"});
-  EXPECT_EQ(Printed(t, Format::kText), "id  worker\n 7  -\n");
+  EXPECT_EQ(Printed(t, Format::kText), "id  worker\n 7       -\n");
   EXPECT_THAT(Printed(t, Format::kJson), HasSubstr("\"worker\": null"));
 }
 

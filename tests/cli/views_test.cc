@@ -47,7 +47,7 @@ TEST(ViewsTest, RankingTextShowsDashesAndSaysWhyOnce) {
   PrintRanking(OneSeedRanking(), Format::kText, out);
   const std::string text = out.str();
   // The 2x3,4x3 row: no CI (one seed), a delta, no CI, no speed-up.
-  EXPECT_THAT(text, HasSubstr("2.6151  -         +0.0008  -"));
+  EXPECT_THAT(text, HasSubstr("2.6151         -  +0.0008           -"));
   EXPECT_THAT(text, HasSubstr("-      1.000      1\n"));
   EXPECT_THAT(text,
               HasSubstr("speedup - = never reached the baseline's final val "
