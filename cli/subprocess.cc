@@ -141,7 +141,8 @@ absl::StatusOr<Subprocess> Subprocess::Spawn(const SpawnOptions& options) {
 Subprocess::Subprocess(Subprocess&& other) noexcept
     : pid_(std::exchange(other.pid_, -1)),
       exited_(other.exited_),
-      exit_status_(other.exit_status_) {}
+      exit_status_(other.exit_status_),
+      terminated_(other.terminated_) {}
 
 Subprocess& Subprocess::operator=(Subprocess&& other) noexcept {
   if (this != &other) {
@@ -149,6 +150,7 @@ Subprocess& Subprocess::operator=(Subprocess&& other) noexcept {
     pid_ = std::exchange(other.pid_, -1);
     exited_ = other.exited_;
     exit_status_ = other.exit_status_;
+    terminated_ = other.terminated_;
   }
   return *this;
 }
@@ -182,6 +184,7 @@ bool Subprocess::Running() {
 absl::Status Subprocess::Signal(int signal) {
   if (!Running()) return absl::OkStatus();
   if (kill(pid_, signal) != 0 && errno != ESRCH) return ErrnoError("kill");
+  if (signal == SIGTERM) terminated_ = true;
   return absl::OkStatus();
 }
 
@@ -198,7 +201,9 @@ absl::StatusOr<int> Subprocess::Wait(absl::Duration timeout) {
 }
 
 int Subprocess::Stop(absl::Duration grace) {
-  (void)Signal(SIGTERM);
+  // Once only: a second SIGTERM means "now" to a prism process, which would
+  // cut short the clean stop the first one asked for.
+  if (!terminated_) (void)Signal(SIGTERM);
   absl::StatusOr<int> status = Wait(grace);
   if (status.ok()) return *status;
   (void)Signal(SIGKILL);

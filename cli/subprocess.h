@@ -61,8 +61,9 @@ class Subprocess {
   // 128 + signal when a signal ended it, or DeadlineExceeded.
   absl::StatusOr<int> Wait(absl::Duration timeout);
 
-  // Stop sends SIGTERM, waits up to `grace`, then SIGKILLs. Returns the exit
-  // status as Wait does.
+  // Stop sends SIGTERM (unless Signal already sent one: prism processes take
+  // a second signal as "exit now"), waits up to `grace`, then SIGKILLs.
+  // Returns the exit status as Wait does.
   int Stop(absl::Duration grace);
 
  private:
@@ -72,6 +73,7 @@ class Subprocess {
   pid_t pid_ = -1;
   bool exited_ = false;
   int exit_status_ = 0;
+  bool terminated_ = false;  // SIGTERM was sent
 };
 
 // SelfExecutable returns the path of the running binary (/proc/self/exe).
