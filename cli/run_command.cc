@@ -389,12 +389,11 @@ std::string ShellWord(const std::string& text) {
 std::string LookAgain(const fs::path& data, int64_t experiment_id) {
   return absl::StrCat(
       "dashboard stopped (prism run --keep-serving keeps it up). To look "
-      "again, serve the database\nwith `prism coordinator --db ",
+      "again, in two shells:\n  prism coordinator --db ",
       ShellWord((data / "prism.db").string()),
-      "` (dashboard http://127.0.0.1:8080/), then `prism results "
-      "--experiment ",
+      "    # dashboard http://127.0.0.1:8080/\n  prism results --experiment ",
       experiment_id, " --token-file ",
-      ShellWord((data / "admin.token").string()), "`\n");
+      ShellWord((data / "admin.token").string()), "\n");
 }
 
 int Run(const RunOptions& o) {
