@@ -111,20 +111,6 @@ Table WorkersTable(const v1::ListWorkersResponse& response, int64_t now_ms) {
   Table table({"id", "host", "device", "threads", "state", "trial", "heartbeat",
                "tokens_per_s", "user"});
   for (const v1::Worker& w : response.workers()) {
-    std::string state;
-    switch (w.state()) {
-      case v1::WORKER_IDLE:
-        state = "idle";
-        break;
-      case v1::WORKER_BUSY:
-        state = "busy";
-        break;
-      case v1::WORKER_LOST:
-        state = "lost";
-        break;
-      default:
-        state = "unknown";
-    }
     const std::string heartbeat =
         w.last_heartbeat_unix_ms() > 0
             ? absl::StrCat(
@@ -132,9 +118,12 @@ Table WorkersTable(const v1::ListWorkersResponse& response, int64_t now_ms) {
                   " ago")
             : "never";
     table.AddRow(
-        {w.id(), w.host(), w.device(), absl::StrCat(w.threads()), state,
+        {w.id(), w.host(), w.device(), absl::StrCat(w.threads()),
+         EnumValueName(w.state()),
          w.current_trial_id() > 0 ? absl::StrCat(w.current_trial_id()) : "",
-         heartbeat, Fixed(w.tokens_per_second(), 0), w.user()});
+         heartbeat,
+         w.tokens_per_second() > 0 ? Fixed(w.tokens_per_second(), 0) : "",
+         w.user()});
   }
   return table;
 }

@@ -66,7 +66,8 @@ std::string Metrics::Render(const Snapshot& g) const {
                     "\n");
   }
   Header(&out, "prism_workers", "gauge",
-         "Registered workers by state (lost: no heartbeat within the lease).");
+         "Registered workers by state (lost: no heartbeat within the lease; "
+         "stopped: exited cleanly).");
   for (const auto& [state, n] : g.workers_by_state) {
     absl::StrAppend(&out, "prism_workers{state=\"", Label(state), "\"} ", n,
                     "\n");

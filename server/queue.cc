@@ -438,6 +438,18 @@ absl::StatusOr<v1::FailResponse> QueueManager::Fail(
   return response;
 }
 
+absl::StatusOr<v1::DeregisterResponse> QueueManager::Deregister(
+    const Caller& caller, const v1::DeregisterRequest& request) {
+  if (request.worker_id().empty()) {
+    return absl::InvalidArgumentError("worker_id is required");
+  }
+  PRISM_RETURN_IF_ERROR(CheckWorker(caller, request.worker_id()));
+  PRISM_RETURN_IF_ERROR(
+      store_->StopWorker(request.worker_id(), clock_->NowMs()));
+  Log(LogLevel::kInfo, "worker stopped").Kv("worker", request.worker_id());
+  return v1::DeregisterResponse();
+}
+
 absl::StatusOr<v1::ListWorkersResponse> QueueManager::ListWorkers() {
   PRISM_ASSIGN_OR_RETURN(std::vector<v1::Worker> workers,
                          store_->ListWorkers());
@@ -445,7 +457,9 @@ absl::StatusOr<v1::ListWorkersResponse> QueueManager::ListWorkers() {
       clock_->NowMs() - int64_t{options_.lease_seconds} * 1000;
   v1::ListWorkersResponse response;
   for (v1::Worker& w : workers) {
-    if (w.last_heartbeat_unix_ms() < lost_before) {
+    if (w.stopped_unix_ms() != 0) {
+      w.set_state(v1::WORKER_STOPPED);
+    } else if (w.last_heartbeat_unix_ms() < lost_before) {
       w.set_state(v1::WORKER_LOST);
     } else if (w.current_trial_id() != 0) {
       w.set_state(v1::WORKER_BUSY);

@@ -104,8 +104,13 @@ class QueueManager {
   // trial. FailedPrecondition for a stale attempt.
   absl::StatusOr<v1::FailResponse> Fail(const Caller& caller,
                                         const v1::FailRequest& request);
+  // Deregister marks the worker stopped (a clean exit); a trial it still
+  // holds keeps its lease until it expires. NotFound for an unknown worker.
+  absl::StatusOr<v1::DeregisterResponse> Deregister(
+      const Caller& caller, const v1::DeregisterRequest& request);
   // ListWorkers returns every worker with its state derived from its last
-  // heartbeat (LOST after lease_seconds of silence).
+  // heartbeat (LOST after lease_seconds of silence) and its Deregister
+  // (STOPPED).
   absl::StatusOr<v1::ListWorkersResponse> ListWorkers();
 
   // ExpireLeases requeues or fails every expired lease; returns how many.

@@ -84,6 +84,14 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Start(
   });
 }
 
+grpc::ServerUnaryReactor* WorkerServiceImpl::Deregister(
+    grpc::CallbackServerContext* ctx, const v1::DeregisterRequest* req,
+    v1::DeregisterResponse* resp) {
+  return FinishNow(auth_, ctx, Permission::kWork, [&](const Caller& caller) {
+    return Assign(queue_->Deregister(caller, *req), resp);
+  });
+}
+
 grpc::ServerUnaryReactor* WorkerServiceImpl::ListWorkers(
     grpc::CallbackServerContext* ctx, const v1::ListWorkersRequest*,
     v1::ListWorkersResponse* resp) {

@@ -43,6 +43,9 @@ class WorkerServiceImpl final : public v1::WorkerService::CallbackService {
   grpc::ServerUnaryReactor* Start(grpc::CallbackServerContext* ctx,
                                   const v1::StartRequest* req,
                                   v1::StartResponse* resp) override;
+  grpc::ServerUnaryReactor* Deregister(grpc::CallbackServerContext* ctx,
+                                       const v1::DeregisterRequest* req,
+                                       v1::DeregisterResponse* resp) override;
 
  private:
   AuthManager* const auth_;

@@ -287,12 +287,13 @@ v1::Worker WorkerFromRow(const Query& q) {
   w.set_last_heartbeat_unix_ms(q.Int(6));
   w.set_current_trial_id(q.Int(7));
   w.set_tokens_per_second(q.Double(8));
+  w.set_stopped_unix_ms(q.Int(9));
   return w;
 }
 
 constexpr char kWorkerColumns[] =
     "id, host, device, threads, user, registered_ms, last_heartbeat_ms, "
-    "current_trial_id, tokens_per_second";
+    "current_trial_id, tokens_per_second, stopped_ms";
 
 // LiveTrial is the part of a trial row the compare-and-set writes check.
 struct LiveTrial {
@@ -1407,7 +1408,8 @@ absl::StatusOr<v1::Worker> SqliteStore::UpsertWorker(const v1::Worker& w,
                    "?5, ?6, ?6) ON CONFLICT (id) DO UPDATE SET host = "
                    "excluded.host, device = excluded.device, threads = "
                    "excluded.threads, user = excluded.user, "
-                   "last_heartbeat_ms = excluded.last_heartbeat_ms"));
+                   "last_heartbeat_ms = excluded.last_heartbeat_ms, "
+                   "stopped_ms = 0"));
     q.BindText(1, w.id());
     q.BindText(2, w.host());
     q.BindText(3, w.device());
@@ -1445,8 +1447,8 @@ absl::Status SqliteStore::TouchWorker(const WorkerUpdate& u) {
   Connection* c = writer_.get();
   PRISM_ASSIGN_OR_RETURN(
       Query q, c->Prepare("UPDATE workers SET last_heartbeat_ms = ?, "
-                          "current_trial_id = ?, tokens_per_second = ? WHERE "
-                          "id = ?"));
+                          "current_trial_id = ?, tokens_per_second = ?, "
+                          "stopped_ms = 0 WHERE id = ?"));
   q.Bind(1, u.now_ms);
   q.Bind(2, u.trial_id);
   q.Bind(3, u.tokens_per_second);
@@ -1455,6 +1457,23 @@ absl::Status SqliteStore::TouchWorker(const WorkerUpdate& u) {
   if (c->changes() == 0) {
     return absl::NotFoundError(
         absl::StrCat("worker '", u.worker_id, "' is not registered"));
+  }
+  return absl::OkStatus();
+}
+
+absl::Status SqliteStore::StopWorker(const std::string& id, int64_t now_ms) {
+  absl::MutexLock lock(&write_mu_);
+  Connection* c = writer_.get();
+  PRISM_ASSIGN_OR_RETURN(
+      Query q, c->Prepare("UPDATE workers SET stopped_ms = ?, "
+                          "current_trial_id = 0, tokens_per_second = 0 "
+                          "WHERE id = ?"));
+  q.Bind(1, now_ms);
+  q.BindText(2, id);
+  PRISM_RETURN_IF_ERROR(q.Run());
+  if (c->changes() == 0) {
+    return absl::NotFoundError(
+        absl::StrCat("worker '", id, "' is not registered"));
   }
   return absl::OkStatus();
 }

@@ -40,7 +40,7 @@ class Connection;
 }
 
 // kSchemaVersion is the newest schema this binary knows.
-inline constexpr int kSchemaVersion = 2;
+inline constexpr int kSchemaVersion = 3;
 
 class SqliteStore final : public Store {
  public:
@@ -121,6 +121,7 @@ class SqliteStore final : public Store {
                                           int64_t now_ms) override;
   absl::StatusOr<v1::Worker> GetWorker(const std::string& id) override;
   absl::Status TouchWorker(const WorkerUpdate& update) override;
+  absl::Status StopWorker(const std::string& id, int64_t now_ms) override;
   absl::StatusOr<std::vector<v1::Worker>> ListWorkers() override;
 
  private:

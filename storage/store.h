@@ -272,10 +272,15 @@ class Store {
                                                   int64_t now_ms) = 0;
   // GetWorker returns the stored worker; NotFound.
   virtual absl::StatusOr<v1::Worker> GetWorker(const std::string& id) = 0;
-  // TouchWorker records a heartbeat. NotFound for an unknown worker.
+  // TouchWorker records a heartbeat (a stopped worker is running again).
+  // NotFound for an unknown worker.
   virtual absl::Status TouchWorker(const WorkerUpdate& update) = 0;
+  // StopWorker records that the worker process said goodbye: it holds no
+  // trial and stopped_unix_ms is now_ms until it registers or heartbeats
+  // again. NotFound for an unknown worker.
+  virtual absl::Status StopWorker(const std::string& id, int64_t now_ms) = 0;
   // ListWorkers returns every worker (state is left for the caller to
-  // derive from last_heartbeat_unix_ms).
+  // derive from last_heartbeat_unix_ms and stopped_unix_ms).
   virtual absl::StatusOr<std::vector<v1::Worker>> ListWorkers() = 0;
 };
 

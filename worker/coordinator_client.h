@@ -47,6 +47,8 @@ class CoordinatorClient {
       const v1::FailRequest& request) = 0;
   virtual absl::StatusOr<v1::StartResponse> Start(
       const v1::StartRequest& request) = 0;
+  virtual absl::StatusOr<v1::DeregisterResponse> Deregister(
+      const v1::DeregisterRequest& request) = 0;
 };
 
 // NewGrpcCoordinatorClient returns a client for the coordinator at `address`

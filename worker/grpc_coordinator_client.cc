@@ -2,6 +2,7 @@
 // conversion is proto/grpc_status.h's.
 #include <grpcpp/grpcpp.h>
 
+#include <algorithm>
 #include <chrono>
 #include <memory>
 #include <string>
@@ -50,6 +51,12 @@ class GrpcCoordinatorClient final : public CoordinatorClient {
       const v1::StartRequest& request) override {
     return Call(&v1::WorkerService::Stub::Start, request);
   }
+  absl::StatusOr<v1::DeregisterResponse> Deregister(
+      const v1::DeregisterRequest& request) override {
+    // A goodbye on the way out: never hold an exiting process for long.
+    return Call(&v1::WorkerService::Stub::Deregister, request,
+                std::min(rpc_timeout_, absl::Seconds(2)));
+  }
 
  private:
   template <typename Request, typename Response>
@@ -57,10 +64,18 @@ class GrpcCoordinatorClient final : public CoordinatorClient {
                                     grpc::ClientContext*, const Request&,
                                     Response*),
                                 const Request& request) {
+    return Call(method, request, rpc_timeout_);
+  }
+  template <typename Request, typename Response>
+  absl::StatusOr<Response> Call(grpc::Status (v1::WorkerService::Stub::*method)(
+                                    grpc::ClientContext*, const Request&,
+                                    Response*),
+                                const Request& request,
+                                absl::Duration timeout) {
     grpc::ClientContext context;
     context.AddMetadata("authorization", authorization_);
     context.set_deadline(std::chrono::system_clock::now() +
-                         absl::ToChronoMilliseconds(rpc_timeout_));
+                         absl::ToChronoMilliseconds(timeout));
     Response response;
     const grpc::Status status =
         (stub_.get()->*method)(&context, request, &response);

@@ -557,7 +557,21 @@ absl::Status Worker::Run() {
     ++handled;
     idle_since = absl::Now();
   }
+  SayGoodbye();
   return absl::OkStatus();
+}
+
+void Worker::SayGoodbye() {
+  v1::DeregisterRequest request;
+  request.set_worker_id(worker_id());
+  if (request.worker_id().empty()) return;
+  // Best effort: without it the worker reads as lost once its heartbeats
+  // stop, which is what a crash looks like too.
+  if (absl::StatusOr<v1::DeregisterResponse> bye = client_->Deregister(request);
+      !bye.ok()) {
+    Log(LogLevel::kInfo, "deregister_failed")
+        .Kv("error", bye.status().ToString());
+  }
 }
 
 TrialOutcome Worker::RunTrial(const v1::TrialTask& task) {

@@ -23,6 +23,8 @@
 //     checkpoint), flushes its points, and hands the trial back with a
 //     released Fail: it is requeued at once for another worker to resume,
 //     without using up one of its attempts.
+//   * A normal end of Run deregisters: the coordinator shows the worker as
+//     stopped rather than lost.
 //
 //   std::unique_ptr<CoordinatorClient> client = NewGrpcCoordinatorClient(...);
 //   std::unique_ptr<TrainerLauncher> launcher = NewModelTrainerLauncher();
@@ -94,9 +96,9 @@ class Worker {
 
   // Run registers, then leases and trains trials until max_trials were
   // handled, the coordinator had no work for idle_exit, or Shutdown was
-  // called; returns OK then. Returns Unauthenticated / PermissionDenied /
-  // InvalidArgument at once when the coordinator refuses this worker; an
-  // unreachable coordinator is retried, never an error.
+  // called; then it deregisters and returns OK. Returns Unauthenticated /
+  // PermissionDenied / InvalidArgument at once when the coordinator refuses
+  // this worker; an unreachable coordinator is retried, never an error.
   absl::Status Run();
 
   // RunTrial trains one leased task to its end, reporting as it goes, and
@@ -124,6 +126,9 @@ class Worker {
   // shutdown_grace ago.
   bool GiveUpRetrying() const;
   void SendIdleHeartbeat();
+  // SayGoodbye deregisters the worker as Run ends normally, so that it
+  // shows as stopped rather than lost.
+  void SayGoodbye();
 
   const WorkerOptions options_;
   CoordinatorClient* const client_;

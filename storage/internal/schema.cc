@@ -127,10 +127,17 @@ DROP TABLE trial_attempts;
 ALTER TABLE trial_attempts_v2 RENAME TO trial_attempts;
 )sql";
 
+// v3: workers.stopped_ms, set by a worker's Deregister so a worker that
+// exited cleanly reads as stopped rather than lost.
+constexpr char kSchemaV3[] = R"sql(
+ALTER TABLE workers ADD COLUMN stopped_ms INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 const std::vector<Migration>& Migrations() {
   static const auto* migrations = new std::vector<Migration>{
       {1, "initial schema", kSchemaV1},
       {2, "nullable trial_attempts.resumed_from_step", kSchemaV2},
+      {3, "workers.stopped_ms", kSchemaV3},
   };
   return *migrations;
 }

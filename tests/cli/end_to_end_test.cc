@@ -1,6 +1,7 @@
 // End to end with real processes on loopback: `prism submit` a tiny grid, two
 // `prism worker`s train it, and the ranking comes back over RPC and through
 // `prism results`, `prism status`, `prism trial` and `prism workers`.
+#include <csignal>
 #include <set>
 #include <string>
 #include <vector>
@@ -14,6 +15,7 @@ namespace prism::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 using ::testing::UnorderedElementsAre;
 
 constexpr int kSteps = 20;
@@ -137,6 +139,18 @@ TEST(EndToEndTest, SubmitTrainAndRankWithTwoWorkers) {
   CommandResult watch = cluster.Run({"watch", std::to_string(*id)});
   ASSERT_EQ(watch.status, 0) << watch.err;
   EXPECT_THAT(watch.out, HasSubstr("done"));
+
+  // Workers that exit cleanly say goodbye: stopped, not lost.
+  for (int i = 0; i < 2; ++i) {
+    ASSERT_TRUE(cluster.worker(i).Signal(SIGTERM).ok());
+    absl::StatusOr<int> exit = cluster.worker(i).Wait(absl::Seconds(30));
+    ASSERT_TRUE(exit.ok()) << exit.status();
+    EXPECT_EQ(*exit, 0) << cluster.Logs();
+  }
+  CommandResult stopped = cluster.Run({"workers"});
+  ASSERT_EQ(stopped.status, 0) << stopped.err;
+  EXPECT_THAT(stopped.out, HasSubstr(" stopped "));
+  EXPECT_THAT(stopped.out, Not(HasSubstr(" idle ")));
 }
 
 }  // namespace

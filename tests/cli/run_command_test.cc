@@ -17,6 +17,7 @@ namespace prism::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // ProcessesMentioning returns the pids whose command line contains `text`.
 std::vector<int> ProcessesMentioning(const std::string& text) {
@@ -98,6 +99,16 @@ TEST(RunCommandTest, InterruptStopsEverythingAndRunAgainContinues) {
     const std::string worker_log = ReadFile(dir + "/data/logs/worker-1.log");
     EXPECT_THAT(worker_log, HasSubstr("msg=shutdown_requested"));
     EXPECT_THAT(worker_log, HasSubstr("msg=trial_handed_back"));
+    // Each worker that got going ran to its own end (one SIGTERM each: a
+    // second means "exit now") and said goodbye to the coordinator. One
+    // still starting up (no "start" line) just ends: it held nothing.
+    for (const char* log :
+         {"/data/logs/worker-1.log", "/data/logs/worker-2.log"}) {
+      const std::string text = ReadFile(dir + log);
+      if (text.find("msg=start ") == std::string::npos) continue;
+      EXPECT_THAT(text, HasSubstr("msg=exit ")) << text;
+      EXPECT_THAT(text, Not(HasSubstr("deregister_failed"))) << text;
+    }
     EXPECT_TRUE(ProcessesMentioning(dir + "/data").empty());
   }
   {

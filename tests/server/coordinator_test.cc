@@ -1,5 +1,6 @@
 // In-process service tests: a real coordinator (SQLite file, gRPC on
 // loopback, fake clock) driven through the generated stubs.
+#include <map>
 #include <thread>
 
 #include "gmock/gmock.h"
@@ -663,6 +664,62 @@ TEST_F(ServiceTest, AWorkerIdBelongsToTheUserWhoRegisteredIt) {
   Lease(worker_token_, "never-registered", &s);
   EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND);
   EXPECT_THAT(s.error_message(), HasSubstr("call Register first"));
+}
+
+TEST_F(ServiceTest, WorkersReadIdleBusyLostOrStopped) {
+  Submit(alice_, Spec({"4x6"}, {1}));
+  const std::string busy = Register(worker_token_);
+  const std::string gone = Register(worker_token_);
+  const std::string crashed = Register(worker_token_);
+  const v1::TrialTask task = Lease(worker_token_, busy);
+  auto states = [&] {
+    v1::ListWorkersResponse resp;
+    auto ctx = Ctx(viewer_);
+    EXPECT_TRUE(
+        workers_->ListWorkers(ctx.get(), v1::ListWorkersRequest(), &resp).ok());
+    std::map<std::string, v1::WorkerState> by_id;
+    for (const v1::Worker& w : resp.workers()) by_id[w.id()] = w.state();
+    return by_id;
+  };
+  auto deregister = [&](const std::string& token, const std::string& id) {
+    v1::DeregisterRequest req;
+    req.set_worker_id(id);
+    v1::DeregisterResponse resp;
+    auto ctx = Ctx(token);
+    return workers_->Deregister(ctx.get(), req, &resp);
+  };
+  EXPECT_EQ(states()[busy], v1::WORKER_BUSY);
+  EXPECT_EQ(states()[gone], v1::WORKER_IDLE);
+
+  EXPECT_TRUE(deregister(worker_token_, gone).ok());
+  EXPECT_EQ(states()[gone], v1::WORKER_STOPPED);
+  // Only the worker's own user (or an admin) says goodbye for it.
+  EXPECT_EQ(
+      deregister(Token("other-farm", v1::ROLE_WORKER), crashed).error_code(),
+      grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(deregister(viewer_, crashed).error_code(),
+            grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_EQ(deregister(worker_token_, "").error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_EQ(deregister(worker_token_, "never-registered").error_code(),
+            grpc::StatusCode::NOT_FOUND);
+
+  // Silence past the lease is lost; a stopped worker stays stopped.
+  clock_.Advance(31'000);
+  EXPECT_FALSE(Heartbeat(busy, task.trial(), 3).stop());
+  EXPECT_EQ(states()[busy], v1::WORKER_BUSY);
+  EXPECT_EQ(states()[crashed], v1::WORKER_LOST);
+  EXPECT_EQ(states()[gone], v1::WORKER_STOPPED);
+
+  // Registering again brings a stopped worker back.
+  v1::RegisterRequest again;
+  again.set_worker_id(gone);
+  again.set_host("h");
+  again.set_device("cpu");
+  v1::RegisterResponse registered;
+  auto ctx = Ctx(worker_token_);
+  ASSERT_TRUE(workers_->Register(ctx.get(), again, &registered).ok());
+  EXPECT_EQ(states()[gone], v1::WORKER_IDLE);
 }
 
 // --- bad specs -----------------------------------------------------------

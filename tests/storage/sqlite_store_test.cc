@@ -101,9 +101,10 @@ class SqliteStoreTest : public ::testing::Test {
 };
 
 TEST_F(SqliteStoreTest, NewFileGetsEveryMigrationInWalMode) {
-  EXPECT_EQ(*store_->SchemaVersion(), 2);
+  EXPECT_EQ(*store_->SchemaVersion(), kSchemaVersion);
   EXPECT_EQ(QueryText(path_, "PRAGMA journal_mode"), "wal");
-  EXPECT_EQ(QueryInt(path_, "SELECT COUNT(*) FROM schema_migrations"), 2);
+  EXPECT_EQ(QueryInt(path_, "SELECT COUNT(*) FROM schema_migrations"),
+            kSchemaVersion);
   const int64_t id = CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}));
   EXPECT_GT(id, 0);
   EXPECT_EQ(QueryInt(path_, "SELECT COUNT(*) FROM pragma_foreign_key_check"),
@@ -117,8 +118,9 @@ TEST_F(SqliteStoreTest, ReopeningAppliesNoMigrationTwiceAndKeepsData) {
   store_ = OpenOrDie(path_);
   store_.reset();
   store_ = OpenOrDie(path_);
-  EXPECT_EQ(*store_->SchemaVersion(), 2);
-  EXPECT_EQ(QueryInt(path_, "SELECT COUNT(*) FROM schema_migrations"), 2);
+  EXPECT_EQ(*store_->SchemaVersion(), kSchemaVersion);
+  EXPECT_EQ(QueryInt(path_, "SELECT COUNT(*) FROM schema_migrations"),
+            kSchemaVersion);
   absl::StatusOr<v1::Experiment> e = store_->GetExperiment(id);
   ASSERT_TRUE(e.ok()) << e.status();
   EXPECT_EQ(e->owner(), "alice");
@@ -128,7 +130,7 @@ TEST_F(SqliteStoreTest, ReopeningAppliesNoMigrationTwiceAndKeepsData) {
   EXPECT_EQ(e->spec().model().preset(), "tiny");
 }
 
-TEST(SqliteStoreMigrationTest, AV1DatabaseMigratesToV2KeepingItsHistory) {
+TEST(SqliteStoreMigrationTest, AV1DatabaseMigratesKeepingItsHistory) {
   TempDir dir;
   const std::string path = dir.File("v1.db");
   {
@@ -157,7 +159,7 @@ TEST(SqliteStoreMigrationTest, AV1DatabaseMigratesToV2KeepingItsHistory) {
 
   std::unique_ptr<SqliteStore> store = OpenOrDie(path);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(*store->SchemaVersion(), 2);
+  EXPECT_EQ(*store->SchemaVersion(), kSchemaVersion);
   EXPECT_EQ(QueryInt(path,
                      "SELECT COUNT(*) FROM pragma_table_info("
                      "'trial_attempts') WHERE name = "
@@ -592,6 +594,27 @@ TEST_F(SqliteStoreTest, WorkersUpsertKeepRegistrationTimeAndTouchUpdates) {
   EXPECT_DOUBLE_EQ(touched->tokens_per_second(), 42.0);
   EXPECT_TRUE(absl::IsNotFound(store_->TouchWorker(WorkerUpdate{"nope"})));
   EXPECT_EQ(store_->ListWorkers()->size(), 2u);
+}
+
+TEST_F(SqliteStoreTest, AStoppedWorkerHoldsNothingUntilItComesBack) {
+  ASSERT_TRUE(store_->TouchWorker(WorkerUpdate{"w1", 5, 9500, 42.0}).ok());
+  ASSERT_TRUE(store_->StopWorker("w1", 9600).ok());
+  absl::StatusOr<v1::Worker> stopped = store_->GetWorker("w1");
+  EXPECT_EQ(stopped->stopped_unix_ms(), 9600);
+  EXPECT_EQ(stopped->current_trial_id(), 0);
+  EXPECT_EQ(stopped->tokens_per_second(), 0.0);
+  EXPECT_EQ(stopped->last_heartbeat_unix_ms(), 9500);
+  EXPECT_TRUE(absl::IsNotFound(store_->StopWorker("nope", 9600)));
+
+  // A heartbeat, or registering again, means it runs again.
+  ASSERT_TRUE(store_->TouchWorker(WorkerUpdate{"w1", 0, 9700, 0.0}).ok());
+  EXPECT_EQ(store_->GetWorker("w1")->stopped_unix_ms(), 0);
+  ASSERT_TRUE(store_->StopWorker("w1", 9800).ok());
+  v1::Worker w;
+  w.set_id("w1");
+  w.set_host("host");
+  ASSERT_TRUE(store_->UpsertWorker(w, 9900).ok());
+  EXPECT_EQ(store_->GetWorker("w1")->stopped_unix_ms(), 0);
 }
 
 }  // namespace

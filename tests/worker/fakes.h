@@ -118,6 +118,11 @@ class FakeCoordinator final : public CoordinatorClient {
     absl::MutexLock lock(&mu_);
     return starts_;
   }
+  // deregistered lists the worker ids that said goodbye, in order.
+  std::vector<std::string> deregistered() const {
+    absl::MutexLock lock(&mu_);
+    return deregistered_;
+  }
   // reports_before_start counts Reports and Completes that arrived before
   // their attempt's Start.
   int reports_before_start() const {
@@ -236,6 +241,13 @@ class FakeCoordinator final : public CoordinatorClient {
     started_.emplace(request.trial_id(), request.attempt());
     return v1::StartResponse();
   }
+  absl::StatusOr<v1::DeregisterResponse> Deregister(
+      const v1::DeregisterRequest& request) override {
+    absl::MutexLock lock(&mu_);
+    if (absl::Status s = Injected(); !s.ok()) return s;
+    deregistered_.push_back(request.worker_id());
+    return v1::DeregisterResponse();
+  }
 
  private:
   absl::Status Injected() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
@@ -273,6 +285,7 @@ class FakeCoordinator final : public CoordinatorClient {
   std::vector<v1::CompleteRequest> completions_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::FailRequest> failures_ ABSL_GUARDED_BY(mu_);
   std::vector<v1::StartRequest> starts_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::string> deregistered_ ABSL_GUARDED_BY(mu_);
   std::set<std::pair<int64_t, int>> started_ ABSL_GUARDED_BY(mu_);
   absl::Status start_status_ ABSL_GUARDED_BY(mu_);
   int reports_before_start_ ABSL_GUARDED_BY(mu_) = 0;

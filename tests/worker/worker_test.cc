@@ -442,6 +442,7 @@ TEST(WorkerTest, IdleExitReturnsWhenQueueStaysEmpty) {
 
   EXPECT_TRUE(worker.Run().ok());
   EXPECT_TRUE(trainer.configs().empty());
+  EXPECT_THAT(coordinator.deregistered(), ElementsAre("w1"));
 }
 
 TEST(WorkerTest, ShutdownWhileIdleReturnsPromptly) {
@@ -456,6 +457,36 @@ TEST(WorkerTest, ShutdownWhileIdleReturnsPromptly) {
   EXPECT_TRUE(worker.Run().ok());
   stopper.join();
   EXPECT_TRUE(worker.shutting_down());
+  EXPECT_THAT(coordinator.deregistered(), ElementsAre("w1"));
+}
+
+TEST(WorkerTest, RefusedWorkerDoesNotSayGoodbye) {
+  FakeCoordinator coordinator;
+  ScriptedTrainer trainer;
+  coordinator.SetRegisterStatus(absl::PermissionDeniedError("not a worker"));
+  Worker worker(FastOptions(), &coordinator, &trainer);
+
+  EXPECT_FALSE(worker.Run().ok());
+  EXPECT_TRUE(coordinator.deregistered().empty());
+}
+
+TEST(WorkerTest, ShutdownDuringAnOutageStillEndsRun) {
+  FakeCoordinator coordinator;
+  ScriptedTrainer trainer;
+  Worker worker(FastOptions(), &coordinator, &trainer);
+  std::thread outage([&] {
+    // Once registered, every later call (the goodbye included) fails.
+    while (coordinator.registrations() == 0) {
+      absl::SleepFor(absl::Milliseconds(1));
+    }
+    coordinator.FailNext(1000000);
+    absl::SleepFor(absl::Milliseconds(30));
+    worker.Shutdown();
+  });
+
+  EXPECT_TRUE(worker.Run().ok());
+  outage.join();
+  EXPECT_TRUE(coordinator.deregistered().empty());
 }
 
 }  // namespace
