@@ -19,12 +19,12 @@ import { promisify } from 'node:util';
 const execFileAsync = promisify(execFile);
 const args = {};
 for (let i = 2; i < process.argv.length; i += 2) args[process.argv[i].replace(/^--/, '')] = process.argv[i + 1];
-const source = args.source || path.resolve(path.dirname(new URL(import.meta.url).pathname), '..');
+const source = path.resolve(args.source || path.join(path.dirname(new URL(import.meta.url).pathname), '..'));
 const schedules = Number(args.schedules || 2500);
 const seeds = Number(args.seeds || 4);
 const runs = Number(args.runs || 5);
 if (!args.prism || !args.fill) {
-  console.error('usage: dashboard_load.mjs --prism BIN --fill BIN [--schedules N] [--seeds N] [--runs N]');
+  console.error('usage: dashboard_load.mjs --prism BIN --fill BIN [--source REPO] [--schedules N] [--seeds N] [--runs N]');
   process.exit(2);
 }
 const { chromium } = await import(path.join(source, 'web/node_modules/playwright-core/index.mjs'));
