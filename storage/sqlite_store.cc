@@ -291,6 +291,14 @@ v1::Worker WorkerFromRow(const Query& q) {
   return w;
 }
 
+// WorkerChanged is NotFound when the UPDATE just run on `c` found no row
+// for worker `id`.
+absl::Status WorkerChanged(Connection& c, const std::string& id) {
+  if (c.changes() != 0) return absl::OkStatus();
+  return absl::NotFoundError(
+      absl::StrCat("worker '", id, "' is not registered"));
+}
+
 constexpr char kWorkerColumns[] =
     "id, host, device, threads, user, registered_ms, last_heartbeat_ms, "
     "current_trial_id, tokens_per_second, stopped_ms";
@@ -1454,11 +1462,7 @@ absl::Status SqliteStore::TouchWorker(const WorkerUpdate& u) {
   q.Bind(3, u.tokens_per_second);
   q.BindText(4, u.worker_id);
   PRISM_RETURN_IF_ERROR(q.Run());
-  if (c->changes() == 0) {
-    return absl::NotFoundError(
-        absl::StrCat("worker '", u.worker_id, "' is not registered"));
-  }
-  return absl::OkStatus();
+  return WorkerChanged(*c, u.worker_id);
 }
 
 absl::Status SqliteStore::StopWorker(const std::string& id, int64_t now_ms) {
@@ -1471,11 +1475,7 @@ absl::Status SqliteStore::StopWorker(const std::string& id, int64_t now_ms) {
   q.Bind(1, now_ms);
   q.BindText(2, id);
   PRISM_RETURN_IF_ERROR(q.Run());
-  if (c->changes() == 0) {
-    return absl::NotFoundError(
-        absl::StrCat("worker '", id, "' is not registered"));
-  }
-  return absl::OkStatus();
+  return WorkerChanged(*c, id);
 }
 
 absl::StatusOr<std::vector<v1::Worker>> SqliteStore::ListWorkers() {

@@ -137,8 +137,11 @@ class CoordinatorTest : public ::testing::Test {
     return s.ok() ? resp.experiment().id() : 0;
   }
 
-  std::string Register(const std::string& token) {
+  // Register registers a new worker, or re-registers `worker_id`.
+  std::string Register(const std::string& token,
+                       const std::string& worker_id = "") {
     v1::RegisterRequest req;
+    req.set_worker_id(worker_id);
     req.set_host("test-host");
     req.set_device("cpu");
     req.set_threads(1);

@@ -712,13 +712,7 @@ TEST_F(ServiceTest, WorkersReadIdleBusyLostOrStopped) {
   EXPECT_EQ(states()[gone], v1::WORKER_STOPPED);
 
   // Registering again brings a stopped worker back.
-  v1::RegisterRequest again;
-  again.set_worker_id(gone);
-  again.set_host("h");
-  again.set_device("cpu");
-  v1::RegisterResponse registered;
-  auto ctx = Ctx(worker_token_);
-  ASSERT_TRUE(workers_->Register(ctx.get(), again, &registered).ok());
+  EXPECT_EQ(Register(worker_token_, gone), gone);
   EXPECT_EQ(states()[gone], v1::WORKER_IDLE);
 }
 
