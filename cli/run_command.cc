@@ -383,17 +383,33 @@ std::string ShellWord(const std::string& text) {
   return absl::StrCat("'", absl::StrReplaceAll(text, {{"'", "'\\''"}}), "'");
 }
 
+// ShellPath shows `path` for a command line typed where prism run was
+// started: relative when it lies below the working directory
+// (build/cli/prism), else absolute.
+std::string ShellPath(const fs::path& path) {
+  std::error_code error;
+  const fs::path cwd = fs::current_path(error);
+  fs::path shown = path.lexically_normal();
+  if (!error) {
+    const fs::path relative = shown.lexically_relative(cwd);
+    if (!relative.empty() && *relative.begin() != "..") shown = relative;
+  }
+  return ShellWord(shown.string());
+}
+
 // LookAgain says how to see this run's results once prism run stopped its
 // coordinator: serve the same database on the default ports, which are
-// prism results' defaults too, with the run's admin token.
+// prism results' defaults too, with the run's admin token. It names this
+// very binary, which need not be on PATH.
 std::string LookAgain(const fs::path& data, int64_t experiment_id) {
+  const std::string prism = ShellPath(SelfExecutable());
   return absl::StrCat(
       "dashboard stopped (prism run --keep-serving keeps it up). To look "
-      "again, in two shells:\n  prism coordinator --db ",
-      ShellWord((data / "prism.db").string()),
-      "    # dashboard http://127.0.0.1:8080/\n  prism results --experiment ",
-      experiment_id, " --token-file ",
-      ShellWord((data / "admin.token").string()), "\n");
+      "again, in two shells:\n  ",
+      prism, " coordinator --db ", ShellPath(data / "prism.db"),
+      "    # dashboard http://127.0.0.1:8080/\n  ", prism,
+      " results --experiment ", experiment_id, " --token-file ",
+      ShellPath(data / "admin.token"), "\n");
 }
 
 int Run(const RunOptions& o) {
@@ -402,7 +418,7 @@ int Run(const RunOptions& o) {
   StopSignals signals;
 
   std::error_code error;
-  const fs::path data = fs::absolute(o.data_dir, error);
+  const fs::path data = fs::absolute(o.data_dir, error).lexically_normal();
   for (const char* sub : {"", "logs", "run", "checkpoints"}) {
     fs::create_directories(data / sub, error);
     if (error) {
@@ -478,10 +494,10 @@ int Run(const RunOptions& o) {
     exit_status = PrintResults(*client, experiment_id);
     if (o.keep_serving && exit_status == kExitOk) {
       std::cout << "\ndashboard http://" << endpoints.http
-                << "/ (serving; Ctrl-C stops)\nprism results --experiment "
+                << "/ (serving; Ctrl-C stops)\n"
+                << ShellPath(SelfExecutable()) << " results --experiment "
                 << experiment_id << " --coordinator " << endpoints.grpc
-                << " --token-file "
-                << ShellWord((data / "admin.token").string()) << "\n";
+                << " --token-file " << ShellPath(data / "admin.token") << "\n";
       std::cout.flush();
       while (!Stopped(signals, absl::Seconds(1)) &&
              local.coordinator->Running()) {
