@@ -311,6 +311,27 @@ struct LiveTrial {
   std::string worker_id;
 };
 
+// RenewRunning marks a leased trial running (keeping its first start time),
+// raises its last step to `step` and its lease deadline to `deadline_ms`
+// (never lowering either), and returns the deadline now stored.
+absl::StatusOr<int64_t> RenewRunning(Connection* c, int64_t trial_id,
+                                     int64_t step, int64_t now_ms,
+                                     int64_t deadline_ms) {
+  PRISM_ASSIGN_OR_RETURN(
+      Query q, c->Prepare("UPDATE trials SET state = ?1, started_ms = CASE "
+                          "WHEN started_ms = 0 THEN ?2 ELSE started_ms END, "
+                          "last_step = MAX(last_step, ?3), "
+                          "lease_deadline_ms = MAX(lease_deadline_ms, ?4) "
+                          "WHERE id = ?5 RETURNING lease_deadline_ms"));
+  q.Bind(1, kRunning);
+  q.Bind(2, now_ms);
+  q.Bind(3, step);
+  q.Bind(4, deadline_ms);
+  q.Bind(5, trial_id);
+  PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+  return row ? q.Int(0) : 0;
+}
+
 absl::StatusOr<LiveTrial> ReadLiveTrial(Connection* conn, int64_t trial_id) {
   PRISM_ASSIGN_OR_RETURN(
       Query q, conn->Prepare("SELECT experiment_id, state, attempt, worker_id "
@@ -1053,28 +1074,9 @@ absl::StatusOr<HeartbeatResult> SqliteStore::Heartbeat(const AttemptRef& ref,
     result.stop = true;
     return result;
   }
-  {
-    PRISM_ASSIGN_OR_RETURN(
-        Query q, c->Prepare("UPDATE trials SET state = ?1, started_ms = CASE "
-                            "WHEN started_ms = 0 THEN ?2 ELSE started_ms END, "
-                            "last_step = MAX(last_step, ?3), "
-                            "lease_deadline_ms = MAX(lease_deadline_ms, ?4) "
-                            "WHERE id = ?5"));
-    q.Bind(1, kRunning);
-    q.Bind(2, now_ms);
-    q.Bind(3, step);
-    q.Bind(4, deadline_ms);
-    q.Bind(5, ref.trial_id);
-    PRISM_RETURN_IF_ERROR(q.Run());
-  }
-  {
-    PRISM_ASSIGN_OR_RETURN(
-        Query q,
-        c->Prepare("SELECT lease_deadline_ms FROM trials WHERE id = ?"));
-    q.Bind(1, ref.trial_id);
-    PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
-    if (row) result.lease_deadline_ms = q.Int(0);
-  }
+  PRISM_ASSIGN_OR_RETURN(
+      result.lease_deadline_ms,
+      RenewRunning(c, ref.trial_id, step, now_ms, deadline_ms));
   PRISM_RETURN_IF_ERROR(txn.Commit());
   return result;
 }
@@ -1089,20 +1091,9 @@ absl::StatusOr<int64_t> SqliteStore::StartAttempt(const AttemptRef& ref,
                          Transaction::Begin(c, Transaction::Kind::kWrite));
   PRISM_ASSIGN_OR_RETURN(LiveTrial t, ReadLiveTrial(c, ref.trial_id));
   if (!HoldsLease(t, ref)) return StaleAttempt(t, ref);
-  {
-    PRISM_ASSIGN_OR_RETURN(
-        Query q, c->Prepare("UPDATE trials SET state = ?1, started_ms = CASE "
-                            "WHEN started_ms = 0 THEN ?2 ELSE started_ms END, "
-                            "last_step = MAX(last_step, ?3), "
-                            "lease_deadline_ms = MAX(lease_deadline_ms, ?4) "
-                            "WHERE id = ?5"));
-    q.Bind(1, kRunning);
-    q.Bind(2, now_ms);
-    q.Bind(3, resumed_from_step);
-    q.Bind(4, deadline_ms);
-    q.Bind(5, ref.trial_id);
-    PRISM_RETURN_IF_ERROR(q.Run());
-  }
+  PRISM_ASSIGN_OR_RETURN(
+      const int64_t deadline,
+      RenewRunning(c, ref.trial_id, resumed_from_step, now_ms, deadline_ms));
   {
     PRISM_ASSIGN_OR_RETURN(
         Query q, c->Prepare("UPDATE trial_attempts SET resumed_from_step = ? "
@@ -1111,15 +1102,6 @@ absl::StatusOr<int64_t> SqliteStore::StartAttempt(const AttemptRef& ref,
     q.Bind(2, ref.trial_id);
     q.Bind(3, static_cast<int64_t>(ref.attempt));
     PRISM_RETURN_IF_ERROR(q.Run());
-  }
-  int64_t deadline = 0;
-  {
-    PRISM_ASSIGN_OR_RETURN(
-        Query q,
-        c->Prepare("SELECT lease_deadline_ms FROM trials WHERE id = ?"));
-    q.Bind(1, ref.trial_id);
-    PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
-    if (row) deadline = q.Int(0);
   }
   PRISM_RETURN_IF_ERROR(txn.Commit());
   return deadline;
