@@ -24,26 +24,6 @@ std::string PrismBinary() {
   return std::string(PRISM_BINARY_DIR) + "/cli/prism";
 }
 
-std::string MakeTempDir(const std::string& prefix) {
-  const char* tmp = std::getenv("TMPDIR");
-  std::string pattern = absl::StrCat(tmp != nullptr && *tmp ? tmp : "/tmp", "/",
-                                     prefix, "_XXXXXX");
-  std::vector<char> buffer(pattern.begin(), pattern.end());
-  buffer.push_back('\0');
-  const char* dir = mkdtemp(buffer.data());
-  return dir != nullptr ? std::string(dir) : std::string();
-}
-
-ScopedTempDir::ScopedTempDir(const std::string& prefix)
-    : path_(MakeTempDir(prefix)) {}
-
-ScopedTempDir::~ScopedTempDir() {
-  std::error_code ignored;
-  if (!path_.empty() && std::getenv("PRISM_KEEP_TEST_DIRS") == nullptr) {
-    fs::remove_all(path_, ignored);
-  }
-}
-
 void WriteFile(const std::string& path, const std::string& content) {
   std::ofstream out(path, std::ios::binary | std::ios::trunc);
   out << content;
@@ -68,8 +48,29 @@ std::string Tail(const std::string& path, int lines) {
 
 }  // namespace
 
-LocalCluster::LocalCluster(CoordinatorFlags flags)
-    : flags_(flags), dir_(MakeTempDir("prism_it")) {
+CommandResult RunPrism(const std::vector<std::string>& args,
+                       const std::vector<std::string>& env,
+                       const std::string& files) {
+  cli::SpawnOptions spawn;
+  spawn.argv = {PrismBinary()};
+  spawn.argv.insert(spawn.argv.end(), args.begin(), args.end());
+  spawn.env = env;
+  spawn.stdout_path = files + ".out";
+  spawn.stderr_path = files + ".err";
+  CommandResult result;
+  absl::StatusOr<cli::Subprocess> child = cli::Subprocess::Spawn(spawn);
+  if (!child.ok()) {
+    result.err = std::string(child.status().message());
+    return result;
+  }
+  absl::StatusOr<int> status = child->Wait(absl::Seconds(120));
+  result.status = status.ok() ? *status : -1;
+  result.out = ReadFile(spawn.stdout_path);
+  result.err = ReadFile(spawn.stderr_path);
+  return result;
+}
+
+LocalCluster::LocalCluster(CoordinatorFlags flags) : flags_(flags) {
   fs::create_directories(checkpoint_dir());
 }
 
@@ -79,21 +80,17 @@ LocalCluster::~LocalCluster() {
   for (cli::Subprocess& w : workers_) (void)w.Signal(SIGTERM);
   for (cli::Subprocess& w : workers_) w.Stop(absl::Seconds(20));
   if (coordinator_.has_value()) coordinator_->Stop(absl::Seconds(10));
-  std::error_code ignored;
-  if (std::getenv("PRISM_KEEP_TEST_DIRS") == nullptr) {
-    fs::remove_all(dir_, ignored);
-  }
 }
 
 absl::Status LocalCluster::StartCoordinator() {
   ++coordinator_starts_;
   const std::string ready =
-      absl::StrCat(dir_, "/ready-", coordinator_starts_, ".json");
+      absl::StrCat(dir(), "/ready-", coordinator_starts_, ".json");
   cli::SpawnOptions spawn;
   spawn.argv = {PrismBinary(),
                 "coordinator",
                 "--db",
-                dir_ + "/prism.db",
+                dir() + "/prism.db",
                 "--listen",
                 grpc_address_.empty() ? "127.0.0.1:0" : grpc_address_,
                 "--http",
@@ -105,11 +102,11 @@ absl::Status LocalCluster::StartCoordinator() {
                 "--max-attempts",
                 absl::StrCat(flags_.max_attempts),
                 "--admin-token-file",
-                dir_ + "/admin.token",
+                dir() + "/admin.token",
                 "--ready-file",
                 ready};
-  spawn.stdout_path = dir_ + "/coordinator.log";
-  spawn.stderr_path = dir_ + "/coordinator.log";
+  spawn.stdout_path = dir() + "/coordinator.log";
+  spawn.stderr_path = dir() + "/coordinator.log";
   absl::StatusOr<cli::Subprocess> child = cli::Subprocess::Spawn(spawn);
   if (!child.ok()) return child.status();
   coordinator_.emplace(*std::move(child));
@@ -119,7 +116,7 @@ absl::Status LocalCluster::StartCoordinator() {
     if (!coordinator_->Running()) {
       return absl::InternalError(
           absl::StrCat("coordinator exited during start-up:\n",
-                       Tail(dir_ + "/coordinator.log", 20)));
+                       Tail(dir() + "/coordinator.log", 20)));
     }
     if (absl::Now() > deadline) {
       return absl::DeadlineExceededError("coordinator not ready in 60 s");
@@ -134,7 +131,7 @@ absl::Status LocalCluster::StartCoordinator() {
   grpc_address_ = endpoints.fields().at("grpc").string_value();
   http_address_ = endpoints.fields().at("http").string_value();
   admin_token_ =
-      std::string(absl::StripAsciiWhitespace(ReadFile(dir_ + "/admin.token")));
+      std::string(absl::StripAsciiWhitespace(ReadFile(dir() + "/admin.token")));
   if (admin_token_.empty()) return absl::InternalError("no admin token");
   if (client_ == nullptr) {
     client_ = std::make_unique<cli::RpcClient>(grpc_address_, admin_token_);
@@ -160,7 +157,7 @@ absl::StatusOr<int> LocalCluster::StartWorker(
   spawn.env = {absl::StrCat("PRISM_TOKEN=", admin_token_),
                absl::StrCat("PRISM_DATA_DIR=", PRISM_BINARY_DIR,
                             "/tests/cli/prism-data")};
-  spawn.stderr_path = absl::StrCat(dir_, "/worker-", index, ".log");
+  spawn.stderr_path = absl::StrCat(dir(), "/worker-", index, ".log");
   spawn.stdout_path = spawn.stderr_path;
   absl::StatusOr<cli::Subprocess> child = cli::Subprocess::Spawn(spawn);
   if (!child.ok()) return child.status();
@@ -171,27 +168,12 @@ absl::StatusOr<int> LocalCluster::StartWorker(
 CommandResult LocalCluster::Run(const std::vector<std::string>& args,
                                 bool with_defaults) const {
   static int counter = 0;
-  const std::string base = absl::StrCat(dir_, "/cmd-", ++counter);
-  cli::SpawnOptions spawn;
-  spawn.argv = {PrismBinary()};
-  spawn.argv.insert(spawn.argv.end(), args.begin(), args.end());
+  std::vector<std::string> env;
   if (with_defaults) {
-    spawn.env = {absl::StrCat("PRISM_COORDINATOR=", grpc_address_),
-                 absl::StrCat("PRISM_TOKEN=", admin_token_)};
+    env = {absl::StrCat("PRISM_COORDINATOR=", grpc_address_),
+           absl::StrCat("PRISM_TOKEN=", admin_token_)};
   }
-  spawn.stdout_path = base + ".out";
-  spawn.stderr_path = base + ".err";
-  CommandResult result;
-  absl::StatusOr<cli::Subprocess> child = cli::Subprocess::Spawn(spawn);
-  if (!child.ok()) {
-    result.err = std::string(child.status().message());
-    return result;
-  }
-  absl::StatusOr<int> status = child->Wait(absl::Seconds(120));
-  result.status = status.ok() ? *status : -1;
-  result.out = ReadFile(base + ".out");
-  result.err = ReadFile(base + ".err");
-  return result;
+  return RunPrism(args, env, absl::StrCat(dir(), "/cmd-", ++counter));
 }
 
 cli::RpcClient& LocalCluster::client() { return *client_; }
@@ -199,7 +181,7 @@ cli::RpcClient& LocalCluster::client() { return *client_; }
 absl::StatusOr<int64_t> LocalCluster::SubmitSpec(const std::string& spec_text) {
   static int counter = 0;
   const std::string path =
-      absl::StrCat(dir_, "/spec-", ++counter, ".textproto");
+      absl::StrCat(dir(), "/spec-", ++counter, ".textproto");
   WriteFile(path, spec_text);
   CommandResult r = Run({"submit", path, "--format", "json"});
   if (r.status != 0) {
@@ -264,9 +246,9 @@ absl::StatusOr<v1::GetTrialResponse> LocalCluster::GetTrial(int64_t trial_id) {
 
 std::string LocalCluster::Logs() const {
   std::string out = absl::StrCat("--- coordinator.log\n",
-                                 Tail(dir_ + "/coordinator.log", 15), "\n");
+                                 Tail(dir() + "/coordinator.log", 15), "\n");
   for (size_t i = 0; i < workers_.size(); ++i) {
-    const std::string path = absl::StrCat(dir_, "/worker-", i, ".log");
+    const std::string path = absl::StrCat(dir(), "/worker-", i, ".log");
     absl::StrAppend(&out, "--- worker-", i, ".log\n", Tail(path, 15), "\n");
   }
   return out;

@@ -18,28 +18,12 @@
 #include "cli/client.h"
 #include "cli/subprocess.h"
 #include "prism/v1/prism.pb.h"
+#include "tests/testing/temp_dir.h"
 
 namespace prism::testing {
 
 // PrismBinary is the built `prism` executable.
 std::string PrismBinary();
-
-// MakeTempDir creates a fresh directory under $TMPDIR (or /tmp).
-std::string MakeTempDir(const std::string& prefix);
-
-// ScopedTempDir is MakeTempDir's directory, removed with its content at the
-// end of the scope unless $PRISM_KEEP_TEST_DIRS is set (for debugging).
-class ScopedTempDir {
- public:
-  explicit ScopedTempDir(const std::string& prefix);
-  ~ScopedTempDir();
-  ScopedTempDir(const ScopedTempDir&) = delete;
-  ScopedTempDir& operator=(const ScopedTempDir&) = delete;
-  const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 // WriteFile writes `content` to `path`, creating or truncating it.
 void WriteFile(const std::string& path, const std::string& content);
@@ -50,6 +34,13 @@ struct CommandResult {
   std::string out;
   std::string err;
 };
+
+// RunPrism runs the built `prism` with `args` (no shell) and `env` (KEY=VALUE
+// added to ours), capturing stdout and stderr in files named `files`.out and
+// `files`.err; waits up to two minutes. status is -1 when it did not end.
+CommandResult RunPrism(const std::vector<std::string>& args,
+                       const std::vector<std::string>& env,
+                       const std::string& files);
 
 struct CoordinatorFlags {
   int lease_seconds = 30;
@@ -62,8 +53,8 @@ class LocalCluster {
   explicit LocalCluster(CoordinatorFlags flags = {});
   ~LocalCluster();
 
-  const std::string& dir() const { return dir_; }
-  std::string checkpoint_dir() const { return dir_ + "/checkpoints"; }
+  const std::string& dir() const { return temp_.path(); }
+  std::string checkpoint_dir() const { return temp_.File("checkpoints"); }
   const std::string& grpc_address() const { return grpc_address_; }
   const std::string& admin_token() const { return admin_token_; }
 
@@ -99,7 +90,7 @@ class LocalCluster {
 
  private:
   CoordinatorFlags flags_;
-  std::string dir_;
+  TempDir temp_{"prism_it"};  // removed after the processes below stopped
   std::string grpc_address_;  // fixed after the first start
   std::string http_address_;
   std::string admin_token_;

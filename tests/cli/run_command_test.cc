@@ -59,7 +59,7 @@ bool WaitForText(const std::string& path, const std::string& text,
 }
 
 TEST(RunCommandTest, TrainsTheGridPrintsTheRankingAndLeavesNoChildren) {
-  const ScopedTempDir temp("prism_run");
+  const TempDir temp("prism_run");
   const std::string& dir = temp.path();
   cli::Subprocess run = StartRun(dir, {"--steps", "10"});
   absl::StatusOr<int> status = run.Wait(absl::Minutes(6));
@@ -83,7 +83,7 @@ TEST(RunCommandTest, TrainsTheGridPrintsTheRankingAndLeavesNoChildren) {
 }
 
 TEST(RunCommandTest, InterruptStopsEverythingAndRunAgainContinues) {
-  const ScopedTempDir temp("prism_run");
+  const TempDir temp("prism_run");
   const std::string& dir = temp.path();
   {
     cli::Subprocess run = StartRun(dir, {"--steps", "5000"});
@@ -125,7 +125,7 @@ TEST(RunCommandTest, InterruptStopsEverythingAndRunAgainContinues) {
 }
 
 TEST(RunCommandTest, UnknownPresetIsUsageError) {
-  const ScopedTempDir temp("prism_run");
+  const TempDir temp("prism_run");
   const std::string& dir = temp.path();
   cli::Subprocess run = StartRun(dir, {"--preset", "enormous"});
   absl::StatusOr<int> status = run.Wait(absl::Seconds(30));

@@ -1,68 +1,22 @@
 // Runs the built `prism` binary and checks stdout, stderr and the exit status
 // of `prism schedules count|list|check`.
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-#include <cstdlib>
-#include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/cli/cluster.h"
 
 namespace {
 
+using ::prism::testing::CommandResult;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-struct Result {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
-
-// RunPrism executes prism with `args` (no shell), capturing both streams in
-// files.
-Result RunPrism(const std::vector<std::string>& args) {
-  const std::string binary = std::string(PRISM_BINARY_DIR) + "/cli/prism";
-  char dir_template[] = "/tmp/prism_cli_test_XXXXXX";
-  const std::string dir = mkdtemp(dir_template);
-  const std::string out_path = dir + "/out";
-  const std::string err_path = dir + "/err";
-  std::vector<char*> argv;
-  argv.push_back(const_cast<char*>(binary.c_str()));
-  for (const std::string& a : args)
-    argv.push_back(const_cast<char*>(a.c_str()));
-  argv.push_back(nullptr);
-  const pid_t pid = fork();
-  if (pid == 0) {
-    const int out = open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    const int err = open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-    dup2(out, STDOUT_FILENO);
-    dup2(err, STDERR_FILENO);
-    execv(binary.c_str(), argv.data());
-    _exit(127);
-  }
-  Result result;
-  int wait_status = 0;
-  waitpid(pid, &wait_status, 0);
-  result.status = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
-  result.out = ReadFile(out_path);
-  result.err = ReadFile(err_path);
-  unlink(out_path.c_str());
-  unlink(err_path.c_str());
-  rmdir(dir.c_str());
-  return result;
+// RunPrism runs prism with `args`, its output in a directory of its own.
+CommandResult RunPrism(const std::vector<std::string>& args) {
+  const prism::testing::TempDir dir("prism_cli_test");
+  return prism::testing::RunPrism(args, {}, dir.File("cmd"));
 }
 
 int Lines(const std::string& text) {
@@ -75,7 +29,7 @@ int Lines(const std::string& text) {
 // stderr mentioning `message`, nothing on stdout.
 void ExpectUsageError(const std::vector<std::string>& args,
                       const std::string& message) {
-  const Result r = RunPrism(args);
+  const CommandResult r = RunPrism(args);
   EXPECT_EQ(r.status, 2) << r.err;
   EXPECT_EQ(r.out, "");
   EXPECT_EQ(Lines(r.err), 1) << r.err;
@@ -92,18 +46,18 @@ std::vector<std::string> With(std::vector<std::string> head,
 }
 
 TEST(SchedulesCountTest, PrintsThePaperSpaceSizeAlone) {
-  const Result r = RunPrism(With({"schedules", "count"}, kSpace));
+  const CommandResult r = RunPrism(With({"schedules", "count"}, kSpace));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(r.out, "12376\n");
   EXPECT_EQ(r.err, "");
 }
 
 TEST(SchedulesCountTest, AppliesPrinciplesAndRunBounds) {
-  const Result all = RunPrism(
+  const CommandResult all = RunPrism(
       With({"schedules", "count"}, With(kSpace, {"--principles", "all"})));
   EXPECT_EQ(all.status, 0) << all.err;
   EXPECT_EQ(all.out, "13\n");
-  const Result smooth =
+  const CommandResult smooth =
       RunPrism(With({"schedules", "count"},
                     With(kSpace, {"--principles", "smooth", "--min-run", "1",
                                   "--max-run", "12"})));
@@ -111,14 +65,16 @@ TEST(SchedulesCountTest, AppliesPrinciplesAndRunBounds) {
 }
 
 TEST(SchedulesCountTest, HugeSpacesAreExactOrSayMoreThan) {
-  const Result huge = RunPrism({"schedules", "count", "--d-model", "12288",
-                                "--layers", "96", "--base-heads", "96"});
+  const CommandResult huge =
+      RunPrism({"schedules", "count", "--d-model", "12288", "--layers", "96",
+                "--base-heads", "96"});
   EXPECT_EQ(huge.out, "2478781950222760\n");
-  const Result beyond = RunPrism({"schedules", "count", "--d-model", "128",
-                                  "--layers", "4096", "--base-heads", "128"});
+  const CommandResult beyond =
+      RunPrism({"schedules", "count", "--d-model", "128", "--layers", "4096",
+                "--base-heads", "128"});
   EXPECT_EQ(beyond.status, 0);
   EXPECT_EQ(beyond.out, "more than 18446744073709551615\n");
-  const Result json =
+  const CommandResult json =
       RunPrism({"schedules", "count", "--d-model", "128", "--layers", "4096",
                 "--base-heads", "128", "--format", "json"});
   EXPECT_EQ(json.out,
@@ -126,7 +82,7 @@ TEST(SchedulesCountTest, HugeSpacesAreExactOrSayMoreThan) {
 }
 
 TEST(SchedulesListTest, PrintsATableAndTheNextPageTokenOnStderr) {
-  const Result r =
+  const CommandResult r =
       RunPrism(With({"schedules", "list"}, With(kSpace, {"--limit", "3"})));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_EQ(Lines(r.out), 4);  // header + 3 rows
@@ -145,7 +101,7 @@ TEST(SchedulesListTest, PagesThroughTheWholeFilteredSpace) {
         {"schedules", "list"}, With(kSpace, {"--principles", "all", "--limit",
                                              "5", "--format", "csv"}));
     if (!token.empty()) args = With(args, {"--page-token", token});
-    const Result r = RunPrism(args);
+    const CommandResult r = RunPrism(args);
     ASSERT_EQ(r.status, 0) << r.err;
     std::istringstream lines(r.out);
     std::string line;
@@ -171,9 +127,9 @@ TEST(SchedulesListTest, PagesThroughTheWholeFilteredSpace) {
 }
 
 TEST(SchedulesListTest, JsonIsOneObjectWithSchedulesAndToken) {
-  const Result r = RunPrism(With({"schedules", "list"},
-                                 With(kSpace, {"--principles", "all", "--limit",
-                                               "2", "--format", "json"})));
+  const CommandResult r = RunPrism(With(
+      {"schedules", "list"}, With(kSpace, {"--principles", "all", "--limit",
+                                           "2", "--format", "json"})));
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_THAT(r.out, StartsWith("{\"schedules\": ["));
   EXPECT_THAT(r.out,
@@ -184,7 +140,7 @@ TEST(SchedulesListTest, JsonIsOneObjectWithSchedulesAndToken) {
 }
 
 TEST(SchedulesCheckTest, ReportsThePrinciplesOfAValidSchedule) {
-  const Result r =
+  const CommandResult r =
       RunPrism({"schedules", "check", "--d-model", "768", "--base-heads", "12",
                 "--schedule", "3x3,6x3,12x6"});
   EXPECT_EQ(r.status, 0) << r.err;
@@ -193,7 +149,7 @@ TEST(SchedulesCheckTest, ReportsThePrinciplesOfAValidSchedule) {
   EXPECT_THAT(r.out, HasSubstr("head dims          256x3,128x3,64x6"));
   EXPECT_EQ(r.err, "");
 
-  const Result json = RunPrism(
+  const CommandResult json = RunPrism(
       {"schedules", "check", "--d-model", "768", "--base-heads", "12",
        "--schedule", "1x1,4x1,12x10", "--layers", "12", "--format", "json"});
   EXPECT_EQ(json.status, 0) << json.err;
@@ -276,7 +232,7 @@ TEST(SchedulesBadInputTest, EveryBadInputExitsTwoWithOneLine) {
 }
 
 TEST(SchedulesBadInputTest, TokenFromAnotherSpaceIsRejected) {
-  const Result first =
+  const CommandResult first =
       RunPrism(With({"schedules", "list"}, With(kSpace, {"--limit", "2"})));
   ASSERT_EQ(first.status, 0);
   const std::string prefix = "next page: --page-token ";
@@ -291,11 +247,11 @@ TEST(SchedulesBadInputTest, TokenFromAnotherSpaceIsRejected) {
 
 TEST(SchedulesHelpTest, EverySubcommandHasHelp) {
   for (const char* sub : {"count", "list", "check"}) {
-    const Result r = RunPrism({"schedules", sub, "--help"});
+    const CommandResult r = RunPrism({"schedules", sub, "--help"});
     EXPECT_EQ(r.status, 0) << sub;
     EXPECT_THAT(r.out, HasSubstr("--d-model")) << sub;
   }
-  const Result r = RunPrism({"schedules", "--help"});
+  const CommandResult r = RunPrism({"schedules", "--help"});
   EXPECT_EQ(r.status, 0);
   EXPECT_THAT(r.out, HasSubstr("count"));
 }

@@ -1,13 +1,8 @@
 // Runs the built `prism` binary: `prism presets`, `prism train`, `prism data
 // prepare` and `prism eval`, happy paths and bad input.
-#include <fcntl.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
-#include <cstdlib>
 #include <filesystem>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <vector>
 
@@ -15,92 +10,55 @@
 #include "gtest/gtest.h"
 #include "model/data.h"
 #include "model/eval.h"
+#include "tests/cli/cluster.h"
+#include "tests/testing/temp_dir.h"
 
 namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-struct Result {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
-
-std::string ReadFile(const std::string& path) {
-  std::ifstream in(path);
-  std::stringstream text;
-  text << in.rdbuf();
-  return text.str();
-}
+using ::prism::testing::CommandResult;
+using ::prism::testing::ReadFile;
 
 class TrainCommandTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char dir[] = "/tmp/prism_train_cli_test_XXXXXX";
-    dir_ = mkdtemp(dir);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string Path(const std::string& name) const {
-    return (fs::path(dir_) / name).string();
-  }
+  std::string Path(const std::string& name) const { return dir_.File(name); }
 
   // Run executes prism with `args` (no shell) and PRISM_DATA_DIR inside the
   // test's directory, capturing both streams.
-  Result Run(const std::vector<std::string>& args) {
-    const std::string binary = std::string(PRISM_BINARY_DIR) + "/cli/prism";
-    const std::string out_path = Path("stdout"), err_path = Path("stderr");
-    std::vector<char*> argv = {const_cast<char*>(binary.c_str())};
-    for (const std::string& a : args)
-      argv.push_back(const_cast<char*>(a.c_str()));
-    argv.push_back(nullptr);
-    const std::string data_dir = Path("data");
-    const pid_t pid = fork();
-    if (pid == 0) {
-      setenv("PRISM_DATA_DIR", data_dir.c_str(), 1);
-      const int out =
-          open(out_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      const int err =
-          open(err_path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-      dup2(out, STDOUT_FILENO);
-      dup2(err, STDERR_FILENO);
-      execv(binary.c_str(), argv.data());
-      _exit(127);
-    }
-    int wait_status = 0;
-    waitpid(pid, &wait_status, 0);
-    Result r;
-    r.status = WIFEXITED(wait_status) ? WEXITSTATUS(wait_status) : -1;
-    r.out = ReadFile(out_path);
-    r.err = ReadFile(err_path);
-    return r;
+  CommandResult Run(const std::vector<std::string>& args) {
+    return ::prism::testing::RunPrism(
+        args, {"PRISM_DATA_DIR=" + Path("data")},
+        Path("cmd-" + std::to_string(++commands_)));
   }
 
   // ExpectUsageError: exit 2, one line on stderr naming the problem.
   void ExpectUsageError(const std::vector<std::string>& args,
                         const std::string& message) {
-    const Result r = Run(args);
+    const CommandResult r = Run(args);
     EXPECT_EQ(r.status, 2) << r.err;
     EXPECT_EQ(r.out, "");
     EXPECT_EQ(std::count(r.err.begin(), r.err.end(), '\n'), 1) << r.err;
     EXPECT_THAT(r.err, HasSubstr(message));
   }
 
-  std::string dir_;
+  ::prism::testing::TempDir dir_{"prism_train_cli_test"};
+  int commands_ = 0;
 };
 
 TEST_F(TrainCommandTest, PresetsListsCountsOfThePaperScales) {
-  const Result r = Run({"presets"});
+  const CommandResult r = Run({"presets"});
   EXPECT_EQ(r.status, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("123.69M"));
   EXPECT_THAT(r.out, HasSubstr("353.82M"));
   EXPECT_THAT(r.out, HasSubstr("757.23M"));
-  const Result json = Run({"presets", "--format", "json"});
+  const CommandResult json = Run({"presets", "--format", "json"});
   EXPECT_THAT(json.out, HasSubstr("\"params_nanogpt\": 123689472"));
 }
 
 TEST_F(TrainCommandTest, TrainsPrintsASummaryAndWritesJson) {
-  const Result r =
+  const CommandResult r =
       Run({"train", "--preset", "tiny", "--schedule", "1x2,2x2,4x2", "--steps",
            "12", "--batch-size", "4", "--context", "32", "--threads", "2",
            "--eval-every", "6", "--checkpoint-dir", Path("ckpt"), "--json-out",
@@ -119,7 +77,7 @@ TEST_F(TrainCommandTest, TrainsPrintsASummaryAndWritesJson) {
   EXPECT_THAT(json, HasSubstr("\"split\": \"SPLIT_VAL\""));
 
   // Resuming a finished run trains nothing more and keeps its curve.
-  const Result again =
+  const CommandResult again =
       Run({"train", "--preset", "tiny", "--schedule", "1x2,2x2,4x2", "--steps",
            "12", "--batch-size", "4", "--context", "32", "--threads", "2",
            "--checkpoint-dir", Path("ckpt"), "--resume", "--format", "json"});
@@ -136,9 +94,10 @@ TEST_F(TrainCommandTest, TrainsPrintsASummaryAndWritesJson) {
                                prism::model::ByteTokenize(" no")};
   }
   ASSERT_TRUE(prism::model::WriteEvalFile(Path("eval.bin"), examples).ok());
-  const Result eval = Run({"eval", "--preset", "tiny", "--schedule",
-                           "1x2,2x2,4x2", "--checkpoint-dir", Path("ckpt"),
-                           "--eval-file", Path("eval.bin"), "--format", "csv"});
+  const CommandResult eval =
+      Run({"eval", "--preset", "tiny", "--schedule", "1x2,2x2,4x2",
+           "--checkpoint-dir", Path("ckpt"), "--eval-file", Path("eval.bin"),
+           "--format", "csv"});
   ASSERT_EQ(eval.status, 0) << eval.err;
   EXPECT_THAT(eval.out, HasSubstr("schedule,examples,acc,acc_norm"));
   EXPECT_THAT(eval.out, HasSubstr("1x2,2x2,4x2\",2,"));
@@ -167,8 +126,9 @@ TEST_F(TrainCommandTest, DataPrepareWritesTrainAndValShards) {
   for (int i = 0; i < 2000; ++i)
     text << "A line of text, number " << i << ".\n";
   text.close();
-  const Result r = Run({"data", "prepare", "--input", Path("text"), "--out",
-                        Path("shards"), "--val-fraction", "0.1"});
+  const CommandResult r =
+      Run({"data", "prepare", "--input", Path("text"), "--out", Path("shards"),
+           "--val-fraction", "0.1"});
   ASSERT_EQ(r.status, 0) << r.err;
   EXPECT_THAT(r.out, HasSubstr("train"));
   EXPECT_TRUE(

@@ -14,6 +14,7 @@
 #include "absl/status/status.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "tests/testing/temp_dir.h"
 
 namespace prism::model {
 namespace {
@@ -23,15 +24,7 @@ using ::testing::HasSubstr;
 
 class DataTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char dir[] = "/tmp/prism_data_test_XXXXXX";
-    dir_ = mkdtemp(dir);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-
-  std::string Path(const std::string& name) const {
-    return (fs::path(dir_) / name).string();
-  }
+  std::string Path(const std::string& name) const { return dir_.File(name); }
   void WriteBytes(const std::string& path, const std::string& bytes) {
     std::ofstream(path, std::ios::binary) << bytes;
   }
@@ -46,7 +39,7 @@ class DataTest : public ::testing::Test {
     WriteBytes(path, bytes);
   }
 
-  std::string dir_;
+  ::prism::testing::TempDir dir_{"prism_data_test"};
 };
 
 std::vector<uint16_t> Ramp(int n, int modulo) {
@@ -65,7 +58,7 @@ TEST_F(DataTest, ShardRoundTripsInLlmcLayout) {
   EXPECT_EQ(std::vector<uint16_t>(shard->tokens(), shard->tokens() + 1000),
             tokens);
   // No temp files left behind.
-  EXPECT_EQ(std::distance(fs::directory_iterator(dir_), {}), 1);
+  EXPECT_EQ(std::distance(fs::directory_iterator(dir_.path()), {}), 1);
 }
 
 TEST_F(DataTest, CorruptShardsNameTheFileAndOffset) {
@@ -209,7 +202,7 @@ TEST_F(DataTest, DemoCorpusIsPreparedOnceEvenWhenProcessesRace) {
   std::vector<absl::StatusOr<CorpusFiles>> results(3);
   std::vector<std::thread> racers;
   for (auto& r : results) {
-    racers.emplace_back([&r, this] { r = EnsureDemoCorpus(dir_); });
+    racers.emplace_back([&r, this] { r = EnsureDemoCorpus(dir_.path()); });
   }
   for (std::thread& t : racers) t.join();
   for (const auto& r : results) {

@@ -16,6 +16,7 @@
 #include "model/trainer.h"
 #include "scheduler/presets.h"
 #include "scheduler/schedule.h"
+#include "tests/testing/temp_dir.h"
 
 namespace prism::model {
 namespace {
@@ -25,14 +26,7 @@ using ::testing::HasSubstr;
 
 class EvalTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char dir[] = "/tmp/prism_eval_test_XXXXXX";
-    dir_ = mkdtemp(dir);
-  }
-  void TearDown() override { fs::remove_all(dir_); }
-  std::string Path(const std::string& name) const {
-    return (fs::path(dir_) / name).string();
-  }
+  std::string Path(const std::string& name) const { return dir_.File(name); }
   std::string Read(const std::string& path) {
     std::ifstream in(path, std::ios::binary);
     return std::string(std::istreambuf_iterator<char>(in), {});
@@ -40,7 +34,7 @@ class EvalTest : public ::testing::Test {
   void Write(const std::string& path, const std::string& bytes) {
     std::ofstream(path, std::ios::binary) << bytes;
   }
-  std::string dir_;
+  ::prism::testing::TempDir dir_{"prism_eval_test"};
 };
 
 // Examples whose right completion continues the training sentence; the

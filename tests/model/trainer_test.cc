@@ -15,6 +15,7 @@
 #include "model/data.h"
 #include "scheduler/presets.h"
 #include "scheduler/schedule.h"
+#include "tests/testing/temp_dir.h"
 
 namespace prism::model {
 namespace {
@@ -49,8 +50,6 @@ class Recorder : public TrainObserver {
 class TrainerTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char dir[] = "/tmp/prism_trainer_test_XXXXXX";
-    dir_ = mkdtemp(dir);
     // Generated English-like text with a train/val split: learnable, and
     // written in a moment.
     std::string text;
@@ -69,11 +68,8 @@ class TrainerTest : public ::testing::Test {
                    std::vector<uint16_t>(tokens.begin() + cut, tokens.end()))
             .ok());
   }
-  void TearDown() override { fs::remove_all(dir_); }
 
-  std::string Path(const std::string& name) const {
-    return (fs::path(dir_) / name).string();
-  }
+  std::string Path(const std::string& name) const { return dir_.File(name); }
 
   TrainConfig SmallRun() const {
     TrainConfig c;
@@ -94,7 +90,7 @@ class TrainerTest : public ::testing::Test {
     return c;
   }
 
-  std::string dir_;
+  ::prism::testing::TempDir dir_{"prism_trainer_test"};
 };
 
 TEST_F(TrainerTest, ReportsEveryMetricOfATrial) {

@@ -16,6 +16,7 @@
 #include "prism/v1/prism.grpc.pb.h"
 #include "server/clock.h"
 #include "server/coordinator.h"
+#include "tests/testing/temp_dir.h"
 
 namespace prism::server::testing {
 
@@ -28,22 +29,7 @@ class FakeClock final : public Clock {
   std::atomic<int64_t> now_{1'700'000'000'000};
 };
 
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "prism-server-XXXXXX")
-            .string();
-    path_ = mkdtemp(pattern.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string File(const std::string& name) const {
-    return (std::filesystem::path(path_) / name).string();
-  }
-
- private:
-  std::string path_;
-};
+using ::prism::testing::TempDir;
 
 inline constexpr char kAdminToken[] = "prism_test_admin_token";
 

@@ -9,25 +9,11 @@
 
 #include "gtest/gtest.h"
 #include "storage/store.h"
+#include "tests/testing/temp_dir.h"
 
 namespace prism::storage::testing {
 
-// TempDir is a fresh directory removed at destruction.
-class TempDir {
- public:
-  TempDir() {
-    std::string pattern =
-        (std::filesystem::temp_directory_path() / "prism-test-XXXXXX").string();
-    path_ = mkdtemp(pattern.data());
-  }
-  ~TempDir() { std::filesystem::remove_all(path_); }
-  std::string File(const std::string& name) const {
-    return (std::filesystem::path(path_) / name).string();
-  }
-
- private:
-  std::string path_;
-};
+using ::prism::testing::TempDir;
 
 // MakeExperiment returns an experiment of `owner` with one trial per
 // (schedule, seed); the first schedule is the baseline.

@@ -46,13 +46,18 @@ WorkerOptions FastOptions() {
   return options;
 }
 
+// OneTrialOptions: FastOptions for a worker that handles one trial and ends.
+WorkerOptions OneTrialOptions() {
+  WorkerOptions options = FastOptions();
+  options.max_trials = 1;
+  return options;
+}
+
 TEST(WorkerTest, CompletesTrialWithEveryPointStoredOnce) {
   FakeCoordinator coordinator;
   ScriptedTrainer trainer;
   coordinator.QueueTask(MakeTask(/*trial_id=*/1, /*attempt=*/1, /*steps=*/40));
-  WorkerOptions options = FastOptions();
-  options.max_trials = 1;
-  Worker worker(options, &coordinator, &trainer);
+  Worker worker(OneTrialOptions(), &coordinator, &trainer);
 
   ASSERT_TRUE(worker.Run().ok());
 
@@ -72,8 +77,7 @@ TEST(WorkerTest, PassesTaskBudgetAndResourcesToTrainer) {
   FakeCoordinator coordinator;
   ScriptedTrainer trainer;
   coordinator.QueueTask(MakeTask(3, 2, 12, /*checkpoint_every=*/4));
-  WorkerOptions options = FastOptions();
-  options.max_trials = 1;
+  WorkerOptions options = OneTrialOptions();
   options.resources.threads = 3;
   options.resources.checkpoint_root = "/ckpt";
   options.keep_checkpoints = true;
@@ -111,8 +115,7 @@ TEST(WorkerTest, FreshTrialRemovesLeftoverCheckpointBeforeTraining) {
     if (step == 1) leftover_seen = std::filesystem::exists(root + "/trial-1");
   };
   coordinator.QueueTask(MakeTask(1, 1, 5));  // resume_step 0: nothing stored
-  WorkerOptions options = FastOptions();
-  options.max_trials = 1;
+  WorkerOptions options = OneTrialOptions();
   options.resources.checkpoint_root = root;
   Worker worker(options, &coordinator, &trainer);
 
@@ -137,8 +140,7 @@ TEST(WorkerTest, ResumedTrialKeepsItsCheckpoint) {
   v1::TrialTask task = MakeTask(1, 2, 6);
   task.set_resume_step(3);
   coordinator.QueueTask(task);
-  WorkerOptions options = FastOptions();
-  options.max_trials = 1;
+  WorkerOptions options = OneTrialOptions();
   options.resources.checkpoint_root = root;
   Worker worker(options, &coordinator, &trainer);
 
@@ -159,9 +161,7 @@ TEST(WorkerTest, StartSaysTheStepTheTrainerResumedFromBeforeAnyReport) {
   v1::TrialTask task = MakeTask(1, 2, 30);
   task.set_resume_step(9);
   coordinator.QueueTask(task);
-  WorkerOptions options = FastOptions();
-  options.max_trials = 1;
-  Worker worker(options, &coordinator, &trainer);
+  Worker worker(OneTrialOptions(), &coordinator, &trainer);
 
   ASSERT_TRUE(worker.Run().ok());
 
@@ -178,9 +178,7 @@ TEST(WorkerTest, ACoordinatorWithoutStartStillGetsTheTrial) {
   ScriptedTrainer trainer;
   coordinator.SetStartStatus(absl::UnimplementedError("no Start here"));
   coordinator.QueueTask(MakeTask(1, 1, 20));
-  WorkerOptions options = FastOptions();
-  options.max_trials = 1;
-  Worker worker(options, &coordinator, &trainer);
+  Worker worker(OneTrialOptions(), &coordinator, &trainer);
 
   ASSERT_TRUE(worker.Run().ok());
 
@@ -196,9 +194,7 @@ TEST(WorkerTest, BuffersThroughReportOutageAndResendsEverything) {
     if (step == 5) coordinator.FailNextReports(25);
   };
   coordinator.QueueTask(MakeTask(1, 1, 60));
-  WorkerOptions options = FastOptions();
-  options.max_trials = 1;
-  Worker worker(options, &coordinator, &trainer);
+  Worker worker(OneTrialOptions(), &coordinator, &trainer);
 
   ASSERT_TRUE(worker.Run().ok());
 
@@ -215,9 +211,7 @@ TEST(WorkerTest, SurvivesFullOutageOfEveryCall) {
     if (step == 10) coordinator.FailNext(40);
   };
   coordinator.QueueTask(MakeTask(1, 1, 50));
-  WorkerOptions options = FastOptions();
-  options.max_trials = 1;
-  Worker worker(options, &coordinator, &trainer);
+  Worker worker(OneTrialOptions(), &coordinator, &trainer);
 
   ASSERT_TRUE(worker.Run().ok());
 
@@ -232,8 +226,7 @@ TEST(WorkerTest, FullBufferPausesTrainerInsteadOfDroppingPoints) {
     if (step == 2) coordinator.FailNextReports(30);
   };
   coordinator.QueueTask(MakeTask(1, 1, 40));
-  WorkerOptions options = FastOptions();
-  options.max_trials = 1;
+  WorkerOptions options = OneTrialOptions();
   options.buffer_capacity = 3;
   options.report_batch = 2;
   Worker worker(options, &coordinator, &trainer);
@@ -258,8 +251,7 @@ TEST(WorkerTest, CheckpointWaitsUntilEveryEarlierPointIsStored) {
         coordinator.StoredSteps(1, v1::SPLIT_VAL) == Steps(5, step, 5));
   };
   coordinator.QueueTask(MakeTask(1, 1, 30, /*checkpoint_every=*/10));
-  WorkerOptions options = FastOptions();
-  options.max_trials = 1;
+  WorkerOptions options = OneTrialOptions();
   options.report_interval = absl::Seconds(10);  // only batches and drains
   options.report_batch = 1000;
   Worker worker(options, &coordinator, &trainer);
@@ -300,9 +292,7 @@ TEST(WorkerTest, HeartbeatStopEndsTheAttempt) {
     if (step == 10) coordinator.StopOnHeartbeat(1);
   };
   coordinator.QueueTask(MakeTask(1, 1, 1000000));
-  WorkerOptions options = FastOptions();
-  options.max_trials = 1;
-  Worker worker(options, &coordinator, &trainer);
+  Worker worker(OneTrialOptions(), &coordinator, &trainer);
 
   ASSERT_TRUE(worker.Run().ok());
 
@@ -318,9 +308,7 @@ TEST(WorkerTest, TransientTrainerErrorFailsRetryably) {
   trainer.fail_at_step = 7;
   trainer.fail_status = absl::InternalError("CUDA out of memory");
   coordinator.QueueTask(MakeTask(1, 1, 20));
-  WorkerOptions options = FastOptions();
-  options.max_trials = 1;
-  Worker worker(options, &coordinator, &trainer);
+  Worker worker(OneTrialOptions(), &coordinator, &trainer);
 
   ASSERT_TRUE(worker.Run().ok());
 
@@ -341,9 +329,7 @@ TEST(WorkerTest, BadDataFailsWithoutRetry) {
   trainer.fail_at_step = 1;
   trainer.fail_status = absl::NotFoundError("shard /data/x.bin not found");
   coordinator.QueueTask(MakeTask(1, 1, 20));
-  WorkerOptions options = FastOptions();
-  options.max_trials = 1;
-  Worker worker(options, &coordinator, &trainer);
+  Worker worker(OneTrialOptions(), &coordinator, &trainer);
 
   ASSERT_TRUE(worker.Run().ok());
 
@@ -357,9 +343,7 @@ TEST(WorkerTest, TaskWithScheduleOfWrongDepthFailsWithoutTraining) {
   v1::TrialTask task = MakeTask(1, 1, 20);
   task.mutable_trial()->set_schedule("4x5");
   coordinator.QueueTask(task);
-  WorkerOptions options = FastOptions();
-  options.max_trials = 1;
-  Worker worker(options, &coordinator, &trainer);
+  Worker worker(OneTrialOptions(), &coordinator, &trainer);
 
   ASSERT_TRUE(worker.Run().ok());
 
@@ -398,9 +382,7 @@ TEST(WorkerTest, RetriesLeaseUntilCoordinatorIsBack) {
   ScriptedTrainer trainer;
   coordinator.QueueTask(MakeTask(1, 1, 5));
   coordinator.FailNext(12);
-  WorkerOptions options = FastOptions();
-  options.max_trials = 1;
-  Worker worker(options, &coordinator, &trainer);
+  Worker worker(OneTrialOptions(), &coordinator, &trainer);
 
   ASSERT_TRUE(worker.Run().ok());
 
@@ -412,9 +394,7 @@ TEST(WorkerTest, ReRegistersWhenCoordinatorForgetsTheWorker) {
   ScriptedTrainer trainer;
   coordinator.ForgetWorkerOnce();
   coordinator.QueueTask(MakeTask(1, 1, 5));
-  WorkerOptions options = FastOptions();
-  options.max_trials = 1;
-  Worker worker(options, &coordinator, &trainer);
+  Worker worker(OneTrialOptions(), &coordinator, &trainer);
 
   ASSERT_TRUE(worker.Run().ok());
 
