@@ -40,6 +40,8 @@ void RegisterAccessCommands(CLI::App& app, Action* action);
 void RegisterCoordinatorCommands(CLI::App& app, Action* action);
 void RegisterWorkerCommands(CLI::App& app, Action* action);
 void RegisterRunCommands(CLI::App& app, Action* action);
+// db check, db backup: the coordinator's SQLite file (db_commands.cc).
+void RegisterDbCommands(CLI::App& app, Action* action);
 // presets, train, data prepare, eval: local model work (train_command.cc).
 void RegisterModelCommands(CLI::App& app, Action* action);
 

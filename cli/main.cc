@@ -24,6 +24,7 @@ int main(int argc, char** argv) {
   prism::cli::RegisterWorkerCommands(app, &action);
   prism::cli::RegisterRunCommands(app, &action);
   prism::cli::RegisterModelCommands(app, &action);
+  prism::cli::RegisterDbCommands(app, &action);
 
   try {
     app.parse(argc, argv);

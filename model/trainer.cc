@@ -286,6 +286,10 @@ absl::Status TrainingRun::Resume() {
   if (!loaded.ok()) return loaded.status();
   if (!loaded->has_value()) return absl::OkStatus();
   Checkpoint& checkpoint = **loaded;
+  if (config_.max_resume_step >= 0 &&
+      checkpoint.step > config_.max_resume_step) {
+    return absl::OkStatus();
+  }
   if (checkpoint.parameters.numel() != optimizer_->flat_parameters().numel()) {
     return absl::FailedPreconditionError(
         absl::StrCat("checkpoint in ", config_.checkpoint_dir, " has ",
@@ -441,7 +445,7 @@ std::vector<double> TrainingRun::ProbeAttention() {
 
 absl::Status TrainingRun::WriteCheckpoint(int64_t step) {
   if (config_.checkpoint_dir.empty()) return absl::OkStatus();
-  observer_->BeforeCheckpoint(step);
+  if (!observer_->BeforeCheckpoint(step)) return absl::OkStatus();
   Checkpoint checkpoint;
   checkpoint.identity = {internal::ShapeKey(config_.shape),
                          config_.schedule.ToString(), config_.seed};

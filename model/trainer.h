@@ -64,6 +64,8 @@ struct TrainConfig {
   std::string checkpoint_dir;   // "" disables checkpoints
   int checkpoint_every = 0;     // 0: only at the end
   bool resume = false;          // continue from checkpoint_dir's latest
+  // >= 0: a checkpoint past this step is not resumed (fresh start instead).
+  int64_t max_resume_step = -1;
   bool measure_attention = true;
   bool measure_mfu = true;
   // Attention kernel: "auto" (fused kernel on CPU fp32, SDPA on CUDA with
@@ -140,7 +142,10 @@ class TrainObserver {
   // after every point up to `step` (train and val) went to OnPoint. The worker
   // waits here until the coordinator stored those points, so a run resumed
   // from this checkpoint never leaves a hole in the curve.
-  virtual void BeforeCheckpoint(int64_t step) { (void)step; }
+  virtual bool BeforeCheckpoint(int64_t step) {
+    (void)step;
+    return true;
+  }
   virtual void OnCheckpoint(int64_t step) { (void)step; }
   // ShouldStop is polled every step; true ends the run early (stopped=true)
   // after writing a checkpoint.

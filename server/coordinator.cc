@@ -10,6 +10,7 @@
 #include "base/log.h"
 #include "base/status_macros.h"
 #include "proto/enum_names.h"
+#include "proto/worker_protocol.h"
 #include "server/auth_service.h"
 #include "server/experiment_service.h"
 #include "server/http_server.h"
@@ -144,7 +145,8 @@ absl::Status Coordinator::Start() {
   if (extended > 0) {
     Log(LogLevel::kInfo, "extended live leases after start")
         .Kv("leases", extended)
-        .Kv("seconds", options_.lease_seconds);
+        .Kv("grace_ms", v1::RestartGraceMs(options_.lease_seconds,
+                                           options_.heartbeat_seconds));
   }
 
   PRISM_ASSIGN_OR_RETURN(auto grpc_host, SplitHostPort(options_.grpc_address));

@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/failpoint.h"
 #include "base/log.h"
 #include "base/status_macros.h"
 #include "server/convert.h"
@@ -36,6 +37,7 @@ absl::StatusOr<v1::SubmitResponse> ExperimentManager::Submit(
   e.trials = std::move(plan.trials);
   PRISM_ASSIGN_OR_RETURN(storage::CreatedExperiment created,
                          store_->CreateExperiment(e));
+  Failpoint("submit.committed");
   PRISM_ASSIGN_OR_RETURN(v1::Experiment experiment,
                          store_->GetExperiment(created.id));
   Log(LogLevel::kInfo, "experiment submitted")

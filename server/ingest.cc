@@ -3,6 +3,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/failpoint.h"
 #include "base/log.h"
 
 namespace prism::server {
@@ -78,6 +79,7 @@ void IngestWriter::Run() {
       for (Pending& p : batch) p.done(failed);
       continue;
     }
+    Failpoint("ingest.committed");
     IngestStats delta;
     delta.batches = 1;
     delta.reports = static_cast<int64_t>(batch.size());

@@ -5,8 +5,10 @@
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/str_cat.h"
+#include "base/failpoint.h"
 #include "base/log.h"
 #include "base/status_macros.h"
+#include "proto/worker_protocol.h"
 #include "server/convert.h"
 
 namespace prism::server {
@@ -232,6 +234,7 @@ absl::StatusOr<v1::LeaseResponse> QueueManager::Lease(
       if (leased.has_value()) break;
     }
   }
+  if (leased.has_value()) Failpoint("lease.committed");
   v1::LeaseResponse response;
   if (!leased.has_value()) {
     response.set_retry_after_ms(options_.idle_retry_ms);
@@ -245,6 +248,9 @@ absl::StatusOr<v1::LeaseResponse> QueueManager::Lease(
   *task->mutable_data() = spec.data();
   *task->mutable_budget() = spec.budget();
   task->set_resume_step(leased->last_step());
+  PRISM_ASSIGN_OR_RETURN(int64_t stored_step,
+                         store_->LastStoredStep(leased->id()));
+  task->set_stored_step(stored_step);
   task->set_checkpoint_key(
       absl::StrCat("exp", leased->experiment_id(), "-trial", leased->id()));
   Log(LogLevel::kInfo, "trial leased")
@@ -384,6 +390,7 @@ absl::StatusOr<v1::CompleteResponse> QueueManager::Complete(
           storage::AttemptRef{request.trial_id(), request.attempt(),
                               request.worker_id()},
           request.metrics(), points, clock_->NowMs()));
+  Failpoint("complete.committed");
   PRISM_ASSIGN_OR_RETURN(v1::ExperimentSpec spec,
                          SpecFor(trial.experiment_id()));
   Log(LogLevel::kInfo, "trial finished")
@@ -489,7 +496,9 @@ absl::StatusOr<int> QueueManager::ExpireLeases() {
 }
 
 absl::StatusOr<int> QueueManager::ExtendLeasesAfterRestart() {
-  return store_->ExtendLiveLeases(DeadlineFrom(clock_->NowMs()));
+  return store_->ExtendLiveLeases(
+      clock_->NowMs() +
+      v1::RestartGraceMs(options_.lease_seconds, options_.heartbeat_seconds));
 }
 
 }  // namespace prism::server

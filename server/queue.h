@@ -115,8 +115,10 @@ class QueueManager {
 
   // ExpireLeases requeues or fails every expired lease; returns how many.
   absl::StatusOr<int> ExpireLeases();
-  // ExtendLeasesAfterRestart gives every live lease a full lease period from
-  // now (workers could not heartbeat while the coordinator was down).
+  // ExtendLeasesAfterRestart gives every live lease v1::RestartGraceMs from
+  // now (workers could not heartbeat while the coordinator was down: a
+  // lease, a heartbeat and the workers' reconnect bound), so a restart
+  // shorter than a lease supersedes nobody.
   absl::StatusOr<int> ExtendLeasesAfterRestart();
 
   const QueueOptions& options() const { return options_; }

@@ -933,6 +933,20 @@ absl::StatusOr<std::vector<TrialOutcome>> SqliteStore::ListCompletedOutcomes(
   return outcomes;
 }
 
+absl::StatusOr<int64_t> SqliteStore::LastStoredStep(int64_t trial_id) {
+  PRISM_ASSIGN_OR_RETURN(Reader r, AcquireReader());
+  // The trial's row first, so a missing trial is NotFound rather than 0.
+  PRISM_ASSIGN_OR_RETURN(
+      Query q, r->Prepare("SELECT (SELECT MAX(step) FROM points WHERE "
+                          "trial_id = trials.id) FROM trials WHERE id = ?"));
+  q.Bind(1, trial_id);
+  PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+  if (!row) {
+    return absl::NotFoundError(absl::StrCat("no trial ", trial_id));
+  }
+  return q.IsNull(0) ? 0 : q.Int(0);
+}
+
 absl::StatusOr<int64_t> SqliteStore::CountCompleted(int64_t experiment_id) {
   PRISM_ASSIGN_OR_RETURN(Reader r, AcquireReader());
   PRISM_ASSIGN_OR_RETURN(

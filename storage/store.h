@@ -189,6 +189,10 @@ class Store {
   // completion; the points table is not scanned).
   virtual absl::StatusOr<std::vector<TrialOutcome>> ListCompletedOutcomes(
       int64_t experiment_id) = 0;
+  // LastStoredStep returns the highest step of the trial's stored points,
+  // either split (0 when none). A checkpoint beyond it must not be resumed:
+  // the points between would never be stored. NotFound for no such trial.
+  virtual absl::StatusOr<int64_t> LastStoredStep(int64_t trial_id) = 0;
   // CountCompleted returns how many of the experiment's trials completed (it
   // only grows, so it versions ranking caches).
   virtual absl::StatusOr<int64_t> CountCompleted(int64_t experiment_id) = 0;

@@ -9,17 +9,30 @@
 
 #include "prism/v1/prism.grpc.pb.h"
 #include "proto/grpc_status.h"
+#include "proto/worker_protocol.h"
 #include "worker/coordinator_client.h"
 
 namespace prism::worker {
 namespace {
 
+// NewChannel bounds gRPC's reconnect backoff (by default it grows to two
+// minutes): a worker must find a restarted coordinator within about a
+// second, well inside the grace the coordinator gives its lease.
+std::shared_ptr<grpc::Channel> NewChannel(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, v1::kMinReconnectBackoffMs);
+  args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+              v1::kMinReconnectBackoffMs);
+  args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, v1::kMaxReconnectBackoffMs);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
+                                   args);
+}
+
 class GrpcCoordinatorClient final : public CoordinatorClient {
  public:
   GrpcCoordinatorClient(const std::string& address, std::string token,
                         absl::Duration rpc_timeout)
-      : stub_(v1::WorkerService::NewStub(
-            grpc::CreateChannel(address, grpc::InsecureChannelCredentials()))),
+      : stub_(v1::WorkerService::NewStub(NewChannel(address))),
         authorization_("Bearer " + std::move(token)),
         rpc_timeout_(rpc_timeout) {}
 

@@ -96,6 +96,7 @@ absl::StatusOr<model::TrainConfig> TrainConfigForTask(
   config.threads = resources.threads;
   config.checkpoint_dir = CheckpointDirFor(task, resources);
   config.resume = !config.checkpoint_dir.empty();
+  if (task.has_stored_step()) config.max_resume_step = task.stored_step();
   return config;
 }
 

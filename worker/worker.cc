@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/synchronization/notification.h"
 #include "absl/time/clock.h"
+#include "base/failpoint.h"
 #include "base/log.h"
 #include "worker/report_buffer.h"
 
@@ -54,19 +55,22 @@ class Worker::TrialRun final : public model::TrainObserver {
     step_.store(step);
     tokens_per_second_.store(tokens_per_second);
   }
-  void BeforeCheckpoint(int64_t step) override {
-    // Wait without limit while the trial is live: a checkpoint ahead of the
-    // stored curve would leave a hole when another worker resumes from it.
-    // After Shutdown the wait is bounded so the process can exit.
+  bool BeforeCheckpoint(int64_t step) override {
+    // A checkpoint ahead of the stored curve would leave a hole when any
+    // worker resumes from it, so it is written only once every point before
+    // it was acknowledged. Wait without limit while the attempt is live;
+    // once it was superseded, or after Shutdown's grace, skip it: the
+    // previous checkpoint stays, and the next attempt redoes the steps since.
     while (!buffer_.WaitDrained(absl::Seconds(1))) {
       if (buffer_.closed() || worker_->GiveUpRetrying()) {
-        Log(LogLevel::kWarning, "checkpoint_undrained")
+        Log(LogLevel::kWarning, "checkpoint_skipped")
             .Kv("trial", trial_id())
             .Kv("step", step)
             .Kv("unacknowledged_points", buffer_.size());
-        return;
+        return false;
       }
     }
+    return true;
   }
   void OnCheckpoint(int64_t step) override {
     Log(LogLevel::kInfo, "checkpoint").Kv("trial", trial_id()).Kv("step", step);
@@ -143,7 +147,9 @@ TrialOutcome Worker::TrialRun::Execute() {
                     /*retryable=*/false, TrialOutcome::kFailed);
   }
   step_.store(task_.resume_step());
-  if (task_.resume_step() == 0 && !config->checkpoint_dir.empty()) {
+  const int64_t stored_step =
+      task_.has_stored_step() ? task_.stored_step() : task_.resume_step();
+  if (stored_step == 0 && !config->checkpoint_dir.empty()) {
     RemoveStaleCheckpoint(config->checkpoint_dir);
   }
 
@@ -261,6 +267,7 @@ absl::Status Worker::TrialRun::SendOldest() {
   absl::StatusOr<v1::ReportResponse> response =
       worker_->client_->Report(request);
   if (!response.ok()) return response.status();
+  Failpoint("worker.report_sent");
   buffer_.Acknowledge(points.size());
   if (backoff_.retries() > 0) {
     Log(LogLevel::kInfo, "reports_resumed")
@@ -374,6 +381,11 @@ TrialOutcome Worker::TrialRun::Finish(
   if (!result.ok()) {
     Flush(/*leave=*/0);
     if (superseded_.load()) return TrialOutcome::kSuperseded;
+    if (result.status().code() == absl::StatusCode::kResourceExhausted) {
+      // This machine ran out of something (its checkpoint disk): another
+      // worker may do the trial, and this one can do none until it is fixed.
+      worker_->StopForLocalFault(result.status());
+    }
     return SendFail(result.status().ToString(), IsTransient(result.status()),
                     TrialOutcome::kFailed);
   }
@@ -494,7 +506,7 @@ absl::Status Worker::Run() {
   Backoff backoff(options_.backoff, backoff_seed_ + 1);
   int handled = 0;
   absl::Time idle_since = absl::Now();
-  while (!shutting_down()) {
+  while (!shutting_down() && local_fault().ok()) {
     if (options_.max_trials > 0 && handled >= options_.max_trials) {
       Log(LogLevel::kInfo, "max_trials_reached").Kv("trials", handled);
       break;
@@ -552,13 +564,22 @@ absl::Status Worker::Run() {
         .Kv("experiment", task.trial().experiment_id())
         .Kv("schedule", task.trial().schedule())
         .Kv("seed", task.trial().seed())
-        .Kv("resume_step", task.resume_step());
+        .Kv("resume_step", task.resume_step())
+        .Kv("stored_step", task.stored_step());
     RunTrial(task);
     ++handled;
     idle_since = absl::Now();
   }
   SayGoodbye();
-  return absl::OkStatus();
+  absl::MutexLock lock(&mu_);
+  return local_fault_;
+}
+
+void Worker::StopForLocalFault(const absl::Status& status) {
+  Log(LogLevel::kError, "stopping_for_local_fault")
+      .Kv("error", status.ToString());
+  absl::MutexLock lock(&mu_);
+  if (local_fault_.ok()) local_fault_ = status;
 }
 
 void Worker::SayGoodbye() {
@@ -622,6 +643,11 @@ void Worker::Shutdown() {
   if (shutdown_) return;
   shutdown_ = true;
   shutdown_at_ = absl::Now();
+}
+
+absl::Status Worker::local_fault() const {
+  absl::MutexLock lock(&mu_);
+  return local_fault_;
 }
 
 bool Worker::shutting_down() const {

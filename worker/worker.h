@@ -13,8 +13,15 @@
 //     buffers (bounded: the trainer pauses when the buffer is full), retries
 //     with exponential backoff and jitter, and re-sends; the coordinator
 //     stores a point once per (trial, split, step), so re-sending is safe.
-//   * Before each checkpoint every earlier point is acknowledged, so a trial
-//     resumed from that checkpoint (by any worker) has a curve without holes.
+//   * The curve rule: a stored curve never has a gap. A checkpoint is written
+//     only after every earlier point was acknowledged; when that cannot
+//     happen (the attempt was superseded, or Shutdown's grace ran out) the
+//     checkpoint is skipped and the previous one stays. And a worker never
+//     resumes from a checkpoint past the trial's last stored step
+//     (TrialTask.stored_step): it starts from an earlier one, or afresh. So
+//     every resumed attempt starts at or before the end of the stored curve
+//     and redoes the steps in between (the coordinator ignores the repeats;
+//     on the CPU they are bitwise the same values).
 //   * FailedPrecondition on a report or heartbeat, or a heartbeat saying
 //     `stop`, means this attempt was superseded or cancelled: the trainer is
 //     told to stop (TrainObserver::ShouldStop), nothing more is sent for it,
@@ -99,6 +106,10 @@ class Worker {
   // called; then it deregisters and returns OK. Returns Unauthenticated /
   // PermissionDenied / InvalidArgument at once when the coordinator refuses
   // this worker; an unreachable coordinator is retried, never an error.
+  // A trial that fails with ResourceExhausted (this machine's checkpoint disk
+  // is full) is failed as retryable, so another worker can take it, and Run
+  // then stops leasing and returns that status: this worker can do no trial
+  // until someone frees the disk.
   absl::Status Run();
 
   // RunTrial trains one leased task to its end, reporting as it goes, and
@@ -129,6 +140,9 @@ class Worker {
   // SayGoodbye deregisters the worker as Run ends normally, so that it
   // shows as stopped rather than lost.
   void SayGoodbye();
+  // StopForLocalFault makes Run stop leasing and return `status`.
+  void StopForLocalFault(const absl::Status& status);
+  absl::Status local_fault() const;
 
   const WorkerOptions options_;
   CoordinatorClient* const client_;
@@ -142,6 +156,7 @@ class Worker {
   absl::Time last_heartbeat_ ABSL_GUARDED_BY(mu_) = absl::InfinitePast();
   WorkerStats stats_ ABSL_GUARDED_BY(mu_);
   uint64_t backoff_seed_ ABSL_GUARDED_BY(mu_);
+  absl::Status local_fault_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace prism::worker

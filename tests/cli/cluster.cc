@@ -21,7 +21,14 @@ namespace prism::testing {
 namespace fs = std::filesystem;
 
 std::string PrismBinary() {
+  const char* other = std::getenv("PRISM_TEST_BINARY");
+  if (other != nullptr && *other != '\0') return other;
   return std::string(PRISM_BINARY_DIR) + "/cli/prism";
+}
+
+std::string DataDirEnv() {
+  return absl::StrCat("PRISM_DATA_DIR=", PRISM_BINARY_DIR,
+                      "/tests/cli/prism-data");
 }
 
 void WriteFile(const std::string& path, const std::string& content) {
@@ -46,13 +53,13 @@ std::string Tail(const std::string& path, int lines) {
   return absl::StrJoin(all.begin() + start, all.end(), "\n");
 }
 
-}  // namespace
-
-CommandResult RunPrism(const std::vector<std::string>& args,
-                       const std::vector<std::string>& env,
-                       const std::string& files) {
+// RunBinary runs `binary` with `args` the way RunPrism says.
+CommandResult RunBinary(const std::string& binary,
+                        const std::vector<std::string>& args,
+                        const std::vector<std::string>& env,
+                        const std::string& files) {
   cli::SpawnOptions spawn;
-  spawn.argv = {PrismBinary()};
+  spawn.argv = {binary};
   spawn.argv.insert(spawn.argv.end(), args.begin(), args.end());
   spawn.env = env;
   spawn.stdout_path = files + ".out";
@@ -70,7 +77,18 @@ CommandResult RunPrism(const std::vector<std::string>& args,
   return result;
 }
 
-LocalCluster::LocalCluster(CoordinatorFlags flags) : flags_(flags) {
+}  // namespace
+
+CommandResult RunPrism(const std::vector<std::string>& args,
+                       const std::vector<std::string>& env,
+                       const std::string& files) {
+  return RunBinary(PrismBinary(), args, env, files);
+}
+
+LocalCluster::LocalCluster(CoordinatorFlags flags)
+    : flags_(flags),
+      db_path_(flags_.db_path.empty() ? temp_.File("prism.db")
+                                      : flags_.db_path) {
   fs::create_directories(checkpoint_dir());
 }
 
@@ -82,7 +100,8 @@ LocalCluster::~LocalCluster() {
   if (coordinator_.has_value()) coordinator_->Stop(absl::Seconds(10));
 }
 
-absl::Status LocalCluster::StartCoordinator() {
+absl::Status LocalCluster::StartCoordinator(
+    const std::vector<std::string>& env) {
   ++coordinator_starts_;
   const std::string ready =
       absl::StrCat(dir(), "/ready-", coordinator_starts_, ".json");
@@ -90,7 +109,7 @@ absl::Status LocalCluster::StartCoordinator() {
   spawn.argv = {PrismBinary(),
                 "coordinator",
                 "--db",
-                dir() + "/prism.db",
+                db_path_,
                 "--listen",
                 grpc_address_.empty() ? "127.0.0.1:0" : grpc_address_,
                 "--http",
@@ -105,6 +124,7 @@ absl::Status LocalCluster::StartCoordinator() {
                 dir() + "/admin.token",
                 "--ready-file",
                 ready};
+  spawn.env = env;
   spawn.stdout_path = dir() + "/coordinator.log";
   spawn.stderr_path = dir() + "/coordinator.log";
   absl::StatusOr<cli::Subprocess> child = cli::Subprocess::Spawn(spawn);
@@ -147,16 +167,28 @@ void LocalCluster::KillCoordinator() {
 
 absl::StatusOr<int> LocalCluster::StartWorker(
     const std::vector<std::string>& extra) {
+  WorkerFlags flags;
+  flags.args = extra;
+  return StartWorker(flags);
+}
+
+absl::StatusOr<int> LocalCluster::StartWorker(const WorkerFlags& flags) {
   const int index = static_cast<int>(workers_.size());
   cli::SpawnOptions spawn;
-  spawn.argv = {PrismBinary(), "worker", "--coordinator",    grpc_address_,
-                "--threads",   "1",      "--checkpoint-dir", checkpoint_dir()};
-  spawn.argv.insert(spawn.argv.end(), extra.begin(), extra.end());
+  spawn.argv = {
+      PrismBinary(),
+      "worker",
+      "--coordinator",
+      grpc_address_,
+      "--threads",
+      "1",
+      "--checkpoint-dir",
+      flags.checkpoint_dir.empty() ? checkpoint_dir() : flags.checkpoint_dir};
+  spawn.argv.insert(spawn.argv.end(), flags.args.begin(), flags.args.end());
   // The demo corpus is prepared once per build tree and shared (preparing
   // it is safe when processes race).
-  spawn.env = {absl::StrCat("PRISM_TOKEN=", admin_token_),
-               absl::StrCat("PRISM_DATA_DIR=", PRISM_BINARY_DIR,
-                            "/tests/cli/prism-data")};
+  spawn.env = {absl::StrCat("PRISM_TOKEN=", admin_token_), DataDirEnv()};
+  spawn.env.insert(spawn.env.end(), flags.env.begin(), flags.env.end());
   spawn.stderr_path = absl::StrCat(dir(), "/worker-", index, ".log");
   spawn.stdout_path = spawn.stderr_path;
   absl::StatusOr<cli::Subprocess> child = cli::Subprocess::Spawn(spawn);
@@ -174,6 +206,14 @@ CommandResult LocalCluster::Run(const std::vector<std::string>& args,
            absl::StrCat("PRISM_TOKEN=", admin_token_)};
   }
   return RunPrism(args, env, absl::StrCat(dir(), "/cmd-", ++counter));
+}
+
+CommandResult LocalCluster::CheckDb() const {
+  // Always this build's checker, whichever binary runs the cluster.
+  static int counter = 0;
+  return RunBinary(std::string(PRISM_BINARY_DIR) + "/cli/prism",
+                   {"db", "check", "--db", db_path_}, {},
+                   absl::StrCat(dir(), "/db-check-", ++counter));
 }
 
 cli::RpcClient& LocalCluster::client() { return *client_; }

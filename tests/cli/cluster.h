@@ -22,8 +22,13 @@
 
 namespace prism::testing {
 
-// PrismBinary is the built `prism` executable.
+// PrismBinary is the built `prism` executable, or the one PRISM_TEST_BINARY
+// names (to run the same scenario against another build, e.g. an older one).
 std::string PrismBinary();
+
+// DataDirEnv is PRISM_DATA_DIR=<the build tree's shared demo corpus>, as
+// every worker (and `prism train` run by a test) gets it.
+std::string DataDirEnv();
 
 // WriteFile writes `content` to `path`, creating or truncating it.
 void WriteFile(const std::string& path, const std::string& content);
@@ -46,6 +51,14 @@ struct CoordinatorFlags {
   int lease_seconds = 30;
   int heartbeat_seconds = 5;
   int max_attempts = 3;
+  std::string db_path;  // "": prism.db in the cluster's temp dir
+};
+
+// WorkerFlags are a worker's own settings beside the cluster's defaults.
+struct WorkerFlags {
+  std::vector<std::string> args;  // added to the command line
+  std::vector<std::string> env;   // KEY=VALUE, e.g. PRISM_FAILPOINTS=...
+  std::string checkpoint_dir;     // "": the cluster's shared one
 };
 
 class LocalCluster {
@@ -58,20 +71,28 @@ class LocalCluster {
   const std::string& grpc_address() const { return grpc_address_; }
   const std::string& admin_token() const { return admin_token_; }
 
+  const std::string& db_path() const { return db_path_; }
+
   // StartCoordinator starts (or restarts, on the same port and database)
-  // the coordinator and waits until it is ready.
-  absl::Status StartCoordinator();
+  // the coordinator with `env` added to its environment (e.g. failpoints)
+  // and waits until it is ready.
+  absl::Status StartCoordinator(const std::vector<std::string>& env = {});
+  cli::Subprocess& coordinator() { return *coordinator_; }
   // KillCoordinator SIGKILLs it and reaps it.
   void KillCoordinator();
 
   // StartWorker starts `prism worker` with one thread; returns its index.
   absl::StatusOr<int> StartWorker(const std::vector<std::string>& extra = {});
+  absl::StatusOr<int> StartWorker(const WorkerFlags& flags);
   cli::Subprocess& worker(int index) { return workers_[index]; }
 
   // Run runs `prism args...` to completion with the admin token in the
   // environment and the coordinator address unless `with_defaults` is false.
   CommandResult Run(const std::vector<std::string>& args,
                     bool with_defaults = true) const;
+
+  // CheckDb runs the build's `prism db check` on the cluster's database.
+  CommandResult CheckDb() const;
 
   // Client returns an admin RPC client.
   cli::RpcClient& client();
@@ -91,6 +112,7 @@ class LocalCluster {
  private:
   CoordinatorFlags flags_;
   TempDir temp_{"prism_it"};  // removed after the processes below stopped
+  std::string db_path_;
   std::string grpc_address_;  // fixed after the first start
   std::string http_address_;
   std::string admin_token_;

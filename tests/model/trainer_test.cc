@@ -32,8 +32,9 @@ class Recorder : public TrainObserver {
   void OnStep(int64_t step, double loss, double) override {
     losses.push_back({step, loss});
   }
-  void BeforeCheckpoint(int64_t step) override {
+  bool BeforeCheckpoint(int64_t step) override {
     before_checkpoint.push_back(step);
+    return true;
   }
   void OnCheckpoint(int64_t step) override { checkpoints.push_back(step); }
   bool ShouldStop() override {

@@ -5,6 +5,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "proto/worker_protocol.h"
 #include "tests/server/coordinator_fixture.h"
 
 namespace prism::server::testing {
@@ -496,6 +497,21 @@ TEST_F(ServiceTest, RestartExtendsLiveLeasesSoWorkersCanReconnect) {
                      {Point(v1::SPLIT_TRAIN, 1, 1.0f)}, &r)
                   .ok());
   EXPECT_EQ(r.stored(), 1);
+}
+
+TEST_F(ServiceTest, RestartGraceCoversALeaseAHeartbeatAndTheReconnectBound) {
+  Submit(alice_, Spec({"4x6"}, {1}));
+  const std::string w = Register(worker_token_);
+  Lease(worker_token_, w);
+  Restart();
+  // A worker that heartbeated just before the crash may next get through a
+  // heartbeat period plus its reconnect bound after the restart.
+  const int64_t grace = v1::RestartGraceMs(30, 5);
+  EXPECT_GT(grace, (30 + 5) * 1000);
+  clock_.Advance(grace - 1);
+  EXPECT_EQ(*coordinator_->queue()->ExpireLeases(), 0);
+  clock_.Advance(2);
+  EXPECT_EQ(*coordinator_->queue()->ExpireLeases(), 1);
 }
 
 TEST_F(ServiceTest, ListTrialsPagesWithTotals) {

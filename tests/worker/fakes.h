@@ -320,6 +320,15 @@ class ScriptedTrainer final : public TrainerLauncher {
     absl::MutexLock lock(&mu_);
     return configs_;
   }
+  // The checkpoint steps the observer let through, and those it refused.
+  std::vector<int64_t> written_checkpoints() const {
+    absl::MutexLock lock(&mu_);
+    return written_checkpoints_;
+  }
+  std::vector<int64_t> skipped_checkpoints() const {
+    absl::MutexLock lock(&mu_);
+    return skipped_checkpoints_;
+  }
 
   absl::StatusOr<model::TrainResult> Train(
       const model::TrainConfig& config,
@@ -370,14 +379,24 @@ class ScriptedTrainer final : public TrainerLauncher {
   void Checkpoint(const model::TrainConfig& config,
                   model::TrainObserver* observer, int64_t step) {
     (void)config;
-    observer->BeforeCheckpoint(step);
+    if (!observer->BeforeCheckpoint(step)) {
+      absl::MutexLock lock(&mu_);
+      skipped_checkpoints_.push_back(step);
+      return;
+    }
     if (after_before_checkpoint) after_before_checkpoint(step);
+    {
+      absl::MutexLock lock(&mu_);
+      written_checkpoints_.push_back(step);
+    }
     observer->OnCheckpoint(step);
   }
 
   mutable absl::Mutex mu_;
   int64_t last_step_ ABSL_GUARDED_BY(mu_) = 0;
   std::vector<model::TrainConfig> configs_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> written_checkpoints_ ABSL_GUARDED_BY(mu_);
+  std::vector<int64_t> skipped_checkpoints_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace prism::worker::testing

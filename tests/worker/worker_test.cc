@@ -353,6 +353,69 @@ TEST(WorkerTest, TaskWithScheduleOfWrongDepthFailsWithoutTraining) {
   EXPECT_THAT(coordinator.failures()[0].message(), HasSubstr("layers"));
 }
 
+TEST(WorkerTest, SupersededAttemptSkipsCheckpointsAheadOfTheStoredCurve) {
+  FakeCoordinator coordinator;
+  ScriptedTrainer trainer;
+  // From step 7 on, every report of this attempt is refused: the points
+  // after it are never stored, so no checkpoint past them may be written.
+  trainer.on_step = [&](int64_t step) {
+    if (step == 7) coordinator.Supersede(1);
+  };
+  coordinator.QueueTask(MakeTask(1, 1, 1000, /*checkpoint_every=*/5));
+  Worker worker(OneTrialOptions(), &coordinator, &trainer);
+
+  ASSERT_TRUE(worker.Run().ok());
+
+  EXPECT_THAT(trainer.written_checkpoints(), ElementsAre(5));
+  EXPECT_FALSE(trainer.skipped_checkpoints().empty());
+  const std::vector<int64_t> stored =
+      coordinator.StoredSteps(1, v1::SPLIT_TRAIN);
+  ASSERT_FALSE(stored.empty());
+  EXPECT_GE(stored.back(), 5);
+  EXPECT_EQ(worker.stats().trials_superseded, 1);
+}
+
+TEST(WorkerTest, ResumeIsCappedAtTheCoordinatorsStoredStep) {
+  FakeCoordinator coordinator;
+  ScriptedTrainer trainer;
+  v1::TrialTask capped = MakeTask(1, 2, 20, /*checkpoint_every=*/5);
+  capped.set_stored_step(12);
+  coordinator.QueueTask(capped);
+  coordinator.QueueTask(MakeTask(2, 1, 20, /*checkpoint_every=*/5));
+  WorkerOptions options = FastOptions();
+  options.max_trials = 2;
+  Worker worker(options, &coordinator, &trainer);
+
+  ASSERT_TRUE(worker.Run().ok());
+
+  ASSERT_EQ(trainer.configs().size(), 2u);
+  EXPECT_EQ(trainer.configs()[0].max_resume_step, 12);
+  // A coordinator that does not say: no cap.
+  EXPECT_EQ(trainer.configs()[1].max_resume_step, -1);
+}
+
+TEST(WorkerTest, FullCheckpointDiskFailsTheTrialForOthersAndStopsLeasing) {
+  FakeCoordinator coordinator;
+  ScriptedTrainer trainer;
+  trainer.fail_at_step = 4;
+  trainer.fail_status = absl::ResourceExhaustedError(
+      "checkpoint dir /ckpt/trial-1: No space left on device");
+  coordinator.QueueTask(MakeTask(1, 1, 20));
+  coordinator.QueueTask(MakeTask(2, 1, 20));
+  Worker worker(FastOptions(), &coordinator, &trainer);
+
+  const absl::Status status = worker.Run();
+
+  EXPECT_EQ(status.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(status.message(), HasSubstr("No space left on device"));
+  ASSERT_EQ(coordinator.failures().size(), 1u);
+  EXPECT_TRUE(coordinator.failures()[0].retryable());
+  EXPECT_THAT(coordinator.failures()[0].message(), HasSubstr("/ckpt/trial-1"));
+  // The second trial was left for a worker that can do it.
+  EXPECT_EQ(trainer.configs().size(), 1u);
+  EXPECT_EQ(coordinator.deregistered().size(), 1u);
+}
+
 TEST(WorkerTest, ShutdownCheckpointsFlushesAndHandsTrialBack) {
   FakeCoordinator coordinator;
   ScriptedTrainer trainer;

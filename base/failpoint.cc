@@ -1,0 +1,84 @@
+#include "base/failpoint.h"
+
+#include <signal.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_split.h"
+
+namespace prism {
+namespace {
+
+// Every failpoint the code reaches, so that arming a misspelt one is loud.
+constexpr const char* kFailpointNames[] = {
+    "checkpoint.temp_written",  // model: temp file synced, not yet renamed
+    "worker.report_sent",       // worker: Report answered, not acknowledged
+    "submit.committed",         // coordinator: experiment stored, no answer
+    "lease.committed",          // coordinator: lease stored, task not sent
+    "ingest.committed",         // coordinator: reports stored, not acked
+    "complete.committed",       // coordinator: completion stored, no answer
+};
+
+struct Armed {
+  std::string name;
+  int64_t hit = 1;  // kill on this hit (1-based)
+  std::atomic<int64_t> hits{0};
+};
+
+struct Registry {
+  std::vector<Armed> armed;
+};
+
+Registry* Load() {
+  auto* registry = new Registry();
+  const char* env = std::getenv("PRISM_FAILPOINTS");
+  if (env == nullptr || *env == '\0') return registry;
+  std::vector<std::string> specs =
+      absl::StrSplit(env, ',', absl::SkipWhitespace());
+  registry->armed = std::vector<Armed>(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    std::vector<std::string> parts = absl::StrSplit(specs[i], '@');
+    Armed& a = registry->armed[i];
+    a.name = parts[0];
+    if (parts.size() > 1 &&
+        (!absl::SimpleAtoi(parts[1], &a.hit) || a.hit < 1)) {
+      std::fprintf(stderr, "PRISM_FAILPOINTS: bad hit count in '%s'\n",
+                   specs[i].c_str());
+      a.hit = 1;
+    }
+    if (std::find_if(std::begin(kFailpointNames), std::end(kFailpointNames),
+                     [&](const char* n) { return a.name == n; }) ==
+        std::end(kFailpointNames)) {
+      std::fprintf(stderr, "PRISM_FAILPOINTS: no failpoint named '%s'\n",
+                   a.name.c_str());
+    }
+  }
+  return registry;
+}
+
+}  // namespace
+
+void Failpoint(absl::string_view name) {
+  static Registry* const registry = Load();
+  if (registry->armed.empty()) return;
+  for (Armed& a : registry->armed) {
+    if (a.name != name) continue;
+    if (a.hits.fetch_add(1) + 1 == a.hit) {
+      std::fprintf(stderr, "failpoint %s: SIGKILL after %lld hit(s)\n",
+                   a.name.c_str(), static_cast<long long>(a.hit));
+      std::fflush(stderr);
+      kill(getpid(), SIGKILL);
+    }
+  }
+}
+
+}  // namespace prism

@@ -1,0 +1,34 @@
+// Failpoints: named places where a crash test can make this process die at
+// the exact moment state is in flight (a report stored but not yet
+// acknowledged, a checkpoint written but not yet renamed, a lease committed
+// but not yet sent), instead of killing it from outside at a moment that
+// happens to be quiet. Modelled on the fail points of FoundationDB and TiKV,
+// without their runtime control: they are read once from the environment.
+//
+//   PRISM_FAILPOINTS="ingest.committed@3,checkpoint.temp_written"
+//
+// arms `ingest.committed` to SIGKILL the process the third time it is
+// reached and `checkpoint.temp_written` the first time. Unset (every real
+// deployment), Failpoint costs one load of a flag.
+//
+//   Failpoint("ingest.committed");  // after the commit, before the acks
+//
+// The names in use are listed in kFailpointNames (failpoint.cc); an unknown
+// name in the variable is reported once on stderr, so a typo in a test does
+// not silently arm nothing.
+//
+// Thread-safety: Failpoint may be called from any thread.
+#ifndef PRISM_BASE_FAILPOINT_H_
+#define PRISM_BASE_FAILPOINT_H_
+
+#include "absl/strings/string_view.h"
+
+namespace prism {
+
+// Failpoint SIGKILLs the process when `name` is armed and this is the armed
+// hit; otherwise it returns at once.
+void Failpoint(absl::string_view name);
+
+}  // namespace prism
+
+#endif  // PRISM_BASE_FAILPOINT_H_

@@ -1,0 +1,617 @@
+// The fault matrix: real coordinator and worker processes on loopback, each
+// case killing, stopping or starving one of them inside a window where state
+// is in flight (points sent but unacknowledged, a checkpoint half written, a
+// lease committed but not delivered, a restart shorter than a lease). Every
+// case ends the same way: the experiment finishes, every curve holds each
+// step of its cadence exactly once, `prism db check` finds nothing, and a
+// crashed trial's val curve is bitwise the uninterrupted run's (`prism train`
+// with the same recipe): resume is exact on the CPU.
+//
+// Failpoints (base/failpoint.h) put the kill at the exact moment; the cases
+// that need a small filesystem mount a tmpfs and skip, saying so, where
+// mounting is not permitted.
+#include <signal.h>
+#include <sys/mount.h>
+
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+#include <vector>
+
+#include "absl/strings/match.h"
+#include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/strip.h"
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
+#include "tests/cli/cluster.h"
+
+namespace prism::testing {
+namespace {
+
+namespace fs = std::filesystem;
+using ::testing::HasSubstr;
+
+// The recipe of every case: the tiny preset, short enough to run a dozen
+// cases in a few minutes, with checkpoints every 20 steps.
+struct Recipe {
+  int64_t steps = 60;
+  int64_t log_every = 5;
+  int64_t eval_every = 10;
+  int64_t checkpoint_every = 20;
+};
+
+// ShortLease: a lost worker's trial goes back to the queue within seconds.
+CoordinatorFlags ShortLease() {
+  CoordinatorFlags flags;
+  flags.lease_seconds = 3;
+  flags.heartbeat_seconds = 1;
+  return flags;
+}
+
+std::string Spec(const std::string& name,
+                 const std::vector<std::string>& schedules,
+                 const Recipe& r = {}, int max_attempts = 0) {
+  std::string spec = absl::StrCat(
+      "name: \"", name,
+      "\"\nmodel { preset: \"tiny\" }\nbudget {\n  steps: ", r.steps,
+      "\n  batch_size: 4\n  eval_every: ", r.eval_every,
+      "\n  eval_batches: 1\n  log_every: ", r.log_every,
+      "\n  checkpoint_every: ", r.checkpoint_every, "\n}\nseeds: 1\n");
+  for (const std::string& s : schedules) {
+    absl::StrAppend(&spec, "schedules: \"", s, "\"\n");
+  }
+  if (max_attempts > 0) absl::StrAppend(&spec, "max_attempts: ", max_attempts);
+  return spec;
+}
+
+// Reference trains the recipe without interruption through `prism train`
+// and returns its val curve, step -> loss.
+std::map<int64_t, float> Reference(const LocalCluster& cluster,
+                                   const std::string& schedule,
+                                   const Recipe& r = {}) {
+  static int counter = 0;
+  CommandResult run = RunPrism(
+      {"train",
+       "--preset",
+       "tiny",
+       "--schedule",
+       schedule,
+       "--seed",
+       "1",
+       "--steps",
+       absl::StrCat(r.steps),
+       "--batch-size",
+       "4",
+       "--eval-every",
+       absl::StrCat(r.eval_every),
+       "--eval-batches",
+       "1",
+       "--log-every",
+       absl::StrCat(r.log_every),
+       "--threads",
+       "1",
+       "--format",
+       "json"},
+      {DataDirEnv()}, absl::StrCat(cluster.dir(), "/reference-", ++counter));
+  std::map<int64_t, float> curve;
+  v1::GetTrialResponse response;
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_TRUE(
+      google::protobuf::util::JsonStringToMessage(run.out, &response).ok())
+      << run.out;
+  for (const v1::LossPoint& p : response.points()) {
+    if (p.split() == v1::SPLIT_VAL) curve[p.step()] = p.loss();
+  }
+  return curve;
+}
+
+// WaitForStep polls until some trial of the experiment is running at or
+// beyond `step`; returns that trial.
+absl::StatusOr<v1::Trial> WaitForStep(LocalCluster& cluster, int64_t id,
+                                      int64_t step, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(id);
+    if (trials.ok()) {
+      for (const v1::Trial& t : *trials) {
+        if (t.last_step() >= step && t.state() == v1::TRIAL_RUNNING) return t;
+      }
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return absl::DeadlineExceededError(
+      absl::StrCat("no trial reached step ", step, "\n", cluster.Logs()));
+}
+
+// WaitForAttempt polls until the trial runs attempt `attempt` at or beyond
+// `step`.
+absl::Status WaitForAttempt(LocalCluster& cluster, int64_t trial_id,
+                            int attempt, int64_t step, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    absl::StatusOr<v1::GetTrialResponse> t = cluster.GetTrial(trial_id);
+    if (t.ok() && t->trial().attempt() >= attempt &&
+        (t->trial().last_step() >= step ||
+         t->trial().state() == v1::TRIAL_COMPLETED)) {
+      return absl::OkStatus();
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return absl::DeadlineExceededError(
+      absl::StrCat("trial ", trial_id, " never ran attempt ", attempt,
+                   " past step ", step, "\n", cluster.Logs()));
+}
+
+// LoggedValues returns, for every line of the log at `path` whose message is
+// `msg`, the integer value of `key`, in order.
+std::vector<int64_t> LoggedValues(const std::string& path,
+                                  const std::string& msg,
+                                  const std::string& key) {
+  std::vector<int64_t> values;
+  for (absl::string_view line : absl::StrSplit(ReadFile(path), '\n')) {
+    std::vector<absl::string_view> fields = absl::StrSplit(line, ' ');
+    bool matches = false;
+    for (absl::string_view f : fields) matches |= f == "msg=" + msg;
+    if (!matches) continue;
+    for (absl::string_view f : fields) {
+      int64_t value;
+      if (absl::ConsumePrefix(&f, key + "=") && absl::SimpleAtoi(f, &value)) {
+        values.push_back(value);
+      }
+    }
+  }
+  return values;
+}
+
+std::string WorkerLog(const LocalCluster& cluster, int index) {
+  return absl::StrCat(cluster.dir(), "/worker-", index, ".log");
+}
+
+// ExpectNothingLost checks every completed trial of the experiment: each
+// step of its cadence once in both curves, and, for the named schedules,
+// the val curve of the uninterrupted run; then `prism db check`.
+void ExpectNothingLost(
+    LocalCluster& cluster, int64_t id, const Recipe& r,
+    const std::map<std::string, std::map<int64_t, float>>& references) {
+  absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(id);
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  std::vector<int64_t> train_steps = Range(r.log_every, r.steps, r.log_every);
+  std::vector<int64_t> val_steps = Range(0, r.steps, r.eval_every);
+  for (const v1::Trial& t : *trials) {
+    if (t.state() != v1::TRIAL_COMPLETED) continue;
+    absl::StatusOr<v1::GetTrialResponse> trial = cluster.GetTrial(t.id());
+    ASSERT_TRUE(trial.ok()) << trial.status();
+    EXPECT_EQ(StepsOf(*trial, v1::SPLIT_TRAIN), train_steps)
+        << "trial " << t.id() << " " << t.schedule();
+    EXPECT_EQ(StepsOf(*trial, v1::SPLIT_VAL), val_steps)
+        << "trial " << t.id() << " " << t.schedule();
+    auto reference = references.find(t.schedule());
+    if (reference == references.end()) continue;
+    std::map<int64_t, float> got;
+    for (const v1::LossPoint& p : trial->points()) {
+      if (p.split() == v1::SPLIT_VAL) got[p.step()] = p.loss();
+    }
+    EXPECT_EQ(got, reference->second)
+        << "trial " << t.id() << " " << t.schedule()
+        << ": its val curve is not the uninterrupted run's";
+    EXPECT_EQ(static_cast<float>(trial->trial().metrics().final_val_loss()),
+              reference->second.rbegin()->second);
+  }
+  CommandResult check = cluster.CheckDb();
+  EXPECT_EQ(check.status, 0) << check.out << check.err;
+  EXPECT_THAT(check.out, HasSubstr("every invariant holds"));
+}
+
+// Tmpfs mounts a small tmpfs at a fresh directory for one test, or says why
+// it cannot.
+class Tmpfs {
+ public:
+  Tmpfs(const std::string& dir, const std::string& size) : dir_(dir) {
+    fs::create_directories(dir);
+    const std::string options = absl::StrCat("size=", size);
+    if (mount("tmpfs", dir.c_str(), "tmpfs", 0, options.c_str()) == 0) {
+      mounted_ = true;
+    } else {
+      error_ = std::strerror(errno);
+    }
+  }
+  ~Tmpfs() {
+    if (mounted_) umount2(dir_.c_str(), MNT_DETACH);
+  }
+  bool mounted() const { return mounted_; }
+  const std::string& error() const { return error_; }
+
+ private:
+  std::string dir_;
+  bool mounted_ = false;
+  std::string error_;
+};
+
+// FillDisk writes `path` until its filesystem is full.
+void FillDisk(const std::string& path) {
+  std::ofstream out(path, std::ios::binary);
+  const std::string chunk(64 * 1024, 'x');
+  while (out.write(chunk.data(), static_cast<std::streamsize>(chunk.size()))) {
+    out.flush();
+  }
+}
+
+// --- workers -----------------------------------------------------------
+
+TEST(FaultMatrixTest, WorkerKilledWhileTrainingResumesFromItsCheckpoint) {
+  LocalCluster cluster(ShortLease());
+  ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
+  absl::StatusOr<int64_t> id = cluster.SubmitSpec(Spec("worker kill", {"4x6"}));
+  ASSERT_TRUE(id.ok()) << id.status();
+  absl::StatusOr<int> first = cluster.StartWorker();
+  ASSERT_TRUE(first.ok());
+
+  // Between two checkpoints, with points in flight.
+  absl::StatusOr<v1::Trial> running =
+      WaitForStep(cluster, *id, 25, absl::Minutes(2));
+  ASSERT_TRUE(running.ok()) << running.status();
+  ASSERT_TRUE(cluster.worker(*first).Signal(SIGKILL).ok());
+  ASSERT_TRUE(cluster.worker(*first).Wait(absl::Seconds(10)).ok());
+  ASSERT_TRUE(cluster.StartWorker().ok());
+  ASSERT_TRUE(cluster.WaitForExperiment(*id, absl::Minutes(4)).ok());
+
+  absl::StatusOr<v1::GetTrialResponse> trial = cluster.GetTrial(running->id());
+  ASSERT_TRUE(trial.ok()) << trial.status();
+  ASSERT_EQ(trial->trial().attempts_size(), 2) << cluster.Logs();
+  const v1::TrialAttempt& resumed = trial->trial().attempts(1);
+  EXPECT_EQ(resumed.outcome(), v1::TRIAL_COMPLETED);
+  // The second attempt started from the last checkpoint the killed worker
+  // wrote (the kill may land between its rename and its log line), as it
+  // logged and told the coordinator.
+  const std::vector<int64_t> loaded =
+      LoggedValues(WorkerLog(cluster, 1), "train_start", "resumed_from_step");
+  ASSERT_EQ(loaded.size(), 1u) << cluster.Logs();
+  EXPECT_EQ(resumed.resumed_from_step(), loaded[0]);
+  EXPECT_GT(resumed.resumed_from_step(), 0);
+  EXPECT_EQ(resumed.resumed_from_step() % 20, 0);
+  const std::vector<int64_t> written =
+      LoggedValues(WorkerLog(cluster, 0), "checkpoint", "step");
+  ASSERT_FALSE(written.empty()) << cluster.Logs();
+  EXPECT_GE(resumed.resumed_from_step(), written.back());
+  ExpectNothingLost(cluster, *id, {}, {{"4x6", Reference(cluster, "4x6")}});
+}
+
+TEST(FaultMatrixTest, WorkerKilledWhileWritingACheckpointResumesFromTheLast) {
+  LocalCluster cluster(ShortLease());
+  ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
+  absl::StatusOr<int64_t> id =
+      cluster.SubmitSpec(Spec("checkpoint kill", {"4x6"}));
+  ASSERT_TRUE(id.ok()) << id.status();
+  // Dies with the step-40 checkpoint written to its temp file, not renamed.
+  WorkerFlags dying;
+  dying.env = {"PRISM_FAILPOINTS=checkpoint.temp_written@2"};
+  absl::StatusOr<int> first = cluster.StartWorker(dying);
+  ASSERT_TRUE(first.ok());
+  absl::StatusOr<int> exited = cluster.worker(*first).Wait(absl::Minutes(2));
+  ASSERT_TRUE(exited.ok()) << cluster.Logs();
+  EXPECT_EQ(*exited, 128 + SIGKILL) << cluster.Logs();
+
+  ASSERT_TRUE(cluster.StartWorker().ok());
+  ASSERT_TRUE(cluster.WaitForExperiment(*id, absl::Minutes(4)).ok());
+  absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(*id);
+  ASSERT_TRUE(trials.ok());
+  absl::StatusOr<v1::GetTrialResponse> trial =
+      cluster.GetTrial(trials->at(0).id());
+  ASSERT_TRUE(trial.ok());
+  ASSERT_EQ(trial->trial().attempts_size(), 2) << cluster.Logs();
+  // The half-written step-40 file is ignored; the step-20 one is intact.
+  EXPECT_EQ(trial->trial().attempts(1).resumed_from_step(), 20);
+  ExpectNothingLost(cluster, *id, {}, {{"4x6", Reference(cluster, "4x6")}});
+}
+
+TEST(FaultMatrixTest, WorkerKilledBetweenAReportAndItsAckLosesNothing) {
+  LocalCluster cluster(ShortLease());
+  ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
+  absl::StatusOr<int64_t> id = cluster.SubmitSpec(Spec("ack kill", {"4x6"}));
+  ASSERT_TRUE(id.ok()) << id.status();
+  // The coordinator stored the third report; the worker never saw the ack.
+  WorkerFlags dying;
+  dying.env = {"PRISM_FAILPOINTS=worker.report_sent@3"};
+  absl::StatusOr<int> first = cluster.StartWorker(dying);
+  ASSERT_TRUE(first.ok());
+  absl::StatusOr<int> exited = cluster.worker(*first).Wait(absl::Minutes(2));
+  ASSERT_TRUE(exited.ok()) << cluster.Logs();
+  EXPECT_EQ(*exited, 128 + SIGKILL) << cluster.Logs();
+
+  ASSERT_TRUE(cluster.StartWorker().ok());
+  ASSERT_TRUE(cluster.WaitForExperiment(*id, absl::Minutes(4)).ok());
+  ExpectNothingLost(cluster, *id, {}, {{"4x6", Reference(cluster, "4x6")}});
+}
+
+TEST(FaultMatrixTest, StoppedWorkerPastItsLeaseIsRefusedAndNothingDoubles) {
+  LocalCluster cluster(ShortLease());
+  ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
+  absl::StatusOr<int64_t> id = cluster.SubmitSpec(Spec("sigstop", {"4x6"}));
+  ASSERT_TRUE(id.ok()) << id.status();
+  absl::StatusOr<int> first = cluster.StartWorker();
+  ASSERT_TRUE(first.ok());
+  absl::StatusOr<v1::Trial> running =
+      WaitForStep(cluster, *id, 25, absl::Minutes(2));
+  ASSERT_TRUE(running.ok()) << running.status();
+
+  // Frozen past its lease: another worker takes the trial over...
+  ASSERT_TRUE(cluster.worker(*first).Signal(SIGSTOP).ok());
+  ASSERT_TRUE(cluster.StartWorker().ok());
+  ASSERT_TRUE(
+      WaitForAttempt(cluster, running->id(), 2, 45, absl::Minutes(2)).ok());
+  // ...and the first one wakes up with stale reports and a stale lease.
+  ASSERT_TRUE(cluster.worker(*first).Signal(SIGCONT).ok());
+  ASSERT_TRUE(cluster.WaitForExperiment(*id, absl::Minutes(4)).ok());
+
+  absl::StatusOr<v1::GetTrialResponse> trial = cluster.GetTrial(running->id());
+  ASSERT_TRUE(trial.ok());
+  EXPECT_EQ(trial->trial().attempts_size(), 2) << cluster.Logs();
+  EXPECT_EQ(trial->trial().attempts(1).outcome(), v1::TRIAL_COMPLETED);
+  // The woken worker learns it lost the trial (a refused report or a
+  // heartbeat that says stop) and stops.
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (!absl::StrContains(ReadFile(WorkerLog(cluster, 0)),
+                            "msg=trial_superseded") &&
+         absl::Now() < deadline) {
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  EXPECT_THAT(ReadFile(WorkerLog(cluster, 0)),
+              HasSubstr("msg=trial_superseded"));
+  ExpectNothingLost(cluster, *id, {}, {{"4x6", Reference(cluster, "4x6")}});
+}
+
+TEST(FaultMatrixTest, SigtermedWorkerHandsItsTrialBackForAnotherToResume) {
+  LocalCluster cluster(ShortLease());
+  ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
+  absl::StatusOr<int64_t> id = cluster.SubmitSpec(Spec("sigterm", {"4x6"}));
+  ASSERT_TRUE(id.ok()) << id.status();
+  absl::StatusOr<int> first = cluster.StartWorker();
+  ASSERT_TRUE(first.ok());
+  absl::StatusOr<v1::Trial> running =
+      WaitForStep(cluster, *id, 25, absl::Minutes(2));
+  ASSERT_TRUE(running.ok()) << running.status();
+  ASSERT_TRUE(cluster.worker(*first).Signal(SIGTERM).ok());
+  absl::StatusOr<int> exited = cluster.worker(*first).Wait(absl::Minutes(1));
+  ASSERT_TRUE(exited.ok());
+  EXPECT_EQ(*exited, 0) << cluster.Logs();
+
+  ASSERT_TRUE(cluster.StartWorker().ok());
+  ASSERT_TRUE(cluster.WaitForExperiment(*id, absl::Minutes(4)).ok());
+  absl::StatusOr<v1::GetTrialResponse> trial = cluster.GetTrial(running->id());
+  ASSERT_TRUE(trial.ok());
+  ASSERT_EQ(trial->trial().attempts_size(), 2) << cluster.Logs();
+  // Handed back, not failed: it used up no attempt.
+  EXPECT_EQ(trial->trial().attempts(0).outcome(), v1::TRIAL_QUEUED);
+  // It checkpointed where it stopped, and the next worker started there.
+  const std::vector<int64_t> written =
+      LoggedValues(WorkerLog(cluster, 0), "checkpoint", "step");
+  ASSERT_FALSE(written.empty());
+  EXPECT_GE(written.back(), 25);
+  EXPECT_EQ(trial->trial().attempts(1).resumed_from_step(), written.back());
+  ExpectNothingLost(cluster, *id, {}, {{"4x6", Reference(cluster, "4x6")}});
+}
+
+TEST(FaultMatrixTest, FullCheckpointDiskFailsThatTrialAndNoOther) {
+  LocalCluster cluster;
+  const std::string small = cluster.dir() + "/small-checkpoints";
+  Tmpfs disk(small, "1m");
+  if (!disk.mounted()) {
+    GTEST_SKIP() << "cannot mount a tmpfs here (" << disk.error()
+                 << "): the full checkpoint disk case needs one";
+  }
+  ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
+  absl::StatusOr<int64_t> id = cluster.SubmitSpec(
+      Spec("full disk", {"4x6", "2x3,4x3"}, {}, /*max_attempts=*/1));
+  ASSERT_TRUE(id.ok()) << id.status();
+  WorkerFlags starved;
+  starved.checkpoint_dir = small;
+  absl::StatusOr<int> first = cluster.StartWorker(starved);
+  ASSERT_TRUE(first.ok());
+  // It fails its trial at the first checkpoint and stops leasing.
+  absl::StatusOr<int> exited = cluster.worker(*first).Wait(absl::Minutes(2));
+  ASSERT_TRUE(exited.ok()) << cluster.Logs();
+  EXPECT_EQ(*exited, 1) << cluster.Logs();
+  EXPECT_THAT(ReadFile(WorkerLog(cluster, 0)),
+              HasSubstr("No space left on device"));
+
+  ASSERT_TRUE(cluster.StartWorker().ok());
+  absl::StatusOr<v1::Experiment> done =
+      cluster.WaitForExperiment(*id, absl::Minutes(4));
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->counts().failed(), 1) << cluster.Logs();
+  EXPECT_EQ(done->counts().completed(), 1) << cluster.Logs();
+  absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(*id);
+  ASSERT_TRUE(trials.ok());
+  for (const v1::Trial& t : *trials) {
+    if (t.state() != v1::TRIAL_FAILED) continue;
+    EXPECT_THAT(t.error(), HasSubstr("No space left on device"));
+    EXPECT_THAT(t.error(), HasSubstr(small));
+  }
+  ExpectNothingLost(cluster, *id, {}, {});
+}
+
+// --- the coordinator ---------------------------------------------------
+
+// RestartAfterDeath waits for the coordinator to die at its failpoint and
+// starts it again, unarmed, on the same port and database.
+void RestartAfterDeath(LocalCluster& cluster) {
+  absl::StatusOr<int> exited = cluster.coordinator().Wait(absl::Minutes(2));
+  ASSERT_TRUE(exited.ok()) << cluster.Logs();
+  EXPECT_EQ(*exited, 128 + SIGKILL) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
+}
+
+TEST(FaultMatrixTest, CoordinatorKilledDuringSubmitKeepsTheWholeExperiment) {
+  LocalCluster cluster(ShortLease());
+  ASSERT_TRUE(
+      cluster.StartCoordinator({"PRISM_FAILPOINTS=submit.committed"}).ok())
+      << cluster.Logs();
+  Recipe short_recipe;
+  short_recipe.steps = 20;
+  // Committed, but the answer never left: the client sees an error.
+  EXPECT_FALSE(
+      cluster.SubmitSpec(Spec("submit kill", {"4x6", "2x3,4x3"}, short_recipe))
+          .ok());
+  RestartAfterDeath(cluster);
+  // All of it or nothing: here all of it, queued.
+  absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(1);
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  ASSERT_EQ(trials->size(), 2u);
+  for (const v1::Trial& t : *trials) EXPECT_EQ(t.state(), v1::TRIAL_QUEUED);
+  ASSERT_TRUE(cluster.StartWorker().ok());
+  ASSERT_TRUE(cluster.WaitForExperiment(1, absl::Minutes(4)).ok());
+  ExpectNothingLost(cluster, 1, short_recipe, {});
+}
+
+TEST(FaultMatrixTest, CoordinatorKilledDuringLeaseRequeuesTheUndeliveredTask) {
+  LocalCluster cluster(ShortLease());
+  ASSERT_TRUE(
+      cluster.StartCoordinator({"PRISM_FAILPOINTS=lease.committed"}).ok())
+      << cluster.Logs();
+  absl::StatusOr<int64_t> id = cluster.SubmitSpec(Spec("lease kill", {"4x6"}));
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(cluster.StartWorker().ok());
+  RestartAfterDeath(cluster);
+  ASSERT_TRUE(cluster.WaitForExperiment(*id, absl::Minutes(4)).ok())
+      << cluster.Logs();
+  absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(*id);
+  ASSERT_TRUE(trials.ok());
+  EXPECT_EQ(trials->at(0).state(), v1::TRIAL_COMPLETED);
+  ExpectNothingLost(cluster, *id, {}, {{"4x6", Reference(cluster, "4x6")}});
+}
+
+TEST(FaultMatrixTest, CoordinatorKilledDuringIngestLosesNoAcknowledgedPoint) {
+  LocalCluster cluster;  // a lease of 30 s: the restart must supersede none
+  ASSERT_TRUE(
+      cluster.StartCoordinator({"PRISM_FAILPOINTS=ingest.committed@4"}).ok())
+      << cluster.Logs();
+  absl::StatusOr<int64_t> id = cluster.SubmitSpec(Spec("ingest kill", {"4x6"}));
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(cluster.StartWorker().ok());
+  RestartAfterDeath(cluster);
+  ASSERT_TRUE(cluster.WaitForExperiment(*id, absl::Minutes(4)).ok());
+  absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(*id);
+  ASSERT_TRUE(trials.ok());
+  EXPECT_EQ(trials->at(0).attempt(), 1) << cluster.Logs();
+  ExpectNothingLost(cluster, *id, {}, {{"4x6", Reference(cluster, "4x6")}});
+}
+
+TEST(FaultMatrixTest, CoordinatorKilledDuringCompleteFinishesTheSameAttempt) {
+  LocalCluster cluster;
+  ASSERT_TRUE(
+      cluster.StartCoordinator({"PRISM_FAILPOINTS=complete.committed"}).ok())
+      << cluster.Logs();
+  absl::StatusOr<int64_t> id =
+      cluster.SubmitSpec(Spec("complete kill", {"4x6"}));
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(cluster.StartWorker().ok());
+  RestartAfterDeath(cluster);
+  ASSERT_TRUE(cluster.WaitForExperiment(*id, absl::Minutes(4)).ok());
+  absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(*id);
+  ASSERT_TRUE(trials.ok());
+  EXPECT_EQ(trials->at(0).attempt(), 1) << cluster.Logs();
+  // The worker's retried Complete was answered, not refused.
+  EXPECT_THAT(ReadFile(WorkerLog(cluster, 0)), HasSubstr("trial_completed"));
+  ExpectNothingLost(cluster, *id, {}, {{"4x6", Reference(cluster, "4x6")}});
+}
+
+// The scenario a user reported: a coordinator SIGKILLed and restarted in
+// less than a lease, then upgraded in place (SIGTERM, start again), while
+// two workers train. No worker may be superseded, and no point lost.
+TEST(FaultMatrixTest, CoordinatorRestartsShorterThanALeaseSupersedeNoWorker) {
+  CoordinatorFlags flags;
+  flags.lease_seconds = 8;
+  flags.heartbeat_seconds = 2;
+  LocalCluster cluster(flags);
+  ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
+  Recipe recipe;
+  recipe.steps = 100;
+  recipe.eval_every = 25;
+  absl::StatusOr<int64_t> id =
+      cluster.SubmitSpec(Spec("restarts", {"4x6", "2x3,4x3"}, recipe));
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(cluster.StartWorker().ok());
+  ASSERT_TRUE(cluster.StartWorker().ok());
+
+  ASSERT_TRUE(WaitForStep(cluster, *id, 30, absl::Minutes(2)).ok());
+  cluster.KillCoordinator();
+  // Down for a while (the workers keep training and buffering), but for
+  // less than a lease.
+  absl::SleepFor(absl::Seconds(2));
+  ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
+
+  ASSERT_TRUE(WaitForStep(cluster, *id, 65, absl::Minutes(2)).ok());
+  ASSERT_TRUE(cluster.coordinator().Signal(SIGTERM).ok());
+  absl::StatusOr<int> stopped = cluster.coordinator().Wait(absl::Minutes(1));
+  ASSERT_TRUE(stopped.ok());
+  EXPECT_EQ(*stopped, 0) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
+
+  ASSERT_TRUE(cluster.WaitForExperiment(*id, absl::Minutes(5)).ok());
+  absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(*id);
+  ASSERT_TRUE(trials.ok());
+  for (const v1::Trial& t : *trials) {
+    EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED) << t.schedule();
+    EXPECT_EQ(t.attempt(), 1) << t.schedule() << " was superseded\n"
+                              << cluster.Logs();
+  }
+  for (int w = 0; w < 2; ++w) {
+    EXPECT_THAT(ReadFile(WorkerLog(cluster, w)),
+                ::testing::Not(HasSubstr("msg=trial_superseded")))
+        << cluster.Logs();
+  }
+  ExpectNothingLost(cluster, *id, recipe,
+                    {{"4x6", Reference(cluster, "4x6", recipe)},
+                     {"2x3,4x3", Reference(cluster, "2x3,4x3", recipe)}});
+}
+
+TEST(FaultMatrixTest, FullDatabaseDiskAnswersUnavailableAndRecovers) {
+  const TempDir holder("prism_dbdisk");
+  const std::string mount_dir = holder.File("db");
+  Tmpfs disk(mount_dir, "16m");
+  if (!disk.mounted()) {
+    GTEST_SKIP() << "cannot mount a tmpfs here (" << disk.error()
+                 << "): the full database disk case needs one";
+  }
+  CoordinatorFlags flags;
+  flags.db_path = mount_dir + "/prism.db";
+  LocalCluster cluster(flags);
+  ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
+  absl::StatusOr<int64_t> id = cluster.SubmitSpec(Spec("full db", {"4x6"}));
+  ASSERT_TRUE(id.ok()) << id.status();
+  ASSERT_TRUE(cluster.StartWorker().ok());
+  ASSERT_TRUE(WaitForStep(cluster, *id, 10, absl::Minutes(2)).ok());
+
+  // Fill the disk, then wait until a write is refused with Unavailable.
+  const std::string filler = mount_dir + "/filler";
+  FillDisk(filler);
+  absl::Status refused;
+  const absl::Time deadline = absl::Now() + absl::Minutes(1);
+  while (absl::Now() < deadline) {
+    v1::SetPriorityRequest request;
+    request.set_id(*id);
+    request.set_priority(1);
+    v1::Experiment response;
+    refused = cluster.client().Call(&v1::ExperimentService::Stub::SetPriority,
+                                    cluster.client().experiments(), request,
+                                    &response);
+    if (!refused.ok()) break;
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable) << refused;
+  fs::remove(filler);
+
+  ASSERT_TRUE(cluster.WaitForExperiment(*id, absl::Minutes(4)).ok());
+  ExpectNothingLost(cluster, *id, {}, {{"4x6", Reference(cluster, "4x6")}});
+}
+
+}  // namespace
+}  // namespace prism::testing
