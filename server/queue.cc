@@ -213,6 +213,23 @@ absl::StatusOr<v1::RegisterResponse> QueueManager::Register(
   return response;
 }
 
+int64_t CurveCompleteThrough(const v1::Budget& budget,
+                             const storage::LastStored& stored) {
+  const int64_t steps = budget.steps();
+  // NextPoint: the step of the first point after `last` of a split emitted
+  // every `every` steps and at the last step.
+  auto next_point = [steps](int64_t last, int64_t every) {
+    if (last >= steps) return steps + 1;
+    return std::min(steps, (last / every + 1) * every);
+  };
+  if (stored.val < 0) return 0;
+  const int64_t next =
+      std::min(next_point(std::max<int64_t>(stored.train, 0),
+                          std::max(1, budget.log_every())),
+               next_point(stored.val, std::max(1, budget.eval_every())));
+  return std::max<int64_t>(0, next - 1);
+}
+
 absl::StatusOr<v1::LeaseResponse> QueueManager::Lease(
     const Caller& caller, const v1::LeaseRequest& request) {
   if (request.worker_id().empty()) {
@@ -248,9 +265,9 @@ absl::StatusOr<v1::LeaseResponse> QueueManager::Lease(
   *task->mutable_data() = spec.data();
   *task->mutable_budget() = spec.budget();
   task->set_resume_step(leased->last_step());
-  PRISM_ASSIGN_OR_RETURN(int64_t stored_step,
-                         store_->LastStoredStep(leased->id()));
-  task->set_stored_step(stored_step);
+  PRISM_ASSIGN_OR_RETURN(storage::LastStored stored,
+                         store_->LastStoredSteps(leased->id()));
+  task->set_stored_step(CurveCompleteThrough(spec.budget(), stored));
   task->set_checkpoint_key(
       absl::StrCat("exp", leased->experiment_id(), "-trial", leased->id()));
   Log(LogLevel::kInfo, "trial leased")

@@ -61,6 +61,15 @@ std::vector<storage::LeaseCandidate> OrderLeaseCandidates(
     std::vector<storage::LeaseCandidate> candidates,
     const std::map<std::string, int>& live, int max_running_per_user);
 
+// CurveCompleteThrough returns the last step through which a trial's stored
+// curve is complete (every point the trainer emits at or before it is
+// stored), given the highest stored step of each split and the resolved
+// budget's cadence; 0 when even the val point at step 0 is missing. Stored
+// curves are prefixes of the trainer's order, so that is the step before the
+// first point still missing.
+int64_t CurveCompleteThrough(const v1::Budget& budget,
+                             const storage::LastStored& stored);
+
 class QueueManager {
  public:
   using ReportDone = std::function<void(absl::StatusOr<v1::ReportResponse>)>;

@@ -933,18 +933,25 @@ absl::StatusOr<std::vector<TrialOutcome>> SqliteStore::ListCompletedOutcomes(
   return outcomes;
 }
 
-absl::StatusOr<int64_t> SqliteStore::LastStoredStep(int64_t trial_id) {
+absl::StatusOr<LastStored> SqliteStore::LastStoredSteps(int64_t trial_id) {
   PRISM_ASSIGN_OR_RETURN(Reader r, AcquireReader());
-  // The trial's row first, so a missing trial is NotFound rather than 0.
+  // From the trial's row, so a missing trial is NotFound rather than -1.
   PRISM_ASSIGN_OR_RETURN(
-      Query q, r->Prepare("SELECT (SELECT MAX(step) FROM points WHERE "
-                          "trial_id = trials.id) FROM trials WHERE id = ?"));
+      Query q,
+      r->Prepare("SELECT (SELECT MAX(step) FROM points WHERE trial_id = ?1 AND "
+                 "split = ?2), (SELECT MAX(step) FROM points WHERE trial_id = "
+                 "?1 AND split = ?3) FROM trials WHERE id = ?1"));
   q.Bind(1, trial_id);
+  q.Bind(2, static_cast<int64_t>(v1::SPLIT_TRAIN));
+  q.Bind(3, static_cast<int64_t>(v1::SPLIT_VAL));
   PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
   if (!row) {
     return absl::NotFoundError(absl::StrCat("no trial ", trial_id));
   }
-  return q.IsNull(0) ? 0 : q.Int(0);
+  LastStored last;
+  if (!q.IsNull(0)) last.train = q.Int(0);
+  if (!q.IsNull(1)) last.val = q.Int(1);
+  return last;
 }
 
 absl::StatusOr<int64_t> SqliteStore::CountCompleted(int64_t experiment_id) {

@@ -85,7 +85,7 @@ class SqliteStore final : public Store {
       int64_t trial_id) override;
   absl::StatusOr<std::vector<TrialOutcome>> ListCompletedOutcomes(
       int64_t experiment_id) override;
-  absl::StatusOr<int64_t> LastStoredStep(int64_t trial_id) override;
+  absl::StatusOr<LastStored> LastStoredSteps(int64_t trial_id) override;
   absl::StatusOr<int64_t> CountCompleted(int64_t experiment_id) override;
   absl::StatusOr<std::map<v1::TrialState, int64_t>> CountTrialsByState()
       override;

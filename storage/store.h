@@ -125,6 +125,11 @@ struct ExpiredLease {
   std::string worker_id;
 };
 
+struct LastStored {
+  int64_t train = -1;
+  int64_t val = -1;
+};
+
 struct WorkerUpdate {
   std::string worker_id;
   int64_t trial_id = 0;  // 0 when idle
@@ -189,10 +194,9 @@ class Store {
   // completion; the points table is not scanned).
   virtual absl::StatusOr<std::vector<TrialOutcome>> ListCompletedOutcomes(
       int64_t experiment_id) = 0;
-  // LastStoredStep returns the highest step of the trial's stored points,
-  // either split (0 when none). A checkpoint beyond it must not be resumed:
-  // the points between would never be stored. NotFound for no such trial.
-  virtual absl::StatusOr<int64_t> LastStoredStep(int64_t trial_id) = 0;
+  // LastStoredSteps returns the highest stored step of the trial's train and
+  // val points (-1 for a split with none). NotFound for no such trial.
+  virtual absl::StatusOr<LastStored> LastStoredSteps(int64_t trial_id) = 0;
   // CountCompleted returns how many of the experiment's trials completed (it
   // only grows, so it versions ranking caches).
   virtual absl::StatusOr<int64_t> CountCompleted(int64_t experiment_id) = 0;

@@ -61,7 +61,9 @@ std::unique_ptr<CoordinatorClient> NewGrpcCoordinatorClient(
 
 // IsTransient is true for the codes that mean "try again later": Unavailable,
 // DeadlineExceeded, Aborted, ResourceExhausted, Internal and Unknown (a
-// coordinator crashing mid-call reports the last two).
+// coordinator crashing mid-call reports the last two), and Cancelled: the
+// worker never cancels its own calls, so that is a coordinator shutting
+// down (a rolling upgrade) with the call in flight.
 bool IsTransient(const absl::Status& status);
 
 }  // namespace prism::worker

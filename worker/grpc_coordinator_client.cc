@@ -112,6 +112,7 @@ std::unique_ptr<CoordinatorClient> NewGrpcCoordinatorClient(
 bool IsTransient(const absl::Status& status) {
   switch (status.code()) {
     case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kCancelled:
     case absl::StatusCode::kDeadlineExceeded:
     case absl::StatusCode::kAborted:
     case absl::StatusCode::kResourceExhausted:
