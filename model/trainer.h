@@ -11,11 +11,16 @@
 // accumulation, bf16 autocast on CUDA and fp32 on CPU. A non-finite loss ends
 // the run as diverged at that step (an OK result with diverged = true).
 //
-// Checkpoints (model, optimizer, RNG states, step) go to checkpoint_dir every
-// checkpoint_every steps, written to a temp file and renamed; with resume the
-// run continues from the latest one and, on CPU, reproduces the uninterrupted
-// run's later losses bitwise. Batches are a pure function of (seed, step), so
-// the data cursor is the step.
+// Checkpoints (model, optimizer, step, the progress so far, and the run's
+// identity: shape, schedule, seed and recipe) go to checkpoint_dir every
+// checkpoint_every steps and at the end, written to a temp file and renamed.
+// With resume the run continues from the latest one, unless it was written by
+// another trial or recipe (FailedPrecondition). Batches are a pure function of
+// (seed, step), so the data cursor is the step: on CPU the resumed run
+// reproduces the uninterrupted run's later losses bitwise. A resumed run, even
+// one resumed from its final checkpoint, reports whole-trial numbers (curve,
+// tokens_per_second, final losses, attention distance) as the uninterrupted run
+// does.
 //
 // Threads: on the CPU, Train sets LibTorch's and OpenBLAS's thread counts for
 // the process (see cpu_threading); with "shards" it runs its own threads.
@@ -97,9 +102,9 @@ struct TrainResult {
   double final_val_loss = 0.0;
   double min_val_loss = 0.0;
   double final_train_loss = 0.0;
-  int64_t steps = 0;              // steps completed
-  int64_t resumed_from_step = 0;  // 0: fresh start
-  double tokens_per_second = 0.0;
+  int64_t steps = 0;               // steps completed
+  int64_t resumed_from_step = 0;   // 0: fresh start
+  double tokens_per_second = 0.0;  // over every step of the trial
   // MFU: model FLOP/s (flops_per_token x tokens_per_second) over
   // peak_matmul_flops, at most 1. The peak is the matmul measurement, or the
   // model FLOP/s themselves when they beat it; then the measurement, kept in

@@ -22,6 +22,7 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 // Recorder keeps every step's loss and can ask the trainer to stop.
 class Recorder : public TrainObserver {
@@ -170,6 +171,9 @@ TEST_F(TrainerTest, TinyModelOverfitsOneFixedBatch) {
 TEST_F(TrainerTest, ResumedRunReproducesTheUninterruptedRunBitwise) {
   TrainConfig config = SmallRun();
   config.measure_attention = false;
+  // Train points at 3 and 6: the stop at 4 falls inside the second one's
+  // window, which the checkpoint carries over.
+  config.log_every = 3;
   Recorder straight;
   absl::StatusOr<TrainResult> full = Train(config, &straight);
   ASSERT_TRUE(full.ok()) << full.status();
@@ -196,10 +200,45 @@ TEST_F(TrainerTest, ResumedRunReproducesTheUninterruptedRunBitwise) {
     EXPECT_EQ(loss, straight.losses[step - 1].second) << "step " << step;
   }
   EXPECT_EQ(resumed->final_val_loss, full->final_val_loss);
+  EXPECT_EQ(resumed->final_train_loss, full->final_train_loss);
   // The resumed result carries the whole curve, including points before the
-  // checkpoint.
-  EXPECT_EQ(resumed->curve.size(), full->curve.size());
+  // checkpoint, with the same losses.
+  ASSERT_EQ(resumed->curve.size(), full->curve.size());
+  for (size_t i = 0; i < full->curve.size(); ++i) {
+    EXPECT_EQ(resumed->curve[i].split, full->curve[i].split) << i;
+    EXPECT_EQ(resumed->curve[i].step, full->curve[i].step) << i;
+    EXPECT_EQ(resumed->curve[i].loss, full->curve[i].loss) << i;
+  }
   EXPECT_EQ(second.checkpoints, (std::vector<int64_t>{6}));
+}
+
+TEST_F(TrainerTest, RunResumedFromItsFinalCheckpointReportsTheWholeTrial) {
+  // As after a crash between the final checkpoint and the result.
+  TrainConfig config = SmallRun();
+  config.checkpoint_dir = Path("ckpt");
+  config.resume = true;
+  Recorder first;
+  absl::StatusOr<TrainResult> done = Train(config, &first);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ(first.checkpoints, (std::vector<int64_t>{6}));
+
+  Recorder second;
+  absl::StatusOr<TrainResult> again = Train(config, &second);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(second.started_at, 6);
+  EXPECT_TRUE(second.losses.empty());  // no step trained again
+  EXPECT_TRUE(second.checkpoints.empty());
+  EXPECT_EQ(again->steps, config.steps);
+  EXPECT_EQ(again->resumed_from_step, 6);
+  EXPECT_FALSE(again->stopped);
+  EXPECT_GT(again->tokens_per_second, 0.0);
+  EXPECT_EQ(again->tokens_per_second, done->tokens_per_second);
+  EXPECT_EQ(again->final_train_loss, done->final_train_loss);
+  EXPECT_EQ(again->final_val_loss, done->final_val_loss);
+  EXPECT_EQ(again->min_val_loss, done->min_val_loss);
+  ASSERT_EQ(again->attention_distance.size(), 6u);
+  EXPECT_EQ(again->attention_distance, done->attention_distance);
+  EXPECT_EQ(again->curve.size(), done->curve.size());
 }
 
 TEST_F(TrainerTest, CheckpointOfAnotherTrialIsRefused) {
@@ -219,6 +258,57 @@ TEST_F(TrainerTest, CheckpointOfAnotherTrialIsRefused) {
   config.seed = 5;
   EXPECT_THAT(Train(config, nullptr).status().message(),
               HasSubstr("is for seed 0"));
+}
+
+TEST_F(TrainerTest, CheckpointOfAnotherRecipeIsRefusedNamingTheField) {
+  TrainConfig config = SmallRun();
+  config.steps = 2;
+  config.measure_attention = false;
+  config.checkpoint_dir = Path("ckpt");
+  ASSERT_TRUE(Train(config, nullptr).ok());
+  config.resume = true;
+
+  TrainConfig changed = config;
+  changed.steps = 3;
+  absl::Status s = Train(changed, nullptr).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("was written by a different recipe"));
+  EXPECT_THAT(s.message(), HasSubstr("steps 2 vs 3"));
+  EXPECT_THAT(s.message(), Not(HasSubstr("batch_size")));
+
+  changed = config;
+  changed.learning_rate = 1e-3;
+  s = Train(changed, nullptr).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("learning_rate 0.003 vs 0.001"));
+
+  changed = config;
+  changed.batch_size = 2;
+  changed.eval_every = 1;
+  s = Train(changed, nullptr).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("batch_size 4 vs 2, eval_every 3 vs 1"));
+
+  changed = config;
+  changed.val_paths = {Path("train.bin")};
+  s = Train(changed, nullptr).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(),
+              HasSubstr("val " + Path("val.bin") + " vs " + Path("train.bin")));
+
+  changed = config;
+  changed.shape.dropout = 0.1f;
+  EXPECT_THAT(Train(changed, nullptr).status().message(),
+              HasSubstr("dropout 0 vs 0.1"));
+
+  // The unchanged recipe resumes (from the final checkpoint: nothing to do),
+  // whatever the device settings.
+  config.threads = 1;
+  Recorder recorder;
+  absl::StatusOr<TrainResult> r = Train(config, &recorder);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->resumed_from_step, 2);
+  EXPECT_TRUE(recorder.losses.empty());
 }
 
 TEST_F(TrainerTest, AbsurdLearningRateDivergesAtAStep) {
