@@ -166,6 +166,8 @@ class TrainingRun {
   std::vector<double> ProbeAttention();
   // Identity is this run's checkpoint identity (set up by Setup).
   CheckpointIdentity Identity() const;
+  // WriteCheckpoint writes the checkpoint for `step` unless the observer
+  // vetoes it (then it counts a skipped checkpoint and returns OK).
   absl::Status WriteCheckpoint(int64_t step);
   // Batch fills (rows, T) inputs and targets from `window(row)`.
   std::pair<torch::Tensor, torch::Tensor> Batch(
@@ -305,6 +307,14 @@ absl::Status TrainingRun::Resume() {
   if (!loaded.ok()) return loaded.status();
   if (!loaded->has_value()) return absl::OkStatus();
   Checkpoint& checkpoint = **loaded;
+  if (config_.max_resume_step >= 0 &&
+      checkpoint.step > config_.max_resume_step) {
+    // Its curve runs past what the caller stored: resuming would leave the
+    // steps in between without points. This run's first checkpoint replaces
+    // the file.
+    result_.discarded_checkpoint_step = checkpoint.step;
+    return absl::OkStatus();
+  }
   if (checkpoint.parameters.numel() != optimizer_->flat_parameters().numel()) {
     return absl::FailedPreconditionError(
         absl::StrCat("checkpoint in ", config_.checkpoint_dir, " has ",
@@ -466,7 +476,10 @@ std::vector<double> TrainingRun::ProbeAttention() {
 
 absl::Status TrainingRun::WriteCheckpoint(int64_t step) {
   if (config_.checkpoint_dir.empty()) return absl::OkStatus();
-  observer_->BeforeCheckpoint(step);
+  if (!observer_->BeforeCheckpoint(step)) {
+    ++result_.checkpoints_skipped;
+    return absl::OkStatus();
+  }
   Checkpoint checkpoint;
   checkpoint.identity = Identity();
   checkpoint.step = step;

@@ -24,7 +24,8 @@ namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 using ::testing::Not;
 
-// Recorder keeps every step's loss and can ask the trainer to stop.
+// Recorder keeps every step's loss, can ask the trainer to stop, and can
+// refuse checkpoints from a step on.
 class Recorder : public TrainObserver {
  public:
   void OnStart(const TrainConfig&, int64_t start_step) override {
@@ -33,8 +34,9 @@ class Recorder : public TrainObserver {
   void OnStep(int64_t step, double loss, double) override {
     losses.push_back({step, loss});
   }
-  void BeforeCheckpoint(int64_t step) override {
+  bool BeforeCheckpoint(int64_t step) override {
     before_checkpoint.push_back(step);
+    return refuse_from <= 0 || step < refuse_from;
   }
   void OnCheckpoint(int64_t step) override { checkpoints.push_back(step); }
   bool ShouldStop() override {
@@ -45,6 +47,7 @@ class Recorder : public TrainObserver {
   std::vector<std::pair<int64_t, double>> losses;
   std::vector<int64_t> before_checkpoint, checkpoints;
   int64_t stop_after = 0;
+  int64_t refuse_from = 0;  // > 0: BeforeCheckpoint refuses steps from here
   int64_t started_at = -1;
 };
 
@@ -309,6 +312,100 @@ TEST_F(TrainerTest, CheckpointOfAnotherRecipeIsRefusedNamingTheField) {
   ASSERT_TRUE(r.ok()) << r.status();
   EXPECT_EQ(r->resumed_from_step, 2);
   EXPECT_TRUE(recorder.losses.empty());
+}
+
+TEST_F(TrainerTest, RefusedCheckpointLeavesThePreviousOneInPlace) {
+  TrainConfig config = SmallRun();
+  config.measure_attention = false;
+  Recorder straight;
+  absl::StatusOr<TrainResult> full = Train(config, &straight);
+  ASSERT_TRUE(full.ok()) << full.status();
+
+  config.checkpoint_dir = Path("ckpt");
+  config.checkpoint_every = 2;
+  config.resume = true;
+  Recorder refusing;
+  refusing.refuse_from = 4;
+  absl::StatusOr<TrainResult> r = Train(config, &refusing);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->steps, 6);
+  EXPECT_FALSE(r->stopped);
+  EXPECT_EQ(refusing.before_checkpoint, (std::vector<int64_t>{2, 4, 6}));
+  EXPECT_EQ(refusing.checkpoints, (std::vector<int64_t>{2}));
+  EXPECT_EQ(r->checkpoints_skipped, 2);
+
+  // The directory still holds step 2's checkpoint.
+  Recorder resumed;
+  absl::StatusOr<TrainResult> again = Train(config, &resumed);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(resumed.started_at, 2);
+  EXPECT_EQ(again->resumed_from_step, 2);
+  EXPECT_EQ(resumed.losses.size(), 4u);
+  EXPECT_EQ(resumed.checkpoints, (std::vector<int64_t>{4, 6}));
+  EXPECT_EQ(again->checkpoints_skipped, 0);
+  EXPECT_EQ(again->final_val_loss, full->final_val_loss);
+}
+
+TEST_F(TrainerTest, RefusedStopCheckpointStillStops) {
+  TrainConfig config = SmallRun();
+  config.measure_attention = false;
+  config.checkpoint_dir = Path("ckpt");
+  config.checkpoint_every = 2;
+  config.resume = true;
+  Recorder refusing;
+  refusing.stop_after = 3;
+  refusing.refuse_from = 3;
+  absl::StatusOr<TrainResult> r = Train(config, &refusing);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->stopped);
+  EXPECT_EQ(r->steps, 3);
+  EXPECT_EQ(refusing.before_checkpoint, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(refusing.checkpoints, (std::vector<int64_t>{2}));
+  EXPECT_EQ(r->checkpoints_skipped, 1);
+
+  Recorder resumed;
+  ASSERT_TRUE(Train(config, &resumed).ok());
+  EXPECT_EQ(resumed.started_at, 2);
+}
+
+TEST_F(TrainerTest, CheckpointPastMaxResumeStepIsDiscardedForAFreshStart) {
+  TrainConfig config = SmallRun();
+  config.measure_attention = false;
+  Recorder straight;
+  absl::StatusOr<TrainResult> full = Train(config, &straight);
+  ASSERT_TRUE(full.ok()) << full.status();
+
+  config.checkpoint_dir = Path("ckpt");
+  config.resume = true;
+  Recorder first;
+  first.stop_after = 4;
+  ASSERT_TRUE(Train(config, &first).ok());
+  ASSERT_EQ(first.checkpoints, (std::vector<int64_t>{4}));
+
+  // The caller stored the curve up to step 3 only.
+  config.max_resume_step = 3;
+  Recorder fresh;
+  absl::StatusOr<TrainResult> r = Train(config, &fresh);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(fresh.started_at, 0);
+  EXPECT_EQ(r->resumed_from_step, 0);
+  EXPECT_EQ(r->discarded_checkpoint_step, 4);
+  EXPECT_EQ(r->steps, 6);
+  ASSERT_EQ(fresh.losses.size(), 6u);
+  for (const auto& [step, loss] : fresh.losses) {
+    EXPECT_EQ(loss, straight.losses[step - 1].second) << "step " << step;
+  }
+  EXPECT_EQ(r->final_val_loss, full->final_val_loss);
+  EXPECT_EQ(r->final_train_loss, full->final_train_loss);
+  EXPECT_EQ(r->curve.size(), full->curve.size());
+
+  // Its final checkpoint replaced the discarded one; a limit at the
+  // checkpoint's own step resumes it.
+  config.max_resume_step = 6;
+  absl::StatusOr<TrainResult> again = Train(config, nullptr);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->resumed_from_step, 6);
+  EXPECT_EQ(again->discarded_checkpoint_step, 0);
 }
 
 TEST_F(TrainerTest, AbsurdLearningRateDivergesAtAStep) {
