@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -374,6 +375,18 @@ double TrainingRun::TrainStep(int64_t step) {
   std::vector<std::vector<torch::Tensor>> shard_grads(shards);
   double loss = 0.0;
   for (int micro = 0; micro < config_.grad_accum; ++micro) {
+    if (config_.shape.dropout > 0.0f && device_.is_cuda()) {
+      // CUDA draws dropout masks from the device's default generator (one
+      // shard runs there). Its state is not checkpointed, so reseed it per
+      // (seed, step, micro-batch), as at::manual_seed seeds it: the masks are
+      // then a function of the step like the CPU's per-shard generators, and
+      // a resumed run draws the same masks as an uninterrupted one.
+      at::Generator generator = at::globalContext().defaultGenerator(device_);
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      generator.set_current_seed(
+          MixBits(config_.seed, static_cast<uint64_t>(step),
+                  static_cast<uint64_t>(micro), 0x5eed0000u));
+    }
     pool_->Run([&](int s) {
       const auto [first, last] = ShardRows(config_.batch_size, shards, s);
       if (first == last) return;

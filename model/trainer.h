@@ -17,11 +17,12 @@
 // the observer may veto one (BeforeCheckpoint). With resume the run continues
 // from the latest one, unless it was written by another trial or recipe
 // (FailedPrecondition) or lies past max_resume_step (a fresh start). Batches
-// are a pure function of (seed, step), so the data cursor is the step: on CPU
-// the resumed run reproduces the uninterrupted run's later losses bitwise. A
-// resumed run, even one resumed from its final checkpoint, reports
-// whole-trial numbers (curve, tokens_per_second, final losses, attention
-// distance) as the uninterrupted run does.
+// and dropout masks are pure functions of (seed, step, micro-batch), so the
+// step is the whole data cursor: on CPU the resumed run reproduces the
+// uninterrupted run's later losses bitwise; on CUDA it draws the same batches
+// and masks. A resumed run, even one resumed from its final checkpoint,
+// reports whole-trial numbers (curve, tokens_per_second, final losses,
+// attention distance) as the uninterrupted run does.
 //
 // Threads: on the CPU, Train sets LibTorch's and OpenBLAS's thread counts for
 // the process (see cpu_threading); with "shards" it runs its own threads.

@@ -8,8 +8,11 @@
 // changes the weights' trajectory or the recorded curve), so a checkpoint is
 // never resumed into a different trial or a different recipe.
 //
-// There is no RNG state to store: batches and dropout masks are counter-based
-// functions of (seed, step), so the step is the whole data cursor.
+// No RNG state is stored: batches are counter-based functions of (seed,
+// step, micro-batch), and so are dropout masks: the CPU draws those from a
+// generator created per (seed, step, micro-batch, shard); CUDA reseeds the
+// device's default generator per (seed, step, micro-batch) before each
+// micro-batch (see TrainStep in trainer.cc). So the step is the whole cursor.
 //
 // Writes go to a temp file that is synced and then renamed over the old
 // checkpoint, so the previous checkpoint stays intact until the new one is
