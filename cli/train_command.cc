@@ -11,7 +11,8 @@
 // --json-out writes the whole result as a GetTrialResponse (the trial with
 // its TrialMetrics, and every LossPoint) in protobuf's JSON mapping, the
 // same names the RPC API uses. Ctrl-C stops at the next step, writing a
-// checkpoint when --checkpoint-dir is set, so --resume continues it.
+// checkpoint when --checkpoint-dir is set, so --resume with the same training
+// flags continues it (other flags: refused, naming the ones that differ).
 #include <signal.h>
 
 #include <atomic>
@@ -347,7 +348,8 @@ int Train(const TrainOptions& o) {
             "stopped at step ", result->steps,
             o.checkpoint_dir.empty()
                 ? ""
-                : "; continue with --resume and the same --checkpoint-dir")));
+                : "; continue with --resume, the same --checkpoint-dir and "
+                  "the same training flags")));
   }
   return kExitOk;
 }
@@ -459,7 +461,8 @@ void RegisterModelCommands(CLI::App& app, Action* action) {
     cmd->add_option("--checkpoint-every", o->checkpoint_every,
                     "Steps between checkpoints (0: only at the end)");
     cmd->add_flag("--resume", o->resume,
-                  "Continue from --checkpoint-dir's checkpoint");
+                  "Continue from --checkpoint-dir's checkpoint (written with "
+                  "the same training flags)");
     cmd->add_option("--loss-targets", o->loss_targets,
                     "Val losses whose first step to report")
         ->delimiter(',');

@@ -102,6 +102,7 @@ absl::StatusOr<EvalResult> Evaluate(const EvalConfig& config) {
   identity.shape = internal::ShapeKey(config.shape);
   identity.schedule = config.schedule.ToString();
   identity.check_seed = false;
+  identity.check_recipe = false;
   absl::StatusOr<std::optional<internal::Checkpoint>> checkpoint =
       internal::LoadCheckpoint(config.checkpoint_dir, identity);
   if (!checkpoint.ok()) return checkpoint.status();

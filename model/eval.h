@@ -80,8 +80,8 @@ struct EvalResult {
 // scores every example. Sequences longer than the context keep their last
 // context + 1 tokens. Returns ReadEvalFile's errors, NotFound when the
 // directory has no checkpoint, FailedPrecondition when it belongs to another
-// shape or schedule, InvalidArgument for a bad schedule or device, Internal
-// for LibTorch errors.
+// shape or schedule (any seed's or training recipe's will do),
+// InvalidArgument for a bad schedule or device, Internal for LibTorch errors.
 absl::StatusOr<EvalResult> EvaluateMultipleChoice(const EvalConfig& config);
 
 }  // namespace prism::model

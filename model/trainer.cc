@@ -10,6 +10,7 @@
 #include <functional>
 #include <limits>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <utility>
@@ -164,6 +165,10 @@ class TrainingRun {
   double TrainStep(int64_t step);
   double Evaluate();
   std::vector<double> ProbeAttention();
+  // Identity is this run's checkpoint identity (set up by Setup).
+  CheckpointIdentity Identity() const;
+  // WriteCheckpoint writes the checkpoint for `step` unless the observer
+  // vetoes it (then it counts a skipped checkpoint and returns OK).
   absl::Status WriteCheckpoint(int64_t step);
   // Batch fills (rows, T) inputs and targets from `window(row)`.
   std::pair<torch::Tensor, torch::Tensor> Batch(
@@ -184,10 +189,19 @@ class TrainingRun {
   std::optional<TokenDataset> data_;
   PrismDecoder model_{nullptr};
   std::unique_ptr<FlatAdamW> optimizer_;
+  std::string recipe_;  // internal::RecipeKey of this run
   TrainResult result_;
   int64_t start_step_ = 0;
   bool seen_val_ = false;  // min_val_loss holds a real value
   double elapsed_before_ = 0.0;
+  // Whole-trial training time and tokens (checkpointed, so a resumed run's
+  // tokens_per_second covers every step), and the train-loss window since
+  // the last train point.
+  double train_seconds_ = 0.0;
+  int64_t train_tokens_ = 0;
+  double window_loss_ = 0.0;
+  double window_seconds_ = 0.0;
+  int64_t window_steps_ = 0;
   Clock::time_point start_;
 };
 
@@ -240,6 +254,7 @@ absl::Status TrainingRun::Setup() {
     train = {corpus->train};
     if (val.empty()) val = {corpus->val};
   }
+  recipe_ = internal::RecipeKey(config_, context_, train, val);
   absl::StatusOr<TokenDataset> data =
       TokenDataset::Open(train, val, config_.shape.vocab_size, context_);
   if (!data.ok()) return data.status();
@@ -277,17 +292,28 @@ absl::Status TrainingRun::Setup() {
   return absl::OkStatus();
 }
 
+CheckpointIdentity TrainingRun::Identity() const {
+  CheckpointIdentity identity;
+  identity.shape = internal::ShapeKey(config_.shape);
+  identity.schedule = config_.schedule.ToString();
+  identity.seed = config_.seed;
+  identity.recipe = recipe_;
+  return identity;
+}
+
 absl::Status TrainingRun::Resume() {
   if (!config_.resume) return absl::OkStatus();
-  const CheckpointIdentity identity{internal::ShapeKey(config_.shape),
-                                    config_.schedule.ToString(), config_.seed};
   absl::StatusOr<std::optional<Checkpoint>> loaded =
-      internal::LoadCheckpoint(config_.checkpoint_dir, identity);
+      internal::LoadCheckpoint(config_.checkpoint_dir, Identity());
   if (!loaded.ok()) return loaded.status();
   if (!loaded->has_value()) return absl::OkStatus();
   Checkpoint& checkpoint = **loaded;
   if (config_.max_resume_step >= 0 &&
       checkpoint.step > config_.max_resume_step) {
+    // Its curve runs past what the caller stored: resuming would leave the
+    // steps in between without points. This run's first checkpoint replaces
+    // the file.
+    result_.discarded_checkpoint_step = checkpoint.step;
     return absl::OkStatus();
   }
   if (checkpoint.parameters.numel() != optimizer_->flat_parameters().numel()) {
@@ -312,7 +338,13 @@ absl::Status TrainingRun::Resume() {
   }
   result_.min_val_loss = checkpoint.min_val_loss;
   result_.final_val_loss = checkpoint.final_val_loss;
+  result_.final_train_loss = checkpoint.final_train_loss;
   elapsed_before_ = checkpoint.elapsed_seconds;
+  train_seconds_ = checkpoint.train_seconds;
+  train_tokens_ = checkpoint.train_tokens;
+  window_loss_ = checkpoint.window_loss;
+  window_seconds_ = checkpoint.window_seconds;
+  window_steps_ = checkpoint.window_steps;
   return absl::OkStatus();
 }
 
@@ -343,6 +375,18 @@ double TrainingRun::TrainStep(int64_t step) {
   std::vector<std::vector<torch::Tensor>> shard_grads(shards);
   double loss = 0.0;
   for (int micro = 0; micro < config_.grad_accum; ++micro) {
+    if (config_.shape.dropout > 0.0f && device_.is_cuda()) {
+      // CUDA draws dropout masks from the device's default generator (one
+      // shard runs there). Its state is not checkpointed, so reseed it per
+      // (seed, step, micro-batch), as at::manual_seed seeds it: the masks are
+      // then a function of the step like the CPU's per-shard generators, and
+      // a resumed run draws the same masks as an uninterrupted one.
+      at::Generator generator = at::globalContext().defaultGenerator(device_);
+      std::lock_guard<std::mutex> lock(generator.mutex());
+      generator.set_current_seed(
+          MixBits(config_.seed, static_cast<uint64_t>(step),
+                  static_cast<uint64_t>(micro), 0x5eed0000u));
+    }
     pool_->Run([&](int s) {
       const auto [first, last] = ShardRows(config_.batch_size, shards, s);
       if (first == last) return;
@@ -445,10 +489,12 @@ std::vector<double> TrainingRun::ProbeAttention() {
 
 absl::Status TrainingRun::WriteCheckpoint(int64_t step) {
   if (config_.checkpoint_dir.empty()) return absl::OkStatus();
-  if (!observer_->BeforeCheckpoint(step)) return absl::OkStatus();
+  if (!observer_->BeforeCheckpoint(step)) {
+    ++result_.checkpoints_skipped;
+    return absl::OkStatus();
+  }
   Checkpoint checkpoint;
-  checkpoint.identity = {internal::ShapeKey(config_.shape),
-                         config_.schedule.ToString(), config_.seed};
+  checkpoint.identity = Identity();
   checkpoint.step = step;
   checkpoint.adam_steps = optimizer_->step_count();
   checkpoint.parameters = optimizer_->flat_parameters();
@@ -459,6 +505,12 @@ absl::Status TrainingRun::WriteCheckpoint(int64_t step) {
   checkpoint.elapsed_seconds = Elapsed();
   checkpoint.min_val_loss = result_.min_val_loss;
   checkpoint.final_val_loss = result_.final_val_loss;
+  checkpoint.final_train_loss = result_.final_train_loss;
+  checkpoint.train_seconds = train_seconds_;
+  checkpoint.train_tokens = train_tokens_;
+  checkpoint.window_loss = window_loss_;
+  checkpoint.window_seconds = window_seconds_;
+  checkpoint.window_steps = window_steps_;
   if (absl::Status s =
           internal::SaveCheckpoint(config_.checkpoint_dir, checkpoint);
       !s.ok()) {
@@ -502,10 +554,6 @@ absl::StatusOr<TrainResult> TrainingRun::Execute() {
 
   const int64_t tokens_per_step =
       int64_t{config_.batch_size} * context_ * config_.grad_accum;
-  double train_seconds = 0.0;
-  int64_t tokens = 0;
-  double window_loss = 0.0, window_seconds = 0.0;
-  int64_t window_steps = 0;
   if (start_step_ == 0) {
     AddPoint(CurveSplit::kVal, 0, Evaluate(), LearningRate(config_, 0), 0.0);
   }
@@ -526,21 +574,23 @@ absl::StatusOr<TrainResult> TrainingRun::Execute() {
     }
     const double seconds = Seconds(Clock::now() - t0);
     done = step + 1;
-    train_seconds += seconds;
-    tokens += tokens_per_step;
-    window_loss += loss;
-    window_seconds += seconds;
-    ++window_steps;
-    observer_->OnStep(done, loss, tokens / std::max(train_seconds, 1e-9));
+    train_seconds_ += seconds;
+    train_tokens_ += tokens_per_step;
+    window_loss_ += loss;
+    window_seconds_ += seconds;
+    ++window_steps_;
+    observer_->OnStep(done, loss,
+                      train_tokens_ / std::max(train_seconds_, 1e-9));
     if (done % config_.log_every == 0 || done == config_.steps) {
-      AddPoint(CurveSplit::kTrain, done, window_loss / window_steps, lr,
-               window_steps * tokens_per_step / std::max(window_seconds, 1e-9));
-      window_loss = window_seconds = 0.0;
-      window_steps = 0;
+      AddPoint(
+          CurveSplit::kTrain, done, window_loss_ / window_steps_, lr,
+          window_steps_ * tokens_per_step / std::max(window_seconds_, 1e-9));
+      window_loss_ = window_seconds_ = 0.0;
+      window_steps_ = 0;
     }
     if (done % config_.eval_every == 0 || done == config_.steps) {
       AddPoint(CurveSplit::kVal, done, Evaluate(), lr,
-               tokens / std::max(train_seconds, 1e-9));
+               train_tokens_ / std::max(train_seconds_, 1e-9));
     }
     if (observer_->ShouldStop()) {
       if (absl::Status s = WriteCheckpoint(done); !s.ok()) return s;
@@ -553,11 +603,14 @@ absl::StatusOr<TrainResult> TrainingRun::Execute() {
     }
   }
   result_.steps = done;
-  if (!result_.diverged && !result_.stopped) {
+  // A run resumed from its final checkpoint trained nothing new to save.
+  if (!result_.diverged && !result_.stopped && done > start_step_) {
     if (absl::Status s = WriteCheckpoint(done); !s.ok()) return s;
   }
   result_.tokens_per_second =
-      train_seconds > 0.0 ? tokens / train_seconds : 0.0;
+      train_seconds_ > 0.0 ? train_tokens_ / train_seconds_ : 0.0;
+  // The probe is a deterministic function of the weights, so a run resumed
+  // from its final checkpoint measures the same distances again.
   if (!result_.diverged && !result_.stopped && config_.measure_attention) {
     result_.attention_distance = ProbeAttention();
   }

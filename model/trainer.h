@@ -11,11 +11,18 @@
 // accumulation, bf16 autocast on CUDA and fp32 on CPU. A non-finite loss ends
 // the run as diverged at that step (an OK result with diverged = true).
 //
-// Checkpoints (model, optimizer, RNG states, step) go to checkpoint_dir every
-// checkpoint_every steps, written to a temp file and renamed; with resume the
-// run continues from the latest one and, on CPU, reproduces the uninterrupted
-// run's later losses bitwise. Batches are a pure function of (seed, step), so
-// the data cursor is the step.
+// Checkpoints (model, optimizer, step, the progress so far, and the run's
+// identity: shape, schedule, seed and recipe) go to checkpoint_dir every
+// checkpoint_every steps and at the end, written to a temp file and renamed;
+// the observer may veto one (BeforeCheckpoint). With resume the run continues
+// from the latest one, unless it was written by another trial or recipe
+// (FailedPrecondition) or lies past max_resume_step (a fresh start). Batches
+// and dropout masks are pure functions of (seed, step, micro-batch), so the
+// step is the whole data cursor: on CPU the resumed run reproduces the
+// uninterrupted run's later losses bitwise; on CUDA it draws the same batches
+// and masks. A resumed run, even one resumed from its final checkpoint,
+// reports whole-trial numbers (curve, tokens_per_second, final losses,
+// attention distance) as the uninterrupted run does.
 //
 // Threads: on the CPU, Train sets LibTorch's and OpenBLAS's thread counts for
 // the process (see cpu_threading); with "shards" it runs its own threads.
@@ -64,7 +71,11 @@ struct TrainConfig {
   std::string checkpoint_dir;   // "" disables checkpoints
   int checkpoint_every = 0;     // 0: only at the end
   bool resume = false;          // continue from checkpoint_dir's latest
-  // >= 0: a checkpoint past this step is not resumed (fresh start instead).
+  // With resume: a checkpoint past this step is not resumed; the run starts
+  // from step 0 instead (TrainResult::discarded_checkpoint_step), and its
+  // first checkpoint replaces it. The worker passes the last step whose
+  // points the coordinator stored, so a resumed curve never has a gap.
+  // Negative: no limit.
   int64_t max_resume_step = -1;
   bool measure_attention = true;
   bool measure_mfu = true;
@@ -101,7 +112,12 @@ struct TrainResult {
   double final_train_loss = 0.0;
   int64_t steps = 0;              // steps completed
   int64_t resumed_from_step = 0;  // 0: fresh start
-  double tokens_per_second = 0.0;
+  // The step of a checkpoint not resumed because it lay past
+  // TrainConfig::max_resume_step; 0 if none.
+  int64_t discarded_checkpoint_step = 0;
+  // Checkpoints not written because BeforeCheckpoint returned false.
+  int64_t checkpoints_skipped = 0;
+  double tokens_per_second = 0.0;  // over every step of the trial
   // MFU: model FLOP/s (flops_per_token x tokens_per_second) over
   // peak_matmul_flops, at most 1. The peak is the matmul measurement, or the
   // model FLOP/s themselves when they beat it; then the measurement, kept in
@@ -139,16 +155,21 @@ class TrainObserver {
     (void)tokens_per_second;
   }
   // BeforeCheckpoint is called before the checkpoint for `step` is written,
-  // after every point up to `step` (train and val) went to OnPoint. The worker
-  // waits here until the coordinator stored those points, so a run resumed
-  // from this checkpoint never leaves a hole in the curve.
+  // after every point up to `step` (train and val) went to OnPoint, and
+  // returns whether it may be written. The worker waits here until the
+  // coordinator stored those points and returns false when it could not
+  // make sure of that: the trainer then skips this checkpoint (the previous
+  // one stays as it was, TrainResult::checkpoints_skipped counts it) and
+  // carries on, or stops if it was the stop checkpoint. So a checkpoint is
+  // never ahead of the stored curve.
   virtual bool BeforeCheckpoint(int64_t step) {
     (void)step;
     return true;
   }
+  // OnCheckpoint is called once the checkpoint for `step` is written.
   virtual void OnCheckpoint(int64_t step) { (void)step; }
   // ShouldStop is polled every step; true ends the run early (stopped=true)
-  // after writing a checkpoint.
+  // after writing a checkpoint (if BeforeCheckpoint allows it).
   virtual bool ShouldStop() { return false; }
 };
 

@@ -11,11 +11,19 @@
 #include <optional>
 #include <string>
 #include <system_error>
+#include <type_traits>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "absl/strings/str_join.h"
+#include "absl/strings/str_replace.h"
+#include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "model/internal/files.h"
 
 namespace prism::model::internal {
@@ -23,7 +31,11 @@ namespace {
 
 namespace fs = std::filesystem;
 
-constexpr int64_t kFormatVersion = 1;
+// Version 2 added the recipe and the training seconds, tokens, final train
+// loss and loss window. Version 1 still loads (for evaluation); it records no
+// recipe, so training never resumes from it.
+constexpr int64_t kFormatVersion = 2;
+constexpr int64_t kFirstRecipeVersion = 2;
 constexpr int kCurveColumns = 6;
 
 torch::Tensor CurveToTensor(const std::vector<CurvePoint>& curve) {
@@ -90,7 +102,112 @@ absl::Status SyncFile(const std::string& path) {
   return absl::OkStatus();
 }
 
+// ExactNumber is the shortest text that reads back to `value` (a float or
+// a double): 0.001, not 0.0010000000000000000.
+template <typename T>
+std::string ExactNumber(T value) {
+  for (int precision = 1; precision < 17; ++precision) {
+    const std::string text =
+        absl::StrFormat("%.*g", precision, static_cast<double>(value));
+    T back = 0;
+    bool parsed = false;
+    if constexpr (std::is_same_v<T, float>) {
+      parsed = absl::SimpleAtof(text, &back);
+    } else {
+      parsed = absl::SimpleAtod(text, &back);
+    }
+    if (parsed && back == value) return text;
+  }
+  return absl::StrFormat("%.17g", static_cast<double>(value));
+}
+
+// Escaped keeps RecipeKey's separators out of a value.
+std::string Escaped(absl::string_view value) {
+  return absl::StrReplaceAll(value, {{"%", "%25"}, {";", "%3B"}, {",", "%2C"}});
+}
+
+std::string PathList(const std::vector<std::string>& paths) {
+  std::vector<std::string> escaped;
+  for (const std::string& path : paths) escaped.push_back(Escaped(path));
+  return absl::StrJoin(escaped, ",");
+}
+
+using RecipeFields = std::vector<std::pair<std::string, std::string>>;
+
+RecipeFields SplitRecipe(const std::string& recipe) {
+  RecipeFields fields;
+  for (absl::string_view field :
+       absl::StrSplit(recipe, ';', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> kv =
+        absl::StrSplit(field, absl::MaxSplits('=', 1));
+    fields.push_back(std::move(kv));
+  }
+  return fields;
+}
+
+// RecipeDifferences lists "key got vs expected" for every field that
+// differs, in `expected`'s order, then fields only `got` has.
+std::string RecipeDifferences(const std::string& got,
+                              const std::string& expected) {
+  const RecipeFields got_fields = SplitRecipe(got);
+  const RecipeFields expected_fields = SplitRecipe(expected);
+  auto find = [](const RecipeFields& fields,
+                 const std::string& key) -> const std::string* {
+    for (const auto& [k, v] : fields) {
+      if (k == key) return &v;
+    }
+    return nullptr;
+  };
+  auto shown = [](const std::string* value) {
+    if (value == nullptr) return std::string("(absent)");
+    return value->empty() ? std::string("(none)") : *value;
+  };
+  std::vector<std::string> differences;
+  for (const auto& [key, value] : expected_fields) {
+    const std::string* other = find(got_fields, key);
+    if (other == nullptr || *other != value) {
+      differences.push_back(
+          absl::StrCat(key, " ", shown(other), " vs ", shown(&value)));
+    }
+  }
+  for (const auto& [key, value] : got_fields) {
+    if (find(expected_fields, key) == nullptr) {
+      differences.push_back(
+          absl::StrCat(key, " ", shown(&value), " vs ", shown(nullptr)));
+    }
+  }
+  return absl::StrJoin(differences, ", ");
+}
+
 }  // namespace
+
+std::string RecipeKey(const TrainConfig& config, int context,
+                      const std::vector<std::string>& train,
+                      const std::vector<std::string>& val) {
+  std::vector<std::string> targets;
+  for (double target : config.loss_targets) {
+    targets.push_back(ExactNumber(target));
+  }
+  const RecipeFields fields = {
+      {"steps", absl::StrCat(config.steps)},
+      {"batch_size", absl::StrCat(config.batch_size)},
+      {"grad_accum", absl::StrCat(config.grad_accum)},
+      {"context", absl::StrCat(context)},
+      {"eval_every", absl::StrCat(config.eval_every)},
+      {"eval_batches", absl::StrCat(config.eval_batches)},
+      {"log_every", absl::StrCat(config.log_every)},
+      {"learning_rate", ExactNumber(config.learning_rate)},
+      {"min_lr_ratio", ExactNumber(config.min_lr_ratio)},
+      {"warmup_steps", absl::StrCat(config.warmup_steps)},
+      {"weight_decay", ExactNumber(config.weight_decay)},
+      {"grad_clip", ExactNumber(config.grad_clip)},
+      {"loss_targets", absl::StrJoin(targets, ",")},
+      {"dropout", ExactNumber(config.shape.dropout)},
+      {"train", PathList(train)},
+      {"val", PathList(val)},
+  };
+  return absl::StrJoin(fields, ";", absl::PairFormatter("="));
+}
 
 std::string ShapeKey(const ModelShape& shape) {
   return absl::StrCat(
@@ -121,6 +238,7 @@ absl::Status SaveCheckpoint(const std::string& dir,
     archive.write("schedule", c10::IValue(checkpoint.identity.schedule));
     archive.write("seed",
                   c10::IValue(static_cast<int64_t>(checkpoint.identity.seed)));
+    archive.write("recipe", c10::IValue(checkpoint.identity.recipe));
     archive.write("step", c10::IValue(checkpoint.step));
     archive.write("adam_steps", c10::IValue(checkpoint.adam_steps));
     archive.write("parameters", checkpoint.parameters.to(torch::kCPU));
@@ -131,6 +249,12 @@ absl::Status SaveCheckpoint(const std::string& dir,
     archive.write("elapsed_seconds", c10::IValue(checkpoint.elapsed_seconds));
     archive.write("min_val_loss", c10::IValue(checkpoint.min_val_loss));
     archive.write("final_val_loss", c10::IValue(checkpoint.final_val_loss));
+    archive.write("final_train_loss", c10::IValue(checkpoint.final_train_loss));
+    archive.write("train_seconds", c10::IValue(checkpoint.train_seconds));
+    archive.write("train_tokens", c10::IValue(checkpoint.train_tokens));
+    archive.write("window_loss", c10::IValue(checkpoint.window_loss));
+    archive.write("window_seconds", c10::IValue(checkpoint.window_seconds));
+    archive.write("window_steps", c10::IValue(checkpoint.window_steps));
     archive.save_to(temp);
   } catch (const std::exception& e) {
     fs::remove(temp, ec);
@@ -161,10 +285,11 @@ absl::StatusOr<std::optional<Checkpoint>> LoadCheckpoint(
     archive.load_from(path);
     c10::IValue value;
     archive.read("format_version", value);
-    if (value.toInt() != kFormatVersion) {
+    const int64_t version = value.toInt();
+    if (version < 1 || version > kFormatVersion) {
       return absl::DataLossError(
-          absl::StrCat("checkpoint ", path, " has format version ",
-                       value.toInt(), ", expected ", kFormatVersion));
+          absl::StrCat("checkpoint ", path, " has format version ", version,
+                       ", expected 1 to ", kFormatVersion));
     }
     archive.read("shape", value);
     checkpoint.identity.shape = value.toStringRef();
@@ -172,6 +297,10 @@ absl::StatusOr<std::optional<Checkpoint>> LoadCheckpoint(
     checkpoint.identity.schedule = value.toStringRef();
     archive.read("seed", value);
     checkpoint.identity.seed = static_cast<uint64_t>(value.toInt());
+    if (version >= kFirstRecipeVersion) {
+      archive.read("recipe", value);
+      checkpoint.identity.recipe = value.toStringRef();
+    }
     archive.read("step", value);
     checkpoint.step = value.toInt();
     archive.read("adam_steps", value);
@@ -190,6 +319,20 @@ absl::StatusOr<std::optional<Checkpoint>> LoadCheckpoint(
     checkpoint.min_val_loss = value.toDouble();
     archive.read("final_val_loss", value);
     checkpoint.final_val_loss = value.toDouble();
+    if (version >= kFirstRecipeVersion) {
+      archive.read("final_train_loss", value);
+      checkpoint.final_train_loss = value.toDouble();
+      archive.read("train_seconds", value);
+      checkpoint.train_seconds = value.toDouble();
+      archive.read("train_tokens", value);
+      checkpoint.train_tokens = value.toInt();
+      archive.read("window_loss", value);
+      checkpoint.window_loss = value.toDouble();
+      archive.read("window_seconds", value);
+      checkpoint.window_seconds = value.toDouble();
+      archive.read("window_steps", value);
+      checkpoint.window_steps = value.toInt();
+    }
   } catch (const c10::Error& e) {
     return absl::DataLossError(absl::StrCat(
         "checkpoint ", path, " is unreadable: ", e.what_without_backtrace()));
@@ -212,6 +355,15 @@ absl::StatusOr<std::optional<Checkpoint>> LoadCheckpoint(
     return absl::FailedPreconditionError(absl::StrCat(
         "checkpoint ", path, " is for seed ", got.seed, ", this run is ",
         expected.seed, "; use another --checkpoint-dir"));
+  }
+  if (expected.check_recipe && got.recipe != expected.recipe) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "checkpoint ", path, " was written by a different recipe (",
+        got.recipe.empty()
+            ? "it records none: an older version wrote it"
+            : absl::StrCat("checkpoint vs this run: ",
+                           RecipeDifferences(got.recipe, expected.recipe)),
+        "); use another --checkpoint-dir"));
   }
   return std::optional<Checkpoint>(std::move(checkpoint));
 }

@@ -2,10 +2,17 @@
 //
 // One file per run directory, <dir>/checkpoint.pt (a LibTorch archive): the
 // flat parameters, both AdamW moments and their step count, the step, what
-// the run has measured so far, and the identity of the run (shape, schedule,
-// seed) so a checkpoint is never resumed into a different trial. There is no
-// RNG state to store: batches and dropout masks are counter-based functions
-// of (seed, step), so the step is the whole data cursor.
+// the run has measured so far (curve, milestones, training seconds and
+// tokens, the unfinished train-loss window), and the identity of the run:
+// shape, schedule, seed and recipe (RecipeKey: every other setting that
+// changes the weights' trajectory or the recorded curve), so a checkpoint is
+// never resumed into a different trial or a different recipe.
+//
+// No RNG state is stored: batches are counter-based functions of (seed,
+// step, micro-batch), and so are dropout masks: the CPU draws those from a
+// generator created per (seed, step, micro-batch, shard); CUDA reseeds the
+// device's default generator per (seed, step, micro-batch) before each
+// micro-batch (see TrainStep in trainer.cc). So the step is the whole cursor.
 //
 // Writes go to a temp file that is synced and then renamed over the old
 // checkpoint, so the previous checkpoint stays intact until the new one is
@@ -32,7 +39,11 @@ struct CheckpointIdentity {
   std::string shape;     // ShapeKey(shape)
   std::string schedule;  // canonical text
   uint64_t seed = 0;
-  bool check_seed = true;  // false: any seed's weights will do (evaluation)
+  // RecipeKey(...); empty in a checkpoint written before recipes were
+  // recorded (format version 1), which matches no recipe.
+  std::string recipe;
+  bool check_seed = true;    // false: any seed's weights will do (evaluation)
+  bool check_recipe = true;  // false: any recipe's weights will do (same)
 };
 
 struct Checkpoint {
@@ -48,10 +59,32 @@ struct Checkpoint {
   double elapsed_seconds = 0.0;
   double min_val_loss = 0.0;
   double final_val_loss = 0.0;
+  double final_train_loss = 0.0;
+  // Seconds spent in optimizer steps and the tokens they consumed, over the
+  // whole trial: TrainResult::tokens_per_second is their ratio.
+  double train_seconds = 0.0;
+  int64_t train_tokens = 0;
+  // The train-loss window since the last train point (summed loss, seconds
+  // and steps), so the next point averages the same steps as without resume.
+  double window_loss = 0.0;
+  double window_seconds = 0.0;
+  int64_t window_steps = 0;
 };
 
 // ShapeKey describes everything about a shape that the weights depend on.
 std::string ShapeKey(const ModelShape& shape);
+
+// RecipeKey describes the rest of a run's settings that change the weights'
+// trajectory or the recorded curve, as "key=value;..." in a fixed order:
+// steps, batch_size, grad_accum, context (the effective one, `context`),
+// eval_every, eval_batches, log_every, learning_rate, min_lr_ratio,
+// warmup_steps, weight_decay, grad_clip, loss_targets, dropout, and the data
+// files `train` and `val` (as given, or the demo corpus's files). Numbers are
+// exact (shortest text that reads back to the same double); '%', ';' and ','
+// inside a value are percent-escaped.
+std::string RecipeKey(const TrainConfig& config, int context,
+                      const std::vector<std::string>& train,
+                      const std::vector<std::string>& val);
 
 // CheckpointPath is <dir>/checkpoint.pt.
 std::string CheckpointPath(const std::string& dir);
@@ -62,7 +95,10 @@ absl::Status SaveCheckpoint(const std::string& dir,
 
 // LoadCheckpoint returns the checkpoint in `dir`, or nullopt when there is
 // none. FailedPrecondition naming the field when it belongs to a different
-// run (shape, schedule or seed differ); DataLoss when it is unreadable.
+// run (shape, schedule or seed differ) or a different recipe (naming every
+// recipe field that differs, with the checkpoint's value first; a checkpoint
+// that records no recipe is a different one); DataLoss when it is
+// unreadable.
 absl::StatusOr<std::optional<Checkpoint>> LoadCheckpoint(
     const std::string& dir, const CheckpointIdentity& expected);
 

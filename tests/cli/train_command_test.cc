@@ -76,11 +76,20 @@ TEST_F(TrainCommandTest, TrainsPrintsASummaryAndWritesJson) {
   EXPECT_THAT(json, HasSubstr("\"attentionDistance\""));
   EXPECT_THAT(json, HasSubstr("\"split\": \"SPLIT_VAL\""));
 
+  // The checkpoint is not resumed by another recipe (here the default
+  // --eval-every 50), and is by the same one.
+  std::vector<std::string> resume = {
+      "train",       "--preset",         "tiny",       "--schedule",
+      "1x2,2x2,4x2", "--steps",          "12",         "--batch-size",
+      "4",           "--context",        "32",         "--threads",
+      "2",           "--checkpoint-dir", Path("ckpt"), "--resume"};
+  ExpectUsageError(resume,
+                   "different recipe (checkpoint vs this run: eval_every 6 vs "
+                   "50)");
+
   // Resuming a finished run trains nothing more and keeps its curve.
-  const CommandResult again =
-      Run({"train", "--preset", "tiny", "--schedule", "1x2,2x2,4x2", "--steps",
-           "12", "--batch-size", "4", "--context", "32", "--threads", "2",
-           "--checkpoint-dir", Path("ckpt"), "--resume", "--format", "json"});
+  resume.insert(resume.end(), {"--eval-every", "6", "--format", "json"});
+  const CommandResult again = Run(resume);
   ASSERT_EQ(again.status, 0) << again.err;
   EXPECT_THAT(again.out, HasSubstr("\"steps\": \"12\""));
 

@@ -22,8 +22,10 @@ namespace {
 
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
+using ::testing::Not;
 
-// Recorder keeps every step's loss and can ask the trainer to stop.
+// Recorder keeps every step's loss, can ask the trainer to stop, and can
+// refuse checkpoints from a step on.
 class Recorder : public TrainObserver {
  public:
   void OnStart(const TrainConfig&, int64_t start_step) override {
@@ -34,7 +36,7 @@ class Recorder : public TrainObserver {
   }
   bool BeforeCheckpoint(int64_t step) override {
     before_checkpoint.push_back(step);
-    return true;
+    return refuse_from <= 0 || step < refuse_from;
   }
   void OnCheckpoint(int64_t step) override { checkpoints.push_back(step); }
   bool ShouldStop() override {
@@ -45,6 +47,7 @@ class Recorder : public TrainObserver {
   std::vector<std::pair<int64_t, double>> losses;
   std::vector<int64_t> before_checkpoint, checkpoints;
   int64_t stop_after = 0;
+  int64_t refuse_from = 0;  // > 0: BeforeCheckpoint refuses steps from here
   int64_t started_at = -1;
 };
 
@@ -171,6 +174,9 @@ TEST_F(TrainerTest, TinyModelOverfitsOneFixedBatch) {
 TEST_F(TrainerTest, ResumedRunReproducesTheUninterruptedRunBitwise) {
   TrainConfig config = SmallRun();
   config.measure_attention = false;
+  // Train points at 3 and 6: the stop at 4 falls inside the second one's
+  // window, which the checkpoint carries over.
+  config.log_every = 3;
   Recorder straight;
   absl::StatusOr<TrainResult> full = Train(config, &straight);
   ASSERT_TRUE(full.ok()) << full.status();
@@ -197,10 +203,45 @@ TEST_F(TrainerTest, ResumedRunReproducesTheUninterruptedRunBitwise) {
     EXPECT_EQ(loss, straight.losses[step - 1].second) << "step " << step;
   }
   EXPECT_EQ(resumed->final_val_loss, full->final_val_loss);
+  EXPECT_EQ(resumed->final_train_loss, full->final_train_loss);
   // The resumed result carries the whole curve, including points before the
-  // checkpoint.
-  EXPECT_EQ(resumed->curve.size(), full->curve.size());
+  // checkpoint, with the same losses.
+  ASSERT_EQ(resumed->curve.size(), full->curve.size());
+  for (size_t i = 0; i < full->curve.size(); ++i) {
+    EXPECT_EQ(resumed->curve[i].split, full->curve[i].split) << i;
+    EXPECT_EQ(resumed->curve[i].step, full->curve[i].step) << i;
+    EXPECT_EQ(resumed->curve[i].loss, full->curve[i].loss) << i;
+  }
   EXPECT_EQ(second.checkpoints, (std::vector<int64_t>{6}));
+}
+
+TEST_F(TrainerTest, RunResumedFromItsFinalCheckpointReportsTheWholeTrial) {
+  // As after a crash between the final checkpoint and the result.
+  TrainConfig config = SmallRun();
+  config.checkpoint_dir = Path("ckpt");
+  config.resume = true;
+  Recorder first;
+  absl::StatusOr<TrainResult> done = Train(config, &first);
+  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_EQ(first.checkpoints, (std::vector<int64_t>{6}));
+
+  Recorder second;
+  absl::StatusOr<TrainResult> again = Train(config, &second);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(second.started_at, 6);
+  EXPECT_TRUE(second.losses.empty());  // no step trained again
+  EXPECT_TRUE(second.checkpoints.empty());
+  EXPECT_EQ(again->steps, config.steps);
+  EXPECT_EQ(again->resumed_from_step, 6);
+  EXPECT_FALSE(again->stopped);
+  EXPECT_GT(again->tokens_per_second, 0.0);
+  EXPECT_EQ(again->tokens_per_second, done->tokens_per_second);
+  EXPECT_EQ(again->final_train_loss, done->final_train_loss);
+  EXPECT_EQ(again->final_val_loss, done->final_val_loss);
+  EXPECT_EQ(again->min_val_loss, done->min_val_loss);
+  ASSERT_EQ(again->attention_distance.size(), 6u);
+  EXPECT_EQ(again->attention_distance, done->attention_distance);
+  EXPECT_EQ(again->curve.size(), done->curve.size());
 }
 
 TEST_F(TrainerTest, CheckpointOfAnotherTrialIsRefused) {
@@ -220,6 +261,151 @@ TEST_F(TrainerTest, CheckpointOfAnotherTrialIsRefused) {
   config.seed = 5;
   EXPECT_THAT(Train(config, nullptr).status().message(),
               HasSubstr("is for seed 0"));
+}
+
+TEST_F(TrainerTest, CheckpointOfAnotherRecipeIsRefusedNamingTheField) {
+  TrainConfig config = SmallRun();
+  config.steps = 2;
+  config.measure_attention = false;
+  config.checkpoint_dir = Path("ckpt");
+  ASSERT_TRUE(Train(config, nullptr).ok());
+  config.resume = true;
+
+  TrainConfig changed = config;
+  changed.steps = 3;
+  absl::Status s = Train(changed, nullptr).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("was written by a different recipe"));
+  EXPECT_THAT(s.message(), HasSubstr("steps 2 vs 3"));
+  EXPECT_THAT(s.message(), Not(HasSubstr("batch_size")));
+
+  changed = config;
+  changed.learning_rate = 1e-3;
+  s = Train(changed, nullptr).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("learning_rate 0.003 vs 0.001"));
+
+  changed = config;
+  changed.batch_size = 2;
+  changed.eval_every = 1;
+  s = Train(changed, nullptr).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(), HasSubstr("batch_size 4 vs 2, eval_every 3 vs 1"));
+
+  changed = config;
+  changed.val_paths = {Path("train.bin")};
+  s = Train(changed, nullptr).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(s.message(),
+              HasSubstr("val " + Path("val.bin") + " vs " + Path("train.bin")));
+
+  changed = config;
+  changed.shape.dropout = 0.1f;
+  EXPECT_THAT(Train(changed, nullptr).status().message(),
+              HasSubstr("dropout 0 vs 0.1"));
+
+  // The unchanged recipe resumes (from the final checkpoint: nothing to do),
+  // whatever the device settings.
+  config.threads = 1;
+  Recorder recorder;
+  absl::StatusOr<TrainResult> r = Train(config, &recorder);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->resumed_from_step, 2);
+  EXPECT_TRUE(recorder.losses.empty());
+}
+
+TEST_F(TrainerTest, RefusedCheckpointLeavesThePreviousOneInPlace) {
+  TrainConfig config = SmallRun();
+  config.measure_attention = false;
+  Recorder straight;
+  absl::StatusOr<TrainResult> full = Train(config, &straight);
+  ASSERT_TRUE(full.ok()) << full.status();
+
+  config.checkpoint_dir = Path("ckpt");
+  config.checkpoint_every = 2;
+  config.resume = true;
+  Recorder refusing;
+  refusing.refuse_from = 4;
+  absl::StatusOr<TrainResult> r = Train(config, &refusing);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->steps, 6);
+  EXPECT_FALSE(r->stopped);
+  EXPECT_EQ(refusing.before_checkpoint, (std::vector<int64_t>{2, 4, 6}));
+  EXPECT_EQ(refusing.checkpoints, (std::vector<int64_t>{2}));
+  EXPECT_EQ(r->checkpoints_skipped, 2);
+
+  // The directory still holds step 2's checkpoint.
+  Recorder resumed;
+  absl::StatusOr<TrainResult> again = Train(config, &resumed);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(resumed.started_at, 2);
+  EXPECT_EQ(again->resumed_from_step, 2);
+  EXPECT_EQ(resumed.losses.size(), 4u);
+  EXPECT_EQ(resumed.checkpoints, (std::vector<int64_t>{4, 6}));
+  EXPECT_EQ(again->checkpoints_skipped, 0);
+  EXPECT_EQ(again->final_val_loss, full->final_val_loss);
+}
+
+TEST_F(TrainerTest, RefusedStopCheckpointStillStops) {
+  TrainConfig config = SmallRun();
+  config.measure_attention = false;
+  config.checkpoint_dir = Path("ckpt");
+  config.checkpoint_every = 2;
+  config.resume = true;
+  Recorder refusing;
+  refusing.stop_after = 3;
+  refusing.refuse_from = 3;
+  absl::StatusOr<TrainResult> r = Train(config, &refusing);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_TRUE(r->stopped);
+  EXPECT_EQ(r->steps, 3);
+  EXPECT_EQ(refusing.before_checkpoint, (std::vector<int64_t>{2, 3}));
+  EXPECT_EQ(refusing.checkpoints, (std::vector<int64_t>{2}));
+  EXPECT_EQ(r->checkpoints_skipped, 1);
+
+  Recorder resumed;
+  ASSERT_TRUE(Train(config, &resumed).ok());
+  EXPECT_EQ(resumed.started_at, 2);
+}
+
+TEST_F(TrainerTest, CheckpointPastMaxResumeStepIsDiscardedForAFreshStart) {
+  TrainConfig config = SmallRun();
+  config.measure_attention = false;
+  Recorder straight;
+  absl::StatusOr<TrainResult> full = Train(config, &straight);
+  ASSERT_TRUE(full.ok()) << full.status();
+
+  config.checkpoint_dir = Path("ckpt");
+  config.resume = true;
+  Recorder first;
+  first.stop_after = 4;
+  ASSERT_TRUE(Train(config, &first).ok());
+  ASSERT_EQ(first.checkpoints, (std::vector<int64_t>{4}));
+
+  // The caller stored the curve up to step 3 only.
+  config.max_resume_step = 3;
+  Recorder fresh;
+  absl::StatusOr<TrainResult> r = Train(config, &fresh);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(fresh.started_at, 0);
+  EXPECT_EQ(r->resumed_from_step, 0);
+  EXPECT_EQ(r->discarded_checkpoint_step, 4);
+  EXPECT_EQ(r->steps, 6);
+  ASSERT_EQ(fresh.losses.size(), 6u);
+  for (const auto& [step, loss] : fresh.losses) {
+    EXPECT_EQ(loss, straight.losses[step - 1].second) << "step " << step;
+  }
+  EXPECT_EQ(r->final_val_loss, full->final_val_loss);
+  EXPECT_EQ(r->final_train_loss, full->final_train_loss);
+  EXPECT_EQ(r->curve.size(), full->curve.size());
+
+  // Its final checkpoint replaced the discarded one; a limit at the
+  // checkpoint's own step resumes it.
+  config.max_resume_step = 6;
+  absl::StatusOr<TrainResult> again = Train(config, nullptr);
+  ASSERT_TRUE(again.ok()) << again.status();
+  EXPECT_EQ(again->resumed_from_step, 6);
+  EXPECT_EQ(again->discarded_checkpoint_step, 0);
 }
 
 TEST_F(TrainerTest, AbsurdLearningRateDivergesAtAStep) {

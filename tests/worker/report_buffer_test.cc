@@ -1,9 +1,15 @@
 #include "worker/report_buffer.h"
 
+#include <sys/syscall.h>
+#include <sys/types.h>
+#include <unistd.h>
+
 #include <atomic>
+#include <fstream>
+#include <string>
 #include <thread>
 
-#include "absl/synchronization/notification.h"
+#include "absl/strings/str_cat.h"
 #include "gtest/gtest.h"
 
 namespace prism::worker {
@@ -16,6 +22,51 @@ v1::LossPoint Point(int64_t step) {
   p.set_loss(1.0f / static_cast<float>(step));
   return p;
 }
+
+// BlockedProducer runs `add` (a call that should wait) on its own thread.
+// WaitUntilAsleep returns true once that thread sleeps inside it, false if
+// it returned instead: the thread does nothing else that can sleep, so this
+// tells a waiting call from one that returned at once without guessing how
+// long "at once" takes.
+class BlockedProducer {
+ public:
+  template <typename F>
+  explicit BlockedProducer(F add)
+      : thread_([this, add] {
+          tid_.store(static_cast<pid_t>(syscall(SYS_gettid)));
+          result_.store(add() ? 1 : 0);
+        }) {}
+  ~BlockedProducer() { Join(); }
+
+  bool WaitUntilAsleep() {
+    while (tid_.load() == 0) std::this_thread::yield();
+    const std::string stat_path =
+        absl::StrCat("/proc/self/task/", tid_.load(), "/stat");
+    while (result_.load() < 0) {
+      std::ifstream in(stat_path);
+      std::string stat;
+      std::getline(in, stat);
+      // The state letter follows the ") " that ends the command name.
+      const size_t name_end = stat.rfind(')');
+      if (name_end != std::string::npos && name_end + 2 < stat.size() &&
+          stat[name_end + 2] == 'S') {
+        return true;
+      }
+      std::this_thread::yield();
+    }
+    return false;
+  }
+  // result is -1 while the call runs, else what it returned (0 or 1).
+  int result() const { return result_.load(); }
+  void Join() {
+    if (thread_.joinable()) thread_.join();
+  }
+
+ private:
+  std::atomic<pid_t> tid_{0};
+  std::atomic<int> result_{-1};
+  std::thread thread_;
+};
 
 TEST(ReportBufferTest, OldestReturnsPointsInOrderUntilAcknowledged) {
   ReportBuffer buffer(10);
@@ -38,15 +89,14 @@ TEST(ReportBufferTest, AddWaitsWhileFullAndResumesAfterAcknowledge) {
   ReportBuffer buffer(2);
   ASSERT_TRUE(buffer.Add(Point(1)));
   ASSERT_TRUE(buffer.Add(Point(2)));
-  std::atomic<bool> added{false};
-  std::thread producer([&] { added = buffer.Add(Point(3)); });
-  absl::SleepFor(absl::Milliseconds(30));
-  EXPECT_FALSE(added.load());
+  BlockedProducer producer([&] { return buffer.Add(Point(3)); });
+  ASSERT_TRUE(producer.WaitUntilAsleep()) << "Add returned while full";
+  EXPECT_EQ(producer.result(), -1);
   EXPECT_EQ(buffer.size(), 2u);
 
   buffer.Acknowledge(1);
-  producer.join();
-  EXPECT_TRUE(added.load());
+  producer.Join();
+  EXPECT_EQ(producer.result(), 1);
   std::vector<v1::LossPoint> points = buffer.Oldest(10);
   ASSERT_EQ(points.size(), 2u);
   EXPECT_EQ(points[1].step(), 3);
@@ -55,11 +105,11 @@ TEST(ReportBufferTest, AddWaitsWhileFullAndResumesAfterAcknowledge) {
 TEST(ReportBufferTest, CloseUnblocksAWaitingAddAndDropsItsPoint) {
   ReportBuffer buffer(1);
   ASSERT_TRUE(buffer.Add(Point(1)));
-  std::atomic<int> result{-1};
-  std::thread producer([&] { result = buffer.Add(Point(2)) ? 1 : 0; });
+  BlockedProducer producer([&] { return buffer.Add(Point(2)); });
+  ASSERT_TRUE(producer.WaitUntilAsleep()) << "Add returned while full";
   buffer.Close();
-  producer.join();
-  EXPECT_EQ(result.load(), 0);
+  producer.Join();
+  EXPECT_EQ(producer.result(), 0);
   EXPECT_EQ(buffer.size(), 1u);  // buffered points stay readable
   EXPECT_FALSE(buffer.Add(Point(3)));
 }
