@@ -102,7 +102,8 @@ std::unique_ptr<grpc::ClientContext> RpcClient::NewContext(
 absl::Status RpcClient::Check(const grpc::Status& status) const {
   const absl::Status converted = FromGrpcStatus(status);
   // gRPC's own words for the two transport failures mean little at a
-  // terminal; every other status carries the coordinator's message as is.
+  // terminal; every status the coordinator sent carries its message as is.
+  if (IsCoordinatorStatus(status)) return converted;
   if (absl::IsUnavailable(converted)) {
     return absl::UnavailableError(
         absl::StrCat("cannot reach coordinator at ", address_,

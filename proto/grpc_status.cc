@@ -3,11 +3,20 @@
 #include <string>
 
 namespace prism {
+namespace {
+
+constexpr char kCoordinatorMarker[] = "prism";
+
+}  // namespace
 
 grpc::Status ToGrpcStatus(const absl::Status& status) {
   if (status.ok()) return grpc::Status::OK;
   return grpc::Status(static_cast<grpc::StatusCode>(status.code()),
-                      std::string(status.message()));
+                      std::string(status.message()), kCoordinatorMarker);
+}
+
+bool IsCoordinatorStatus(const grpc::Status& status) {
+  return !status.ok() && status.error_details() == kCoordinatorMarker;
 }
 
 absl::Status FromGrpcStatus(const grpc::Status& status) {

@@ -6,7 +6,9 @@
 //   return ToGrpcStatus(manager->Cancel(id));          // server handler
 //   absl::Status s = FromGrpcStatus(stub->Cancel(...));  // client
 //
-// Payloads (absl) and binary details (gRPC) are not carried.
+// Payloads (absl) are not carried. The binary details carry one marker, so a
+// client can tell the coordinator's own Unavailable ("the database disk is
+// full") from the one gRPC makes up when there is no connection at all.
 //
 // Thread-safety: pure functions.
 #ifndef PRISM_PROTO_GRPC_STATUS_H_
@@ -25,6 +27,11 @@ grpc::Status ToGrpcStatus(const absl::Status& status);
 // FromGrpcStatus returns absl::OkStatus() for an OK status, else an
 // absl::Status with the same code and message.
 absl::Status FromGrpcStatus(const grpc::Status& status);
+
+// IsCoordinatorStatus is true for a non-OK status that ToGrpcStatus made on
+// the coordinator, false for one gRPC made on the client's side (no
+// connection, a deadline that passed) or that an older coordinator sent.
+bool IsCoordinatorStatus(const grpc::Status& status);
 
 }  // namespace prism
 

@@ -24,6 +24,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "base/failpoint.h"
 #include "model/internal/files.h"
 
 namespace prism::model::internal {
@@ -91,16 +92,60 @@ std::vector<Milestone> MilestonesFromTensor(const torch::Tensor& t) {
   return milestones;
 }
 
-absl::Status SyncFile(const std::string& path) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
-  if (fd < 0 || ::fsync(fd) != 0) {
-    const std::string error = std::strerror(errno);
-    if (fd >= 0) ::close(fd);
-    return absl::InternalError(absl::StrCat("cannot sync ", path, ": ", error));
+// FileError is the status for a failed file operation: ResourceExhausted
+// when the disk (or the quota) is full, so the worker can tell "this
+// machine's disk" from "this trial", Internal otherwise.
+absl::Status FileError(absl::string_view what, int error) {
+  const std::string message = absl::StrCat(what, ": ", std::strerror(error));
+  if (error == ENOSPC || error == EDQUOT) {
+    return absl::ResourceExhaustedError(message);
   }
-  ::close(fd);
-  return absl::OkStatus();
+  return absl::InternalError(message);
 }
+
+// FileSink is where torch's archive writer puts its bytes. It never reports
+// a failed write back to torch: LibTorch's zip writer then throws from its
+// destructor, which ends the process. It keeps the first error instead, and
+// drops the rest of the archive.
+class FileSink {
+ public:
+  explicit FileSink(const std::string& path)
+      : fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
+                   0644)),
+        error_(fd_ < 0 ? errno : 0) {}
+  ~FileSink() {
+    if (fd_ >= 0) ::close(fd_);
+  }
+  FileSink(const FileSink&) = delete;
+  FileSink& operator=(const FileSink&) = delete;
+
+  size_t Write(const void* data, size_t n) {
+    const char* p = static_cast<const char*>(data);
+    size_t left = n;
+    while (error_ == 0 && left > 0) {
+      const ssize_t wrote = ::write(fd_, p, left);
+      if (wrote < 0 && errno == EINTR) continue;
+      if (wrote <= 0) {
+        error_ = wrote < 0 ? errno : EIO;
+        break;
+      }
+      p += wrote;
+      left -= static_cast<size_t>(wrote);
+    }
+    return n;
+  }
+  // Finish syncs and closes the file; returns the first error (0: none).
+  int Finish() {
+    if (error_ == 0 && ::fsync(fd_) != 0) error_ = errno;
+    if (::close(fd_) != 0 && error_ == 0) error_ = errno;
+    fd_ = -1;
+    return error_;
+  }
+
+ private:
+  int fd_;
+  int error_;
+};
 
 // ExactNumber is the shortest text that reads back to `value` (a float or
 // a double): 0.001, not 0.0010000000000000000.
@@ -226,11 +271,12 @@ absl::Status SaveCheckpoint(const std::string& dir,
   std::error_code ec;
   fs::create_directories(dir, ec);
   if (ec) {
-    return absl::InternalError(
-        absl::StrCat("cannot create checkpoint dir ", dir, ": ", ec.message()));
+    return FileError(absl::StrCat("cannot create checkpoint dir ", dir),
+                     ec.value());
   }
   const std::string path = CheckpointPath(dir);
   const std::string temp = UniqueTempPath(path);
+  FileSink sink(temp);
   try {
     torch::serialize::OutputArchive archive;
     archive.write("format_version", c10::IValue(kFormatVersion));
@@ -255,21 +301,23 @@ absl::Status SaveCheckpoint(const std::string& dir,
     archive.write("window_loss", c10::IValue(checkpoint.window_loss));
     archive.write("window_seconds", c10::IValue(checkpoint.window_seconds));
     archive.write("window_steps", c10::IValue(checkpoint.window_steps));
-    archive.save_to(temp);
+    archive.save_to(
+        [&sink](const void* data, size_t n) { return sink.Write(data, n); });
   } catch (const std::exception& e) {
+    sink.Finish();
     fs::remove(temp, ec);
     return absl::InternalError(
         absl::StrCat("cannot write checkpoint ", temp, ": ", e.what()));
   }
-  if (absl::Status s = SyncFile(temp); !s.ok()) {
+  if (const int error = sink.Finish(); error != 0) {
     fs::remove(temp, ec);
-    return s;
+    return FileError(absl::StrCat("cannot write checkpoint ", temp), error);
   }
+  Failpoint("checkpoint.temp_written");
   if (::rename(temp.c_str(), path.c_str()) != 0) {
-    const std::string error = std::strerror(errno);
+    const int error = errno;
     fs::remove(temp, ec);
-    return absl::InternalError(
-        absl::StrCat("cannot rename ", temp, " to ", path, ": ", error));
+    return FileError(absl::StrCat("cannot rename ", temp, " to ", path), error);
   }
   return absl::OkStatus();
 }

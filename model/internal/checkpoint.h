@@ -89,7 +89,9 @@ std::string RecipeKey(const TrainConfig& config, int context,
 // CheckpointPath is <dir>/checkpoint.pt.
 std::string CheckpointPath(const std::string& dir);
 
-// SaveCheckpoint writes `checkpoint` atomically. Internal on I/O errors.
+// SaveCheckpoint writes `checkpoint` atomically. ResourceExhausted when the
+// disk is full (naming the file and the error), Internal on other I/O errors;
+// the previous checkpoint is left as it was either way.
 absl::Status SaveCheckpoint(const std::string& dir,
                             const Checkpoint& checkpoint);
 

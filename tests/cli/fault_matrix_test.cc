@@ -175,6 +175,18 @@ std::string WorkerLog(const LocalCluster& cluster, int index) {
   return absl::StrCat(cluster.dir(), "/worker-", index, ".log");
 }
 
+// WaitForLog polls the log at `path` until it holds `needle`; returns
+// whether it did within `timeout`.
+bool WaitForLog(const std::string& path, const std::string& needle,
+                absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!absl::StrContains(ReadFile(path), needle)) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return true;
+}
+
 // ExpectNothingLost checks every completed trial of the experiment: each
 // step of its cadence once in both curves, and, for the named schedules,
 // the val curve of the uninterrupted run; then `prism db check`.
@@ -357,14 +369,9 @@ TEST(FaultMatrixTest, StoppedWorkerPastItsLeaseIsRefusedAndNothingDoubles) {
   EXPECT_EQ(trial->trial().attempts(1).outcome(), v1::TRIAL_COMPLETED);
   // The woken worker learns it lost the trial (a refused report or a
   // heartbeat that says stop) and stops.
-  const absl::Time deadline = absl::Now() + absl::Seconds(30);
-  while (!absl::StrContains(ReadFile(WorkerLog(cluster, 0)),
-                            "msg=trial_superseded") &&
-         absl::Now() < deadline) {
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  EXPECT_THAT(ReadFile(WorkerLog(cluster, 0)),
-              HasSubstr("msg=trial_superseded"));
+  EXPECT_TRUE(WaitForLog(WorkerLog(cluster, 0), "msg=trial_superseded",
+                         absl::Seconds(30)))
+      << cluster.Logs();
   ExpectNothingLost(cluster, *id, {}, {{"4x6", Reference(cluster, "4x6")}});
 }
 
@@ -491,7 +498,7 @@ TEST(FaultMatrixTest, CoordinatorKilledDuringLeaseRequeuesTheUndeliveredTask) {
 TEST(FaultMatrixTest, CoordinatorKilledDuringIngestLosesNoAcknowledgedPoint) {
   LocalCluster cluster;  // a lease of 30 s: the restart must supersede none
   ASSERT_TRUE(
-      cluster.StartCoordinator({"PRISM_FAILPOINTS=ingest.committed@4"}).ok())
+      cluster.StartCoordinator({"PRISM_FAILPOINTS=ingest.committed@2"}).ok())
       << cluster.Logs();
   absl::StatusOr<int64_t> id = cluster.SubmitSpec(Spec("ingest kill", {"4x6"}));
   ASSERT_TRUE(id.ok()) << id.status();
@@ -519,7 +526,9 @@ TEST(FaultMatrixTest, CoordinatorKilledDuringCompleteFinishesTheSameAttempt) {
   ASSERT_TRUE(trials.ok());
   EXPECT_EQ(trials->at(0).attempt(), 1) << cluster.Logs();
   // The worker's retried Complete was answered, not refused.
-  EXPECT_THAT(ReadFile(WorkerLog(cluster, 0)), HasSubstr("trial_completed"));
+  EXPECT_TRUE(WaitForLog(WorkerLog(cluster, 0), "msg=trial_completed",
+                         absl::Seconds(30)))
+      << cluster.Logs();
   ExpectNothingLost(cluster, *id, {}, {{"4x6", Reference(cluster, "4x6")}});
 }
 
@@ -590,25 +599,42 @@ TEST(FaultMatrixTest, FullDatabaseDiskAnswersUnavailableAndRecovers) {
   ASSERT_TRUE(cluster.StartWorker().ok());
   ASSERT_TRUE(WaitForStep(cluster, *id, 10, absl::Minutes(2)).ok());
 
-  // Fill the disk, then wait until a write is refused with Unavailable.
+  // Fill the disk. SQLite reuses the room its WAL already has, so keep
+  // submitting experiments (each adds pages the database must grow by) until
+  // a write is refused: that is the moment the disk is really full.
   const std::string filler = mount_dir + "/filler";
   FillDisk(filler);
+  std::string flood = Spec("flood", {"4x6"});
+  for (int seed = 2; seed <= 200; ++seed) {
+    absl::StrAppend(&flood, "seeds: ", seed, "\n");
+  }
   absl::Status refused;
+  std::vector<int64_t> flooded;
   const absl::Time deadline = absl::Now() + absl::Minutes(1);
-  while (absl::Now() < deadline) {
-    v1::SetPriorityRequest request;
-    request.set_id(*id);
-    request.set_priority(1);
-    v1::Experiment response;
-    refused = cluster.client().Call(&v1::ExperimentService::Stub::SetPriority,
+  while (refused.ok() && absl::Now() < deadline) {
+    v1::SubmitRequest request;
+    request.set_spec_text(flood);
+    v1::SubmitResponse response;
+    refused = cluster.client().Call(&v1::ExperimentService::Stub::Submit,
                                     cluster.client().experiments(), request,
                                     &response);
-    if (!refused.ok()) break;
-    absl::SleepFor(absl::Milliseconds(100));
+    if (refused.ok()) flooded.push_back(response.experiment().id());
   }
   EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable) << refused;
-  fs::remove(filler);
+  EXPECT_THAT(refused.message(), HasSubstr("full")) << refused;
 
+  // Space returns: the coordinator takes writes again, the worker's
+  // buffered points with them.
+  fs::remove(filler);
+  for (int64_t flood_id : flooded) {
+    v1::ExperimentRef ref;
+    ref.set_id(flood_id);
+    v1::Experiment cancelled;
+    ASSERT_TRUE(cluster.client()
+                    .Call(&v1::ExperimentService::Stub::Cancel,
+                          cluster.client().experiments(), ref, &cancelled)
+                    .ok());
+  }
   ASSERT_TRUE(cluster.WaitForExperiment(*id, absl::Minutes(4)).ok());
   ExpectNothingLost(cluster, *id, {}, {{"4x6", Reference(cluster, "4x6")}});
 }

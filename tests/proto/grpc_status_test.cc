@@ -35,5 +35,13 @@ TEST(GrpcStatusTest, NamedCodesMapToTheirCounterparts) {
       grpc::Status(grpc::StatusCode::UNAUTHENTICATED, "bad token"))));
 }
 
+TEST(GrpcStatusTest, TheCoordinatorsStatusesAreToldFromTransportOnes) {
+  EXPECT_TRUE(IsCoordinatorStatus(
+      ToGrpcStatus(absl::UnavailableError("database or disk is full"))));
+  EXPECT_FALSE(IsCoordinatorStatus(grpc::Status(
+      grpc::StatusCode::UNAVAILABLE, "failed to connect to all addresses")));
+  EXPECT_FALSE(IsCoordinatorStatus(grpc::Status::OK));
+}
+
 }  // namespace
 }  // namespace prism
