@@ -37,7 +37,8 @@ namespace prism::storage {
 
 namespace internal {
 class Connection;
-}
+class ReaderPool;
+}  // namespace internal
 
 // kSchemaVersion is the newest schema this binary knows.
 inline constexpr int kSchemaVersion = 3;
@@ -125,7 +126,6 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::vector<v1::Worker>> ListWorkers() override;
 
  private:
-  class Reader;
   // WriterLock is an exclusive flock on "<db>.lock", held while the store is
   // open; the kernel drops it when the process dies.
   struct WriterLock {
@@ -141,19 +141,12 @@ class SqliteStore final : public Store {
   void CheckpointLoop();
   static constexpr absl::Duration kCheckpointInterval = absl::Milliseconds(500);
 
-  // AcquireReader checks a read-only connection out of the pool (opening one
-  // when none is free); it returns to the pool when the Reader dies.
-  absl::StatusOr<Reader> AcquireReader();
-  void ReleaseReader(std::unique_ptr<internal::Connection> conn);
-
-  const std::string path_;
   // Declared before the connections so it is released after they close.
   const std::unique_ptr<WriterLock> lock_;
   absl::Mutex write_mu_;
   std::unique_ptr<internal::Connection> writer_ ABSL_GUARDED_BY(write_mu_);
-  absl::Mutex pool_mu_;
-  std::vector<std::unique_ptr<internal::Connection>> free_readers_
-      ABSL_GUARDED_BY(pool_mu_);
+  // Declared after the writer so the readers close first.
+  std::unique_ptr<internal::ReaderPool> readers_;
   // Used only by checkpoint_thread_.
   std::unique_ptr<internal::Connection> checkpointer_;
   absl::Mutex checkpoint_mu_;
