@@ -1,11 +1,13 @@
 // SqliteStore: the Store on one SQLite file.
 //
-// Schema v2 (versioned migrations in a `schema_migrations` table, applied in
+// Schema v4 (versioned migrations in a `schema_migrations` table, applied in
 // one transaction at Open, idempotent): users, tokens (SHA-256 hashes only),
 // experiments (resolved spec as a binary proto), trials (unique per
-// (experiment, schedule, seed, config fingerprint); a compact val-curve blob
-// written at completion so ranking never scans points), trial_attempts,
-// points (PRIMARY KEY (trial_id, split, step), WITHOUT ROWID) and workers.
+// (experiment, schedule, seed, config fingerprint); at completion the
+// metrics message, the ranking fields copied out of it into columns and a
+// compact val-curve blob, so ranking neither scans points nor parses
+// messages), trial_attempts, points (PRIMARY KEY (trial_id, split, step),
+// WITHOUT ROWID) and workers.
 //
 // The file runs in WAL mode with synchronous=NORMAL, foreign keys on and
 // memory-mapped reads: a committed transaction survives a crash of this
@@ -41,7 +43,7 @@ class ReaderPool;
 }  // namespace internal
 
 // kSchemaVersion is the newest schema this binary knows.
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
 
 class SqliteStore final : public Store {
  public:

@@ -345,18 +345,20 @@ absl::StatusOr<v1::Trial> CompleteTrial(
   const v1::TrialState state =
       metrics.diverged() ? v1::TRIAL_DIVERGED : v1::TRIAL_COMPLETED;
   {
-    PRISM_ASSIGN_OR_RETURN(
-        Query q, c->Prepare("UPDATE trials SET state = ?1, metrics = ?2, "
-                            "val_curve = ?3, last_step = MAX(last_step, ?4), "
-                            "started_ms = CASE WHEN started_ms = 0 THEN ?5 "
-                            "ELSE started_ms END, finished_ms = ?5, "
-                            "lease_deadline_ms = 0 WHERE id = ?6"));
+    static const std::string sql = absl::StrCat(
+        "UPDATE trials SET state = ?1, metrics = ?2, val_curve = ?3, "
+        "last_step = MAX(last_step, ?4), started_ms = CASE WHEN started_ms = "
+        "0 THEN ?5 ELSE started_ms END, finished_ms = ?5, lease_deadline_ms = "
+        "0, (",
+        kRankingColumns, ") = (?7, ?8, ?9, ?10, ?11) WHERE id = ?6");
+    PRISM_ASSIGN_OR_RETURN(Query q, c->Prepare(sql.c_str()));
     q.Bind(1, static_cast<int64_t>(state));
     q.BindBlob(2, metrics_blob);
     q.BindBlob(3, curve);
     q.Bind(4, max_step);
     q.Bind(5, now_ms);
     q.Bind(6, ref.trial_id);
+    BindRankingColumns(metrics, /*first=*/7, &q);
     PRISM_RETURN_IF_ERROR(q.Run());
   }
   PRISM_RETURN_IF_ERROR(

@@ -2,11 +2,11 @@
 
 #include <cstring>
 #include <string>
+#include <vector>
 
 #include "absl/base/config.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "google/protobuf/io/coded_stream.h"
 
 namespace prism::storage::internal {
 namespace {
@@ -57,63 +57,28 @@ void DecodeCurve(absl::string_view blob, TrialOutcome* outcome) {
   }
 }
 
-// ReadRankingMetrics reads the four TrialMetrics fields ranking uses from
-// the stored message, skipping the others without building the message
-// (its milestones and strings): on a cold ranking of 10,000 trials the full
-// parse was most of the read. Returns false for a malformed blob.
-bool ReadRankingMetrics(absl::string_view blob, TrialOutcome* outcome) {
-  google::protobuf::io::CodedInputStream in(
-      reinterpret_cast<const uint8_t*>(blob.data()),
-      static_cast<int>(blob.size()));
-  constexpr uint32_t kVarint = 0, kFixed64 = 1, kLengthDelimited = 2,
-                     kFixed32 = 5;
-  auto read_double = [&in](double* value) {
-    uint64_t bits;
-    if (!in.ReadLittleEndian64(&bits)) return false;
-    std::memcpy(value, &bits, sizeof(*value));
-    return true;
-  };
-  while (const uint32_t tag = in.ReadTag()) {
-    const uint32_t field = tag >> 3;
-    const uint32_t wire_type = tag & 7;
-    if (wire_type == kFixed64 &&
-        field == v1::TrialMetrics::kFinalValLossFieldNumber) {
-      if (!read_double(&outcome->final_val_loss)) return false;
-    } else if (wire_type == kFixed64 &&
-               field == v1::TrialMetrics::kMinValLossFieldNumber) {
-      if (!read_double(&outcome->min_val_loss)) return false;
-    } else if (wire_type == kFixed64 &&
-               field == v1::TrialMetrics::kTokensPerSecondFieldNumber) {
-      if (!read_double(&outcome->tokens_per_second)) return false;
-    } else if (field == v1::TrialMetrics::kAttentionDistanceFieldNumber &&
-               (wire_type == kFixed64 || wire_type == kLengthDelimited)) {
-      // Packed (what proto3 writes) or one element per tag.
-      uint32_t bytes = 8;
-      if (wire_type == kLengthDelimited && !in.ReadVarint32(&bytes)) {
-        return false;
-      }
-      for (uint32_t i = 0; i < bytes / 8; ++i) {
-        double d;
-        if (!read_double(&d)) return false;
-        outcome->attention_distance.push_back(d);
-      }
-    } else if (wire_type == kVarint) {
-      uint64_t ignored;
-      if (!in.ReadVarint64(&ignored)) return false;
-    } else if (wire_type == kFixed64) {
-      if (!in.Skip(8)) return false;
-    } else if (wire_type == kLengthDelimited) {
-      uint32_t bytes;
-      if (!in.ReadVarint32(&bytes) || !in.Skip(static_cast<int>(bytes))) {
-        return false;
-      }
-    } else if (wire_type == kFixed32) {
-      if (!in.Skip(4)) return false;
-    } else {
-      return false;  // groups: never written by proto3
-    }
+// DecodeDoubles reads little-endian float64s, as EncodeDoubles writes them.
+void DecodeDoubles(absl::string_view blob, std::vector<double>* out) {
+  const size_t n = blob.size() / sizeof(double);
+  out->resize(n);
+  for (size_t i = 0; i < n; ++i) {
+    const uint64_t bits =
+        ReadLittleEndian(blob.data() + i * sizeof(double), sizeof(double));
+    std::memcpy(&(*out)[i], &bits, sizeof(double));
   }
-  return in.ConsumedEntireMessage();
+}
+
+// EncodeDoubles writes `values` as little-endian float64s.
+std::string EncodeDoubles(
+    const google::protobuf::RepeatedField<double>& values) {
+  std::string out;
+  out.reserve(values.size() * sizeof(double));
+  for (double d : values) {
+    uint64_t bits;
+    std::memcpy(&bits, &d, sizeof(bits));
+    AppendLittleEndian(bits, sizeof(double), &out);
+  }
+  return out;
 }
 
 }  // namespace
@@ -284,12 +249,25 @@ absl::StatusOr<TrialOutcome> OutcomeFromRow(const Query& q) {
   o.schedule = q.Text(1);
   o.seed = q.Int(2);
   o.is_baseline = q.Int(3) != 0;
-  if (!ReadRankingMetrics(q.BlobView(4), &o)) {
+  if (q.IsNull(4)) {
+    // Only a v3 row whose metrics blob did not parse at the v4 migration.
     return absl::DataLossError(
         absl::StrCat("trial ", o.trial_id, ": stored metrics do not parse"));
   }
-  DecodeCurve(q.BlobView(5), &o);
+  o.final_val_loss = q.Double(4);
+  o.min_val_loss = q.Double(5);
+  o.tokens_per_second = q.Double(6);
+  DecodeDoubles(q.BlobView(7), &o.attention_distance);
+  DecodeCurve(q.BlobView(8), &o);
   return o;
+}
+
+void BindRankingColumns(const v1::TrialMetrics& metrics, int first, Query* q) {
+  q->Bind(first, metrics.final_val_loss());
+  q->Bind(first + 1, metrics.min_val_loss());
+  q->Bind(first + 2, metrics.tokens_per_second());
+  q->Bind(first + 3, int64_t{metrics.diverged() ? 1 : 0});
+  q->BindBlob(first + 4, EncodeDoubles(metrics.attention_distance()));
 }
 
 }  // namespace prism::storage::internal

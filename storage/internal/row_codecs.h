@@ -49,10 +49,24 @@ inline constexpr char kPointColumns[] =
 v1::LossPoint LossPointFromRow(const Query& q);
 
 inline constexpr char kOutcomeColumns[] =
-    "id, schedule, seed, is_baseline, metrics, val_curve";
+    "id, schedule, seed, is_baseline, final_val_loss, min_val_loss, "
+    "tokens_per_second, attention_distance, val_curve";
 // OutcomeFromRow reads a row of kOutcomeColumns of a finished trial.
-// DataLoss when its stored metrics do not parse.
+// DataLoss when the row has no ranking columns (its metrics did not parse
+// when the v4 migration filled them in).
 absl::StatusOr<TrialOutcome> OutcomeFromRow(const Query& q);
+
+// The ranking columns of a finished trial (schema v4), copied out of its
+// TrialMetrics so ranking never parses the message: REAL final_val_loss,
+// min_val_loss, tokens_per_second; INTEGER diverged (0 or 1); BLOB
+// attention_distance (little-endian float64 per layer). All NULL until the
+// trial finishes.
+inline constexpr char kRankingColumns[] =
+    "final_val_loss, min_val_loss, tokens_per_second, diverged, "
+    "attention_distance";
+// BindRankingColumns binds the kRankingColumns values of `metrics`, in that
+// order, to parameters `first` to `first + 4` of `q`.
+void BindRankingColumns(const v1::TrialMetrics& metrics, int first, Query* q);
 
 // ReadTrial returns trial `trial_id`, with its attempts (ascending) when
 // `with_attempts`; NotFound when there is no such trial.
