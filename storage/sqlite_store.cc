@@ -45,7 +45,7 @@ SqliteStore::WriterLock::~WriterLock() {
 }
 
 absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
-    const std::string& path) {
+    const std::string& path, const SqliteStoreOptions& options) {
   // One writer per file: a second coordinator on the same database would
   // otherwise fight over the write lock and time out at random.
   const std::string lock_path = absl::StrCat(path, ".lock");
@@ -63,6 +63,11 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
   }
   PRISM_ASSIGN_OR_RETURN(std::unique_ptr<Connection> writer,
                          Connection::Open(path, Connection::Options{}));
+  // Only the writer commits, so only its setting decides what a commit
+  // survives (Connection::Open sets NORMAL).
+  if (options.durability == SqliteStoreOptions::Durability::kFull) {
+    PRISM_RETURN_IF_ERROR(writer->Exec("PRAGMA synchronous=FULL"));
+  }
   PRISM_RETURN_IF_ERROR(internal::Migrate(writer.get(), kSchemaVersion));
   // Checkpoints move to their own thread: run inside a commit they would
   // stall every report waiting on that commit for the database fsync.

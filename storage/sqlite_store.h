@@ -9,17 +9,21 @@
 // messages), trial_attempts, points (PRIMARY KEY (trial_id, split, step),
 // WITHOUT ROWID) and workers.
 //
-// The file runs in WAL mode with synchronous=NORMAL, foreign keys on and
-// memory-mapped reads: a committed transaction survives a crash of this
-// process. The coordinator is the only writer, enforced with an exclusive
-// lock on "<db>.lock". Writes go through one connection under a mutex (each
-// one transaction, statements prepared once and reused); reads use a pool of
-// read-only connections, one per concurrent reader thread, that see the
-// latest commit without blocking the writer; a background thread with its
-// own connection checkpoints the WAL, so no commit waits for that fsync.
+// The file runs in WAL mode with foreign keys on and memory-mapped reads, at
+// the durability SqliteStoreOptions picks (below; by default a committed
+// transaction survives a crash of this process). The coordinator is the only
+// writer, enforced with an exclusive lock on "<db>.lock". Writes go through
+// one connection under a mutex (each one transaction, statements prepared
+// once and reused); reads use a pool of read-only connections, one per
+// concurrent reader thread, that see the latest commit without blocking the
+// writer; a background thread with its own connection checkpoints the WAL
+// every kCheckpointInterval, so no commit waits for the database's fsync.
 //
 //   absl::StatusOr<std::unique_ptr<SqliteStore>> store =
 //       SqliteStore::Open("/data/prism.db");
+//   SqliteStoreOptions options;
+//   options.durability = SqliteStoreOptions::Durability::kFull;
+//   store = SqliteStore::Open("/data/prism.db", options);
 //
 // Thread-safety: all methods are thread-safe.
 #ifndef PRISM_STORAGE_SQLITE_STORE_H_
@@ -45,14 +49,37 @@ class ReaderPool;
 // kSchemaVersion is the newest schema this binary knows.
 inline constexpr int kSchemaVersion = 4;
 
+// SqliteStoreOptions are the choices SqliteStore::Open takes.
+struct SqliteStoreOptions {
+  // Durability says what a write that returned OK survives. Neither level
+  // corrupts the file (on a disk that honours fsync): after any crash it
+  // opens at a committed state.
+  enum class Durability {
+    // kNormal (synchronous=NORMAL in WAL mode): a commit is appended to the
+    // WAL without an fsync; the WAL is synced when the next checkpoint runs
+    // (the store checkpoints every 500 ms). A crash of this process loses
+    // nothing acknowledged, since the OS still holds the write. Power loss
+    // or an OS crash may lose the most recent commits, those the OS had not
+    // yet written out; the file then opens at an earlier commit, no older
+    // than the last checkpoint. No fsync per commit.
+    kNormal,
+    // kFull (synchronous=FULL): the WAL is fsynced at every commit before
+    // the write returns, so an acknowledged commit also survives power loss
+    // and OS crashes (on a disk that honours fsync). One fsync per write.
+    kFull,
+  };
+  Durability durability = Durability::kNormal;
+};
+
 class SqliteStore final : public Store {
  public:
-  // Open opens or creates the database at `path` and migrates it to
-  // kSchemaVersion. Unavailable when the file cannot be opened or written;
-  // FailedPrecondition when another process has it open through a
-  // SqliteStore, or when the file's schema is newer than this binary's.
+  // Open opens or creates the database at `path` with `options` and
+  // migrates it to kSchemaVersion. Unavailable when the file cannot be
+  // opened or written; FailedPrecondition when another process has it open
+  // through a SqliteStore, or when the file's schema is newer than this
+  // binary's.
   static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(
-      const std::string& path);
+      const std::string& path, const SqliteStoreOptions& options = {});
   ~SqliteStore() override;
 
   // SchemaVersion returns the version recorded in schema_migrations.
@@ -128,6 +155,8 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::vector<v1::Worker>> ListWorkers() override;
 
  private:
+  friend class SqliteStoreTestPeer;  // reads the writer's settings
+
   // WriterLock is an exclusive flock on "<db>.lock", held while the store is
   // open; the kernel drops it when the process dies.
   struct WriterLock {

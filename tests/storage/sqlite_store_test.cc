@@ -16,6 +16,21 @@
 #include "tests/storage/store_test_util.h"
 
 namespace prism::storage {
+
+// SqliteStoreTestPeer reads settings of a store's private writer connection.
+class SqliteStoreTestPeer {
+ public:
+  // WriterSynchronous returns the writer's PRAGMA synchronous (1 NORMAL,
+  // 2 FULL), or -1 when it cannot be read.
+  static int64_t WriterSynchronous(SqliteStore& store) {
+    absl::MutexLock lock(&store.write_mu_);
+    absl::StatusOr<internal::Query> q =
+        store.writer_->Prepare("PRAGMA synchronous");
+    if (!q.ok() || !q->Step().value_or(false)) return -1;
+    return q->Int(0);
+  }
+};
+
 namespace {
 
 using ::testing::ElementsAre;
@@ -360,6 +375,30 @@ TEST(SqliteStoreMigrationTest, AV3TrialWhoseMetricsDoNotParseStaysDataLoss) {
   ASSERT_FALSE(outcomes.ok());
   EXPECT_EQ(outcomes.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(std::string(outcomes.status().message()), HasSubstr("trial 2"));
+}
+
+TEST(SqliteStoreDurabilityTest, DurabilityPicksTheWritersSynchronousSetting) {
+  TempDir dir;
+  const std::string path = dir.File("prism.db");
+  {
+    std::unique_ptr<SqliteStore> store = OpenOrDie(path);
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(SqliteStoreTestPeer::WriterSynchronous(*store), 1);  // NORMAL
+  }
+  SqliteStoreOptions options;
+  options.durability = SqliteStoreOptions::Durability::kFull;
+  absl::StatusOr<std::unique_ptr<SqliteStore>> full =
+      SqliteStore::Open(path, options);
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_EQ(SqliteStoreTestPeer::WriterSynchronous(**full), 2);  // FULL
+  EXPECT_TRUE(
+      (*full)->CreateExperiment(MakeExperiment("a", {"4x4"}, {1})).ok());
+  full->reset();
+  options.durability = SqliteStoreOptions::Durability::kNormal;
+  full = SqliteStore::Open(path, options);
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_EQ(SqliteStoreTestPeer::WriterSynchronous(**full), 1);
+  EXPECT_EQ((*full)->GetExperiment(1)->counts().total(), 1);
 }
 
 TEST_F(SqliteStoreTest, NewerSchemaVersionIsRefused) {
