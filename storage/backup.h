@@ -11,7 +11,10 @@
 // checkpointed past the snapshot until the copy ends), and copied with
 // SQLite's online backup API a chunk of pages at a time. The pages go to a
 // temp file in the destination's directory, which is synced and then renamed
-// to the destination, so the destination never exists half-written.
+// to the destination, so the destination never exists half-written. The
+// copy is in WAL mode like its source and opens with SqliteStore::Open.
+// Reading a source that no process has open leaves its (empty) -wal and
+// -shm files beside it, as any SQLite reader does.
 //
 // Thread-safety: any thread may call it, concurrently with a SqliteStore on
 // the same source (in this process or another).
@@ -29,8 +32,10 @@ namespace prism::storage {
 // InvalidArgument when a path is empty or names a directory, or the source
 // is not a SQLite database; NotFound when the source or the destination's
 // directory does not exist; AlreadyExists when `dest_path` exists (it is
-// never overwritten); Unavailable when the source stays busy or a file
-// cannot be read or written. On failure no file is left behind.
+// never overwritten); PermissionDenied when the destination's directory
+// cannot be written; Unavailable when the source stays busy for 30 s or a
+// file cannot be read or written; DataLoss when SQLite finds the source
+// corrupt. On failure no file is left at or beside `dest_path`.
 absl::Status BackupDatabase(const std::string& source_path,
                             const std::string& dest_path);
 
