@@ -4,292 +4,31 @@
 #include <sys/file.h>
 #include <unistd.h>
 
-#include <algorithm>
 #include <cerrno>
 #include <cstring>
 #include <utility>
 
-#include "absl/base/config.h"
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "google/protobuf/io/coded_stream.h"
+#include "storage/internal/lease.h"
+#include "storage/internal/reader_pool.h"
+#include "storage/internal/row_codecs.h"
 #include "storage/internal/schema.h"
 #include "storage/internal/sqlite.h"
 
 namespace prism::storage {
 
 using internal::Connection;
+using internal::kLeased;
+using internal::kQueued;
+using internal::kRunning;
 using internal::Query;
+using internal::ReadExperiment;
+using internal::ReadTrial;
 using internal::Transaction;
+using Reader = internal::ReaderPool::Reader;
 
 namespace {
-
-constexpr int64_t kQueued = v1::TRIAL_QUEUED;
-constexpr int64_t kLeased = v1::TRIAL_LEASED;
-constexpr int64_t kRunning = v1::TRIAL_RUNNING;
-
-bool IsLive(int64_t state) { return state == kLeased || state == kRunning; }
-
-// --- the compact val curve: (int64 step, float32 loss) little-endian pairs.
-
-void AppendLittleEndian(uint64_t value, int bytes, std::string* out) {
-  for (int i = 0; i < bytes; ++i)
-    out->push_back(static_cast<char>(value >> (8 * i)));
-}
-
-uint64_t ReadLittleEndian(const char* p, int bytes) {
-  uint64_t value = 0;
-  for (int i = 0; i < bytes; ++i) {
-    value |= static_cast<uint64_t>(static_cast<unsigned char>(p[i])) << (8 * i);
-  }
-  return value;
-}
-
-constexpr int kCurveRecordBytes = 12;
-#ifdef ABSL_IS_LITTLE_ENDIAN
-constexpr bool kLittleEndianHost = true;
-#else
-constexpr bool kLittleEndianHost = false;
-#endif
-
-void AppendCurvePoint(int64_t step, float loss, std::string* out) {
-  uint32_t bits;
-  std::memcpy(&bits, &loss, sizeof(bits));
-  AppendLittleEndian(static_cast<uint64_t>(step), 8, out);
-  AppendLittleEndian(bits, 4, out);
-}
-
-void DecodeCurve(absl::string_view blob, TrialOutcome* outcome) {
-  const size_t n = blob.size() / kCurveRecordBytes;
-  outcome->val_steps.resize(n);
-  outcome->val_losses.resize(n);
-  for (size_t i = 0; i < n; ++i) {
-    const char* p = blob.data() + i * kCurveRecordBytes;
-    uint64_t step;
-    uint32_t bits;
-    if constexpr (kLittleEndianHost) {
-      // The records are little-endian already: ranking reads ~2 M of them
-      // on a cold start, so skip the byte-by-byte assembly.
-      std::memcpy(&step, p, sizeof(step));
-      std::memcpy(&bits, p + 8, sizeof(bits));
-    } else {
-      step = ReadLittleEndian(p, 8);
-      bits = static_cast<uint32_t>(ReadLittleEndian(p + 8, 4));
-    }
-    float loss;
-    std::memcpy(&loss, &bits, sizeof(loss));
-    outcome->val_steps[i] = static_cast<int64_t>(step);
-    outcome->val_losses[i] = loss;
-  }
-}
-
-// ReadRankingMetrics reads the four TrialMetrics fields ranking uses from
-// the stored message, skipping the others without building the message
-// (its milestones and strings): on a cold ranking of 10,000 trials the full
-// parse was most of the read. Returns false for a malformed blob.
-bool ReadRankingMetrics(absl::string_view blob, TrialOutcome* outcome) {
-  google::protobuf::io::CodedInputStream in(
-      reinterpret_cast<const uint8_t*>(blob.data()),
-      static_cast<int>(blob.size()));
-  constexpr uint32_t kVarint = 0, kFixed64 = 1, kLengthDelimited = 2,
-                     kFixed32 = 5;
-  auto read_double = [&in](double* value) {
-    uint64_t bits;
-    if (!in.ReadLittleEndian64(&bits)) return false;
-    std::memcpy(value, &bits, sizeof(*value));
-    return true;
-  };
-  while (const uint32_t tag = in.ReadTag()) {
-    const uint32_t field = tag >> 3;
-    const uint32_t wire_type = tag & 7;
-    if (wire_type == kFixed64 &&
-        field == v1::TrialMetrics::kFinalValLossFieldNumber) {
-      if (!read_double(&outcome->final_val_loss)) return false;
-    } else if (wire_type == kFixed64 &&
-               field == v1::TrialMetrics::kMinValLossFieldNumber) {
-      if (!read_double(&outcome->min_val_loss)) return false;
-    } else if (wire_type == kFixed64 &&
-               field == v1::TrialMetrics::kTokensPerSecondFieldNumber) {
-      if (!read_double(&outcome->tokens_per_second)) return false;
-    } else if (field == v1::TrialMetrics::kAttentionDistanceFieldNumber &&
-               (wire_type == kFixed64 || wire_type == kLengthDelimited)) {
-      // Packed (what proto3 writes) or one element per tag.
-      uint32_t bytes = 8;
-      if (wire_type == kLengthDelimited && !in.ReadVarint32(&bytes)) {
-        return false;
-      }
-      for (uint32_t i = 0; i < bytes / 8; ++i) {
-        double d;
-        if (!read_double(&d)) return false;
-        outcome->attention_distance.push_back(d);
-      }
-    } else if (wire_type == kVarint) {
-      uint64_t ignored;
-      if (!in.ReadVarint64(&ignored)) return false;
-    } else if (wire_type == kFixed64) {
-      if (!in.Skip(8)) return false;
-    } else if (wire_type == kLengthDelimited) {
-      uint32_t bytes;
-      if (!in.ReadVarint32(&bytes) || !in.Skip(static_cast<int>(bytes))) {
-        return false;
-      }
-    } else if (wire_type == kFixed32) {
-      if (!in.Skip(4)) return false;
-    } else {
-      return false;  // groups: never written by proto3
-    }
-  }
-  return in.ConsumedEntireMessage();
-}
-
-// --- row readers, shared by the read pool and the writer.
-
-constexpr char kTrialColumns[] =
-    "id, experiment_id, schedule, seed, is_baseline, state, attempt, "
-    "worker_id, lease_deadline_ms, last_step, total_steps, metrics, error, "
-    "created_ms, started_ms, finished_ms";
-
-v1::Trial TrialFromRow(const Query& q) {
-  v1::Trial t;
-  t.set_id(q.Int(0));
-  t.set_experiment_id(q.Int(1));
-  t.set_schedule(q.Text(2));
-  t.set_seed(q.Int(3));
-  t.set_is_baseline(q.Int(4) != 0);
-  t.set_state(static_cast<v1::TrialState>(q.Int(5)));
-  t.set_attempt(static_cast<int32_t>(q.Int(6)));
-  t.set_worker_id(q.Text(7));
-  t.set_lease_deadline_unix_ms(q.Int(8));
-  t.set_last_step(q.Int(9));
-  t.set_total_steps(q.Int(10));
-  if (!q.IsNull(11)) t.mutable_metrics()->ParseFromString(q.Blob(11));
-  t.set_error(q.Text(12));
-  t.set_created_unix_ms(q.Int(13));
-  t.set_started_unix_ms(q.Int(14));
-  t.set_finished_unix_ms(q.Int(15));
-  return t;
-}
-
-absl::StatusOr<v1::Trial> ReadTrial(Connection* conn, int64_t trial_id,
-                                    bool with_attempts) {
-  static const std::string sql =
-      absl::StrCat("SELECT ", kTrialColumns, " FROM trials WHERE id = ?");
-  v1::Trial trial;
-  {
-    PRISM_ASSIGN_OR_RETURN(Query q, conn->Prepare(sql.c_str()));
-    q.Bind(1, trial_id);
-    PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) {
-      return absl::NotFoundError(
-          absl::StrCat("trial ", trial_id, " not found"));
-    }
-    trial = TrialFromRow(q);
-  }
-  if (!with_attempts) return trial;
-  PRISM_ASSIGN_OR_RETURN(
-      Query q, conn->Prepare("SELECT attempt, worker_id, started_ms, ended_ms, "
-                             "outcome, message, resumed_from_step FROM "
-                             "trial_attempts WHERE trial_id = ? ORDER BY "
-                             "attempt"));
-  q.Bind(1, trial_id);
-  while (true) {
-    PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) break;
-    v1::TrialAttempt* a = trial.add_attempts();
-    a->set_attempt(static_cast<int32_t>(q.Int(0)));
-    a->set_worker_id(q.Text(1));
-    a->set_started_unix_ms(q.Int(2));
-    a->set_ended_unix_ms(q.Int(3));
-    a->set_outcome(static_cast<v1::TrialState>(q.Int(4)));
-    a->set_message(q.Text(5));
-    if (!q.IsNull(6)) a->set_resumed_from_step(q.Int(6));
-  }
-  return trial;
-}
-
-absl::StatusOr<v1::Experiment> ReadExperiment(Connection* conn, int64_t id) {
-  v1::Experiment e;
-  {
-    PRISM_ASSIGN_OR_RETURN(
-        Query q, conn->Prepare("SELECT id, name, owner, spec, state, priority, "
-                               "created_ms, updated_ms FROM experiments WHERE "
-                               "id = ?"));
-    q.Bind(1, id);
-    PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) {
-      return absl::NotFoundError(absl::StrCat("experiment ", id, " not found"));
-    }
-    e.set_id(q.Int(0));
-    e.set_name(q.Text(1));
-    e.set_owner(q.Text(2));
-    if (!e.mutable_spec()->ParseFromString(q.Blob(3))) {
-      return absl::DataLossError(
-          absl::StrCat("experiment ", id, ": stored spec does not parse"));
-    }
-    e.set_state(static_cast<v1::ExperimentState>(q.Int(4)));
-    e.set_priority(static_cast<int32_t>(q.Int(5)));
-    e.set_created_unix_ms(q.Int(6));
-    e.set_updated_unix_ms(q.Int(7));
-  }
-  PRISM_ASSIGN_OR_RETURN(
-      Query q,
-      conn->Prepare("SELECT state, COUNT(*), SUM(CASE WHEN state >= 4 THEN 1.0 "
-                    "WHEN total_steps > 0 THEN MIN(1.0, last_step * 1.0 / "
-                    "total_steps) ELSE 0.0 END) FROM trials WHERE "
-                    "experiment_id = ? GROUP BY state"));
-  q.Bind(1, id);
-  v1::TrialCounts* c = e.mutable_counts();
-  double done = 0.0;
-  while (true) {
-    PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) break;
-    const auto n = static_cast<int32_t>(q.Int(1));
-    done += q.Double(2);
-    c->set_total(c->total() + n);
-    switch (q.Int(0)) {
-      case v1::TRIAL_QUEUED:
-        c->set_queued(n);
-        break;
-      case v1::TRIAL_LEASED:
-        c->set_leased(n);
-        break;
-      case v1::TRIAL_RUNNING:
-        c->set_running(n);
-        break;
-      case v1::TRIAL_COMPLETED:
-        c->set_completed(n);
-        break;
-      case v1::TRIAL_FAILED:
-        c->set_failed(n);
-        break;
-      case v1::TRIAL_DIVERGED:
-        c->set_diverged(n);
-        break;
-      case v1::TRIAL_CANCELLED:
-        c->set_cancelled(n);
-        break;
-      default:
-        break;
-    }
-  }
-  e.set_progress(c->total() > 0 ? done / c->total() : 0.0);
-  return e;
-}
-
-v1::Worker WorkerFromRow(const Query& q) {
-  v1::Worker w;
-  w.set_id(q.Text(0));
-  w.set_host(q.Text(1));
-  w.set_device(q.Text(2));
-  w.set_threads(static_cast<int32_t>(q.Int(3)));
-  w.set_user(q.Text(4));
-  w.set_registered_unix_ms(q.Int(5));
-  w.set_last_heartbeat_unix_ms(q.Int(6));
-  w.set_current_trial_id(q.Int(7));
-  w.set_tokens_per_second(q.Double(8));
-  w.set_stopped_unix_ms(q.Int(9));
-  return w;
-}
 
 // WorkerChanged is NotFound when the UPDATE just run on `c` found no row
 // for worker `id`.
@@ -299,187 +38,14 @@ absl::Status WorkerChanged(Connection& c, const std::string& id) {
       absl::StrCat("worker '", id, "' is not registered"));
 }
 
-constexpr char kWorkerColumns[] =
-    "id, host, device, threads, user, registered_ms, last_heartbeat_ms, "
-    "current_trial_id, tokens_per_second, stopped_ms";
-
-// LiveTrial is the part of a trial row the compare-and-set writes check.
-struct LiveTrial {
-  int64_t experiment_id = 0;
-  int64_t state = 0;
-  int32_t attempt = 0;
-  std::string worker_id;
-};
-
-// RenewRunning marks a leased trial running (keeping its first start time),
-// raises its last step to `step` and its lease deadline to `deadline_ms`
-// (never lowering either), and returns the deadline now stored.
-absl::StatusOr<int64_t> RenewRunning(Connection* c, int64_t trial_id,
-                                     int64_t step, int64_t now_ms,
-                                     int64_t deadline_ms) {
-  PRISM_ASSIGN_OR_RETURN(
-      Query q, c->Prepare("UPDATE trials SET state = ?1, started_ms = CASE "
-                          "WHEN started_ms = 0 THEN ?2 ELSE started_ms END, "
-                          "last_step = MAX(last_step, ?3), "
-                          "lease_deadline_ms = MAX(lease_deadline_ms, ?4) "
-                          "WHERE id = ?5 RETURNING lease_deadline_ms"));
-  q.Bind(1, kRunning);
-  q.Bind(2, now_ms);
-  q.Bind(3, step);
-  q.Bind(4, deadline_ms);
-  q.Bind(5, trial_id);
-  PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
-  return row ? q.Int(0) : 0;
-}
-
-absl::StatusOr<LiveTrial> ReadLiveTrial(Connection* conn, int64_t trial_id) {
-  PRISM_ASSIGN_OR_RETURN(
-      Query q, conn->Prepare("SELECT experiment_id, state, attempt, worker_id "
-                             "FROM trials WHERE id = ?"));
-  q.Bind(1, trial_id);
-  PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
-  if (!row) {
-    return absl::NotFoundError(absl::StrCat("trial ", trial_id, " not found"));
-  }
-  return LiveTrial{q.Int(0), q.Int(1), static_cast<int32_t>(q.Int(2)),
-                   q.Text(3)};
-}
-
-bool HoldsLease(const LiveTrial& t, const AttemptRef& ref) {
-  return IsLive(t.state) && t.attempt == ref.attempt &&
-         t.worker_id == ref.worker_id;
-}
-
-absl::Status StaleAttempt(const LiveTrial& t, const AttemptRef& ref) {
-  return absl::FailedPreconditionError(absl::StrCat(
-      "trial ", ref.trial_id, " attempt ", ref.attempt, " by worker '",
-      ref.worker_id, "' does not hold the lease (trial is ",
-      v1::TrialState_Name(static_cast<v1::TrialState>(t.state)), ", attempt ",
-      t.attempt, ", worker '", t.worker_id, "')"));
-}
-
-// InsertPoints stores each point once per (trial, split, step).
-absl::Status InsertPoints(Connection* conn, int64_t trial_id,
-                          const std::vector<v1::LossPoint>& points, int* stored,
-                          int* duplicates, int64_t* max_step) {
-  PRISM_ASSIGN_OR_RETURN(
-      Query q, conn->Prepare("INSERT OR IGNORE INTO points (trial_id, split, "
-                             "step, loss, learning_rate, tokens_per_second, "
-                             "elapsed_seconds) VALUES (?, ?, ?, ?, ?, ?, ?)"));
-  for (const v1::LossPoint& p : points) {
-    q.Bind(1, trial_id);
-    q.Bind(2, static_cast<int64_t>(p.split()));
-    q.Bind(3, p.step());
-    q.Bind(4, static_cast<double>(p.loss()));
-    q.Bind(5, static_cast<double>(p.learning_rate()));
-    q.Bind(6, p.tokens_per_second());
-    q.Bind(7, p.elapsed_seconds());
-    PRISM_RETURN_IF_ERROR(q.Run());
-    if (conn->changes() > 0) {
-      ++*stored;
-    } else {
-      ++*duplicates;
-    }
-    *max_step = std::max(*max_step, p.step());
-  }
-  return absl::OkStatus();
-}
-
-// CloseAttempt ends the open attempt row with `outcome`.
-absl::Status CloseAttempt(Connection* conn, int64_t trial_id, int32_t attempt,
-                          v1::TrialState outcome, const std::string& message,
-                          int64_t now_ms) {
-  PRISM_ASSIGN_OR_RETURN(
-      Query q, conn->Prepare("UPDATE trial_attempts SET ended_ms = ?, outcome "
-                             "= ?, message = ? WHERE trial_id = ? AND attempt "
-                             "= ?"));
-  q.Bind(1, now_ms);
-  q.Bind(2, static_cast<int64_t>(outcome));
-  q.BindText(3, message);
-  q.Bind(4, trial_id);
-  q.Bind(5, static_cast<int64_t>(attempt));
-  return q.Run();
-}
-
-absl::Status ReleaseWorker(Connection* conn, const std::string& worker_id,
-                           int64_t trial_id) {
-  PRISM_ASSIGN_OR_RETURN(
-      Query q, conn->Prepare("UPDATE workers SET current_trial_id = 0 WHERE "
-                             "id = ? AND current_trial_id = ?"));
-  q.BindText(1, worker_id);
-  q.Bind(2, trial_id);
-  return q.Run();
-}
-
-// FinishExperimentIfDrained marks an active or paused experiment done once
-// no trial is queued, leased or running.
-absl::Status FinishExperimentIfDrained(Connection* conn, int64_t id,
-                                       int64_t now_ms) {
-  PRISM_ASSIGN_OR_RETURN(
-      Query q,
-      conn->Prepare("UPDATE experiments SET state = ?, updated_ms = ? WHERE "
-                    "id = ? AND state IN (?, ?) AND NOT EXISTS (SELECT 1 FROM "
-                    "trials WHERE experiment_id = ? AND state IN (?, ?, ?))"));
-  q.Bind(1, static_cast<int64_t>(v1::EXPERIMENT_DONE));
-  q.Bind(2, now_ms);
-  q.Bind(3, id);
-  q.Bind(4, static_cast<int64_t>(v1::EXPERIMENT_ACTIVE));
-  q.Bind(5, static_cast<int64_t>(v1::EXPERIMENT_PAUSED));
-  q.Bind(6, id);
-  q.Bind(7, kQueued);
-  q.Bind(8, kLeased);
-  q.Bind(9, kRunning);
-  return q.Run();
-}
-
-// CountFailedAttempts counts the trial's attempts that ended failed (a Fail
-// or an expired lease); released and cancelled ones do not count.
-absl::StatusOr<int> CountFailedAttempts(Connection* conn, int64_t trial_id) {
-  PRISM_ASSIGN_OR_RETURN(
-      Query q, conn->Prepare("SELECT COUNT(*) FROM trial_attempts WHERE "
-                             "trial_id = ? AND outcome = ?"));
-  q.Bind(1, trial_id);
-  q.Bind(2, static_cast<int64_t>(v1::TRIAL_FAILED));
-  PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
-  return row ? static_cast<int>(q.Int(0)) : 0;
-}
-
-absl::StatusOr<int> MaxAttempts(Connection* conn, int64_t experiment_id) {
-  PRISM_ASSIGN_OR_RETURN(
-      Query q,
-      conn->Prepare("SELECT max_attempts FROM experiments WHERE id = ?"));
-  q.Bind(1, experiment_id);
-  PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
-  if (!row) return absl::NotFoundError("experiment not found");
-  return static_cast<int>(q.Int(0));
-}
-
 }  // namespace
-
-// Reader is a pooled read-only connection, returned to the pool on
-// destruction.
-class SqliteStore::Reader {
- public:
-  Reader(SqliteStore* store, std::unique_ptr<Connection> conn)
-      : store_(store), conn_(std::move(conn)) {}
-  Reader(Reader&&) = default;
-  ~Reader() {
-    if (conn_ != nullptr) store_->ReleaseReader(std::move(conn_));
-  }
-  Connection* operator->() { return conn_.get(); }
-  Connection* get() { return conn_.get(); }
-
- private:
-  SqliteStore* store_;
-  std::unique_ptr<Connection> conn_;
-};
 
 SqliteStore::WriterLock::~WriterLock() {
   if (fd >= 0) close(fd);
 }
 
 absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
-    const std::string& path) {
+    const std::string& path, const SqliteStoreOptions& options) {
   // One writer per file: a second coordinator on the same database would
   // otherwise fight over the write lock and time out at random.
   const std::string lock_path = absl::StrCat(path, ".lock");
@@ -497,6 +63,11 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
   }
   PRISM_ASSIGN_OR_RETURN(std::unique_ptr<Connection> writer,
                          Connection::Open(path, Connection::Options{}));
+  // Only the writer commits, so only its setting decides what a commit
+  // survives (Connection::Open sets NORMAL).
+  if (options.durability == SqliteStoreOptions::Durability::kFull) {
+    PRISM_RETURN_IF_ERROR(writer->Exec("PRAGMA synchronous=FULL"));
+  }
   PRISM_RETURN_IF_ERROR(internal::Migrate(writer.get(), kSchemaVersion));
   // Checkpoints move to their own thread: run inside a commit they would
   // stall every report waiting on that commit for the database fsync.
@@ -510,9 +81,9 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
 SqliteStore::SqliteStore(std::string path, std::unique_ptr<WriterLock> lock,
                          std::unique_ptr<Connection> writer,
                          std::unique_ptr<Connection> checkpointer)
-    : path_(std::move(path)),
-      lock_(std::move(lock)),
+    : lock_(std::move(lock)),
       writer_(std::move(writer)),
+      readers_(std::make_unique<internal::ReaderPool>(std::move(path))),
       checkpointer_(std::move(checkpointer)),
       checkpoint_thread_([this] { CheckpointLoop(); }) {}
 
@@ -525,8 +96,7 @@ SqliteStore::~SqliteStore() {
   checkpointer_.reset();
   // Readers close before the writer, whose close then checkpoints the WAL
   // into the database and removes it.
-  absl::MutexLock pool_lock(&pool_mu_);
-  free_readers_.clear();
+  readers_.reset();
 }
 
 void SqliteStore::CheckpointLoop() {
@@ -542,27 +112,6 @@ void SqliteStore::CheckpointLoop() {
     // a busy database just waits for the next round.
     checkpointer_->Exec("PRAGMA wal_checkpoint(PASSIVE)").IgnoreError();
   }
-}
-
-absl::StatusOr<SqliteStore::Reader> SqliteStore::AcquireReader() {
-  {
-    absl::MutexLock lock(&pool_mu_);
-    if (!free_readers_.empty()) {
-      std::unique_ptr<Connection> conn = std::move(free_readers_.back());
-      free_readers_.pop_back();
-      return Reader(this, std::move(conn));
-    }
-  }
-  Connection::Options options;
-  options.read_only = true;
-  PRISM_ASSIGN_OR_RETURN(std::unique_ptr<Connection> conn,
-                         Connection::Open(path_, options));
-  return Reader(this, std::move(conn));
-}
-
-void SqliteStore::ReleaseReader(std::unique_ptr<Connection> conn) {
-  absl::MutexLock lock(&pool_mu_);
-  free_readers_.push_back(std::move(conn));
 }
 
 absl::StatusOr<int> SqliteStore::SchemaVersion() {
@@ -602,7 +151,7 @@ absl::Status SqliteStore::CreateToken(const std::string& token_hash,
 
 absl::StatusOr<TokenInfo> SqliteStore::LookupToken(
     const std::string& token_hash) {
-  PRISM_ASSIGN_OR_RETURN(Reader r, AcquireReader());
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
   PRISM_ASSIGN_OR_RETURN(
       Query q, r->Prepare("SELECT user, role FROM tokens WHERE hash = ?"));
   q.BindText(1, token_hash);
@@ -612,7 +161,7 @@ absl::StatusOr<TokenInfo> SqliteStore::LookupToken(
 }
 
 absl::StatusOr<int64_t> SqliteStore::CountTokens() {
-  PRISM_ASSIGN_OR_RETURN(Reader r, AcquireReader());
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
   PRISM_ASSIGN_OR_RETURN(Query q, r->Prepare("SELECT COUNT(*) FROM tokens"));
   PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
   return row ? q.Int(0) : 0;
@@ -678,7 +227,7 @@ absl::StatusOr<CreatedExperiment> SqliteStore::CreateExperiment(
 }
 
 absl::StatusOr<v1::Experiment> SqliteStore::GetExperiment(int64_t id) {
-  PRISM_ASSIGN_OR_RETURN(Reader r, AcquireReader());
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
   PRISM_ASSIGN_OR_RETURN(Transaction txn,
                          Transaction::Begin(r.get(), Transaction::Kind::kRead));
   return ReadExperiment(r.get(), id);
@@ -686,7 +235,7 @@ absl::StatusOr<v1::Experiment> SqliteStore::GetExperiment(int64_t id) {
 
 absl::StatusOr<ExperimentPage> SqliteStore::ListExperiments(
     const std::string& owner, int limit, int64_t after_id) {
-  PRISM_ASSIGN_OR_RETURN(Reader r, AcquireReader());
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
   PRISM_ASSIGN_OR_RETURN(Transaction txn,
                          Transaction::Begin(r.get(), Transaction::Kind::kRead));
   std::vector<int64_t> ids;
@@ -820,10 +369,10 @@ absl::StatusOr<TrialPage> SqliteStore::ListTrials(int64_t experiment_id,
                                                   v1::TrialState state,
                                                   int limit, int64_t after_id) {
   static const std::string list_sql = absl::StrCat(
-      "SELECT ", kTrialColumns,
+      "SELECT ", internal::kTrialColumns,
       " FROM trials WHERE experiment_id = ?1 AND (?2 = 0 OR state = ?2) AND "
       "id > ?3 ORDER BY id LIMIT ?4");
-  PRISM_ASSIGN_OR_RETURN(Reader r, AcquireReader());
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
   PRISM_ASSIGN_OR_RETURN(Transaction txn,
                          Transaction::Begin(r.get(), Transaction::Kind::kRead));
   TrialPage page;
@@ -836,7 +385,7 @@ absl::StatusOr<TrialPage> SqliteStore::ListTrials(int64_t experiment_id,
     while (true) {
       PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
       if (!row) break;
-      page.trials.push_back(TrialFromRow(q));
+      page.trials.push_back(internal::TrialFromRow(q));
     }
   }
   if (page.trials.size() > static_cast<size_t>(limit)) {
@@ -854,7 +403,7 @@ absl::StatusOr<TrialPage> SqliteStore::ListTrials(int64_t experiment_id,
 }
 
 absl::StatusOr<v1::Trial> SqliteStore::GetTrial(int64_t trial_id) {
-  PRISM_ASSIGN_OR_RETURN(Reader r, AcquireReader());
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
   PRISM_ASSIGN_OR_RETURN(Transaction txn,
                          Transaction::Begin(r.get(), Transaction::Kind::kRead));
   return ReadTrial(r.get(), trial_id, /*with_attempts=*/true);
@@ -862,7 +411,7 @@ absl::StatusOr<v1::Trial> SqliteStore::GetTrial(int64_t trial_id) {
 
 absl::StatusOr<v1::Trial> SqliteStore::FindBaselineTrial(int64_t experiment_id,
                                                          int64_t seed) {
-  PRISM_ASSIGN_OR_RETURN(Reader r, AcquireReader());
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
   PRISM_ASSIGN_OR_RETURN(Transaction txn,
                          Transaction::Begin(r.get(), Transaction::Kind::kRead));
   int64_t id = 0;
@@ -885,50 +434,36 @@ absl::StatusOr<v1::Trial> SqliteStore::FindBaselineTrial(int64_t experiment_id,
 
 absl::StatusOr<std::vector<v1::LossPoint>> SqliteStore::GetPoints(
     int64_t trial_id) {
-  PRISM_ASSIGN_OR_RETURN(Reader r, AcquireReader());
-  PRISM_ASSIGN_OR_RETURN(
-      Query q, r->Prepare("SELECT split, step, loss, learning_rate, "
-                          "tokens_per_second, elapsed_seconds FROM points "
-                          "WHERE trial_id = ? ORDER BY split, step"));
+  static const std::string sql =
+      absl::StrCat("SELECT ", internal::kPointColumns,
+                   " FROM points WHERE trial_id = ? ORDER BY split, step");
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
+  PRISM_ASSIGN_OR_RETURN(Query q, r->Prepare(sql.c_str()));
   q.Bind(1, trial_id);
   std::vector<v1::LossPoint> points;
   while (true) {
     PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) break;
-    v1::LossPoint& p = points.emplace_back();
-    p.set_split(static_cast<v1::Split>(q.Int(0)));
-    p.set_step(q.Int(1));
-    p.set_loss(static_cast<float>(q.Double(2)));
-    p.set_learning_rate(static_cast<float>(q.Double(3)));
-    p.set_tokens_per_second(q.Double(4));
-    p.set_elapsed_seconds(q.Double(5));
+    points.push_back(internal::LossPointFromRow(q));
   }
   return points;
 }
 
 absl::StatusOr<std::vector<TrialOutcome>> SqliteStore::ListCompletedOutcomes(
     int64_t experiment_id) {
-  PRISM_ASSIGN_OR_RETURN(Reader r, AcquireReader());
-  PRISM_ASSIGN_OR_RETURN(
-      Query q, r->Prepare("SELECT id, schedule, seed, is_baseline, metrics, "
-                          "val_curve FROM trials WHERE experiment_id = ? AND "
-                          "state = ? ORDER BY id"));
+  static const std::string sql = absl::StrCat(
+      "SELECT ", internal::kOutcomeColumns,
+      " FROM trials WHERE experiment_id = ? AND state = ? ORDER BY id");
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
+  PRISM_ASSIGN_OR_RETURN(Query q, r->Prepare(sql.c_str()));
   q.Bind(1, experiment_id);
   q.Bind(2, static_cast<int64_t>(v1::TRIAL_COMPLETED));
   std::vector<TrialOutcome> outcomes;
   while (true) {
     PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) break;
-    TrialOutcome& o = outcomes.emplace_back();
-    o.trial_id = q.Int(0);
-    o.schedule = q.Text(1);
-    o.seed = q.Int(2);
-    o.is_baseline = q.Int(3) != 0;
-    if (!ReadRankingMetrics(q.BlobView(4), &o)) {
-      return absl::DataLossError(
-          absl::StrCat("trial ", o.trial_id, ": stored metrics do not parse"));
-    }
-    DecodeCurve(q.BlobView(5), &o);
+    PRISM_ASSIGN_OR_RETURN(TrialOutcome o, internal::OutcomeFromRow(q));
+    outcomes.push_back(std::move(o));
   }
   return outcomes;
 }
@@ -955,7 +490,7 @@ absl::StatusOr<LastStored> SqliteStore::LastStoredSteps(int64_t trial_id) {
 }
 
 absl::StatusOr<int64_t> SqliteStore::CountCompleted(int64_t experiment_id) {
-  PRISM_ASSIGN_OR_RETURN(Reader r, AcquireReader());
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
   PRISM_ASSIGN_OR_RETURN(
       Query q, r->Prepare("SELECT COUNT(*) FROM trials WHERE experiment_id = ? "
                           "AND state = ?"));
@@ -967,7 +502,7 @@ absl::StatusOr<int64_t> SqliteStore::CountCompleted(int64_t experiment_id) {
 
 absl::StatusOr<std::map<v1::TrialState, int64_t>>
 SqliteStore::CountTrialsByState() {
-  PRISM_ASSIGN_OR_RETURN(Reader r, AcquireReader());
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
   PRISM_ASSIGN_OR_RETURN(
       Query q, r->Prepare("SELECT state, COUNT(*) FROM trials GROUP BY state"));
   std::map<v1::TrialState, int64_t> counts;
@@ -982,7 +517,7 @@ SqliteStore::CountTrialsByState() {
 // --- the queue --------------------------------------------------------------
 
 absl::StatusOr<std::vector<LeaseCandidate>> SqliteStore::ListLeaseCandidates() {
-  PRISM_ASSIGN_OR_RETURN(Reader r, AcquireReader());
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
   PRISM_ASSIGN_OR_RETURN(
       Query q, r->Prepare("SELECT e.id, e.owner, e.priority, e.created_ms FROM "
                           "experiments e WHERE e.state = ? AND EXISTS (SELECT "
@@ -1002,7 +537,7 @@ absl::StatusOr<std::vector<LeaseCandidate>> SqliteStore::ListLeaseCandidates() {
 
 absl::StatusOr<std::map<std::string, int>>
 SqliteStore::CountLiveTrialsByUser() {
-  PRISM_ASSIGN_OR_RETURN(Reader r, AcquireReader());
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
   PRISM_ASSIGN_OR_RETURN(
       Query q, r->Prepare("SELECT e.owner, COUNT(*) FROM trials t JOIN "
                           "experiments e ON e.id = t.experiment_id WHERE "
@@ -1022,62 +557,8 @@ absl::StatusOr<std::optional<v1::Trial>> SqliteStore::LeaseNextTrial(
     int64_t experiment_id, const std::string& worker_id, int64_t now_ms,
     int64_t deadline_ms) {
   absl::MutexLock lock(&write_mu_);
-  Connection* c = writer_.get();
-  PRISM_ASSIGN_OR_RETURN(Transaction txn,
-                         Transaction::Begin(c, Transaction::Kind::kWrite));
-  int64_t trial_id = 0;
-  int64_t attempt = 0;
-  {
-    PRISM_ASSIGN_OR_RETURN(
-        Query q, c->Prepare("SELECT t.id, t.attempt FROM trials t "
-                            "JOIN experiments e ON e.id = t.experiment_id "
-                            "WHERE t.experiment_id = ? AND t.state = ? AND "
-                            "e.state = ? ORDER BY t.id LIMIT 1"));
-    q.Bind(1, experiment_id);
-    q.Bind(2, kQueued);
-    q.Bind(3, static_cast<int64_t>(v1::EXPERIMENT_ACTIVE));
-    PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) return std::optional<v1::Trial>();
-    trial_id = q.Int(0);
-    attempt = q.Int(1) + 1;
-  }
-  {
-    PRISM_ASSIGN_OR_RETURN(
-        Query q, c->Prepare("UPDATE trials SET state = ?, attempt = ?, "
-                            "worker_id = ?, lease_deadline_ms = ? WHERE id = "
-                            "?"));
-    q.Bind(1, kLeased);
-    q.Bind(2, attempt);
-    q.BindText(3, worker_id);
-    q.Bind(4, deadline_ms);
-    q.Bind(5, trial_id);
-    PRISM_RETURN_IF_ERROR(q.Run());
-  }
-  {
-    PRISM_ASSIGN_OR_RETURN(
-        Query q, c->Prepare("INSERT INTO trial_attempts (trial_id, attempt, "
-                            "worker_id, started_ms, outcome) VALUES (?, ?, ?, "
-                            "?, ?)"));
-    q.Bind(1, trial_id);
-    q.Bind(2, attempt);
-    q.BindText(3, worker_id);
-    q.Bind(4, now_ms);
-    q.Bind(5, kRunning);
-    PRISM_RETURN_IF_ERROR(q.Run());
-  }
-  {
-    PRISM_ASSIGN_OR_RETURN(
-        Query q, c->Prepare("UPDATE workers SET current_trial_id = ?, "
-                            "last_heartbeat_ms = ? WHERE id = ?"));
-    q.Bind(1, trial_id);
-    q.Bind(2, now_ms);
-    q.BindText(3, worker_id);
-    PRISM_RETURN_IF_ERROR(q.Run());
-  }
-  PRISM_ASSIGN_OR_RETURN(v1::Trial trial,
-                         ReadTrial(c, trial_id, /*with_attempts=*/false));
-  PRISM_RETURN_IF_ERROR(txn.Commit());
-  return std::optional<v1::Trial>(std::move(trial));
+  return internal::LeaseNextTrial(writer_.get(), experiment_id, worker_id,
+                                  now_ms, deadline_ms);
 }
 
 absl::StatusOr<HeartbeatResult> SqliteStore::Heartbeat(const AttemptRef& ref,
@@ -1085,21 +566,7 @@ absl::StatusOr<HeartbeatResult> SqliteStore::Heartbeat(const AttemptRef& ref,
                                                        int64_t now_ms,
                                                        int64_t deadline_ms) {
   absl::MutexLock lock(&write_mu_);
-  Connection* c = writer_.get();
-  PRISM_ASSIGN_OR_RETURN(Transaction txn,
-                         Transaction::Begin(c, Transaction::Kind::kWrite));
-  PRISM_ASSIGN_OR_RETURN(LiveTrial t, ReadLiveTrial(c, ref.trial_id));
-  HeartbeatResult result;
-  result.experiment_id = t.experiment_id;
-  if (!HoldsLease(t, ref)) {
-    result.stop = true;
-    return result;
-  }
-  PRISM_ASSIGN_OR_RETURN(
-      result.lease_deadline_ms,
-      RenewRunning(c, ref.trial_id, step, now_ms, deadline_ms));
-  PRISM_RETURN_IF_ERROR(txn.Commit());
-  return result;
+  return internal::Heartbeat(writer_.get(), ref, step, now_ms, deadline_ms);
 }
 
 absl::StatusOr<int64_t> SqliteStore::StartAttempt(const AttemptRef& ref,
@@ -1107,133 +574,21 @@ absl::StatusOr<int64_t> SqliteStore::StartAttempt(const AttemptRef& ref,
                                                   int64_t now_ms,
                                                   int64_t deadline_ms) {
   absl::MutexLock lock(&write_mu_);
-  Connection* c = writer_.get();
-  PRISM_ASSIGN_OR_RETURN(Transaction txn,
-                         Transaction::Begin(c, Transaction::Kind::kWrite));
-  PRISM_ASSIGN_OR_RETURN(LiveTrial t, ReadLiveTrial(c, ref.trial_id));
-  if (!HoldsLease(t, ref)) return StaleAttempt(t, ref);
-  PRISM_ASSIGN_OR_RETURN(
-      const int64_t deadline,
-      RenewRunning(c, ref.trial_id, resumed_from_step, now_ms, deadline_ms));
-  {
-    PRISM_ASSIGN_OR_RETURN(
-        Query q, c->Prepare("UPDATE trial_attempts SET resumed_from_step = ? "
-                            "WHERE trial_id = ? AND attempt = ?"));
-    q.Bind(1, resumed_from_step);
-    q.Bind(2, ref.trial_id);
-    q.Bind(3, static_cast<int64_t>(ref.attempt));
-    PRISM_RETURN_IF_ERROR(q.Run());
-  }
-  PRISM_RETURN_IF_ERROR(txn.Commit());
-  return deadline;
+  return internal::StartAttempt(writer_.get(), ref, resumed_from_step, now_ms,
+                                deadline_ms);
 }
 
 absl::StatusOr<std::vector<ReportOutcome>> SqliteStore::WriteReports(
     const std::vector<const ReportWrite*>& reports) {
-  std::vector<ReportOutcome> outcomes(reports.size());
   absl::MutexLock lock(&write_mu_);
-  Connection* c = writer_.get();
-  PRISM_ASSIGN_OR_RETURN(Transaction txn,
-                         Transaction::Begin(c, Transaction::Kind::kWrite));
-  for (size_t i = 0; i < reports.size(); ++i) {
-    const ReportWrite& r = *reports[i];
-    ReportOutcome& out = outcomes[i];
-    absl::StatusOr<LiveTrial> t = ReadLiveTrial(c, r.ref.trial_id);
-    if (!t.ok()) {
-      if (!absl::IsNotFound(t.status())) return t.status();
-      out.status = t.status();
-      continue;
-    }
-    out.experiment_id = t->experiment_id;
-    if (!HoldsLease(*t, r.ref)) {
-      out.status = StaleAttempt(*t, r.ref);
-      continue;
-    }
-    int64_t max_step = 0;
-    PRISM_RETURN_IF_ERROR(InsertPoints(c, r.ref.trial_id, r.points, &out.stored,
-                                       &out.duplicates, &max_step));
-    out.started = t->state == kLeased;
-    PRISM_ASSIGN_OR_RETURN(
-        Query q, c->Prepare("UPDATE trials SET state = ?1, started_ms = CASE "
-                            "WHEN started_ms = 0 THEN ?2 ELSE started_ms END, "
-                            "last_step = MAX(last_step, ?3), "
-                            "lease_deadline_ms = MAX(lease_deadline_ms, ?4) "
-                            "WHERE id = ?5"));
-    q.Bind(1, kRunning);
-    q.Bind(2, r.now_ms);
-    q.Bind(3, max_step);
-    q.Bind(4, r.lease_deadline_ms);
-    q.Bind(5, r.ref.trial_id);
-    PRISM_RETURN_IF_ERROR(q.Run());
-  }
-  PRISM_RETURN_IF_ERROR(txn.Commit());
-  return outcomes;
+  return internal::WriteReports(writer_.get(), reports);
 }
 
 absl::StatusOr<v1::Trial> SqliteStore::CompleteTrial(
     const AttemptRef& ref, const v1::TrialMetrics& metrics,
     const std::vector<v1::LossPoint>& points, int64_t now_ms) {
-  std::string metrics_blob;
-  if (!metrics.SerializeToString(&metrics_blob)) {
-    return absl::InternalError("cannot serialize trial metrics");
-  }
   absl::MutexLock lock(&write_mu_);
-  Connection* c = writer_.get();
-  PRISM_ASSIGN_OR_RETURN(Transaction txn,
-                         Transaction::Begin(c, Transaction::Kind::kWrite));
-  PRISM_ASSIGN_OR_RETURN(LiveTrial t, ReadLiveTrial(c, ref.trial_id));
-  const bool finished_by_this_attempt =
-      (t.state == v1::TRIAL_COMPLETED || t.state == v1::TRIAL_DIVERGED) &&
-      t.attempt == ref.attempt && t.worker_id == ref.worker_id;
-  if (finished_by_this_attempt) {
-    // A re-sent Complete whose first acknowledgement was lost.
-    return ReadTrial(c, ref.trial_id, /*with_attempts=*/true);
-  }
-  if (!HoldsLease(t, ref)) return StaleAttempt(t, ref);
-
-  int stored = 0;
-  int duplicates = 0;
-  int64_t max_step = metrics.steps();
-  PRISM_RETURN_IF_ERROR(
-      InsertPoints(c, ref.trial_id, points, &stored, &duplicates, &max_step));
-  std::string curve;
-  {
-    PRISM_ASSIGN_OR_RETURN(
-        Query q, c->Prepare("SELECT step, loss FROM points WHERE trial_id = ? "
-                            "AND split = ? ORDER BY step"));
-    q.Bind(1, ref.trial_id);
-    q.Bind(2, static_cast<int64_t>(v1::SPLIT_VAL));
-    while (true) {
-      PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
-      if (!row) break;
-      AppendCurvePoint(q.Int(0), static_cast<float>(q.Double(1)), &curve);
-    }
-  }
-  const v1::TrialState state =
-      metrics.diverged() ? v1::TRIAL_DIVERGED : v1::TRIAL_COMPLETED;
-  {
-    PRISM_ASSIGN_OR_RETURN(
-        Query q, c->Prepare("UPDATE trials SET state = ?1, metrics = ?2, "
-                            "val_curve = ?3, last_step = MAX(last_step, ?4), "
-                            "started_ms = CASE WHEN started_ms = 0 THEN ?5 "
-                            "ELSE started_ms END, finished_ms = ?5, "
-                            "lease_deadline_ms = 0 WHERE id = ?6"));
-    q.Bind(1, static_cast<int64_t>(state));
-    q.BindBlob(2, metrics_blob);
-    q.BindBlob(3, curve);
-    q.Bind(4, max_step);
-    q.Bind(5, now_ms);
-    q.Bind(6, ref.trial_id);
-    PRISM_RETURN_IF_ERROR(q.Run());
-  }
-  PRISM_RETURN_IF_ERROR(
-      CloseAttempt(c, ref.trial_id, ref.attempt, state, "", now_ms));
-  PRISM_RETURN_IF_ERROR(ReleaseWorker(c, ref.worker_id, ref.trial_id));
-  PRISM_RETURN_IF_ERROR(FinishExperimentIfDrained(c, t.experiment_id, now_ms));
-  PRISM_ASSIGN_OR_RETURN(v1::Trial trial,
-                         ReadTrial(c, ref.trial_id, /*with_attempts=*/true));
-  PRISM_RETURN_IF_ERROR(txn.Commit());
-  return trial;
+  return internal::CompleteTrial(writer_.get(), ref, metrics, points, now_ms);
 }
 
 absl::StatusOr<v1::Trial> SqliteStore::FailTrial(const AttemptRef& ref,
@@ -1241,156 +596,29 @@ absl::StatusOr<v1::Trial> SqliteStore::FailTrial(const AttemptRef& ref,
                                                  bool retryable,
                                                  int64_t now_ms) {
   absl::MutexLock lock(&write_mu_);
-  Connection* c = writer_.get();
-  PRISM_ASSIGN_OR_RETURN(Transaction txn,
-                         Transaction::Begin(c, Transaction::Kind::kWrite));
-  PRISM_ASSIGN_OR_RETURN(LiveTrial t, ReadLiveTrial(c, ref.trial_id));
-  if (!HoldsLease(t, ref)) return StaleAttempt(t, ref);
-  PRISM_ASSIGN_OR_RETURN(int max_attempts, MaxAttempts(c, t.experiment_id));
-  PRISM_ASSIGN_OR_RETURN(int failed_before,
-                         CountFailedAttempts(c, ref.trial_id));
-  const bool requeue = retryable && failed_before + 1 < max_attempts;
-  {
-    PRISM_ASSIGN_OR_RETURN(
-        Query q, c->Prepare("UPDATE trials SET state = ?1, worker_id = CASE "
-                            "WHEN ?1 = 1 THEN '' ELSE worker_id END, "
-                            "lease_deadline_ms = 0, error = ?2, finished_ms = "
-                            "CASE WHEN ?1 = 1 THEN 0 ELSE ?3 END WHERE id = "
-                            "?4"));
-    q.Bind(1, requeue ? kQueued : static_cast<int64_t>(v1::TRIAL_FAILED));
-    q.BindText(2, message);
-    q.Bind(3, now_ms);
-    q.Bind(4, ref.trial_id);
-    PRISM_RETURN_IF_ERROR(q.Run());
-  }
-  PRISM_RETURN_IF_ERROR(CloseAttempt(c, ref.trial_id, ref.attempt,
-                                     v1::TRIAL_FAILED, message, now_ms));
-  PRISM_RETURN_IF_ERROR(ReleaseWorker(c, ref.worker_id, ref.trial_id));
-  PRISM_RETURN_IF_ERROR(FinishExperimentIfDrained(c, t.experiment_id, now_ms));
-  PRISM_ASSIGN_OR_RETURN(v1::Trial trial,
-                         ReadTrial(c, ref.trial_id, /*with_attempts=*/true));
-  PRISM_RETURN_IF_ERROR(txn.Commit());
-  return trial;
+  return internal::FailTrial(writer_.get(), ref, message, retryable, now_ms);
 }
 
 absl::StatusOr<v1::Trial> SqliteStore::ReleaseTrial(const AttemptRef& ref,
                                                     const std::string& message,
                                                     int64_t now_ms) {
   absl::MutexLock lock(&write_mu_);
-  Connection* c = writer_.get();
-  PRISM_ASSIGN_OR_RETURN(Transaction txn,
-                         Transaction::Begin(c, Transaction::Kind::kWrite));
-  PRISM_ASSIGN_OR_RETURN(LiveTrial t, ReadLiveTrial(c, ref.trial_id));
-  if (!HoldsLease(t, ref)) return StaleAttempt(t, ref);
-  {
-    PRISM_ASSIGN_OR_RETURN(
-        Query q, c->Prepare("UPDATE trials SET state = ?, worker_id = '', "
-                            "lease_deadline_ms = 0 WHERE id = ?"));
-    q.Bind(1, kQueued);
-    q.Bind(2, ref.trial_id);
-    PRISM_RETURN_IF_ERROR(q.Run());
-  }
-  const std::string note = message.empty()
-                               ? "released by worker"
-                               : absl::StrCat("released by worker: ", message);
-  PRISM_RETURN_IF_ERROR(CloseAttempt(c, ref.trial_id, ref.attempt,
-                                     v1::TRIAL_QUEUED, note, now_ms));
-  PRISM_RETURN_IF_ERROR(ReleaseWorker(c, ref.worker_id, ref.trial_id));
-  PRISM_ASSIGN_OR_RETURN(v1::Trial trial,
-                         ReadTrial(c, ref.trial_id, /*with_attempts=*/true));
-  PRISM_RETURN_IF_ERROR(txn.Commit());
-  return trial;
+  return internal::ReleaseTrial(writer_.get(), ref, message, now_ms);
 }
 
 absl::StatusOr<std::vector<ExpiredLease>> SqliteStore::ExpireLeases(
     int64_t now_ms) {
   absl::MutexLock lock(&write_mu_);
-  Connection* c = writer_.get();
-  PRISM_ASSIGN_OR_RETURN(Transaction txn,
-                         Transaction::Begin(c, Transaction::Kind::kWrite));
-  struct Expired {
-    int64_t trial_id, experiment_id;
-    int32_t attempt;
-    int max_attempts;
-    std::string worker_id;
-  };
-  std::vector<Expired> expired;
-  {
-    PRISM_ASSIGN_OR_RETURN(
-        Query q, c->Prepare("SELECT t.id, t.experiment_id, t.attempt, "
-                            "e.max_attempts, t.worker_id FROM trials t JOIN "
-                            "experiments e ON e.id = t.experiment_id WHERE "
-                            "t.state IN (?, ?) AND t.lease_deadline_ms < ?"));
-    q.Bind(1, kLeased);
-    q.Bind(2, kRunning);
-    q.Bind(3, now_ms);
-    while (true) {
-      PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
-      if (!row) break;
-      expired.push_back(Expired{q.Int(0), q.Int(1),
-                                static_cast<int32_t>(q.Int(2)),
-                                static_cast<int>(q.Int(3)), q.Text(4)});
-    }
-  }
-  std::vector<ExpiredLease> changed;
-  for (const Expired& x : expired) {
-    PRISM_ASSIGN_OR_RETURN(int failed_before,
-                           CountFailedAttempts(c, x.trial_id));
-    const bool exhausted = failed_before + 1 >= x.max_attempts;
-    const std::string message =
-        exhausted
-            ? absl::StrCat("lease expired (no heartbeat); ", failed_before + 1,
-                           " of ", x.max_attempts, " allowed attempts failed")
-            : "lease expired (no heartbeat)";
-    {
-      PRISM_ASSIGN_OR_RETURN(
-          Query q, c->Prepare("UPDATE trials SET state = ?1, worker_id = '', "
-                              "lease_deadline_ms = 0, error = CASE WHEN ?1 = "
-                              "1 THEN error ELSE ?2 END, finished_ms = CASE "
-                              "WHEN ?1 = 1 THEN 0 ELSE ?3 END WHERE id = ?4"));
-      q.Bind(1, exhausted ? static_cast<int64_t>(v1::TRIAL_FAILED) : kQueued);
-      q.BindText(2, message);
-      q.Bind(3, now_ms);
-      q.Bind(4, x.trial_id);
-      PRISM_RETURN_IF_ERROR(q.Run());
-    }
-    PRISM_RETURN_IF_ERROR(CloseAttempt(c, x.trial_id, x.attempt,
-                                       v1::TRIAL_FAILED, message, now_ms));
-    PRISM_RETURN_IF_ERROR(ReleaseWorker(c, x.worker_id, x.trial_id));
-    if (exhausted) {
-      PRISM_RETURN_IF_ERROR(
-          FinishExperimentIfDrained(c, x.experiment_id, now_ms));
-    }
-    PRISM_ASSIGN_OR_RETURN(v1::Trial trial,
-                           ReadTrial(c, x.trial_id, /*with_attempts=*/false));
-    changed.push_back(ExpiredLease{std::move(trial), x.worker_id});
-  }
-  PRISM_RETURN_IF_ERROR(txn.Commit());
-  return changed;
+  return internal::ExpireLeases(writer_.get(), now_ms);
 }
 
 absl::StatusOr<int> SqliteStore::ExtendLiveLeases(int64_t deadline_ms) {
   absl::MutexLock lock(&write_mu_);
-  Connection* c = writer_.get();
-  PRISM_ASSIGN_OR_RETURN(Transaction txn,
-                         Transaction::Begin(c, Transaction::Kind::kWrite));
-  int touched = 0;
-  {
-    PRISM_ASSIGN_OR_RETURN(
-        Query q, c->Prepare("UPDATE trials SET lease_deadline_ms = ?1 WHERE "
-                            "state IN (?2, ?3) AND lease_deadline_ms < ?1"));
-    q.Bind(1, deadline_ms);
-    q.Bind(2, kLeased);
-    q.Bind(3, kRunning);
-    PRISM_RETURN_IF_ERROR(q.Run());
-    touched = static_cast<int>(c->changes());
-  }
-  PRISM_RETURN_IF_ERROR(txn.Commit());
-  return touched;
+  return internal::ExtendLiveLeases(writer_.get(), deadline_ms);
 }
 
 absl::StatusOr<int64_t> SqliteStore::CountQueued() {
-  PRISM_ASSIGN_OR_RETURN(Reader r, AcquireReader());
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
   PRISM_ASSIGN_OR_RETURN(
       Query q, r->Prepare("SELECT COUNT(*) FROM trials t JOIN experiments e ON "
                           "e.id = t.experiment_id WHERE t.state = ? AND "
@@ -1405,8 +633,8 @@ absl::StatusOr<int64_t> SqliteStore::CountQueued() {
 
 absl::StatusOr<v1::Worker> SqliteStore::UpsertWorker(const v1::Worker& w,
                                                      int64_t now_ms) {
-  static const std::string select_sql =
-      absl::StrCat("SELECT ", kWorkerColumns, " FROM workers WHERE id = ?");
+  static const std::string select_sql = absl::StrCat(
+      "SELECT ", internal::kWorkerColumns, " FROM workers WHERE id = ?");
   absl::MutexLock lock(&write_mu_);
   Connection* c = writer_.get();
   PRISM_ASSIGN_OR_RETURN(Transaction txn,
@@ -1435,22 +663,22 @@ absl::StatusOr<v1::Worker> SqliteStore::UpsertWorker(const v1::Worker& w,
     q.BindText(1, w.id());
     PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) return absl::InternalError("worker vanished after upsert");
-    stored = WorkerFromRow(q);
+    stored = internal::WorkerFromRow(q);
   }
   PRISM_RETURN_IF_ERROR(txn.Commit());
   return stored;
 }
 
 absl::StatusOr<v1::Worker> SqliteStore::GetWorker(const std::string& id) {
-  static const std::string sql =
-      absl::StrCat("SELECT ", kWorkerColumns, " FROM workers WHERE id = ?");
-  PRISM_ASSIGN_OR_RETURN(Reader r, AcquireReader());
+  static const std::string sql = absl::StrCat(
+      "SELECT ", internal::kWorkerColumns, " FROM workers WHERE id = ?");
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
   PRISM_ASSIGN_OR_RETURN(Query q, r->Prepare(sql.c_str()));
   q.BindText(1, id);
   PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
   if (!row)
     return absl::NotFoundError(absl::StrCat("worker '", id, "' not found"));
-  return WorkerFromRow(q);
+  return internal::WorkerFromRow(q);
 }
 
 absl::Status SqliteStore::TouchWorker(const WorkerUpdate& u) {
@@ -1482,15 +710,15 @@ absl::Status SqliteStore::StopWorker(const std::string& id, int64_t now_ms) {
 }
 
 absl::StatusOr<std::vector<v1::Worker>> SqliteStore::ListWorkers() {
-  static const std::string sql =
-      absl::StrCat("SELECT ", kWorkerColumns, " FROM workers ORDER BY id");
-  PRISM_ASSIGN_OR_RETURN(Reader r, AcquireReader());
+  static const std::string sql = absl::StrCat(
+      "SELECT ", internal::kWorkerColumns, " FROM workers ORDER BY id");
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
   PRISM_ASSIGN_OR_RETURN(Query q, r->Prepare(sql.c_str()));
   std::vector<v1::Worker> workers;
   while (true) {
     PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) break;
-    workers.push_back(WorkerFromRow(q));
+    workers.push_back(internal::WorkerFromRow(q));
   }
   return workers;
 }

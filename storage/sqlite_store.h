@@ -1,23 +1,29 @@
 // SqliteStore: the Store on one SQLite file.
 //
-// Schema v2 (versioned migrations in a `schema_migrations` table, applied in
+// Schema v4 (versioned migrations in a `schema_migrations` table, applied in
 // one transaction at Open, idempotent): users, tokens (SHA-256 hashes only),
 // experiments (resolved spec as a binary proto), trials (unique per
-// (experiment, schedule, seed, config fingerprint); a compact val-curve blob
-// written at completion so ranking never scans points), trial_attempts,
-// points (PRIMARY KEY (trial_id, split, step), WITHOUT ROWID) and workers.
+// (experiment, schedule, seed, config fingerprint); at completion the
+// metrics message, the ranking fields copied out of it into columns and a
+// compact val-curve blob, so ranking neither scans points nor parses
+// messages), trial_attempts, points (PRIMARY KEY (trial_id, split, step),
+// WITHOUT ROWID) and workers.
 //
-// The file runs in WAL mode with synchronous=NORMAL, foreign keys on and
-// memory-mapped reads: a committed transaction survives a crash of this
-// process. The coordinator is the only writer, enforced with an exclusive
-// lock on "<db>.lock". Writes go through one connection under a mutex (each
-// one transaction, statements prepared once and reused); reads use a pool of
-// read-only connections, one per concurrent reader thread, that see the
-// latest commit without blocking the writer; a background thread with its
-// own connection checkpoints the WAL, so no commit waits for that fsync.
+// The file runs in WAL mode with foreign keys on and memory-mapped reads, at
+// the durability SqliteStoreOptions picks (below; by default a committed
+// transaction survives a crash of this process). The coordinator is the only
+// writer, enforced with an exclusive lock on "<db>.lock". Writes go through
+// one connection under a mutex (each one transaction, statements prepared
+// once and reused); reads use a pool of read-only connections, one per
+// concurrent reader thread, that see the latest commit without blocking the
+// writer; a background thread with its own connection checkpoints the WAL
+// every kCheckpointInterval, so no commit waits for the database's fsync.
 //
 //   absl::StatusOr<std::unique_ptr<SqliteStore>> store =
 //       SqliteStore::Open("/data/prism.db");
+//   SqliteStoreOptions options;
+//   options.durability = SqliteStoreOptions::Durability::kFull;
+//   store = SqliteStore::Open("/data/prism.db", options);
 //
 // Thread-safety: all methods are thread-safe.
 #ifndef PRISM_STORAGE_SQLITE_STORE_H_
@@ -37,19 +43,43 @@ namespace prism::storage {
 
 namespace internal {
 class Connection;
-}
+class ReaderPool;
+}  // namespace internal
 
 // kSchemaVersion is the newest schema this binary knows.
-inline constexpr int kSchemaVersion = 3;
+inline constexpr int kSchemaVersion = 4;
+
+// SqliteStoreOptions are the choices SqliteStore::Open takes.
+struct SqliteStoreOptions {
+  // Durability says what a write that returned OK survives. Neither level
+  // corrupts the file (on a disk that honours fsync): after any crash it
+  // opens at a committed state.
+  enum class Durability {
+    // kNormal (synchronous=NORMAL in WAL mode): a commit is appended to the
+    // WAL without an fsync; the WAL is synced when the next checkpoint runs
+    // (the store checkpoints every 500 ms). A crash of this process loses
+    // nothing acknowledged, since the OS still holds the write. Power loss
+    // or an OS crash may lose the most recent commits, those the OS had not
+    // yet written out; the file then opens at an earlier commit, no older
+    // than the last checkpoint. No fsync per commit.
+    kNormal,
+    // kFull (synchronous=FULL): the WAL is fsynced at every commit before
+    // the write returns, so an acknowledged commit also survives power loss
+    // and OS crashes (on a disk that honours fsync). One fsync per write.
+    kFull,
+  };
+  Durability durability = Durability::kNormal;
+};
 
 class SqliteStore final : public Store {
  public:
-  // Open opens or creates the database at `path` and migrates it to
-  // kSchemaVersion. Unavailable when the file cannot be opened or written;
-  // FailedPrecondition when another process has it open through a
-  // SqliteStore, or when the file's schema is newer than this binary's.
+  // Open opens or creates the database at `path` with `options` and
+  // migrates it to kSchemaVersion. Unavailable when the file cannot be
+  // opened or written; FailedPrecondition when another process has it open
+  // through a SqliteStore, or when the file's schema is newer than this
+  // binary's.
   static absl::StatusOr<std::unique_ptr<SqliteStore>> Open(
-      const std::string& path);
+      const std::string& path, const SqliteStoreOptions& options = {});
   ~SqliteStore() override;
 
   // SchemaVersion returns the version recorded in schema_migrations.
@@ -126,7 +156,8 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::vector<v1::Worker>> ListWorkers() override;
 
  private:
-  class Reader;
+  friend class SqliteStoreTestPeer;  // reads the writer's settings
+
   // WriterLock is an exclusive flock on "<db>.lock", held while the store is
   // open; the kernel drops it when the process dies.
   struct WriterLock {
@@ -142,19 +173,12 @@ class SqliteStore final : public Store {
   void CheckpointLoop();
   static constexpr absl::Duration kCheckpointInterval = absl::Milliseconds(500);
 
-  // AcquireReader checks a read-only connection out of the pool (opening one
-  // when none is free); it returns to the pool when the Reader dies.
-  absl::StatusOr<Reader> AcquireReader();
-  void ReleaseReader(std::unique_ptr<internal::Connection> conn);
-
-  const std::string path_;
   // Declared before the connections so it is released after they close.
   const std::unique_ptr<WriterLock> lock_;
   absl::Mutex write_mu_;
   std::unique_ptr<internal::Connection> writer_ ABSL_GUARDED_BY(write_mu_);
-  absl::Mutex pool_mu_;
-  std::vector<std::unique_ptr<internal::Connection>> free_readers_
-      ABSL_GUARDED_BY(pool_mu_);
+  // Declared after the writer so the readers close first.
+  std::unique_ptr<internal::ReaderPool> readers_;
   // Used only by checkpoint_thread_.
   std::unique_ptr<internal::Connection> checkpointer_;
   absl::Mutex checkpoint_mu_;

@@ -1,10 +1,14 @@
 #include "storage/internal/schema.h"
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/log.h"
 #include "base/status_macros.h"
+#include "prism/v1/prism.pb.h"
+#include "storage/internal/row_codecs.h"
 
 namespace prism::storage::internal {
 namespace {
@@ -13,6 +17,9 @@ struct Migration {
   int version;
   const char* name;
   const char* sql;
+  // Runs after `sql`, in the same transaction, for a step SQL cannot do
+  // (parsing a stored proto); nullptr when there is none.
+  absl::Status (*after_sql)(Connection* conn);
 };
 
 // Enum-valued columns hold the prism.v1 enum numbers (TrialState,
@@ -133,11 +140,72 @@ constexpr char kSchemaV3[] = R"sql(
 ALTER TABLE workers ADD COLUMN stopped_ms INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// v4: the TrialMetrics fields ranking reads become columns of trials (see
+// kRankingColumns in row_codecs.h), so ListCompletedOutcomes reads numbers
+// instead of parsing a message per trial; CompleteTrial fills them and
+// BackfillRankingColumns fills them for trials finished before. ALTER TABLE
+// can only append, so they sit after the blobs; the one query that reads
+// them reads val_curve as well, so it walks the row's overflow pages anyway.
+constexpr char kSchemaV4[] = R"sql(
+ALTER TABLE trials ADD COLUMN final_val_loss REAL;
+ALTER TABLE trials ADD COLUMN min_val_loss REAL;
+ALTER TABLE trials ADD COLUMN tokens_per_second REAL;
+ALTER TABLE trials ADD COLUMN diverged INTEGER;
+ALTER TABLE trials ADD COLUMN attention_distance BLOB;
+)sql";
+
+// BackfillRankingColumns fills the v4 ranking columns of every trial that
+// has a metrics message, parsing it with the generated TrialMetrics. A
+// message that does not parse leaves the row's columns NULL (and a warning),
+// so ranking its experiment fails with DataLoss as it did before v4, while
+// the rest of the database stays usable.
+absl::Status BackfillRankingColumns(Connection* conn) {
+  static const std::string update_sql =
+      absl::StrCat("UPDATE trials SET (", kRankingColumns,
+                   ") = (?1, ?2, ?3, ?4, ?5) WHERE id = ?6");
+  // Batches keep memory flat on a large file; no statement reads trials
+  // while the updates write it.
+  constexpr int64_t kBatch = 1000;
+  int64_t after_id = 0;
+  while (true) {
+    std::vector<std::pair<int64_t, std::string>> batch;
+    {
+      PRISM_ASSIGN_OR_RETURN(
+          Query q, conn->Prepare("SELECT id, metrics FROM trials WHERE id > ? "
+                                 "AND metrics IS NOT NULL ORDER BY id LIMIT "
+                                 "?"));
+      q.Bind(1, after_id);
+      q.Bind(2, kBatch);
+      while (true) {
+        PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+        if (!row) break;
+        batch.emplace_back(q.Int(0), q.Blob(1));
+      }
+    }
+    if (batch.empty()) return absl::OkStatus();
+    PRISM_ASSIGN_OR_RETURN(Query update, conn->Prepare(update_sql.c_str()));
+    for (const auto& [id, blob] : batch) {
+      v1::TrialMetrics metrics;
+      if (!metrics.ParseFromString(blob)) {
+        Log(LogLevel::kWarning,
+            "trial metrics do not parse; ranking columns left empty")
+            .Kv("trial", id);
+        continue;
+      }
+      BindRankingColumns(metrics, /*first=*/1, &update);
+      update.Bind(6, id);
+      PRISM_RETURN_IF_ERROR(update.Run());
+    }
+    after_id = batch.back().first;
+  }
+}
+
 const std::vector<Migration>& Migrations() {
   static const auto* migrations = new std::vector<Migration>{
-      {1, "initial schema", kSchemaV1},
-      {2, "nullable trial_attempts.resumed_from_step", kSchemaV2},
-      {3, "workers.stopped_ms", kSchemaV3},
+      {1, "initial schema", kSchemaV1, nullptr},
+      {2, "nullable trial_attempts.resumed_from_step", kSchemaV2, nullptr},
+      {3, "workers.stopped_ms", kSchemaV3, nullptr},
+      {4, "trials ranking columns", kSchemaV4, BackfillRankingColumns},
   };
   return *migrations;
 }
@@ -168,6 +236,7 @@ absl::Status Migrate(Connection* conn, int target_version) {
   for (const Migration& m : Migrations()) {
     if (m.version <= current || m.version > target_version) continue;
     PRISM_RETURN_IF_ERROR(conn->Exec(m.sql));
+    if (m.after_sql != nullptr) PRISM_RETURN_IF_ERROR(m.after_sql(conn));
     PRISM_ASSIGN_OR_RETURN(
         Query q, conn->Prepare("INSERT INTO schema_migrations VALUES "
                                "(?, ?, CAST((julianday('now') - 2440587.5) "

@@ -1,6 +1,8 @@
 // The SQLite schema as an ordered list of migrations. Migrate applies, in
 // one write transaction, every migration newer than the version recorded in
-// `schema_migrations`, recording each; running it again changes nothing.
+// `schema_migrations` (its SQL, then its C++ step where it has one, e.g.
+// v4's backfill from stored protos), recording each; running it again
+// changes nothing.
 //
 // Thread-safety: call with exclusive use of the connection.
 #ifndef PRISM_STORAGE_INTERNAL_SCHEMA_H_

@@ -86,6 +86,9 @@ class Connection {
   // use. Internal on a malformed statement (a programming error).
   absl::StatusOr<Query> Prepare(const char* sql);
 
+  // handle is the sqlite3 handle, for the C API this layer does not wrap
+  // (online backup). It stays owned by the Connection.
+  sqlite3* handle() const { return db_; }
   int64_t changes() const { return sqlite3_changes64(db_); }
   int64_t last_insert_rowid() const { return sqlite3_last_insert_rowid(db_); }
 

@@ -4,14 +4,33 @@
 
 #include <memory>
 #include <string>
+#include <utility>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "storage/internal/row_codecs.h"
 #include "storage/internal/schema.h"
 #include "storage/internal/sqlite.h"
 #include "tests/storage/store_test_util.h"
 
 namespace prism::storage {
+
+// SqliteStoreTestPeer reads settings of a store's private writer connection.
+class SqliteStoreTestPeer {
+ public:
+  // WriterSynchronous returns the writer's PRAGMA synchronous (1 NORMAL,
+  // 2 FULL), or -1 when it cannot be read.
+  static int64_t WriterSynchronous(SqliteStore& store) {
+    absl::MutexLock lock(&store.write_mu_);
+    absl::StatusOr<internal::Query> q =
+        store.writer_->Prepare("PRAGMA synchronous");
+    if (!q.ok() || !q->Step().value_or(false)) return -1;
+    return q->Int(0);
+  }
+};
+
 namespace {
 
 using ::testing::ElementsAre;
@@ -186,6 +205,202 @@ TEST(SqliteStoreMigrationTest, AV1DatabaseMigratesKeepingItsHistory) {
   EXPECT_EQ(QueryInt(path, "SELECT COUNT(*) FROM pragma_foreign_key_check"), 0);
 }
 
+// V3Trial is a finished trial row as a v3 binary's CompleteTrial left it:
+// the metrics message and the val curve blob, nothing else about ranking.
+struct V3Trial {
+  int64_t id = 0;
+  std::string schedule;
+  bool is_baseline = false;
+  v1::TrialState state = v1::TRIAL_COMPLETED;
+  std::string metrics;  // serialized prism.v1.TrialMetrics
+  std::vector<std::pair<int64_t, float>> val_curve;
+};
+
+// WriteV3Database creates a v3 database at `path` (the v3 schema, applied by
+// the migrations of that version) holding experiment 1 and `trials`.
+void WriteV3Database(const std::string& path,
+                     const std::vector<V3Trial>& trials) {
+  absl::StatusOr<std::unique_ptr<internal::Connection>> conn =
+      internal::Connection::Open(path, internal::Connection::Options{});
+  ASSERT_TRUE(conn.ok()) << conn.status();
+  internal::Connection* c = conn->get();
+  ASSERT_TRUE(internal::Migrate(c, 3).ok());
+  ASSERT_TRUE(c->Exec("INSERT INTO users VALUES ('alice', 1);"
+                      "INSERT INTO experiments VALUES (1, 'old', 'alice', "
+                      "x'', 3, 0, 2, 1, 1);")
+                  .ok());
+  for (const V3Trial& t : trials) {
+    std::string curve;
+    for (const auto& [step, loss] : t.val_curve) {
+      internal::AppendCurvePoint(step, loss, &curve);
+    }
+    absl::StatusOr<internal::Query> q = c->Prepare(
+        "INSERT INTO trials (id, experiment_id, schedule, seed, "
+        "config_fingerprint, is_baseline, state, attempt, worker_id, "
+        "last_step, total_steps, created_ms, started_ms, finished_ms, "
+        "metrics, val_curve) VALUES (?1, 1, ?2, 1, 'fp', ?3, ?4, 1, 'w1', "
+        "100, 100, 1, 2, 3, ?5, ?6)");
+    ASSERT_TRUE(q.ok()) << q.status();
+    q->Bind(1, t.id);
+    q->BindText(2, t.schedule);
+    q->Bind(3, int64_t{t.is_baseline ? 1 : 0});
+    q->Bind(4, static_cast<int64_t>(t.state));
+    q->BindBlob(5, t.metrics);
+    q->BindBlob(6, curve);
+    ASSERT_TRUE(q->Run().ok());
+  }
+}
+
+TEST(SqliteStoreMigrationTest, AV3DatabaseRanksTheSameAfterGainingColumns) {
+  TempDir dir;
+  const std::string path = dir.File("v3.db");
+  v1::TrialMetrics baseline;
+  baseline.set_final_val_loss(3.3748);
+  baseline.set_min_val_loss(3.37);
+  baseline.set_tokens_per_second(51234.5);
+  baseline.set_steps(100);
+  baseline.add_attention_distance(12.5);
+  baseline.add_attention_distance(40.25);
+  baseline.set_mfu(0.41);
+  baseline.add_milestones()->set_target(3.4);
+  baseline.mutable_milestones(0)->set_step(90);
+  baseline.set_device("cuda:0");
+  v1::TrialMetrics prism_metrics;
+  prism_metrics.set_final_val_loss(3.3604);
+  prism_metrics.set_min_val_loss(3.36);
+  prism_metrics.set_tokens_per_second(50999.0);
+  prism_metrics.set_steps(100);
+  v1::TrialMetrics diverged;
+  diverged.set_diverged(true);
+  diverged.set_diverged_step(40);
+  diverged.set_final_val_loss(9.5);
+  WriteV3Database(path, {{1,
+                          "4x4",
+                          true,
+                          v1::TRIAL_COMPLETED,
+                          baseline.SerializeAsString(),
+                          {{50, 3.5f}, {100, 3.3748f}}},
+                         {2,
+                          "2x2,4x2",
+                          false,
+                          v1::TRIAL_COMPLETED,
+                          prism_metrics.SerializeAsString(),
+                          {{50, 3.45f}, {100, 3.3604f}}},
+                         {3,
+                          "1x1,4x3",
+                          false,
+                          v1::TRIAL_DIVERGED,
+                          diverged.SerializeAsString(),
+                          {{50, 9.5f}}}});
+  EXPECT_EQ(QueryInt(path, "SELECT MAX(version) FROM schema_migrations"), 3);
+
+  std::unique_ptr<SqliteStore> store = OpenOrDie(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(*store->SchemaVersion(), kSchemaVersion);
+  absl::StatusOr<std::vector<TrialOutcome>> outcomes =
+      store->ListCompletedOutcomes(1);
+  ASSERT_TRUE(outcomes.ok()) << outcomes.status();
+  ASSERT_EQ(outcomes->size(), 2u);
+  const TrialOutcome& b = (*outcomes)[0];
+  EXPECT_EQ(b.trial_id, 1);
+  EXPECT_EQ(b.schedule, "4x4");
+  EXPECT_EQ(b.seed, 1);
+  EXPECT_TRUE(b.is_baseline);
+  EXPECT_DOUBLE_EQ(b.final_val_loss, 3.3748);
+  EXPECT_DOUBLE_EQ(b.min_val_loss, 3.37);
+  EXPECT_DOUBLE_EQ(b.tokens_per_second, 51234.5);
+  EXPECT_THAT(b.attention_distance, ElementsAre(12.5, 40.25));
+  EXPECT_THAT(b.val_steps, ElementsAre(50, 100));
+  EXPECT_THAT(b.val_losses, ElementsAre(3.5f, 3.3748f));
+  const TrialOutcome& p = (*outcomes)[1];
+  EXPECT_EQ(p.trial_id, 2);
+  EXPECT_FALSE(p.is_baseline);
+  EXPECT_DOUBLE_EQ(p.final_val_loss, 3.3604);
+  EXPECT_DOUBLE_EQ(p.min_val_loss, 3.36);
+  EXPECT_DOUBLE_EQ(p.tokens_per_second, 50999.0);
+  EXPECT_TRUE(p.attention_distance.empty());
+  EXPECT_THAT(p.val_steps, ElementsAre(50, 100));
+
+  // The columns themselves, diverged trial included.
+  EXPECT_EQ(QueryText(path,
+                      "SELECT final_val_loss || ' ' || min_val_loss || ' ' "
+                      "|| tokens_per_second || ' ' || diverged || ' ' || "
+                      "hex(attention_distance) FROM trials WHERE id = 1"),
+            "3.3748 3.37 51234.5 0 00000000000029400000000000204440");
+  EXPECT_EQ(QueryInt(path, "SELECT diverged FROM trials WHERE id = 3"), 1);
+  EXPECT_EQ(QueryText(path, "SELECT final_val_loss FROM trials WHERE id = 3"),
+            "9.5");
+  EXPECT_EQ(QueryInt(path,
+                     "SELECT length(attention_distance) FROM trials "
+                     "WHERE id = 2"),
+            0);
+  // Reopening at v4 applies nothing again.
+  store.reset();
+  store = OpenOrDie(path);
+  EXPECT_EQ(QueryInt(path, "SELECT COUNT(*) FROM schema_migrations"),
+            kSchemaVersion);
+  EXPECT_EQ(store->ListCompletedOutcomes(1)->size(), 2u);
+}
+
+TEST(SqliteStoreMigrationTest, AV3TrialWhoseMetricsDoNotParseStaysDataLoss) {
+  TempDir dir;
+  const std::string path = dir.File("v3.db");
+  v1::TrialMetrics good;
+  good.set_final_val_loss(3.5);
+  WriteV3Database(path, {{1,
+                          "4x4",
+                          true,
+                          v1::TRIAL_COMPLETED,
+                          good.SerializeAsString(),
+                          {{100, 3.5f}}},
+                         {2,
+                          "2x2,4x2",
+                          false,
+                          v1::TRIAL_COMPLETED,
+                          std::string("\xff\xff\xff", 3),
+                          {{100, 3.4f}}}});
+
+  // The migration succeeds (the coordinator starts); the broken row keeps
+  // no ranking columns and ranking its experiment reports the loss, as v3
+  // did.
+  std::unique_ptr<SqliteStore> store = OpenOrDie(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(*store->SchemaVersion(), kSchemaVersion);
+  EXPECT_EQ(QueryInt(path,
+                     "SELECT COUNT(*) FROM trials WHERE final_val_loss IS "
+                     "NULL"),
+            1);
+  absl::StatusOr<std::vector<TrialOutcome>> outcomes =
+      store->ListCompletedOutcomes(1);
+  ASSERT_FALSE(outcomes.ok());
+  EXPECT_EQ(outcomes.status().code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(std::string(outcomes.status().message()), HasSubstr("trial 2"));
+}
+
+TEST(SqliteStoreDurabilityTest, DurabilityPicksTheWritersSynchronousSetting) {
+  TempDir dir;
+  const std::string path = dir.File("prism.db");
+  {
+    std::unique_ptr<SqliteStore> store = OpenOrDie(path);
+    ASSERT_NE(store, nullptr);
+    EXPECT_EQ(SqliteStoreTestPeer::WriterSynchronous(*store), 1);  // NORMAL
+  }
+  SqliteStoreOptions options;
+  options.durability = SqliteStoreOptions::Durability::kFull;
+  absl::StatusOr<std::unique_ptr<SqliteStore>> full =
+      SqliteStore::Open(path, options);
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_EQ(SqliteStoreTestPeer::WriterSynchronous(**full), 2);  // FULL
+  EXPECT_TRUE(
+      (*full)->CreateExperiment(MakeExperiment("a", {"4x4"}, {1})).ok());
+  full->reset();
+  options.durability = SqliteStoreOptions::Durability::kNormal;
+  full = SqliteStore::Open(path, options);
+  ASSERT_TRUE(full.ok()) << full.status();
+  EXPECT_EQ(SqliteStoreTestPeer::WriterSynchronous(**full), 1);
+  EXPECT_EQ((*full)->GetExperiment(1)->counts().total(), 1);
+}
+
 TEST_F(SqliteStoreTest, NewerSchemaVersionIsRefused) {
   store_.reset();
   sqlite3* db = nullptr;
@@ -349,7 +564,7 @@ TEST_F(SqliteStoreTest, CompleteStoresValCurveAndIsIdempotent) {
   m.add_attention_distance(1.5);
   m.add_attention_distance(4.25);
   // Fields ranking does not read, of every wire type, around the ones it
-  // does: the outcome reader skips them.
+  // does: only the ranking ones are copied into columns.
   m.set_mfu(0.5);
   m.set_peak_memory_bytes(int64_t{1} << 40);
   m.add_milestones()->set_target(3.3);
@@ -398,6 +613,10 @@ TEST_F(SqliteStoreTest, DivergedMetricsMarkTheTrialDiverged) {
   absl::StatusOr<v1::Trial> done =
       store_->CompleteTrial(AttemptRef{t.id(), 1, "w1"}, m, {}, 5000);
   EXPECT_EQ(done->state(), v1::TRIAL_DIVERGED);
+  EXPECT_EQ(QueryInt(path_, absl::StrCat("SELECT diverged FROM trials WHERE "
+                                         "id = ",
+                                         t.id())),
+            1);
   EXPECT_TRUE(store_->ListCompletedOutcomes(id)->empty());
 }
 
