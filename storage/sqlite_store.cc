@@ -469,7 +469,7 @@ absl::StatusOr<std::vector<TrialOutcome>> SqliteStore::ListCompletedOutcomes(
 }
 
 absl::StatusOr<LastStored> SqliteStore::LastStoredSteps(int64_t trial_id) {
-  PRISM_ASSIGN_OR_RETURN(Reader r, AcquireReader());
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
   // From the trial's row, so a missing trial is NotFound rather than -1.
   PRISM_ASSIGN_OR_RETURN(
       Query q,
