@@ -200,6 +200,12 @@ void RegisterCoordinatorCommands(CLI::App& app, Action* action) {
   cmd->add_option("--max-running-per-user", o.max_running_per_user,
                   "Most leased+running trials per user (0: no limit)")
       ->capture_default_str();
+  cmd->add_option("--durability", o.durability,
+                  "normal: an acknowledged write survives a crash of the "
+                  "coordinator, and power loss may take the last moments' "
+                  "writes; full: it survives power loss too (an fsync per "
+                  "commit; see bench/RESULTS.md for the cost)")
+      ->capture_default_str();
   cmd->add_option("--admin-token-file", o.admin_token_file,
                   "First admin token of a new database: read from this file "
                   "if it exists, else generated and written here (mode 0600)");

@@ -9,6 +9,7 @@
 #include "base/json.h"
 #include "cli/command.h"
 #include "cli/output.h"
+#include "storage/backup.h"
 #include "storage/check.h"
 
 namespace prism::cli {
@@ -49,6 +50,21 @@ int Check(const CheckOptions& o) {
   return check->problems.empty() ? kExitOk : kExitFailure;
 }
 
+struct BackupOptions {
+  std::string db;
+  std::string to;
+};
+
+int Backup(const BackupOptions& o) {
+  if (absl::Status s = storage::BackupDatabase(o.db, o.to); !s.ok()) {
+    return ReportError("db backup", s);
+  }
+  std::cout << "backed up " << o.db << " to " << o.to
+            << " (a consistent copy; run it with prism coordinator --db "
+            << o.to << ")\n";
+  return kExitOk;
+}
+
 }  // namespace
 
 void RegisterDbCommands(CLI::App& app, Action* action) {
@@ -65,6 +81,18 @@ void RegisterDbCommands(CLI::App& app, Action* action) {
       "Prints each problem; exits 1 if there is any");
   check->add_option("--db", check_opts->db, "The SQLite file")->required();
   check->add_option("--format", check_opts->format, "text or json");
+  auto backup_opts = std::make_shared<BackupOptions>();
+  CLI::App* backup = db->add_subcommand(
+      "backup",
+      "Copy the database while the coordinator keeps running (SQLite's "
+      "online backup API): one consistent snapshot, written to a temp file "
+      "and renamed into place; never overwrites");
+  backup->add_option("--db", backup_opts->db, "The SQLite file")->required();
+  backup->add_option("--to", backup_opts->to, "The new copy's path")
+      ->required();
+  backup->callback([backup_opts, action] {
+    *action = [backup_opts] { return Backup(*backup_opts); };
+  });
   check->callback([check_opts, action] {
     *action = [check_opts] { return Check(*check_opts); };
   });

@@ -49,6 +49,10 @@ absl::Status ValidateOptions(const CoordinatorOptions& o) {
     return absl::InvalidArgumentError(
         "--max-running-per-user must not be negative (0: no limit)");
   }
+  if (o.durability != "normal" && o.durability != "full") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--durability must be normal or full (got '", o.durability, "')"));
+  }
   PRISM_RETURN_IF_ERROR(SplitHostPort(o.grpc_address).status());
   PRISM_RETURN_IF_ERROR(SplitHostPort(o.http_address).status());
   return absl::OkStatus();
@@ -70,8 +74,14 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
 absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
     const CoordinatorOptions& options, const Clock* clock) {
   PRISM_RETURN_IF_ERROR(ValidateOptions(options));
-  PRISM_ASSIGN_OR_RETURN(std::unique_ptr<storage::SqliteStore> store,
-                         storage::SqliteStore::Open(options.db_path));
+  storage::SqliteStoreOptions store_options;
+  store_options.durability =
+      options.durability == "full"
+          ? storage::SqliteStoreOptions::Durability::kFull
+          : storage::SqliteStoreOptions::Durability::kNormal;
+  PRISM_ASSIGN_OR_RETURN(
+      std::unique_ptr<storage::SqliteStore> store,
+      storage::SqliteStore::Open(options.db_path, store_options));
   return Create(options, std::move(store), clock);
 }
 

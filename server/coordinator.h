@@ -67,6 +67,9 @@ struct CoordinatorOptions {
   std::string web_root;         // "" serves no dashboard
   int max_event_streams = kDefaultMaxEventStreams;  // dashboard SSE streams
   int expiry_interval_ms = 1000;
+  // "normal" or "full": what an acknowledged write survives (see
+  // storage::SqliteStoreOptions::Durability).
+  std::string durability = "normal";
 };
 
 // ValidateOptions returns InvalidArgument naming the first bad option.
