@@ -114,6 +114,11 @@ class FakeCoordinator final : public CoordinatorClient {
     absl::MutexLock lock(&mu_);
     return heartbeats_;
   }
+  // refused_calls counts the calls FailNext made fail.
+  int refused_calls() const {
+    absl::MutexLock lock(&mu_);
+    return refused_calls_;
+  }
   std::vector<v1::StartRequest> starts() const {
     absl::MutexLock lock(&mu_);
     return starts_;
@@ -253,6 +258,7 @@ class FakeCoordinator final : public CoordinatorClient {
   absl::Status Injected() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (fail_next_ <= 0) return absl::OkStatus();
     --fail_next_;
+    ++refused_calls_;
     return absl::UnavailableError("injected outage");
   }
   absl::Status CheckLive(int64_t trial_id, int attempt)
@@ -291,6 +297,7 @@ class FakeCoordinator final : public CoordinatorClient {
   int reports_before_start_ ABSL_GUARDED_BY(mu_) = 0;
   absl::Status register_status_ ABSL_GUARDED_BY(mu_);
   int fail_next_ ABSL_GUARDED_BY(mu_) = 0;
+  int refused_calls_ ABSL_GUARDED_BY(mu_) = 0;
   int fail_next_reports_ ABSL_GUARDED_BY(mu_) = 0;
   bool forget_worker_ ABSL_GUARDED_BY(mu_) = false;
   int registrations_ ABSL_GUARDED_BY(mu_) = 0;

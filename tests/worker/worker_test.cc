@@ -8,6 +8,7 @@
 
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <numeric>
 #include <thread>
 #include <vector>
@@ -44,6 +45,17 @@ WorkerOptions FastOptions() {
   options.backoff.max = absl::Milliseconds(5);
   options.seed = 42;
   return options;
+}
+
+// WaitUntil polls `condition` until it holds (true) or 30 s passed (false),
+// so a test waits on a state, never on a guessed sleep, and never forever.
+bool WaitUntil(const std::function<bool()>& condition) {
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (!condition()) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(1));
+  }
+  return true;
 }
 
 // OneTrialOptions: FastOptions for a worker that handles one trial and ends.
@@ -493,7 +505,8 @@ TEST(WorkerTest, ShutdownWhileIdleReturnsPromptly) {
   ScriptedTrainer trainer;
   Worker worker(FastOptions(), &coordinator, &trainer);
   std::thread stopper([&] {
-    absl::SleepFor(absl::Milliseconds(20));
+    // Idle: registered, found no work, and said so in a heartbeat.
+    EXPECT_TRUE(WaitUntil([&] { return coordinator.heartbeats() > 0; }));
     worker.Shutdown();
   });
 
@@ -519,11 +532,10 @@ TEST(WorkerTest, ShutdownDuringAnOutageStillEndsRun) {
   Worker worker(FastOptions(), &coordinator, &trainer);
   std::thread outage([&] {
     // Once registered, every later call (the goodbye included) fails.
-    while (coordinator.registrations() == 0) {
-      absl::SleepFor(absl::Milliseconds(1));
-    }
+    EXPECT_TRUE(WaitUntil([&] { return coordinator.registrations() > 0; }));
     coordinator.FailNext(1000000);
-    absl::SleepFor(absl::Milliseconds(30));
+    // Shut down in the middle of the outage: calls are being refused.
+    EXPECT_TRUE(WaitUntil([&] { return coordinator.refused_calls() >= 3; }));
     worker.Shutdown();
   });
 
