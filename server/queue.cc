@@ -237,18 +237,26 @@ absl::StatusOr<v1::LeaseResponse> QueueManager::Lease(
   }
   PRISM_RETURN_IF_ERROR(CheckWorker(caller, request.worker_id()));
   std::optional<v1::Trial> leased;
+  bool redelivered = false;
   {
     absl::MutexLock lock(&lease_mu_);
-    PRISM_ASSIGN_OR_RETURN(std::vector<storage::LeaseCandidate> candidates,
-                           store_->ListLeaseCandidates());
-    PRISM_ASSIGN_OR_RETURN(auto live, store_->CountLiveTrialsByUser());
-    for (const storage::LeaseCandidate& c : OrderLeaseCandidates(
-             std::move(candidates), live, options_.max_running_per_user)) {
-      const int64_t now = clock_->NowMs();
-      PRISM_ASSIGN_OR_RETURN(
-          leased, store_->LeaseNextTrial(c.experiment_id, request.worker_id(),
-                                         now, DeadlineFrom(now)));
-      if (leased.has_value()) break;
+    const int64_t now = clock_->NowMs();
+    PRISM_ASSIGN_OR_RETURN(
+        leased,
+        store_->RedeliverLease(request.worker_id(), now, DeadlineFrom(now)));
+    redelivered = leased.has_value();
+    if (!redelivered) {
+      PRISM_ASSIGN_OR_RETURN(std::vector<storage::LeaseCandidate> candidates,
+                             store_->ListLeaseCandidates());
+      PRISM_ASSIGN_OR_RETURN(auto live, store_->CountLiveTrialsByUser());
+      for (const storage::LeaseCandidate& c : OrderLeaseCandidates(
+               std::move(candidates), live, options_.max_running_per_user)) {
+        const int64_t at = clock_->NowMs();
+        PRISM_ASSIGN_OR_RETURN(
+            leased, store_->LeaseNextTrial(c.experiment_id, request.worker_id(),
+                                           at, DeadlineFrom(at)));
+        if (leased.has_value()) break;
+      }
     }
   }
   if (leased.has_value()) Failpoint("lease.committed");
@@ -270,7 +278,7 @@ absl::StatusOr<v1::LeaseResponse> QueueManager::Lease(
   task->set_stored_step(CurveCompleteThrough(spec.budget(), stored));
   task->set_checkpoint_key(
       absl::StrCat("exp", leased->experiment_id(), "-trial", leased->id()));
-  Log(LogLevel::kInfo, "trial leased")
+  Log(LogLevel::kInfo, redelivered ? "lease delivered again" : "trial leased")
       .Kv("trial", leased->id())
       .Kv("experiment", leased->experiment_id())
       .Kv("schedule", leased->schedule())

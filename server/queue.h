@@ -85,7 +85,9 @@ class QueueManager {
   // caller. PermissionDenied when the id belongs to another user.
   absl::StatusOr<v1::RegisterResponse> Register(
       const Caller& caller, const v1::RegisterRequest& request);
-  // Lease returns the next trial's task, or no task and retry_after_ms.
+  // Lease returns the next trial's task, or no task and retry_after_ms. A
+  // trial already leased to this worker and never started is returned again
+  // first (the answer to the worker's earlier Lease was lost).
   // NotFound for an unregistered worker (every call below answers that too:
   // the worker should Register again, e.g. after the database was replaced).
   absl::StatusOr<v1::LeaseResponse> Lease(const Caller& caller,

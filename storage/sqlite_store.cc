@@ -561,6 +561,13 @@ absl::StatusOr<std::optional<v1::Trial>> SqliteStore::LeaseNextTrial(
                                   now_ms, deadline_ms);
 }
 
+absl::StatusOr<std::optional<v1::Trial>> SqliteStore::RedeliverLease(
+    const std::string& worker_id, int64_t now_ms, int64_t deadline_ms) {
+  absl::MutexLock lock(&write_mu_);
+  return internal::RedeliverLease(writer_.get(), worker_id, now_ms,
+                                  deadline_ms);
+}
+
 absl::StatusOr<HeartbeatResult> SqliteStore::Heartbeat(const AttemptRef& ref,
                                                        int64_t step,
                                                        int64_t now_ms,

@@ -125,6 +125,9 @@ class SqliteStore final : public Store {
   absl::StatusOr<std::optional<v1::Trial>> LeaseNextTrial(
       int64_t experiment_id, const std::string& worker_id, int64_t now_ms,
       int64_t deadline_ms) override;
+  absl::StatusOr<std::optional<v1::Trial>> RedeliverLease(
+      const std::string& worker_id, int64_t now_ms,
+      int64_t deadline_ms) override;
   absl::StatusOr<HeartbeatResult> Heartbeat(const AttemptRef& ref, int64_t step,
                                             int64_t now_ms,
                                             int64_t deadline_ms) override;

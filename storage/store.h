@@ -218,6 +218,13 @@ class Store {
   virtual absl::StatusOr<std::optional<v1::Trial>> LeaseNextTrial(
       int64_t experiment_id, const std::string& worker_id, int64_t now_ms,
       int64_t deadline_ms) = 0;
+  // RedeliverLease returns the trial leased to `worker_id` that the worker
+  // never started (still leased, lease not expired), its deadline renewed to
+  // deadline_ms, or nullopt. A worker asks for a lease only when it holds no
+  // trial, so such a trial's lease answer was lost (the coordinator died
+  // after committing it): it is answered again rather than waited out.
+  virtual absl::StatusOr<std::optional<v1::Trial>> RedeliverLease(
+      const std::string& worker_id, int64_t now_ms, int64_t deadline_ms) = 0;
   // Heartbeat renews the lease (leased -> running on the first one) and
   // records the step; stop=true (and nothing renewed) when the trial is no
   // longer this attempt's. NotFound for an unknown trial.

@@ -16,12 +16,17 @@
 #include <random>
 
 #include "absl/time/time.h"
+#include "proto/worker_protocol.h"
 
 namespace prism::worker {
 
 struct BackoffPolicy {
   absl::Duration initial = absl::Milliseconds(200);
-  absl::Duration max = absl::Seconds(10);
+  // At most the channel's reconnect bound: a worker retrying a lease or a
+  // report finds a restarted coordinator within about a second, well inside
+  // the grace its lease gets (proto/worker_protocol.h). A failed call on a
+  // disconnected channel costs no network traffic, so this is cheap.
+  absl::Duration max = absl::Milliseconds(v1::kMaxReconnectBackoffMs);
   double multiplier = 2.0;
   double jitter = 0.2;  // fraction, 0..1
 };

@@ -223,6 +223,38 @@ absl::StatusOr<std::optional<v1::Trial>> LeaseNextTrial(
   return std::optional<v1::Trial>(std::move(trial));
 }
 
+absl::StatusOr<std::optional<v1::Trial>> RedeliverLease(
+    Connection* c, const std::string& worker_id, int64_t now_ms,
+    int64_t deadline_ms) {
+  PRISM_ASSIGN_OR_RETURN(Transaction txn,
+                         Transaction::Begin(c, Transaction::Kind::kWrite));
+  int64_t trial_id = 0;
+  {
+    PRISM_ASSIGN_OR_RETURN(
+        Query q, c->Prepare("SELECT id FROM trials WHERE state = ? AND "
+                            "worker_id = ? AND lease_deadline_ms >= ? ORDER "
+                            "BY id LIMIT 1"));
+    q.Bind(1, kLeased);
+    q.BindText(2, worker_id);
+    q.Bind(3, now_ms);
+    PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return std::optional<v1::Trial>();
+    trial_id = q.Int(0);
+  }
+  {
+    PRISM_ASSIGN_OR_RETURN(
+        Query q, c->Prepare("UPDATE trials SET lease_deadline_ms = MAX("
+                            "lease_deadline_ms, ?) WHERE id = ?"));
+    q.Bind(1, deadline_ms);
+    q.Bind(2, trial_id);
+    PRISM_RETURN_IF_ERROR(q.Run());
+  }
+  PRISM_ASSIGN_OR_RETURN(v1::Trial trial,
+                         ReadTrial(c, trial_id, /*with_attempts=*/false));
+  PRISM_RETURN_IF_ERROR(txn.Commit());
+  return std::optional<v1::Trial>(std::move(trial));
+}
+
 absl::StatusOr<HeartbeatResult> Heartbeat(Connection* c, const AttemptRef& ref,
                                           int64_t step, int64_t now_ms,
                                           int64_t deadline_ms) {

@@ -31,6 +31,10 @@ absl::StatusOr<std::optional<v1::Trial>> LeaseNextTrial(
     Connection* c, int64_t experiment_id, const std::string& worker_id,
     int64_t now_ms, int64_t deadline_ms);
 
+absl::StatusOr<std::optional<v1::Trial>> RedeliverLease(
+    Connection* c, const std::string& worker_id, int64_t now_ms,
+    int64_t deadline_ms);
+
 absl::StatusOr<HeartbeatResult> Heartbeat(Connection* c, const AttemptRef& ref,
                                           int64_t step, int64_t now_ms,
                                           int64_t deadline_ms);

@@ -221,9 +221,10 @@ TEST_F(ServiceTest, HigherPriorityLeasesFirstThenFairShareBetweenUsers) {
   const int64_t a1 = Submit(alice_, Spec({"2x2,4x4"}, {1, 2, 3}));
   const int64_t a2 = Submit(alice_, Spec({"2x2,4x4"}, {1}, /*priority=*/5));
   const int64_t b1 = Submit(bob_, Spec({"2x2,4x4"}, {1, 2, 3}));
-  const std::string worker = Register(worker_token_);
+  // Six workers, one lease each (a worker holds one trial at a time).
   std::vector<int64_t> order;
   for (int i = 0; i < 6; ++i) {
+    const std::string worker = Register(worker_token_);
     order.push_back(Lease(worker_token_, worker).trial().experiment_id());
   }
   // a2's two trials first (priority 5); then alice holds 2 live trials and
@@ -241,12 +242,14 @@ class PerUserLimitTest : public ServiceTest {
 
 TEST_F(PerUserLimitTest, UserAtLimitIsSkippedUntilATrialFinishes) {
   Submit(alice_, Spec({"2x2,4x4", "1x2,4x4"}, {1, 2}));
+  // One worker per lease: a worker holds one trial at a time.
   const std::string worker = Register(worker_token_);
   const v1::TrialTask first = Lease(worker_token_, worker);
-  ASSERT_NE(Lease(worker_token_, worker).trial().id(), 0);
-  EXPECT_EQ(Lease(worker_token_, worker).trial().id(), 0);
+  ASSERT_NE(Lease(worker_token_, Register(worker_token_)).trial().id(), 0);
+  const std::string idle = Register(worker_token_);
+  EXPECT_EQ(Lease(worker_token_, idle).trial().id(), 0);
   const int64_t bob_exp = Submit(bob_, Spec({"2x2,4x4"}, {1}));
-  EXPECT_EQ(Lease(worker_token_, worker).trial().experiment_id(), bob_exp);
+  EXPECT_EQ(Lease(worker_token_, idle).trial().experiment_id(), bob_exp);
   v1::CompleteResponse done;
   ASSERT_TRUE(Complete(worker_token_, worker, first.trial(), 3.0, &done).ok());
   EXPECT_EQ(Lease(worker_token_, worker).trial().experiment_id(),
@@ -512,6 +515,28 @@ TEST_F(ServiceTest, RestartGraceCoversALeaseAHeartbeatAndTheReconnectBound) {
   EXPECT_EQ(*coordinator_->queue()->ExpireLeases(), 0);
   clock_.Advance(2);
   EXPECT_EQ(*coordinator_->queue()->ExpireLeases(), 1);
+}
+
+TEST_F(ServiceTest, ALostLeaseAnswerIsDeliveredAgainNotWaitedOut) {
+  Submit(alice_, Spec({"4x6", "2x2,4x4"}, {1}));
+  const std::string w = Register(worker_token_);
+  const v1::TrialTask first = Lease(worker_token_, w);
+  ASSERT_NE(first.trial().id(), 0);
+  // The answer never reached the worker, which asks again: same trial, same
+  // attempt, not the next trial and not a second attempt.
+  const v1::TrialTask again = Lease(worker_token_, w);
+  EXPECT_EQ(again.trial().id(), first.trial().id());
+  EXPECT_EQ(again.trial().attempt(), 1);
+  // Another worker gets the other trial.
+  const std::string other = Register(worker_token_);
+  const v1::TrialTask second = Lease(worker_token_, other);
+  EXPECT_NE(second.trial().id(), first.trial().id());
+  // Once the worker reported, the trial is running: never handed out again.
+  v1::ReportResponse r;
+  ASSERT_TRUE(Report(worker_token_, w, first.trial(),
+                     {Point(v1::SPLIT_VAL, 0, 1.0f)}, &r)
+                  .ok());
+  EXPECT_EQ(Lease(worker_token_, w).trial().id(), 0);
 }
 
 TEST_F(ServiceTest, ListTrialsPagesWithTotals) {
