@@ -250,7 +250,16 @@ absl::StatusOr<int> HttpServer::Bind(const std::string& host, int port) {
 }
 
 void HttpServer::Start() {
-  thread_ = std::thread([this] { server_->listen_after_bind(); });
+  thread_ = std::thread([this] {
+    server_->listen_after_bind();
+    listen_returned_ = true;
+  });
+  // httplib's stop() does nothing until the listen loop runs: a Stop soon
+  // after Start would miss it and then wait forever on accept(). Return only
+  // once the loop runs (or already gave up).
+  while (!server_->is_running() && !listen_returned_) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
 }
 
 void HttpServer::Stop() {

@@ -82,7 +82,8 @@ class HttpServer {
   // Bind listens on host:port (port 0 picks a free one) and returns the
   // port. Unavailable when it cannot bind.
   absl::StatusOr<int> Bind(const std::string& host, int port);
-  // Start serves on a background thread (after Bind).
+  // Start serves on a background thread (after Bind) and returns once the
+  // server accepts connections, so a Stop right after it is never missed.
   void Start();
   // Stop ends event streams and stops serving; idempotent.
   void Stop();
@@ -102,6 +103,7 @@ class HttpServer {
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> listen_returned_{false};
   std::atomic<int> event_streams_{0};  // open now
 };
 
