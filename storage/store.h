@@ -17,6 +17,15 @@
 // lease *policy* (which trial next) is server/queue's; storage answers its
 // questions and applies its decision.
 //
+// The curve rule (what keeps a stored curve without gaps; the worker's half
+// is in worker/worker.h): a trial's stored points are always a prefix of the
+// order its trainer emits them in. Points are stored once per (trial,
+// split, step) and a repeat is ignored, so an attempt may redo steps; an
+// attempt only ever starts at or before the end of that prefix, because a
+// checkpoint is written only after every earlier point was stored and a
+// worker never resumes past LastStoredSteps' complete prefix
+// (TrialTask.stored_step). storage/check.h verifies the rule on a file.
+//
 //   std::unique_ptr<Store> store = *SqliteStore::Open("/data/prism.db");
 //   absl::StatusOr<CreatedExperiment> e = store->CreateExperiment(spec);
 //
