@@ -437,7 +437,9 @@ TrialOutcome Worker::TrialRun::Finish(
       .Kv("final_val_loss", result->final_val_loss)
       .Kv("diverged", result->diverged ? "true" : "false")
       .Kv("tokens_per_second", result->tokens_per_second)
-      .Kv("wall_seconds", result->wall_seconds);
+      .Kv("wall_seconds", result->wall_seconds)
+      .Kv("checkpoints_skipped", result->checkpoints_skipped)
+      .Kv("discarded_checkpoint_step", result->discarded_checkpoint_step);
 
   const std::string dir = CheckpointDirFor(task_, worker_->options_.resources);
   if (!dir.empty() && !worker_->options_.keep_checkpoints) {

@@ -258,22 +258,48 @@ void FillDisk(const std::string& path) {
 
 // --- workers -----------------------------------------------------------
 
+// StartOneTrial starts the coordinator (its environment `coordinator_env`,
+// e.g. an armed failpoint), submits the baseline alone as experiment `name`
+// and starts a first worker with `flags`; sets *id and *worker.
+void StartOneTrial(LocalCluster& cluster, const std::string& name, int64_t* id,
+                   int* worker, const WorkerFlags& flags = {},
+                   const std::vector<std::string>& coordinator_env = {}) {
+  ASSERT_TRUE(cluster.StartCoordinator(coordinator_env).ok()) << cluster.Logs();
+  absl::StatusOr<int64_t> submitted = cluster.SubmitSpec(Spec(name, {"4x6"}));
+  ASSERT_TRUE(submitted.ok()) << submitted.status();
+  *id = *submitted;
+  absl::StatusOr<int> started = cluster.StartWorker(flags);
+  ASSERT_TRUE(started.ok()) << started.status();
+  *worker = *started;
+}
+
+// ExpectKilledAtFailpoint waits for `process` to SIGKILL itself.
+void ExpectKilledAtFailpoint(cli::Subprocess& process,
+                             const LocalCluster& cluster) {
+  absl::StatusOr<int> exited = process.Wait(absl::Minutes(2));
+  ASSERT_TRUE(exited.ok()) << cluster.Logs();
+  EXPECT_EQ(*exited, 128 + SIGKILL) << cluster.Logs();
+}
+
+// FinishWithAnotherWorker starts a fresh worker and waits for the end.
+void FinishWithAnotherWorker(LocalCluster& cluster, int64_t id) {
+  ASSERT_TRUE(cluster.StartWorker().ok());
+  ASSERT_TRUE(cluster.WaitForExperiment(id, absl::Minutes(4)).ok());
+}
+
 TEST(FaultMatrixTest, WorkerKilledWhileTrainingResumesFromItsCheckpoint) {
   LocalCluster cluster(ShortLease());
-  ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
-  absl::StatusOr<int64_t> id = cluster.SubmitSpec(Spec("worker kill", {"4x6"}));
-  ASSERT_TRUE(id.ok()) << id.status();
-  absl::StatusOr<int> first = cluster.StartWorker();
-  ASSERT_TRUE(first.ok());
+  int64_t id;
+  int first;
+  ASSERT_NO_FATAL_FAILURE(StartOneTrial(cluster, "worker kill", &id, &first));
 
   // Between two checkpoints, with points in flight.
   absl::StatusOr<v1::Trial> running =
-      WaitForStep(cluster, *id, 25, absl::Minutes(2));
+      WaitForStep(cluster, id, 25, absl::Minutes(2));
   ASSERT_TRUE(running.ok()) << running.status();
-  ASSERT_TRUE(cluster.worker(*first).Signal(SIGKILL).ok());
-  ASSERT_TRUE(cluster.worker(*first).Wait(absl::Seconds(10)).ok());
-  ASSERT_TRUE(cluster.StartWorker().ok());
-  ASSERT_TRUE(cluster.WaitForExperiment(*id, absl::Minutes(4)).ok());
+  ASSERT_TRUE(cluster.worker(first).Signal(SIGKILL).ok());
+  ASSERT_TRUE(cluster.worker(first).Wait(absl::Seconds(10)).ok());
+  ASSERT_NO_FATAL_FAILURE(FinishWithAnotherWorker(cluster, id));
 
   absl::StatusOr<v1::GetTrialResponse> trial = cluster.GetTrial(running->id());
   ASSERT_TRUE(trial.ok()) << trial.status();
@@ -293,27 +319,23 @@ TEST(FaultMatrixTest, WorkerKilledWhileTrainingResumesFromItsCheckpoint) {
       LoggedValues(WorkerLog(cluster, 0), "checkpoint", "step");
   ASSERT_FALSE(written.empty()) << cluster.Logs();
   EXPECT_GE(resumed.resumed_from_step(), written.back());
-  ExpectNothingLost(cluster, *id, {}, {{"4x6", Reference(cluster, "4x6")}});
+  ExpectNothingLost(cluster, id, {}, {{"4x6", Reference(cluster, "4x6")}});
 }
 
 TEST(FaultMatrixTest, WorkerKilledWhileWritingACheckpointResumesFromTheLast) {
   LocalCluster cluster(ShortLease());
-  ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
-  absl::StatusOr<int64_t> id =
-      cluster.SubmitSpec(Spec("checkpoint kill", {"4x6"}));
-  ASSERT_TRUE(id.ok()) << id.status();
   // Dies with the step-40 checkpoint written to its temp file, not renamed.
   WorkerFlags dying;
   dying.env = {"PRISM_FAILPOINTS=checkpoint.temp_written@2"};
-  absl::StatusOr<int> first = cluster.StartWorker(dying);
-  ASSERT_TRUE(first.ok());
-  absl::StatusOr<int> exited = cluster.worker(*first).Wait(absl::Minutes(2));
-  ASSERT_TRUE(exited.ok()) << cluster.Logs();
-  EXPECT_EQ(*exited, 128 + SIGKILL) << cluster.Logs();
+  int64_t id;
+  int first;
+  ASSERT_NO_FATAL_FAILURE(
+      StartOneTrial(cluster, "checkpoint kill", &id, &first, dying));
+  ASSERT_NO_FATAL_FAILURE(
+      ExpectKilledAtFailpoint(cluster.worker(first), cluster));
+  ASSERT_NO_FATAL_FAILURE(FinishWithAnotherWorker(cluster, id));
 
-  ASSERT_TRUE(cluster.StartWorker().ok());
-  ASSERT_TRUE(cluster.WaitForExperiment(*id, absl::Minutes(4)).ok());
-  absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(*id);
+  absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(id);
   ASSERT_TRUE(trials.ok());
   absl::StatusOr<v1::GetTrialResponse> trial =
       cluster.GetTrial(trials->at(0).id());
@@ -321,47 +343,41 @@ TEST(FaultMatrixTest, WorkerKilledWhileWritingACheckpointResumesFromTheLast) {
   ASSERT_EQ(trial->trial().attempts_size(), 2) << cluster.Logs();
   // The half-written step-40 file is ignored; the step-20 one is intact.
   EXPECT_EQ(trial->trial().attempts(1).resumed_from_step(), 20);
-  ExpectNothingLost(cluster, *id, {}, {{"4x6", Reference(cluster, "4x6")}});
+  ExpectNothingLost(cluster, id, {}, {{"4x6", Reference(cluster, "4x6")}});
 }
 
 TEST(FaultMatrixTest, WorkerKilledBetweenAReportAndItsAckLosesNothing) {
   LocalCluster cluster(ShortLease());
-  ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
-  absl::StatusOr<int64_t> id = cluster.SubmitSpec(Spec("ack kill", {"4x6"}));
-  ASSERT_TRUE(id.ok()) << id.status();
   // The coordinator stored the third report; the worker never saw the ack.
   WorkerFlags dying;
   dying.env = {"PRISM_FAILPOINTS=worker.report_sent@3"};
-  absl::StatusOr<int> first = cluster.StartWorker(dying);
-  ASSERT_TRUE(first.ok());
-  absl::StatusOr<int> exited = cluster.worker(*first).Wait(absl::Minutes(2));
-  ASSERT_TRUE(exited.ok()) << cluster.Logs();
-  EXPECT_EQ(*exited, 128 + SIGKILL) << cluster.Logs();
-
-  ASSERT_TRUE(cluster.StartWorker().ok());
-  ASSERT_TRUE(cluster.WaitForExperiment(*id, absl::Minutes(4)).ok());
-  ExpectNothingLost(cluster, *id, {}, {{"4x6", Reference(cluster, "4x6")}});
+  int64_t id;
+  int first;
+  ASSERT_NO_FATAL_FAILURE(
+      StartOneTrial(cluster, "ack kill", &id, &first, dying));
+  ASSERT_NO_FATAL_FAILURE(
+      ExpectKilledAtFailpoint(cluster.worker(first), cluster));
+  ASSERT_NO_FATAL_FAILURE(FinishWithAnotherWorker(cluster, id));
+  ExpectNothingLost(cluster, id, {}, {{"4x6", Reference(cluster, "4x6")}});
 }
 
 TEST(FaultMatrixTest, StoppedWorkerPastItsLeaseIsRefusedAndNothingDoubles) {
   LocalCluster cluster(ShortLease());
-  ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
-  absl::StatusOr<int64_t> id = cluster.SubmitSpec(Spec("sigstop", {"4x6"}));
-  ASSERT_TRUE(id.ok()) << id.status();
-  absl::StatusOr<int> first = cluster.StartWorker();
-  ASSERT_TRUE(first.ok());
+  int64_t id;
+  int first;
+  ASSERT_NO_FATAL_FAILURE(StartOneTrial(cluster, "sigstop", &id, &first));
   absl::StatusOr<v1::Trial> running =
-      WaitForStep(cluster, *id, 25, absl::Minutes(2));
+      WaitForStep(cluster, id, 25, absl::Minutes(2));
   ASSERT_TRUE(running.ok()) << running.status();
 
   // Frozen past its lease: another worker takes the trial over...
-  ASSERT_TRUE(cluster.worker(*first).Signal(SIGSTOP).ok());
+  ASSERT_TRUE(cluster.worker(first).Signal(SIGSTOP).ok());
   ASSERT_TRUE(cluster.StartWorker().ok());
   ASSERT_TRUE(
       WaitForAttempt(cluster, running->id(), 2, 45, absl::Minutes(2)).ok());
   // ...and the first one wakes up with stale reports and a stale lease.
-  ASSERT_TRUE(cluster.worker(*first).Signal(SIGCONT).ok());
-  ASSERT_TRUE(cluster.WaitForExperiment(*id, absl::Minutes(4)).ok());
+  ASSERT_TRUE(cluster.worker(first).Signal(SIGCONT).ok());
+  ASSERT_TRUE(cluster.WaitForExperiment(id, absl::Minutes(4)).ok());
 
   absl::StatusOr<v1::GetTrialResponse> trial = cluster.GetTrial(running->id());
   ASSERT_TRUE(trial.ok());
@@ -372,26 +388,22 @@ TEST(FaultMatrixTest, StoppedWorkerPastItsLeaseIsRefusedAndNothingDoubles) {
   EXPECT_TRUE(WaitForLog(WorkerLog(cluster, 0), "msg=trial_superseded",
                          absl::Seconds(30)))
       << cluster.Logs();
-  ExpectNothingLost(cluster, *id, {}, {{"4x6", Reference(cluster, "4x6")}});
+  ExpectNothingLost(cluster, id, {}, {{"4x6", Reference(cluster, "4x6")}});
 }
 
 TEST(FaultMatrixTest, SigtermedWorkerHandsItsTrialBackForAnotherToResume) {
   LocalCluster cluster(ShortLease());
-  ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
-  absl::StatusOr<int64_t> id = cluster.SubmitSpec(Spec("sigterm", {"4x6"}));
-  ASSERT_TRUE(id.ok()) << id.status();
-  absl::StatusOr<int> first = cluster.StartWorker();
-  ASSERT_TRUE(first.ok());
+  int64_t id;
+  int first;
+  ASSERT_NO_FATAL_FAILURE(StartOneTrial(cluster, "sigterm", &id, &first));
   absl::StatusOr<v1::Trial> running =
-      WaitForStep(cluster, *id, 25, absl::Minutes(2));
+      WaitForStep(cluster, id, 25, absl::Minutes(2));
   ASSERT_TRUE(running.ok()) << running.status();
-  ASSERT_TRUE(cluster.worker(*first).Signal(SIGTERM).ok());
-  absl::StatusOr<int> exited = cluster.worker(*first).Wait(absl::Minutes(1));
+  ASSERT_TRUE(cluster.worker(first).Signal(SIGTERM).ok());
+  absl::StatusOr<int> exited = cluster.worker(first).Wait(absl::Minutes(1));
   ASSERT_TRUE(exited.ok());
   EXPECT_EQ(*exited, 0) << cluster.Logs();
-
-  ASSERT_TRUE(cluster.StartWorker().ok());
-  ASSERT_TRUE(cluster.WaitForExperiment(*id, absl::Minutes(4)).ok());
+  ASSERT_NO_FATAL_FAILURE(FinishWithAnotherWorker(cluster, id));
   absl::StatusOr<v1::GetTrialResponse> trial = cluster.GetTrial(running->id());
   ASSERT_TRUE(trial.ok());
   ASSERT_EQ(trial->trial().attempts_size(), 2) << cluster.Logs();
@@ -403,7 +415,7 @@ TEST(FaultMatrixTest, SigtermedWorkerHandsItsTrialBackForAnotherToResume) {
   ASSERT_FALSE(written.empty());
   EXPECT_GE(written.back(), 25);
   EXPECT_EQ(trial->trial().attempts(1).resumed_from_step(), written.back());
-  ExpectNothingLost(cluster, *id, {}, {{"4x6", Reference(cluster, "4x6")}});
+  ExpectNothingLost(cluster, id, {}, {{"4x6", Reference(cluster, "4x6")}});
 }
 
 TEST(FaultMatrixTest, FullCheckpointDiskFailsThatTrialAndNoOther) {
@@ -450,9 +462,8 @@ TEST(FaultMatrixTest, FullCheckpointDiskFailsThatTrialAndNoOther) {
 // RestartAfterDeath waits for the coordinator to die at its failpoint and
 // starts it again, unarmed, on the same port and database.
 void RestartAfterDeath(LocalCluster& cluster) {
-  absl::StatusOr<int> exited = cluster.coordinator().Wait(absl::Minutes(2));
-  ASSERT_TRUE(exited.ok()) << cluster.Logs();
-  EXPECT_EQ(*exited, 128 + SIGKILL) << cluster.Logs();
+  ASSERT_NO_FATAL_FAILURE(
+      ExpectKilledAtFailpoint(cluster.coordinator(), cluster));
   ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
 }
 
@@ -467,7 +478,7 @@ TEST(FaultMatrixTest, CoordinatorKilledDuringSubmitKeepsTheWholeExperiment) {
   EXPECT_FALSE(
       cluster.SubmitSpec(Spec("submit kill", {"4x6", "2x3,4x3"}, short_recipe))
           .ok());
-  RestartAfterDeath(cluster);
+  ASSERT_NO_FATAL_FAILURE(RestartAfterDeath(cluster));
   // All of it or nothing: here all of it, queued.
   absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(1);
   ASSERT_TRUE(trials.ok()) << trials.status();
@@ -480,59 +491,56 @@ TEST(FaultMatrixTest, CoordinatorKilledDuringSubmitKeepsTheWholeExperiment) {
 
 TEST(FaultMatrixTest, CoordinatorKilledDuringLeaseDeliversTheTaskAgain) {
   LocalCluster cluster(ShortLease());
-  ASSERT_TRUE(
-      cluster.StartCoordinator({"PRISM_FAILPOINTS=lease.committed"}).ok())
+  int64_t id;
+  int worker;
+  ASSERT_NO_FATAL_FAILURE(StartOneTrial(cluster, "lease kill", &id, &worker, {},
+                                        {"PRISM_FAILPOINTS=lease.committed"}));
+  ASSERT_NO_FATAL_FAILURE(RestartAfterDeath(cluster));
+  ASSERT_TRUE(cluster.WaitForExperiment(id, absl::Minutes(4)).ok())
       << cluster.Logs();
-  absl::StatusOr<int64_t> id = cluster.SubmitSpec(Spec("lease kill", {"4x6"}));
-  ASSERT_TRUE(id.ok()) << id.status();
-  ASSERT_TRUE(cluster.StartWorker().ok());
-  RestartAfterDeath(cluster);
-  ASSERT_TRUE(cluster.WaitForExperiment(*id, absl::Minutes(4)).ok())
-      << cluster.Logs();
-  absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(*id);
+  absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(id);
   ASSERT_TRUE(trials.ok());
   EXPECT_EQ(trials->at(0).state(), v1::TRIAL_COMPLETED);
   // The lease the worker never heard of was delivered again, not waited
   // out and counted as a failed attempt.
   EXPECT_EQ(trials->at(0).attempt(), 1) << cluster.Logs();
-  ExpectNothingLost(cluster, *id, {}, {{"4x6", Reference(cluster, "4x6")}});
+  ExpectNothingLost(cluster, id, {}, {{"4x6", Reference(cluster, "4x6")}});
 }
 
-TEST(FaultMatrixTest, CoordinatorKilledDuringIngestLosesNoAcknowledgedPoint) {
-  LocalCluster cluster;  // a lease of 30 s: the restart must supersede none
-  ASSERT_TRUE(
-      cluster.StartCoordinator({"PRISM_FAILPOINTS=ingest.committed@2"}).ok())
-      << cluster.Logs();
-  absl::StatusOr<int64_t> id = cluster.SubmitSpec(Spec("ingest kill", {"4x6"}));
-  ASSERT_TRUE(id.ok()) << id.status();
-  ASSERT_TRUE(cluster.StartWorker().ok());
-  RestartAfterDeath(cluster);
+// KillCoordinatorAt runs one trial on a coordinator (lease 30 s: its
+// restart must supersede nobody) that SIGKILLs itself at `failpoint`, starts
+// it again, and checks the trial finished in its first attempt.
+void KillCoordinatorAt(LocalCluster& cluster, const std::string& failpoint,
+                       int64_t* id) {
+  int worker;
+  ASSERT_NO_FATAL_FAILURE(
+      StartOneTrial(cluster, failpoint, id, &worker, {},
+                    {absl::StrCat("PRISM_FAILPOINTS=", failpoint)}));
+  ASSERT_NO_FATAL_FAILURE(RestartAfterDeath(cluster));
   ASSERT_TRUE(cluster.WaitForExperiment(*id, absl::Minutes(4)).ok());
   absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(*id);
   ASSERT_TRUE(trials.ok());
   EXPECT_EQ(trials->at(0).attempt(), 1) << cluster.Logs();
-  ExpectNothingLost(cluster, *id, {}, {{"4x6", Reference(cluster, "4x6")}});
+}
+
+TEST(FaultMatrixTest, CoordinatorKilledDuringIngestLosesNoAcknowledgedPoint) {
+  LocalCluster cluster;
+  int64_t id;
+  ASSERT_NO_FATAL_FAILURE(
+      KillCoordinatorAt(cluster, "ingest.committed@2", &id));
+  ExpectNothingLost(cluster, id, {}, {{"4x6", Reference(cluster, "4x6")}});
 }
 
 TEST(FaultMatrixTest, CoordinatorKilledDuringCompleteFinishesTheSameAttempt) {
   LocalCluster cluster;
-  ASSERT_TRUE(
-      cluster.StartCoordinator({"PRISM_FAILPOINTS=complete.committed"}).ok())
-      << cluster.Logs();
-  absl::StatusOr<int64_t> id =
-      cluster.SubmitSpec(Spec("complete kill", {"4x6"}));
-  ASSERT_TRUE(id.ok()) << id.status();
-  ASSERT_TRUE(cluster.StartWorker().ok());
-  RestartAfterDeath(cluster);
-  ASSERT_TRUE(cluster.WaitForExperiment(*id, absl::Minutes(4)).ok());
-  absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(*id);
-  ASSERT_TRUE(trials.ok());
-  EXPECT_EQ(trials->at(0).attempt(), 1) << cluster.Logs();
+  int64_t id;
+  ASSERT_NO_FATAL_FAILURE(
+      KillCoordinatorAt(cluster, "complete.committed", &id));
   // The worker's retried Complete was answered, not refused.
   EXPECT_TRUE(WaitForLog(WorkerLog(cluster, 0), "msg=trial_completed",
                          absl::Seconds(30)))
       << cluster.Logs();
-  ExpectNothingLost(cluster, *id, {}, {{"4x6", Reference(cluster, "4x6")}});
+  ExpectNothingLost(cluster, id, {}, {{"4x6", Reference(cluster, "4x6")}});
 }
 
 // The scenario a user reported: a coordinator SIGKILLed and restarted in
@@ -596,11 +604,10 @@ TEST(FaultMatrixTest, FullDatabaseDiskAnswersUnavailableAndRecovers) {
   CoordinatorFlags flags;
   flags.db_path = mount_dir + "/prism.db";
   LocalCluster cluster(flags);
-  ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
-  absl::StatusOr<int64_t> id = cluster.SubmitSpec(Spec("full db", {"4x6"}));
-  ASSERT_TRUE(id.ok()) << id.status();
-  ASSERT_TRUE(cluster.StartWorker().ok());
-  ASSERT_TRUE(WaitForStep(cluster, *id, 10, absl::Minutes(2)).ok());
+  int64_t id;
+  int worker;
+  ASSERT_NO_FATAL_FAILURE(StartOneTrial(cluster, "full db", &id, &worker));
+  ASSERT_TRUE(WaitForStep(cluster, id, 10, absl::Minutes(2)).ok());
 
   // Fill the disk. SQLite reuses the room its WAL already has, so keep
   // submitting experiments (each adds pages the database must grow by) until
@@ -638,8 +645,8 @@ TEST(FaultMatrixTest, FullDatabaseDiskAnswersUnavailableAndRecovers) {
                           cluster.client().experiments(), ref, &cancelled)
                     .ok());
   }
-  ASSERT_TRUE(cluster.WaitForExperiment(*id, absl::Minutes(4)).ok());
-  ExpectNothingLost(cluster, *id, {}, {{"4x6", Reference(cluster, "4x6")}});
+  ASSERT_TRUE(cluster.WaitForExperiment(id, absl::Minutes(4)).ok());
+  ExpectNothingLost(cluster, id, {}, {{"4x6", Reference(cluster, "4x6")}});
 }
 
 }  // namespace
