@@ -41,6 +41,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdio>
+#include <cstring>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
@@ -814,15 +815,34 @@ struct SoakOptions {
   int rank_trials = 400;
 };
 
-// RssMiB returns this process's resident set size (VmRSS), or -1.
-double RssMiB() {
-  std::ifstream status("/proc/self/status");
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0) return std::stod(line.substr(6)) / 1024;
+// Rss is this process's resident set in MiB (-1 where unknown): all of it
+// (VmRSS), and its anonymous (heap, stacks) and file-backed parts (mapped
+// files: the binary, its libraries, SQLite's memory-mapped database).
+struct Rss {
+  double total = -1;
+  double anon = -1;
+  double file = -1;
+
+  static Rss Read() {
+    Rss rss;
+    std::ifstream status("/proc/self/status");
+    std::string line;
+    while (std::getline(status, line)) {
+      for (auto [key, field] :
+           {std::pair{"VmRSS:", &rss.total}, std::pair{"RssAnon:", &rss.anon},
+            std::pair{"RssFile:", &rss.file}}) {
+        if (line.rfind(key, 0) == 0) {
+          *field = std::stod(line.substr(std::strlen(key))) / 1024;
+        }
+      }
+    }
+    return rss;
   }
-  return -1;
-}
+
+  std::string ToString() const {
+    return fmt::format("{:.1f} ({:.1f} + {:.1f})", total, anon, file);
+  }
+};
 
 // SoakWindow is what the soak's clients got done in one stretch of time.
 struct SoakWindow {
@@ -845,7 +865,7 @@ struct SoakWindow {
   std::string Row(const std::string& label, const std::string& rss) const {
     return fmt::format(
         "{:>6} {:>9.0f} {:>8.3f} / {:<8.3f} {:>8.0f} {:>8.2f} / {:<8.2f} "
-        "{:>8} {:>7} / {}",
+        "{:>22} {:>7} / {}",
         label, points / seconds, report_ms.Percentile(50),
         report_ms.Percentile(99), rank_ms.n / seconds, rank_ms.Percentile(50),
         rank_ms.Percentile(99), rss, report_errors, rank_errors);
@@ -965,28 +985,27 @@ int Soak(const SoakOptions& o) {
       o.readers, rank_id, o.rank_trials, ranked->total());
   std::cout << fmt::format(
       "RSS is the whole process: the coordinator and all {} simulated "
-      "clients (threads, channels). RSS with every client connected, before "
-      "the load: {:.1f} MiB\n",
-      o.workers + o.readers, RssMiB());
+      "clients (threads, channels); in MiB, total (anonymous + "
+      "file-backed). RSS with every client connected, before the load: {}\n",
+      o.workers + o.readers, Rss::Read().ToString());
   std::cout << "latency percentiles from 1%-wide histogram buckets\n";
-  std::cout << fmt::format("{:>6} {:>9} {:>19} {:>8} {:>19} {:>8} {:>7}\n",
+  std::cout << fmt::format("{:>6} {:>9} {:>19} {:>8} {:>19} {:>22} {:>7}\n",
                            "minute", "points/s", "report p50 / p99 ms",
-                           "Rank/s", "Rank p50 / p99 ms", "RSS MiB",
+                           "Rank/s", "Rank p50 / p99 ms", "RSS (anon + file)",
                            "failed reports / Ranks");
   const Clock::time_point start = Clock::now();
   go = true;
   SoakWindow total;
-  double rss_first = 0, rss_last = 0;
+  Rss rss_first, rss_last;
   Clock::time_point last = start;
   for (int m = 1; m <= o.minutes; ++m) {
     std::this_thread::sleep_until(start + std::chrono::minutes(m));
     const Clock::time_point now = Clock::now();
     const SoakWindow window = counters.Take(Seconds(now - last));
     last = now;
-    rss_last = RssMiB();
+    rss_last = Rss::Read();
     if (m == 1) rss_first = rss_last;
-    std::cout << window.Row(absl::StrCat(m), fmt::format("{:.1f}", rss_last))
-              << std::endl;
+    std::cout << window.Row(absl::StrCat(m), rss_last.ToString()) << std::endl;
     total.Add(window);
   }
   stop = true;
@@ -999,9 +1018,14 @@ int Soak(const SoakOptions& o) {
       "{:.1f} s; report max {:.1f} ms, Rank max {:.1f} ms\n",
       total.points, static_cast<double>(total.report_ms.n), total.rank_ms.n,
       total.seconds, total.report_ms.max_ms, total.rank_ms.max_ms);
+  std::error_code size_error;
   std::cout << fmt::format(
-      "RSS: {:.1f} MiB at minute 1, {:.1f} MiB at the end ({:+.1f} MiB)\n",
-      rss_first, rss_last, rss_last - rss_first);
+      "RSS: {} MiB at minute 1, {} MiB at the end: {:+.1f} MiB ({:+.1f} "
+      "anonymous, {:+.1f} file-backed); database file {:.0f} MiB\n",
+      rss_first.ToString(), rss_last.ToString(),
+      rss_last.total - rss_first.total, rss_last.anon - rss_first.anon,
+      rss_last.file - rss_first.file,
+      static_cast<double>(fs::file_size(db, size_error)) / (1 << 20));
 
   int64_t acked_points = 0, stored = 0;
   for (int w = 0; w < o.workers; ++w) {
