@@ -565,12 +565,23 @@ int Lease(int leases) {
   v1::LeaseRequest req;
   req.set_worker_id(reg->worker_id());
 
+  // StartOf is the Start a worker sends once its trainer runs: untimed, it
+  // moves the trial to running, so the next Lease is a new one rather than
+  // the same lease delivered again.
+  auto start_of = [&](const v1::TrialTask& task) {
+    v1::StartRequest start;
+    start.set_worker_id(req.worker_id());
+    start.set_trial_id(task.trial().id());
+    start.set_attempt(task.trial().attempt());
+    return start;
+  };
   std::vector<double> in_process;
   for (int i = 0; i < leases; ++i) {
     const Clock::time_point t0 = Clock::now();
     absl::StatusOr<v1::LeaseResponse> r = c->queue()->Lease(worker, req);
     in_process.push_back(Ms(Clock::now() - t0));
-    if (!r.ok() || !r->has_task()) {
+    if (!r.ok() || !r->has_task() ||
+        !c->queue()->Start(worker, start_of(r->task())).ok()) {
       std::cerr << "lease " << i << " got no task\n";
       return 1;
     }
@@ -582,6 +593,10 @@ int Lease(int leases) {
     const Clock::time_point t0 = Clock::now();
     grpc::Status s = stub->Lease(Ctx(worker_token).get(), req, &resp);
     rpc.push_back(Ms(Clock::now() - t0));
+    v1::StartResponse started;
+    if (s.ok() && resp.has_task()) {
+      s = stub->Start(Ctx(worker_token).get(), start_of(resp.task()), &started);
+    }
     if (!s.ok() || !resp.has_task()) {
       std::cerr << "rpc lease " << i << " failed: " << s.error_message()
                 << "\n";
