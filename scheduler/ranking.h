@@ -127,8 +127,7 @@ struct Ranking {
 // uniform schedule's canonical text ("" = the schedule of the first trial
 // marked is_baseline). When several baseline trials share a seed, the lowest
 // trial id sets that seed's bar. A schedule text that does not parse gets
-// all-false principle flags. Runs in O(total val points + schedules log
-// schedules).
+// all-false principle flags. Runs in O(total val points + trials log trials).
 Ranking RankSchedules(const SpaceSpec& shape,
                       const std::string& baseline_schedule,
                       const std::vector<TrialOutcome>& trials);
