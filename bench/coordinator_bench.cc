@@ -759,7 +759,7 @@ int Rank(int trials, int points, int val_every, std::string db) {
     for (int i = 0; i < 5; ++i) {
       Clock::time_point t0 = Clock::now();
       std::vector<TrialOutcome> outcomes =
-          *c->store()->ListCompletedOutcomes(id);
+          *c->store()->ListFinishedOutcomes(id);
       Clock::time_point t1 = Clock::now();
       Ranking ranking = RankSchedules(space, baseline, outcomes);
       rank_only.push_back(Ms(Clock::now() - t1));

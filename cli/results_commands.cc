@@ -25,7 +25,7 @@ struct ResultsOptions {
   int64_t experiment = 0;
   std::string format = "text";
   std::string require;
-  std::string sort = "val_loss";
+  std::string sort = "rank";
   bool descending = false;
   int limit = 0;
 };
@@ -292,7 +292,9 @@ void RegisterResultsCommands(CLI::App& app, Action* action) {
                     "Only schedules satisfying these principles "
                     "(smooth,baseline,pow2)");
     cmd->add_option("--sort", o->sort,
-                    "val_loss, delta, speedup, throughput or min_val_loss");
+                    "rank (default: paired delta, then schedules that need "
+                    "seeds), val_loss, delta, speedup, throughput or "
+                    "min_val_loss");
     cmd->add_flag("--descending", o->descending,
                   "Reverse the sort's natural order");
     cmd->add_option("--limit", o->limit, "Show the first N (0: all)")

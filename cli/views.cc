@@ -16,11 +16,14 @@ std::string Fixed(double value, int digits) {
   return fmt::format("{:.{}f}", value, digits);
 }
 
-// HalfWidth is the 95% CI half-width, "" (missing) for one seed.
+// HalfWidth is the 95% CI half-width, "" (missing) when there is no interval
+// (fewer than 2 seeds).
 std::string HalfWidth(const v1::Interval& interval) {
-  if (interval.n() < 2) return "";
+  if (!interval.has_high()) return "";
   return Fixed(interval.high() - interval.mean(), 4);
 }
+
+std::string PValue(double p) { return p < 0.001 ? "<0.001" : Fixed(p, 3); }
 
 }  // namespace
 
@@ -28,7 +31,7 @@ std::string MissingValuesNote(const v1::RankResponse& response) {
   bool no_speedup = false, no_interval = false;
   for (const v1::RankedSchedule& r : response.schedules()) {
     no_speedup |= r.convergence_speedup() <= 0;
-    no_interval |= r.final_val_loss().n() < 2 ||
+    no_interval |= !r.final_val_loss().has_high() ||
                    (!r.is_baseline() && r.delta_vs_baseline().n() == 1);
   }
   std::vector<std::string> notes;
@@ -37,8 +40,19 @@ std::string MissingValuesNote(const v1::RankResponse& response) {
   } else if (no_speedup) {
     notes.push_back("speedup - = never reached the baseline's final val loss");
   }
-  if (no_interval) notes.push_back("ci95 - = fewer than 2 (paired) seeds");
+  if (no_interval) {
+    notes.push_back("ci95, adj_p - = fewer than 2 (paired) seeds");
+  }
   return absl::StrJoin(notes, "; ");
+}
+
+std::string VerdictMethod(const v1::RankResponse& response) {
+  return fmt::format(
+      "verdict: paired t-test per schedule vs the baseline over shared seeds, "
+      "Holm-Bonferroni over {} schedule(s) at alpha 0.05; tied = not "
+      "significant, needs_seeds = fewer than 2 paired seeds; diverged and "
+      "failed seeds are counted, not in the statistics",
+      response.compared_schedules());
 }
 
 std::string ProtoJson(const google::protobuf::Message& message) {
@@ -130,21 +144,28 @@ Table WorkersTable(const v1::ListWorkersResponse& response, int64_t now_ms) {
 
 Table RankingTable(const v1::RankResponse& response) {
   Table table({"rank", "schedule", "baseline", "principles", "val_loss",
-               "val_ci95", "delta", "delta_ci95", "min_val_loss", "speedup",
-               "tps_ratio", "seeds"});
+               "val_ci95", "delta", "delta_ci95", "verdict", "adj_p",
+               "min_val_loss", "speedup", "tps_ratio", "seeds", "paired",
+               "diverged", "failed"});
   for (const v1::RankedSchedule& r : response.schedules()) {
     const bool has_delta = !r.is_baseline() && r.delta_vs_baseline().n() > 0;
+    const bool has_loss = r.final_val_loss().n() > 0;
     table.AddRow(
         {absl::StrCat(r.rank()), r.schedule(),
          r.is_baseline() ? "true" : "false", PrincipleFlags(r.principles()),
-         Fixed(r.final_val_loss().mean(), 4), HalfWidth(r.final_val_loss()),
+         has_loss ? Fixed(r.final_val_loss().mean(), 4) : "",
+         HalfWidth(r.final_val_loss()),
          has_delta ? fmt::format("{:+.4f}", r.delta_vs_baseline().mean()) : "",
          has_delta ? HalfWidth(r.delta_vs_baseline()) : "",
-         Fixed(r.min_val_loss(), 4),
+         r.verdict() == v1::VERDICT_UNSPECIFIED ? ""
+                                                : EnumValueName(r.verdict()),
+         r.has_adjusted_p_value() ? PValue(r.adjusted_p_value()) : "",
+         has_loss ? Fixed(r.min_val_loss(), 4) : "",
          r.convergence_speedup() > 0 ? Fixed(r.convergence_speedup(), 2) : "",
          r.tokens_per_second_ratio() > 0 ? Fixed(r.tokens_per_second_ratio(), 3)
                                          : "",
-         absl::StrCat(r.seeds_completed())});
+         absl::StrCat(r.seeds_completed()), absl::StrCat(r.paired_seeds()),
+         absl::StrCat(r.seeds_diverged()), absl::StrCat(r.seeds_failed())});
   }
   return table;
 }
@@ -178,9 +199,9 @@ void PrintRanking(const v1::RankResponse& response, Format format,
   if (response.has_baseline() && !response.baseline().schedule().empty()) {
     out << "\nbaseline " << response.baseline().schedule() << ": val loss "
         << Fixed(response.baseline().final_val_loss().mean(), 4) << " over "
-        << response.baseline().seeds_completed()
-        << " seed(s); delta < 0 beats it\n";
+        << response.baseline().seeds_completed() << " seed(s)\n";
   }
+  out << VerdictMethod(response) << "\n";
   if (response.principle_effects().empty()) return;
   out << "\n";
   Table summary({"principle", "satisfied", "violated", "mean_delta_satisfied",

@@ -41,15 +41,19 @@ Table TrialsTable(const v1::ListTrialsResponse& response);
 // tokens/s, user.
 Table WorkersTable(const v1::ListWorkersResponse& response, int64_t now_ms);
 // RankingTable: rank, schedule, principles, val loss mean and 95% CI
-// half-width, delta vs baseline and CI, speed-up, tokens/s ratio, seeds.
+// half-width, paired delta vs baseline and CI, verdict and Holm-adjusted p,
+// speed-up, tokens/s ratio, seeds completed, paired, diverged and failed.
 Table RankingTable(const v1::RankResponse& response);
 // PointsTable: the curve of one trial.
 Table PointsTable(const v1::GetTrialResponse& response);
 
 // MissingValuesNote says why ranking cells are "-" ("speedup - = never
-// reached the baseline's final val loss; ci95 - = fewer than 2 (paired)
-// seeds"), naming only the columns that have one; "" when none does.
+// reached the baseline's final val loss; ci95, adj_p - = fewer than 2
+// (paired) seeds"), naming only the columns that have one; "" when none does.
 std::string MissingValuesNote(const v1::RankResponse& response);
+// VerdictMethod is the one line that states how verdicts are reached, with
+// the size of the Holm-Bonferroni family.
+std::string VerdictMethod(const v1::RankResponse& response);
 
 // PrintRanking prints a Rank response: in text the table and the note on its
 // missing values, then the baseline and the principle summary; in CSV the

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
+#include <optional>
 #include <unordered_map>
 #include <utility>
 
@@ -58,6 +60,56 @@ class IntervalCache {
   std::unordered_map<int, double> critical_;
 };
 
+// RankOrder is the order of rows the header documents.
+bool RankOrder(const RankedRow& a, const RankedRow& b) {
+  auto group = [](const RankedRow& r) {
+    if (r.verdict != Verdict::kNeedsSeeds) return 0;
+    return r.delta_vs_baseline.n > 0 ? 1 : 2;
+  };
+  const int ga = group(a);
+  const int gb = group(b);
+  if (ga != gb) return ga < gb;
+  const double ka = ga == 2 ? a.final_val_loss.mean : a.delta_vs_baseline.mean;
+  const double kb = gb == 2 ? b.final_val_loss.mean : b.delta_vs_baseline.mean;
+  if (ka != kb) return ka < kb;
+  return a.schedule < b.schedule;
+}
+
+// AssignVerdicts runs the paired t-tests, adjusts their p-values together
+// (Holm) and sets every row's verdict; returns the family size.
+int AssignVerdicts(std::vector<RankedRow>& rows,
+                   const std::vector<std::vector<double>>& deltas) {
+  std::vector<size_t> tested;
+  std::vector<double> p_values;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    RankedRow& row = rows[i];
+    if (row.is_baseline) {
+      row.verdict = Verdict::kNone;
+      continue;
+    }
+    std::optional<double> p = PairedTTestP(deltas[i]);
+    if (!p.has_value()) {
+      row.verdict = Verdict::kNeedsSeeds;
+      continue;
+    }
+    row.p_value = p;
+    tested.push_back(i);
+    p_values.push_back(*p);
+  }
+  const std::vector<double> adjusted = HolmAdjust(p_values);
+  for (size_t k = 0; k < tested.size(); ++k) {
+    RankedRow& row = rows[tested[k]];
+    row.adjusted_p_value = adjusted[k];
+    if (adjusted[k] >= kVerdictAlpha) {
+      row.verdict = Verdict::kTied;
+    } else {
+      row.verdict =
+          row.delta_vs_baseline.mean < 0.0 ? Verdict::kBetter : Verdict::kWorse;
+    }
+  }
+  return static_cast<int>(tested.size());
+}
+
 }  // namespace
 
 Ranking RankSchedules(const SpaceSpec& shape,
@@ -82,7 +134,7 @@ Ranking RankSchedules(const SpaceSpec& shape,
     auto [it, inserted] = group_of.try_emplace(t.schedule, groups.size());
     if (inserted) groups.emplace_back();
     groups[it->second].push_back(&t);
-    if (t.schedule == baseline_text) {
+    if (t.schedule == baseline_text && t.state == OutcomeState::kCompleted) {
       // Several baseline trials with one seed: the lowest trial id is the bar.
       auto [b, fresh] = baseline_trial.try_emplace(t.seed, &t);
       if (!fresh && t.trial_id < b->second->trial_id) b->second = &t;
@@ -96,10 +148,14 @@ Ranking RankSchedules(const SpaceSpec& shape,
   IntervalCache intervals;
   Ranking ranking;
   ranking.rows.reserve(groups.size());
+  // Per row (in ranking.rows order), its paired deltas, for the t-tests.
+  std::vector<std::vector<double>> row_deltas;
+  row_deltas.reserve(groups.size());
   std::vector<double> finals;
-  std::vector<double> deltas;
   std::vector<double> steps;
   std::vector<double> speedups;
+  // seed -> the schedule's completed trial standing for it (lowest id).
+  std::map<int64_t, const TrialOutcome*> by_seed;
   for (const auto& group : groups) {
     RankedRow row;
     row.schedule = group.front()->schedule;
@@ -108,13 +164,20 @@ Ranking RankSchedules(const SpaceSpec& shape,
       row.principles = ReportPrinciples(shape, *s);
     }
     finals.clear();
-    deltas.clear();
     steps.clear();
     speedups.clear();
+    by_seed.clear();
     double tokens_per_second = 0.0;
     size_t attention_trials = 0;
     row.min_val_loss = std::numeric_limits<double>::infinity();
     for (const TrialOutcome* t : group) {
+      if (t->state != OutcomeState::kCompleted) {
+        row.diverged |= t->state == OutcomeState::kDiverged;
+        ++(t->state == OutcomeState::kDiverged ? row.seeds_diverged
+                                               : row.seeds_failed);
+        continue;
+      }
+      ++row.seeds_completed;
       row.trial_ids.push_back(t->trial_id);
       finals.push_back(t->final_val_loss);
       row.min_val_loss = std::min(row.min_val_loss, t->min_val_loss);
@@ -128,7 +191,12 @@ Ranking RankSchedules(const SpaceSpec& shape,
         }
         ++attention_trials;
       }
-      auto b = bar.find(t->seed);
+      auto [seen, fresh] = by_seed.try_emplace(t->seed, t);
+      if (!fresh && t->trial_id < seen->second->trial_id) seen->second = t;
+    }
+    std::vector<double> deltas;
+    for (const auto& [seed, t] : by_seed) {
+      auto b = bar.find(seed);
       if (b == bar.end()) continue;
       deltas.push_back(t->final_val_loss - b->second.final_val_loss);
       const int64_t reached = FirstStepAtOrBelow(*t, b->second.final_val_loss);
@@ -139,22 +207,22 @@ Ranking RankSchedules(const SpaceSpec& shape,
       }
     }
     std::sort(row.trial_ids.begin(), row.trial_ids.end());
+    if (row.seeds_completed == 0) row.min_val_loss = 0.0;
     for (double& d : row.attention_distance) d /= attention_trials;
     row.final_val_loss = intervals.Of(finals);
     row.delta_vs_baseline = intervals.Of(deltas);
+    row.paired_seeds = row.delta_vs_baseline.n;
     row.steps_to_baseline = Mean(steps);
     row.convergence_speedup = Mean(speedups);
-    row.tokens_per_second = tokens_per_second / group.size();
+    if (row.seeds_completed > 0) {
+      row.tokens_per_second = tokens_per_second / row.seeds_completed;
+    }
     ranking.rows.push_back(std::move(row));
+    row_deltas.push_back(std::move(deltas));
   }
 
-  std::sort(ranking.rows.begin(), ranking.rows.end(),
-            [](const RankedRow& a, const RankedRow& b) {
-              if (a.final_val_loss.mean != b.final_val_loss.mean) {
-                return a.final_val_loss.mean < b.final_val_loss.mean;
-              }
-              return a.schedule < b.schedule;
-            });
+  ranking.compared_schedules = AssignVerdicts(ranking.rows, row_deltas);
+  std::sort(ranking.rows.begin(), ranking.rows.end(), RankOrder);
   const RankedRow* baseline = nullptr;
   for (size_t i = 0; i < ranking.rows.size(); ++i) {
     ranking.rows[i].rank = static_cast<int>(i) + 1;

@@ -1,7 +1,9 @@
 #include "scheduler/statistics.h"
 
+#include <algorithm>
 #include <cmath>
 #include <limits>
+#include <numeric>
 
 namespace prism {
 namespace {
@@ -88,7 +90,6 @@ Interval MeanIntervalWithCritical(const std::vector<double>& values,
   double sum = 0.0;
   for (double v : values) sum += v;
   interval.mean = sum / interval.n;
-  interval.low = interval.high = interval.mean;
   if (interval.n < 2) return interval;
   double squares = 0.0;
   for (double v : values) squares += (v - interval.mean) * (v - interval.mean);
@@ -96,6 +97,7 @@ Interval MeanIntervalWithCritical(const std::vector<double>& values,
                       std::sqrt(static_cast<double>(interval.n));
   interval.low = interval.mean - half;
   interval.high = interval.mean + half;
+  interval.has_bounds = true;
   return interval;
 }
 
@@ -103,6 +105,49 @@ Interval MeanInterval(const std::vector<double>& values, double confidence) {
   const int dof = static_cast<int>(values.size()) - 1;
   return MeanIntervalWithCritical(
       values, dof >= 1 ? StudentTQuantile(dof, confidence) : 0.0);
+}
+
+double StudentTTwoSidedP(double t, int dof) {
+  if (dof < 1 || std::isnan(t)) return std::numeric_limits<double>::quiet_NaN();
+  if (std::isinf(t)) return 0.0;
+  // P(|T| >= |t|) = I_x(dof / 2, 1 / 2) with x = dof / (dof + t^2).
+  const double nu = dof;
+  return RegularizedBeta(nu / 2.0, 0.5, nu / (nu + t * t));
+}
+
+double StudentTCdf(double t, int dof) {
+  const double tail = StudentTTwoSidedP(t, dof) / 2.0;
+  if (std::isnan(tail)) return tail;
+  return t >= 0.0 ? 1.0 - tail : tail;
+}
+
+std::optional<double> PairedTTestP(const std::vector<double>& deltas) {
+  const size_t n = deltas.size();
+  if (n < 2) return std::nullopt;
+  double sum = 0.0;
+  for (double d : deltas) sum += d;
+  const double mean = sum / n;
+  double squares = 0.0;
+  for (double d : deltas) squares += (d - mean) * (d - mean);
+  const double standard_error = std::sqrt(squares / (n - 1) / n);
+  if (standard_error == 0.0) return mean == 0.0 ? 1.0 : 0.0;
+  return StudentTTwoSidedP(mean / standard_error, static_cast<int>(n) - 1);
+}
+
+std::vector<double> HolmAdjust(const std::vector<double>& p) {
+  const size_t m = p.size();
+  std::vector<size_t> order(m);
+  std::iota(order.begin(), order.end(), size_t{0});
+  std::stable_sort(order.begin(), order.end(),
+                   [&p](size_t a, size_t b) { return p[a] < p[b]; });
+  std::vector<double> adjusted(m);
+  double running = 0.0;
+  for (size_t i = 0; i < m; ++i) {
+    const double scaled = std::min(1.0, (m - i) * p[order[i]]);
+    running = std::max(running, scaled);
+    adjusted[order[i]] = running;
+  }
+  return adjusted;
 }
 
 }  // namespace prism

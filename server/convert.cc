@@ -102,11 +102,29 @@ v1::PrincipleReport ReportSchedule(const SpaceSpec& space,
                                 space.base_heads);
 }
 
+v1::Verdict VerdictToProto(Verdict v) {
+  switch (v) {
+    case Verdict::kBetter:
+      return v1::VERDICT_BETTER;
+    case Verdict::kWorse:
+      return v1::VERDICT_WORSE;
+    case Verdict::kTied:
+      return v1::VERDICT_TIED;
+    case Verdict::kNeedsSeeds:
+      return v1::VERDICT_NEEDS_SEEDS;
+    case Verdict::kNone:
+      break;
+  }
+  return v1::VERDICT_UNSPECIFIED;
+}
+
 v1::Interval IntervalToProto(const Interval& i) {
   v1::Interval out;
   out.set_mean(i.mean);
-  out.set_low(i.low);
-  out.set_high(i.high);
+  if (i.has_bounds) {
+    out.set_low(i.low);
+    out.set_high(i.high);
+  }
   out.set_n(i.n);
   return out;
 }
@@ -134,8 +152,17 @@ v1::RankedSchedule RankedRowToProto(const RankedRow& row, int base_heads) {
     r.add_attention_distance_shift(d);
   }
   for (double d : row.attention_distance) r.add_attention_distance(d);
-  r.set_seeds_completed(static_cast<int32_t>(row.trial_ids.size()));
+  r.set_seeds_completed(row.seeds_completed);
   for (int64_t id : row.trial_ids) r.add_trial_ids(id);
+  r.set_verdict(VerdictToProto(row.verdict));
+  if (row.p_value.has_value()) r.set_p_value(*row.p_value);
+  if (row.adjusted_p_value.has_value()) {
+    r.set_adjusted_p_value(*row.adjusted_p_value);
+  }
+  r.set_seeds_diverged(row.seeds_diverged);
+  r.set_seeds_failed(row.seeds_failed);
+  r.set_paired_seeds(row.paired_seeds);
+  r.set_diverged(row.diverged);
   return r;
 }
 

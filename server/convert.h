@@ -43,6 +43,11 @@ v1::PrincipleReport PrincipleReportToProto(const Schedule& s,
 v1::PrincipleReport ReportSchedule(const SpaceSpec& space,
                                    const std::string& schedule);
 
+// VerdictToProto maps a ranking verdict; kNone (the baseline) is
+// VERDICT_UNSPECIFIED.
+v1::Verdict VerdictToProto(Verdict v);
+// IntervalToProto leaves low and high unset when the interval has no bounds
+// (fewer than 2 values).
 v1::Interval IntervalToProto(const Interval& i);
 v1::RankedSchedule RankedRowToProto(const RankedRow& row, int base_heads);
 v1::PrincipleEffect PrincipleEffectToProto(const PrincipleEffect& e);

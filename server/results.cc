@@ -38,8 +38,10 @@ std::pair<bool, double> SortKey(const RankedRow& r, v1::RankSort s) {
       return {true, -r.tokens_per_second};
     case v1::RANK_SORT_MIN_VAL_LOSS:
       return {true, r.min_val_loss};
+    case v1::RANK_SORT_VAL_LOSS:
+      return {r.final_val_loss.n > 0, r.final_val_loss.mean};
     default:
-      return {true, r.final_val_loss.mean};
+      return {true, static_cast<double>(r.rank)};
   }
 }
 
@@ -177,15 +179,15 @@ void ResultsManager::WarmUpNow() {
 absl::StatusOr<std::shared_ptr<const ResultsManager::Analysis>>
 ResultsManager::Analyze(const v1::Experiment& experiment) {
   const int64_t id = experiment.id();
-  PRISM_ASSIGN_OR_RETURN(int64_t completed, store_->CountCompleted(id));
+  PRISM_ASSIGN_OR_RETURN(int64_t finished, store_->CountFinished(id));
   {
     absl::MutexLock lock(&mu_);
     while (true) {
       auto it = cache_.find(id);
-      if (it != cache_.end() && it->second->completed >= completed) {
+      if (it != cache_.end() && it->second->finished >= finished) {
         return it->second;
       }
-      // A build in flight may already cover `completed`: wait, then look
+      // A build in flight may already cover `finished`: wait, then look
       // again rather than reading the same rows twice.
       if (!building_.contains(id)) break;
       built_.Wait(&mu_);
@@ -200,7 +202,7 @@ ResultsManager::Analyze(const v1::Experiment& experiment) {
   ++builds_;
   auto it = cache_.find(id);
   // Keep whichever ranking is newer (a build may have overtaken this one).
-  if (it == cache_.end() || it->second->completed < (*analysis)->completed) {
+  if (it == cache_.end() || it->second->finished < (*analysis)->finished) {
     if (cache_.size() >= kMaxCachedExperiments) cache_.clear();
     cache_[id] = *analysis;
   }
@@ -210,17 +212,18 @@ ResultsManager::Analyze(const v1::Experiment& experiment) {
 absl::StatusOr<std::shared_ptr<const ResultsManager::Analysis>>
 ResultsManager::Build(const v1::Experiment& experiment) {
   PRISM_ASSIGN_OR_RETURN(std::vector<TrialOutcome> outcomes,
-                         store_->ListCompletedOutcomes(experiment.id()));
+                         store_->ListFinishedOutcomes(experiment.id()));
   const SpaceSpec space = SpaceForSpec(experiment.spec());
   const std::string baseline =
       Schedule::Uniform(space.base_heads, space.layers).ToString();
   Ranking ranking = RankSchedules(space, baseline, outcomes);
 
   auto analysis = std::make_shared<Analysis>();
-  analysis->completed = static_cast<int64_t>(outcomes.size());
+  analysis->finished = static_cast<int64_t>(outcomes.size());
   analysis->base_heads = space.base_heads;
   analysis->ranking = std::move(ranking);
   for (const TrialOutcome& o : outcomes) {
+    if (o.state != OutcomeState::kCompleted) continue;
     analysis->finals[o.schedule].emplace(o.seed, o.final_val_loss);
   }
   return std::shared_ptr<const Analysis>(std::move(analysis));
@@ -284,6 +287,7 @@ absl::StatusOr<v1::RankResponse> ResultsManager::Rank(
     *response.add_principle_effects() = PrincipleEffectToProto(e);
   }
   response.set_total(static_cast<int32_t>(total));
+  response.set_compared_schedules(ranking.compared_schedules);
   *response.mutable_experiment() = std::move(experiment);
   return response;
 }
@@ -330,7 +334,7 @@ absl::StatusOr<v1::CompareResponse> ResultsManager::Compare(
   auto find = [&](const Schedule& s) -> absl::StatusOr<const RankedRow*> {
     const std::string text = s.ToString();
     for (const RankedRow& r : analysis->ranking.rows) {
-      if (r.schedule == text) return &r;
+      if (r.schedule == text && r.seeds_completed > 0) return &r;
     }
     return absl::NotFoundError(absl::StrCat("schedule ", text,
                                             " has no completed trial in "

@@ -1,11 +1,12 @@
 // ResultsManager: the analysis face — rank an experiment's schedules against
-// the uniform baseline (scheduler/ranking.h over storage's completed
-// trials), a trial with its curves and its same-seed baseline's, and two
-// schedules compared side by side.
+// the uniform baseline (scheduler/ranking.h over storage's finished
+// trials: completed ones in the statistics, diverged and failed counted), a
+// trial with its curves and its same-seed baseline's, and two schedules
+// compared side by side.
 //
 // Rankings are cached per experiment and versioned by the number of
-// completed trials (which only grows), so a finished trial invalidates the
-// cache and a repeated query skips storage entirely; filters, sorting and
+// finished trials (which grows as trials end), so a finished trial invalidates
+// the cache and a repeated query skips storage entirely; filters, sorting and
 // paging run on the cached rows, and only the returned page becomes protos.
 //
 // Building a ranking from storage (the cold path: every completed trial read
@@ -73,7 +74,8 @@ class ResultsManager {
   int64_t builds() const;
 
   // Rank returns the experiment's ranked schedules filtered by required
-  // principles, sorted (default: mean final val loss ascending) and paged.
+  // principles, sorted (default: by rank, the paired-delta order of
+  // scheduler/ranking.h) and paged.
   // NotFound for an unknown experiment; InvalidArgument for a bad filter,
   // sort or page token.
   absl::StatusOr<v1::RankResponse> Rank(const v1::RankRequest& request);
@@ -92,13 +94,13 @@ class ResultsManager {
   // Analysis is one experiment's ranking, kept in domain form: only the
   // rows a page returns are converted to protos.
   struct Analysis {
-    int64_t completed = 0;
+    int64_t finished = 0;  // completed, diverged and failed trials read
     int base_heads = 0;
     Ranking ranking;
     // schedule -> seed -> final val loss, for paired comparisons.
     std::map<std::string, std::map<int64_t, double>> finals;
   };
-  // Analyze returns a ranking at least as new as the completed count it
+  // Analyze returns a ranking at least as new as the finished count it
   // reads first: the cached one, the one a rebuild in flight produces, or
   // one it builds.
   absl::StatusOr<std::shared_ptr<const Analysis>> Analyze(

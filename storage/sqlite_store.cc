@@ -449,15 +449,18 @@ absl::StatusOr<std::vector<v1::LossPoint>> SqliteStore::GetPoints(
   return points;
 }
 
-absl::StatusOr<std::vector<TrialOutcome>> SqliteStore::ListCompletedOutcomes(
+absl::StatusOr<std::vector<TrialOutcome>> SqliteStore::ListFinishedOutcomes(
     int64_t experiment_id) {
   static const std::string sql = absl::StrCat(
       "SELECT ", internal::kOutcomeColumns,
-      " FROM trials WHERE experiment_id = ? AND state = ? ORDER BY id");
+      " FROM trials WHERE experiment_id = ? AND state IN (?, ?, ?) "
+      "ORDER BY id");
   PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
   PRISM_ASSIGN_OR_RETURN(Query q, r->Prepare(sql.c_str()));
   q.Bind(1, experiment_id);
   q.Bind(2, static_cast<int64_t>(v1::TRIAL_COMPLETED));
+  q.Bind(3, static_cast<int64_t>(v1::TRIAL_DIVERGED));
+  q.Bind(4, static_cast<int64_t>(v1::TRIAL_FAILED));
   std::vector<TrialOutcome> outcomes;
   while (true) {
     PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
@@ -489,13 +492,15 @@ absl::StatusOr<LastStored> SqliteStore::LastStoredSteps(int64_t trial_id) {
   return last;
 }
 
-absl::StatusOr<int64_t> SqliteStore::CountCompleted(int64_t experiment_id) {
+absl::StatusOr<int64_t> SqliteStore::CountFinished(int64_t experiment_id) {
   PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
   PRISM_ASSIGN_OR_RETURN(
       Query q, r->Prepare("SELECT COUNT(*) FROM trials WHERE experiment_id = ? "
-                          "AND state = ?"));
+                          "AND state IN (?, ?, ?)"));
   q.Bind(1, experiment_id);
   q.Bind(2, static_cast<int64_t>(v1::TRIAL_COMPLETED));
+  q.Bind(3, static_cast<int64_t>(v1::TRIAL_DIVERGED));
+  q.Bind(4, static_cast<int64_t>(v1::TRIAL_FAILED));
   PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
   return row ? q.Int(0) : 0;
 }

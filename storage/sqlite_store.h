@@ -113,10 +113,10 @@ class SqliteStore final : public Store {
                                               int64_t seed) override;
   absl::StatusOr<std::vector<v1::LossPoint>> GetPoints(
       int64_t trial_id) override;
-  absl::StatusOr<std::vector<TrialOutcome>> ListCompletedOutcomes(
+  absl::StatusOr<std::vector<TrialOutcome>> ListFinishedOutcomes(
       int64_t experiment_id) override;
   absl::StatusOr<LastStored> LastStoredSteps(int64_t trial_id) override;
-  absl::StatusOr<int64_t> CountCompleted(int64_t experiment_id) override;
+  absl::StatusOr<int64_t> CountFinished(int64_t experiment_id) override;
   absl::StatusOr<std::map<v1::TrialState, int64_t>> CountTrialsByState()
       override;
 

@@ -198,17 +198,18 @@ class Store {
   // GetPoints returns a trial's points ordered by (split, step).
   virtual absl::StatusOr<std::vector<v1::LossPoint>> GetPoints(
       int64_t trial_id) = 0;
-  // ListCompletedOutcomes returns the experiment's completed trials as the
-  // ranking needs them (val curve from the compact blob written at
-  // completion; the points table is not scanned).
-  virtual absl::StatusOr<std::vector<TrialOutcome>> ListCompletedOutcomes(
+  // ListFinishedOutcomes returns the experiment's completed, diverged and
+  // failed trials, by id, as the ranking needs them (val curve from the
+  // compact blob written at completion; the points table is not scanned).
+  // Metrics are read for completed trials only.
+  virtual absl::StatusOr<std::vector<TrialOutcome>> ListFinishedOutcomes(
       int64_t experiment_id) = 0;
   // LastStoredSteps returns the highest stored step of the trial's train and
   // val points (-1 for a split with none). NotFound for no such trial.
   virtual absl::StatusOr<LastStored> LastStoredSteps(int64_t trial_id) = 0;
-  // CountCompleted returns how many of the experiment's trials completed (it
-  // only grows, so it versions ranking caches).
-  virtual absl::StatusOr<int64_t> CountCompleted(int64_t experiment_id) = 0;
+  // CountFinished returns how many of the experiment's trials completed,
+  // diverged or failed (it only grows, so it versions ranking caches).
+  virtual absl::StatusOr<int64_t> CountFinished(int64_t experiment_id) = 0;
   // CountTrialsByState counts every stored trial, keyed by state.
   virtual absl::StatusOr<std::map<v1::TrialState, int64_t>>
   CountTrialsByState() = 0;

@@ -249,6 +249,16 @@ absl::StatusOr<TrialOutcome> OutcomeFromRow(const Query& q) {
   o.schedule = q.Text(1);
   o.seed = q.Int(2);
   o.is_baseline = q.Int(3) != 0;
+  switch (q.Int(9)) {
+    case v1::TRIAL_DIVERGED:
+      o.state = OutcomeState::kDiverged;
+      return o;
+    case v1::TRIAL_FAILED:
+      o.state = OutcomeState::kFailed;
+      return o;
+    default:
+      o.state = OutcomeState::kCompleted;
+  }
   if (q.IsNull(4)) {
     // Only a v3 row whose metrics blob did not parse at the v4 migration.
     return absl::DataLossError(

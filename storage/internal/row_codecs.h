@@ -50,10 +50,11 @@ v1::LossPoint LossPointFromRow(const Query& q);
 
 inline constexpr char kOutcomeColumns[] =
     "id, schedule, seed, is_baseline, final_val_loss, min_val_loss, "
-    "tokens_per_second, attention_distance, val_curve";
-// OutcomeFromRow reads a row of kOutcomeColumns of a finished trial.
-// DataLoss when the row has no ranking columns (its metrics did not parse
-// when the v4 migration filled them in).
+    "tokens_per_second, attention_distance, val_curve, state";
+// OutcomeFromRow reads a row of kOutcomeColumns of a finished (completed,
+// diverged or failed) trial; only a completed trial's metrics are read.
+// DataLoss when a completed row has no ranking columns (its metrics did not
+// parse when the v4 migration filled them in).
 absl::StatusOr<TrialOutcome> OutcomeFromRow(const Query& q);
 
 // The ranking columns of a finished trial (schema v4), copied out of its

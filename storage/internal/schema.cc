@@ -141,7 +141,7 @@ ALTER TABLE workers ADD COLUMN stopped_ms INTEGER NOT NULL DEFAULT 0;
 )sql";
 
 // v4: the TrialMetrics fields ranking reads become columns of trials (see
-// kRankingColumns in row_codecs.h), so ListCompletedOutcomes reads numbers
+// kRankingColumns in row_codecs.h), so ListFinishedOutcomes reads numbers
 // instead of parsing a message per trial; CompleteTrial fills them and
 // BackfillRankingColumns fills them for trials finished before. ALTER TABLE
 // can only append, so they sit after the blobs; the one query that reads

@@ -19,12 +19,25 @@ v1::RankedSchedule Row(int rank, const std::string& schedule, double loss,
   r.set_schedule(schedule);
   r.set_is_baseline(schedule == "4x6");
   r.mutable_final_val_loss()->set_mean(loss);
-  r.mutable_final_val_loss()->set_high(loss + 0.01);
   r.mutable_final_val_loss()->set_n(seeds);
+  // As the server sends them: no interval below 2 seeds.
+  if (seeds >= 2) {
+    r.mutable_final_val_loss()->set_low(loss - 0.01);
+    r.mutable_final_val_loss()->set_high(loss + 0.01);
+  }
   if (!r.is_baseline()) {
     r.mutable_delta_vs_baseline()->set_mean(loss - 2.6143);
-    r.mutable_delta_vs_baseline()->set_high(loss - 2.6143 + 0.01);
     r.mutable_delta_vs_baseline()->set_n(seeds);
+    r.set_paired_seeds(seeds);
+    if (seeds >= 2) {
+      r.mutable_delta_vs_baseline()->set_low(loss - 2.6143 - 0.01);
+      r.mutable_delta_vs_baseline()->set_high(loss - 2.6143 + 0.01);
+      r.set_p_value(0.02);
+      r.set_adjusted_p_value(0.04);
+      r.set_verdict(loss < 2.6143 ? v1::VERDICT_BETTER : v1::VERDICT_WORSE);
+    } else {
+      r.set_verdict(v1::VERDICT_NEEDS_SEEDS);
+    }
   }
   r.set_min_val_loss(loss);
   r.set_convergence_speedup(speedup);
@@ -48,10 +61,11 @@ TEST(ViewsTest, RankingTextShowsDashesAndSaysWhyOnce) {
   const std::string text = out.str();
   // The 2x3,4x3 row: no CI (one seed), a delta, no CI, no speed-up.
   EXPECT_THAT(text, HasSubstr("2.6151         -  +0.0008           -"));
-  EXPECT_THAT(text, HasSubstr("-      1.000      1\n"));
+  EXPECT_THAT(text, HasSubstr("needs_seeds      -        2.6151        -      "
+                              "1.000      1       1         0       0\n"));
   EXPECT_THAT(text,
               HasSubstr("speedup - = never reached the baseline's final val "
-                        "loss; ci95 - = fewer than 2 (paired) seeds\n"));
+                        "loss; ci95, adj_p - = fewer than 2 (paired) seeds\n"));
   EXPECT_EQ(text.find("never reached"), text.rfind("never reached"));
 }
 
@@ -74,8 +88,58 @@ TEST(ViewsTest, MissingValuesNoteNamesOnlyColumnsWithMissingValues) {
 TEST(ViewsTest, RankingCsvKeepsMissingValuesEmpty) {
   std::ostringstream out;
   PrintRanking(OneSeedRanking(), Format::kCsv, out);
-  EXPECT_THAT(out.str(), HasSubstr("2.6151,,+0.0008,,2.6151,,1.000,1\n"));
+  EXPECT_THAT(
+      out.str(),
+      HasSubstr("2.6151,,+0.0008,,needs_seeds,,2.6151,,1.000,1,1,0,0\n"));
   EXPECT_THAT(out.str(), Not(HasSubstr("never reached")));
+}
+
+v1::RankResponse TwoSeedRanking() {
+  v1::RankResponse response;
+  *response.add_schedules() = Row(1, "2x3,4x3", 2.6001, 2, 1.2);
+  *response.add_schedules() = Row(2, "4x6", 2.6143, 2, 1.0);
+  v1::RankedSchedule thin = Row(3, "1x3,4x3", 2.5, 1, 0.0);
+  thin.set_seeds_completed(1);
+  thin.set_seeds_diverged(1);
+  thin.set_seeds_failed(2);
+  thin.set_diverged(true);
+  *response.add_schedules() = thin;
+  *response.mutable_baseline() = response.schedules(1);
+  response.set_compared_schedules(1);
+  return response;
+}
+
+TEST(ViewsTest, RankingTextShowsVerdictsAdjustedPAndSeedCounts) {
+  std::ostringstream out;
+  PrintRanking(TwoSeedRanking(), Format::kText, out);
+  const std::string text = out.str();
+  EXPECT_THAT(text, HasSubstr("verdict"));
+  EXPECT_THAT(text, HasSubstr("adj_p"));
+  EXPECT_THAT(text, HasSubstr("-0.0142      0.0100  better       0.040"));
+  // One paired seed: a delta but no CI, no test; 1 diverged, 2 failed.
+  EXPECT_THAT(text, HasSubstr("-0.1143           -  needs_seeds      -"));
+  EXPECT_THAT(text, HasSubstr("1       1         1       2\n"));
+  EXPECT_THAT(text,
+              HasSubstr("verdict: paired t-test per schedule vs the baseline "
+                        "over shared seeds, Holm-Bonferroni over 1 "
+                        "schedule(s) at alpha 0.05; tied = not significant"));
+  EXPECT_THAT(text, Not(HasSubstr("beats it")));
+}
+
+TEST(ViewsTest, RankingJsonOmitsAbsentIntervalsAndPValues) {
+  std::ostringstream one;
+  PrintRanking(OneSeedRanking(), Format::kJson, one);
+  EXPECT_THAT(one.str(), Not(HasSubstr("\"low\"")));
+  EXPECT_THAT(one.str(), Not(HasSubstr("\"high\"")));
+  EXPECT_THAT(one.str(), Not(HasSubstr("PValue")));
+  EXPECT_THAT(one.str(), HasSubstr("\"verdict\": \"VERDICT_NEEDS_SEEDS\""));
+  EXPECT_THAT(one.str(), HasSubstr("\"seedsDiverged\": 0"));
+  std::ostringstream two;
+  PrintRanking(TwoSeedRanking(), Format::kJson, two);
+  EXPECT_THAT(two.str(), HasSubstr("\"low\""));
+  EXPECT_THAT(two.str(), HasSubstr("\"adjustedPValue\": 0.04"));
+  EXPECT_THAT(two.str(), HasSubstr("\"seedsFailed\": 2"));
+  EXPECT_THAT(two.str(), HasSubstr("\"comparedSchedules\": 1"));
 }
 
 TEST(ViewsTest, MfuTextSaysWhenTheTrialBeatTheMeasuredPeak) {

@@ -1,6 +1,7 @@
 #include "scheduler/ranking.h"
 
 #include <cmath>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -58,7 +59,7 @@ std::vector<TrialOutcome> Example() {
   };
 }
 
-TEST(RankSchedulesTest, RanksByMeanFinalLossWithTextTieBreak) {
+TEST(RankSchedulesTest, RanksByPairedDeltaWithTextTieBreak) {
   const Ranking r = RankSchedules(Shape(), "12x12", Example());
   ASSERT_EQ(r.rows.size(), 4u);
   EXPECT_EQ(r.rows[0].schedule, kA);
@@ -71,6 +72,29 @@ TEST(RankSchedulesTest, RanksByMeanFinalLossWithTextTieBreak) {
   ASSERT_TRUE(r.baseline.has_value());
   EXPECT_EQ(r.baseline->schedule, "12x12");
   EXPECT_EQ(r.rows[1].trial_ids, std::vector<int64_t>({5, 6}));
+}
+
+TEST(RankSchedulesTest, PairedDeltaOrderDiffersFromUnpairedMean) {
+  // The baseline's seeds differ a lot; X ran on the easy seeds, Y on the
+  // hard ones. By unpaired mean X (3.4375) is ahead of Y (4.375); paired, Y
+  // beats the baseline by 0.125 on its seeds and X by only 0.0625.
+  const std::vector<TrialOutcome> trials = {
+      Trial(1, "12x12", 1, 3.0, {}), Trial(2, "12x12", 2, 4.0, {}),
+      Trial(3, "12x12", 3, 5.0, {}), Trial(4, kA, 1, 2.9375, {}),
+      Trial(5, kA, 2, 3.9375, {}),   Trial(6, kC, 2, 3.875, {}),
+      Trial(7, kC, 3, 4.875, {}),
+  };
+  const Ranking r = RankSchedules(Shape(), "12x12", trials);
+  ASSERT_EQ(r.rows.size(), 3u);
+  EXPECT_EQ(r.rows[0].schedule, kC);
+  EXPECT_DOUBLE_EQ(r.rows[0].delta_vs_baseline.mean, -0.125);
+  EXPECT_EQ(r.rows[1].schedule, kA);
+  EXPECT_DOUBLE_EQ(r.rows[1].delta_vs_baseline.mean, -0.0625);
+  EXPECT_EQ(r.rows[2].schedule, "12x12");
+  // Constant deltas: t is infinite, p 0, and both survive Holm.
+  EXPECT_EQ(r.rows[0].verdict, Verdict::kBetter);
+  EXPECT_EQ(r.rows[1].verdict, Verdict::kBetter);
+  EXPECT_EQ(r.compared_schedules, 2);
 }
 
 TEST(RankSchedulesTest, PairsDeltasPerSeedAndMeasuresConvergence) {
@@ -90,6 +114,11 @@ TEST(RankSchedulesTest, PairsDeltasPerSeedAndMeasuresConvergence) {
   EXPECT_TRUE(a.principles.smooth);
   EXPECT_TRUE(a.principles.baseline);
   EXPECT_TRUE(a.principles.pow2);
+  EXPECT_EQ(a.verdict, Verdict::kBetter);
+  EXPECT_EQ(a.p_value, 0.0);
+  EXPECT_EQ(a.adjusted_p_value, 0.0);
+  EXPECT_EQ(a.seeds_completed, 2);
+  EXPECT_EQ(a.paired_seeds, 2);
 
   const RankedRow& c = r.rows[1];
   EXPECT_DOUBLE_EQ(c.delta_vs_baseline.mean, -0.25);  // -0.125 and -0.375
@@ -100,6 +129,12 @@ TEST(RankSchedulesTest, PairsDeltasPerSeedAndMeasuresConvergence) {
   EXPECT_DOUBLE_EQ(c.convergence_speedup, 1.0);
   EXPECT_TRUE(c.attention_distance.empty());
   EXPECT_TRUE(c.attention_distance_shift.empty());
+  // t = -0.25 / 0.125 = -2 with 1 dof: p = 1 - 2 atan(2) / pi = 0.2952;
+  // second smallest of 2, so Holm multiplies it by 1.
+  ASSERT_TRUE(c.p_value.has_value());
+  EXPECT_NEAR(*c.p_value, 1.0 - 2.0 * std::atan(2.0) / std::acos(-1.0), 1e-12);
+  EXPECT_NEAR(*c.adjusted_p_value, *c.p_value, 1e-15);
+  EXPECT_EQ(c.verdict, Verdict::kTied);
 
   const RankedRow& base = r.rows[2];
   EXPECT_DOUBLE_EQ(base.delta_vs_baseline.mean, 0.0);
@@ -108,12 +143,21 @@ TEST(RankSchedulesTest, PairsDeltasPerSeedAndMeasuresConvergence) {
   EXPECT_DOUBLE_EQ(base.convergence_speedup, 1.0);
   EXPECT_DOUBLE_EQ(base.tokens_per_second, 1050.0);
   EXPECT_DOUBLE_EQ(base.tokens_per_second_ratio, 1.0);
+  EXPECT_EQ(base.verdict, Verdict::kNone);
+  EXPECT_FALSE(base.p_value.has_value());
+  EXPECT_FALSE(base.adjusted_p_value.has_value());
 
   const RankedRow& b = r.rows[3];
   EXPECT_DOUBLE_EQ(b.final_val_loss.mean, 3.75);
   EXPECT_EQ(b.final_val_loss.n, 2);
   EXPECT_EQ(b.delta_vs_baseline.n, 1);  // seed 3 has no baseline
   EXPECT_DOUBLE_EQ(b.delta_vs_baseline.mean, 0.375);
+  EXPECT_FALSE(b.delta_vs_baseline.has_bounds);  // one paired seed
+  EXPECT_TRUE(b.final_val_loss.has_bounds);
+  EXPECT_EQ(b.verdict, Verdict::kNeedsSeeds);
+  EXPECT_FALSE(b.p_value.has_value());
+  EXPECT_EQ(b.paired_seeds, 1);
+  EXPECT_EQ(r.compared_schedules, 2);  // A and C
   EXPECT_EQ(b.steps_to_baseline, 0.0);
   EXPECT_EQ(b.convergence_speedup, 0.0);
   EXPECT_FALSE(b.principles.smooth);
@@ -178,7 +222,13 @@ TEST(RankSchedulesTest, WithoutABaselineThereAreNoDeltasOrRatios) {
   const Ranking r = RankSchedules(Shape(), "12x12", trials);
   EXPECT_FALSE(r.baseline.has_value());
   ASSERT_EQ(r.rows.size(), 3u);
+  // Without deltas every schedule needs seeds, ordered by mean final loss.
+  EXPECT_EQ(r.rows[0].schedule, kA);
+  EXPECT_EQ(r.rows[1].schedule, kC);
+  EXPECT_EQ(r.rows[2].schedule, kB);
+  EXPECT_EQ(r.compared_schedules, 0);
   for (const RankedRow& row : r.rows) {
+    EXPECT_EQ(row.verdict, Verdict::kNeedsSeeds);
     EXPECT_EQ(row.delta_vs_baseline.n, 0);
     EXPECT_EQ(row.tokens_per_second_ratio, 0.0);
     EXPECT_EQ(row.steps_to_baseline, 0.0);
@@ -201,12 +251,176 @@ TEST(RankSchedulesTest, FloatCurvesReachTheirOwnDoubleFinalLoss) {
   };
   const Ranking r = RankSchedules(Shape(), "12x12", trials);
   ASSERT_EQ(r.rows.size(), 2u);
-  EXPECT_EQ(r.rows[1].schedule, "12x12");
-  EXPECT_DOUBLE_EQ(r.rows[1].steps_to_baseline, 300.0);
-  EXPECT_DOUBLE_EQ(r.rows[1].convergence_speedup, 1.0);
+  // One seed: A needs seeds, so it ranks after the baseline.
+  EXPECT_EQ(r.rows[0].schedule, "12x12");
+  EXPECT_DOUBLE_EQ(r.rows[0].steps_to_baseline, 300.0);
+  EXPECT_DOUBLE_EQ(r.rows[0].convergence_speedup, 1.0);
+  EXPECT_EQ(r.rows[1].schedule, kA);
+  EXPECT_DOUBLE_EQ(r.rows[1].steps_to_baseline, 200.0);
+  EXPECT_DOUBLE_EQ(r.rows[1].convergence_speedup, 1.5);
+}
+
+// Marginal is a schedule whose deltas vs a flat 3.0 baseline are -0.625, -1
+// and -1.375: mean -1, sd 0.375, t = -1 / (0.375 / sqrt(3)) = -4.6188 with 2
+// dof, so p = 1 - |t| / sqrt(2 + t^2) = 0.04382: significant alone.
+std::vector<TrialOutcome> Marginal(int64_t first_id, const std::string& s) {
+  return {Trial(first_id, s, 1, 2.375, {}), Trial(first_id + 1, s, 2, 2.0, {}),
+          Trial(first_id + 2, s, 3, 1.625, {})};
+}
+std::vector<TrialOutcome> FlatBaseline() {
+  return {Trial(1, "12x12", 1, 3.0, {}), Trial(2, "12x12", 2, 3.0, {}),
+          Trial(3, "12x12", 3, 3.0, {})};
+}
+constexpr double kMarginalP = 0.0438171;
+
+TEST(RankSchedulesTest, OneMarginalScheduleIsBetter) {
+  std::vector<TrialOutcome> trials = FlatBaseline();
+  for (TrialOutcome& t : Marginal(10, kA)) trials.push_back(t);
+  const Ranking r = RankSchedules(Shape(), "12x12", trials);
+  ASSERT_EQ(r.rows[0].schedule, kA);
+  EXPECT_NEAR(*r.rows[0].p_value, kMarginalP, 1e-6);
+  EXPECT_NEAR(*r.rows[0].adjusted_p_value, kMarginalP, 1e-6);
+  EXPECT_EQ(r.rows[0].verdict, Verdict::kBetter);
+  EXPECT_EQ(r.compared_schedules, 1);
+}
+
+TEST(RankSchedulesTest, HolmTurnsTwoMarginalWinsIntoTies) {
+  std::vector<TrialOutcome> trials = FlatBaseline();
+  for (TrialOutcome& t : Marginal(10, kA)) trials.push_back(t);
+  for (TrialOutcome& t : Marginal(20, kC)) trials.push_back(t);
+  const Ranking r = RankSchedules(Shape(), "12x12", trials);
+  EXPECT_EQ(r.compared_schedules, 2);
+  for (int i = 0; i < 2; ++i) {
+    EXPECT_NEAR(*r.rows[i].p_value, kMarginalP, 1e-6);
+    // Both at the smallest p: 2p, and the second raised to the first's.
+    EXPECT_NEAR(*r.rows[i].adjusted_p_value, 2 * kMarginalP, 1e-6);
+    EXPECT_EQ(r.rows[i].verdict, Verdict::kTied);
+  }
+}
+
+TEST(RankSchedulesTest, WorseNeedsTheAdjustedTestToo) {
+  std::vector<TrialOutcome> trials = FlatBaseline();
+  trials.push_back(Trial(10, kA, 1, 3.5, {}));
+  trials.push_back(Trial(11, kA, 2, 3.5, {}));
+  const Ranking r = RankSchedules(Shape(), "12x12", trials);
+  EXPECT_EQ(r.rows.back().schedule, kA);
+  EXPECT_EQ(r.rows.back().verdict, Verdict::kWorse);
+}
+
+TEST(RankSchedulesTest, OneSeedSchedulesNeedSeedsAndRankLast) {
+  std::vector<TrialOutcome> trials = FlatBaseline();
+  // B is far ahead on its one seed, but one seed proves nothing.
+  trials.push_back(Trial(10, kB, 1, 1.0, {}));
+  trials.push_back(Trial(11, kA, 1, 2.9375, {}));
+  trials.push_back(Trial(12, kA, 2, 2.9375, {}));
+  const Ranking r = RankSchedules(Shape(), "12x12", trials);
+  ASSERT_EQ(r.rows.size(), 3u);
   EXPECT_EQ(r.rows[0].schedule, kA);
-  EXPECT_DOUBLE_EQ(r.rows[0].steps_to_baseline, 200.0);
-  EXPECT_DOUBLE_EQ(r.rows[0].convergence_speedup, 1.5);
+  EXPECT_EQ(r.rows[1].schedule, "12x12");
+  const RankedRow& b = r.rows[2];
+  EXPECT_EQ(b.schedule, kB);
+  EXPECT_EQ(b.verdict, Verdict::kNeedsSeeds);
+  EXPECT_EQ(b.delta_vs_baseline.n, 1);
+  EXPECT_DOUBLE_EQ(b.delta_vs_baseline.mean, -2.0);
+  EXPECT_FALSE(b.delta_vs_baseline.has_bounds);
+  EXPECT_FALSE(b.final_val_loss.has_bounds);
+  EXPECT_FALSE(b.p_value.has_value());
+  EXPECT_FALSE(b.adjusted_p_value.has_value());
+  EXPECT_EQ(r.compared_schedules, 1);
+}
+
+TEST(RankSchedulesTest, CountsDivergedAndFailedSeedsOutsideTheStatistics) {
+  std::vector<TrialOutcome> trials = FlatBaseline();
+  trials.push_back(Trial(10, kA, 1, 2.5, {}));
+  trials.push_back(Trial(11, kA, 2, 2.5, {}));
+  TrialOutcome diverged = Trial(12, kA, 3, 1e9, {});
+  diverged.state = OutcomeState::kDiverged;
+  trials.push_back(diverged);
+  TrialOutcome failed = Trial(13, kC, 1, 0.0, {});
+  failed.state = OutcomeState::kFailed;
+  trials.push_back(failed);
+  // A failed baseline seed is no bar: A's seed 2 still pairs with trial 2.
+  TrialOutcome failed_baseline = Trial(0, "12x12", 2, 0.0, {});
+  failed_baseline.state = OutcomeState::kFailed;
+  trials.push_back(failed_baseline);
+  const Ranking r = RankSchedules(Shape(), "12x12", trials);
+  ASSERT_EQ(r.rows.size(), 3u);
+  const RankedRow& a = r.rows[0];
+  EXPECT_EQ(a.schedule, kA);
+  EXPECT_EQ(a.seeds_completed, 2);
+  EXPECT_EQ(a.seeds_diverged, 1);
+  EXPECT_EQ(a.seeds_failed, 0);
+  EXPECT_TRUE(a.diverged);
+  EXPECT_EQ(a.paired_seeds, 2);
+  EXPECT_DOUBLE_EQ(a.final_val_loss.mean, 2.5);
+  EXPECT_DOUBLE_EQ(a.delta_vs_baseline.mean, -0.5);
+  EXPECT_EQ(a.trial_ids, std::vector<int64_t>({10, 11}));
+  const RankedRow& base = r.rows[1];
+  EXPECT_EQ(base.seeds_completed, 3);
+  EXPECT_EQ(base.seeds_failed, 1);
+  EXPECT_FALSE(base.diverged);
+  // C has no completed trial: listed, counted, last.
+  const RankedRow& c = r.rows[2];
+  EXPECT_EQ(c.schedule, kC);
+  EXPECT_EQ(c.seeds_completed, 0);
+  EXPECT_EQ(c.seeds_failed, 1);
+  EXPECT_EQ(c.final_val_loss.n, 0);
+  EXPECT_EQ(c.min_val_loss, 0.0);
+  EXPECT_EQ(c.verdict, Verdict::kNeedsSeeds);
+}
+
+// Simulated experiments: a flat baseline and 20 schedules, 5 seeds each,
+// final losses N(3.36, 0.01) per trial; `planted` (if >= 0) is 0.1 better.
+Ranking Simulate(std::mt19937_64& rng, int planted) {
+  std::normal_distribution<double> loss(3.36, 0.01);
+  std::vector<TrialOutcome> trials;
+  int64_t id = 0;
+  for (int64_t seed = 1; seed <= 5; ++seed) {
+    trials.push_back(Trial(++id, "12x12", seed, loss(rng), {}));
+  }
+  for (int s = 0; s < 20; ++s) {
+    for (int64_t seed = 1; seed <= 5; ++seed) {
+      const double shift = s == planted ? -0.1 : 0.0;
+      trials.push_back(
+          Trial(++id, "s" + std::to_string(s), seed, loss(rng) + shift, {}));
+    }
+  }
+  return RankSchedules(Shape(), "12x12", trials);
+}
+
+TEST(RankSchedulesSimulationTest, NoTrueEffectRarelyYieldsABetterVerdict) {
+  std::mt19937_64 rng(20261201);
+  int any_better = 0;
+  int any_naive_better = 0;  // unadjusted p < 0.05: what Holm prevents
+  for (int experiment = 0; experiment < 1000; ++experiment) {
+    const Ranking r = Simulate(rng, /*planted=*/-1);
+    ASSERT_EQ(r.compared_schedules, 20);
+    bool better = false;
+    bool naive = false;
+    for (const RankedRow& row : r.rows) {
+      better |= row.verdict == Verdict::kBetter;
+      naive |= row.p_value.has_value() && *row.p_value < 0.05 &&
+               row.delta_vs_baseline.mean < 0;
+    }
+    any_better += better;
+    any_naive_better += naive;
+  }
+  EXPECT_LE(any_better, 50);
+  // Without the correction about 1 - 0.975^20 = 40% would claim a winner
+  // (fewer here: the shared baseline correlates the tests).
+  EXPECT_GT(any_naive_better, 150);
+}
+
+TEST(RankSchedulesSimulationTest, PlantedEffectIsFound) {
+  std::mt19937_64 rng(7);
+  int found = 0;
+  for (int experiment = 0; experiment < 100; ++experiment) {
+    const Ranking r = Simulate(rng, /*planted=*/3);
+    ASSERT_FALSE(r.rows.empty());
+    EXPECT_EQ(r.rows[0].schedule, "s3");
+    found += r.rows[0].verdict == Verdict::kBetter;
+  }
+  EXPECT_GE(found, 95);
 }
 
 TEST(RankSchedulesTest, NoTrialsGiveAnEmptyRanking) {

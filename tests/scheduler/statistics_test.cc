@@ -1,6 +1,7 @@
 #include "scheduler/statistics.h"
 
 #include <cmath>
+#include <optional>
 #include <vector>
 
 #include "gtest/gtest.h"
@@ -40,17 +41,18 @@ TEST(MeanIntervalTest, ComputesTheStudentTInterval) {
   EXPECT_NEAR(ci.high, 3.36 + half, 1e-6);
 }
 
-TEST(MeanIntervalTest, OneValueCollapsesAndNoneIsZero) {
+TEST(MeanIntervalTest, OneValueHasNoIntervalAndNoneIsZero) {
   const Interval one = MeanInterval({2.5});
   EXPECT_EQ(one.n, 1);
   EXPECT_EQ(one.mean, 2.5);
-  EXPECT_EQ(one.low, 2.5);
-  EXPECT_EQ(one.high, 2.5);
+  EXPECT_FALSE(one.has_bounds);
+  EXPECT_EQ(one.low, 0.0);
+  EXPECT_EQ(one.high, 0.0);
   const Interval none = MeanInterval({});
   EXPECT_EQ(none.n, 0);
   EXPECT_EQ(none.mean, 0.0);
-  EXPECT_EQ(none.low, 0.0);
-  EXPECT_EQ(none.high, 0.0);
+  EXPECT_FALSE(none.has_bounds);
+  EXPECT_TRUE(MeanInterval({2.5, 2.6}).has_bounds);
 }
 
 TEST(MeanIntervalTest, WithCriticalUsesTheGivenValue) {
@@ -59,6 +61,81 @@ TEST(MeanIntervalTest, WithCriticalUsesTheGivenValue) {
   EXPECT_DOUBLE_EQ(ci.mean, 2.0);
   EXPECT_NEAR(ci.low, 0.0, 1e-12);
   EXPECT_NEAR(ci.high, 4.0, 1e-12);
+}
+
+TEST(StudentTCdfTest, MatchesTableQuantiles) {
+  // Two-sided 5% critical values from standard t tables: the upper tail
+  // beyond each is 0.025.
+  EXPECT_NEAR(StudentTCdf(12.706, 1), 0.975, 1e-5);
+  EXPECT_NEAR(StudentTCdf(4.303, 2), 0.975, 1e-5);
+  EXPECT_NEAR(StudentTCdf(2.776, 4), 0.975, 1e-4);
+  EXPECT_NEAR(StudentTCdf(2.228, 10), 0.975, 1e-4);
+  EXPECT_NEAR(StudentTCdf(2.042, 30), 0.975, 1e-4);
+  // One-sided 1% critical value for 5 dof.
+  EXPECT_NEAR(StudentTCdf(3.365, 5), 0.99, 1e-4);
+  EXPECT_NEAR(StudentTCdf(-2.776, 4), 0.025, 1e-4);
+  EXPECT_DOUBLE_EQ(StudentTCdf(0.0, 7), 0.5);
+}
+
+TEST(StudentTCdfTest, MatchesClosedFormsForOneAndTwoDof) {
+  // 1 dof is the Cauchy distribution: 1/2 + atan(t) / pi.
+  // 2 dof: 1/2 + t / (2 sqrt(2 + t^2)).
+  const double pi = std::acos(-1.0);
+  for (double t : {-30.0, -3.0, -0.5, 0.1, 1.0, 2.5, 100.0}) {
+    EXPECT_NEAR(StudentTCdf(t, 1), 0.5 + std::atan(t) / pi, 1e-12) << t;
+    EXPECT_NEAR(StudentTCdf(t, 2), 0.5 + t / (2.0 * std::sqrt(2.0 + t * t)),
+                1e-12)
+        << t;
+  }
+}
+
+TEST(StudentTTwoSidedPTest, MatchesTableValuesAndLimits) {
+  EXPECT_NEAR(StudentTTwoSidedP(2.776, 4), 0.05, 2e-4);
+  EXPECT_NEAR(StudentTTwoSidedP(-2.776, 4), 0.05, 2e-4);
+  EXPECT_NEAR(StudentTTwoSidedP(12.706, 1), 0.05, 1e-5);
+  EXPECT_NEAR(StudentTTwoSidedP(4.604, 4), 0.01, 1e-4);
+  EXPECT_DOUBLE_EQ(StudentTTwoSidedP(0.0, 3), 1.0);
+  EXPECT_EQ(StudentTTwoSidedP(INFINITY, 3), 0.0);
+  // Consistent with the quantile it inverts.
+  EXPECT_NEAR(StudentTTwoSidedP(StudentTQuantile(9, 0.95), 9), 0.05, 1e-9);
+  EXPECT_TRUE(std::isnan(StudentTTwoSidedP(1.0, 0)));
+  EXPECT_TRUE(std::isnan(StudentTCdf(std::nan(""), 3)));
+}
+
+TEST(PairedTTestPTest, ComputesTheTwoSidedPValueByHand) {
+  // mean -2, sd 1, n 3: t = -2 / (1 / sqrt(3)) = -sqrt(12), 2 dof, and
+  // p = 1 - |t| / sqrt(2 + t^2) = 1 - sqrt(12 / 14) = 0.0741799...
+  const std::optional<double> p = PairedTTestP({-1.0, -2.0, -3.0});
+  ASSERT_TRUE(p.has_value());
+  EXPECT_NEAR(*p, 1.0 - std::sqrt(12.0 / 14.0), 1e-12);
+  EXPECT_NEAR(*p, 0.07418, 1e-5);
+}
+
+TEST(PairedTTestPTest, NeedsTwoValuesAndHandlesZeroSpread) {
+  EXPECT_FALSE(PairedTTestP({}).has_value());
+  EXPECT_FALSE(PairedTTestP({-0.5}).has_value());
+  EXPECT_EQ(PairedTTestP({-0.125, -0.125, -0.125}), 0.0);
+  // Not exactly equal after rounding: a huge t, p about 0.
+  EXPECT_LT(*PairedTTestP({-0.1, -0.1, -0.1}), 1e-20);
+  EXPECT_EQ(PairedTTestP({0.0, 0.0}), 1.0);
+}
+
+TEST(HolmAdjustTest, MatchesAHandExample) {
+  // Sorted: 0.005 (x4 = 0.02), 0.01 (x3 = 0.03), 0.03 (x2 = 0.06),
+  // 0.04 (x1 = 0.04, raised to the running maximum 0.06).
+  const std::vector<double> adjusted = HolmAdjust({0.01, 0.04, 0.03, 0.005});
+  ASSERT_EQ(adjusted.size(), 4u);
+  EXPECT_NEAR(adjusted[0], 0.03, 1e-15);
+  EXPECT_NEAR(adjusted[1], 0.06, 1e-15);
+  EXPECT_NEAR(adjusted[2], 0.06, 1e-15);
+  EXPECT_NEAR(adjusted[3], 0.02, 1e-15);
+}
+
+TEST(HolmAdjustTest, CapsAtOneAndKeepsASingleTest) {
+  EXPECT_EQ(HolmAdjust({0.3, 0.6}), (std::vector<double>{0.6, 0.6}));
+  EXPECT_EQ(HolmAdjust({0.7, 0.9}), (std::vector<double>{1.0, 1.0}));
+  EXPECT_EQ(HolmAdjust({0.04}), (std::vector<double>{0.04}));
+  EXPECT_TRUE(HolmAdjust({}).empty());
 }
 
 }  // namespace

@@ -117,9 +117,72 @@ TEST_F(ServiceTest, SubmitLeaseReportCompleteThenRank) {
   EXPECT_EQ(rank.schedules(0).rank(), 1);
   EXPECT_NEAR(rank.schedules(0).delta_vs_baseline().mean(), -0.1, 1e-6);
   EXPECT_EQ(rank.schedules(0).seeds_completed(), 2);
+  // Equal deltas on both seeds: p 0, better after Holm over 2 schedules.
+  EXPECT_EQ(rank.schedules(0).verdict(), v1::VERDICT_BETTER);
+  EXPECT_EQ(rank.schedules(0).paired_seeds(), 2);
+  ASSERT_TRUE(rank.schedules(0).has_adjusted_p_value());
+  EXPECT_EQ(rank.schedules(0).adjusted_p_value(), 0.0);
+  EXPECT_TRUE(rank.schedules(0).delta_vs_baseline().has_low());
+  EXPECT_EQ(rank.schedules(1).schedule(), "4x6");
+  EXPECT_EQ(rank.schedules(1).verdict(), v1::VERDICT_UNSPECIFIED);
+  EXPECT_FALSE(rank.schedules(1).has_p_value());
+  EXPECT_EQ(rank.schedules(2).schedule(), "1x2,4x4");
+  EXPECT_EQ(rank.schedules(2).verdict(), v1::VERDICT_WORSE);
+  EXPECT_EQ(rank.compared_schedules(), 2);
   EXPECT_EQ(rank.baseline().schedule(), "4x6");
   EXPECT_EQ(rank.experiment().id(), id);
   EXPECT_EQ(rank.principle_effects_size(), 3);
+}
+
+TEST_F(ServiceTest, RankCountsDivergedSeedsOutsideTheVerdict) {
+  const int64_t id = Submit(alice_, Spec({"2x2,4x4"}, {1, 2}));
+  const std::string worker = Register(worker_token_);
+  for (int i = 0; i < 4; ++i) {
+    v1::TrialTask task = Lease(worker_token_, worker);
+    ASSERT_NE(task.trial().id(), 0) << "lease " << i;
+    const bool diverge =
+        !task.trial().is_baseline() && task.trial().seed() == 2;
+    v1::CompleteResponse done;
+    if (diverge) {
+      v1::CompleteRequest req;
+      req.set_worker_id(worker);
+      req.set_trial_id(task.trial().id());
+      req.set_attempt(task.trial().attempt());
+      req.mutable_metrics()->set_diverged(true);
+      auto ctx = Ctx(worker_token_);
+      ASSERT_TRUE(workers_->Complete(ctx.get(), req, &done).ok());
+      EXPECT_EQ(done.trial().state(), v1::TRIAL_DIVERGED);
+    } else {
+      ASSERT_TRUE(Complete(worker_token_, worker, task.trial(),
+                           task.trial().is_baseline() ? 3.0 : 2.9, &done)
+                      .ok());
+    }
+  }
+  v1::RankRequest req;
+  req.set_experiment_id(id);
+  v1::RankResponse rank;
+  auto ctx = Ctx(viewer_);
+  ASSERT_TRUE(results_->Rank(ctx.get(), req, &rank).ok());
+  ASSERT_EQ(rank.schedules_size(), 2);
+  // One paired seed left: no interval, no test, needs seeds, ranked last.
+  const v1::RankedSchedule& s = rank.schedules(1);
+  EXPECT_EQ(s.schedule(), "2x2,4x4");
+  EXPECT_EQ(s.verdict(), v1::VERDICT_NEEDS_SEEDS);
+  EXPECT_EQ(s.seeds_completed(), 1);
+  EXPECT_EQ(s.seeds_diverged(), 1);
+  EXPECT_EQ(s.seeds_failed(), 0);
+  EXPECT_EQ(s.paired_seeds(), 1);
+  EXPECT_TRUE(s.diverged());
+  EXPECT_NEAR(s.delta_vs_baseline().mean(), -0.1, 1e-6);
+  EXPECT_EQ(s.delta_vs_baseline().n(), 1);
+  EXPECT_FALSE(s.delta_vs_baseline().has_low());
+  EXPECT_FALSE(s.delta_vs_baseline().has_high());
+  EXPECT_FALSE(s.final_val_loss().has_low());
+  EXPECT_FALSE(s.has_p_value());
+  EXPECT_FALSE(s.has_adjusted_p_value());
+  EXPECT_EQ(rank.compared_schedules(), 0);
+  EXPECT_EQ(rank.schedules(0).schedule(), "4x6");
+  EXPECT_TRUE(rank.schedules(0).final_val_loss().has_low());
 }
 
 TEST_F(ServiceTest, RankFiltersSortsAndPages) {
@@ -211,6 +274,7 @@ TEST_F(ServiceTest, GetTrialIncludesSameSeedBaselineAndCompareIsPaired) {
   ASSERT_TRUE(results_->Compare(ctx2.get(), cmp, &compared).ok());
   EXPECT_NEAR(compared.delta().mean(), -0.2, 1e-6);
   EXPECT_EQ(compared.delta().n(), 1);
+  EXPECT_FALSE(compared.delta().has_low());
   cmp.set_schedule_b("1x2,4x4");
   auto ctx3 = Ctx(viewer_);
   EXPECT_EQ(results_->Compare(ctx3.get(), cmp, &compared).error_code(),

@@ -298,9 +298,9 @@ TEST(SqliteStoreMigrationTest, AV3DatabaseRanksTheSameAfterGainingColumns) {
   ASSERT_NE(store, nullptr);
   EXPECT_EQ(*store->SchemaVersion(), kSchemaVersion);
   absl::StatusOr<std::vector<TrialOutcome>> outcomes =
-      store->ListCompletedOutcomes(1);
+      store->ListFinishedOutcomes(1);
   ASSERT_TRUE(outcomes.ok()) << outcomes.status();
-  ASSERT_EQ(outcomes->size(), 2u);
+  ASSERT_EQ(outcomes->size(), 3u);
   const TrialOutcome& b = (*outcomes)[0];
   EXPECT_EQ(b.trial_id, 1);
   EXPECT_EQ(b.schedule, "4x4");
@@ -320,6 +320,12 @@ TEST(SqliteStoreMigrationTest, AV3DatabaseRanksTheSameAfterGainingColumns) {
   EXPECT_DOUBLE_EQ(p.tokens_per_second, 50999.0);
   EXPECT_TRUE(p.attention_distance.empty());
   EXPECT_THAT(p.val_steps, ElementsAre(50, 100));
+  EXPECT_EQ(p.state, OutcomeState::kCompleted);
+  // The diverged trial is listed, for its count, without metrics.
+  const TrialOutcome& d = (*outcomes)[2];
+  EXPECT_EQ(d.trial_id, 3);
+  EXPECT_EQ(d.state, OutcomeState::kDiverged);
+  EXPECT_EQ(d.final_val_loss, 0.0);
 
   // The columns themselves, diverged trial included.
   EXPECT_EQ(QueryText(path,
@@ -339,7 +345,7 @@ TEST(SqliteStoreMigrationTest, AV3DatabaseRanksTheSameAfterGainingColumns) {
   store = OpenOrDie(path);
   EXPECT_EQ(QueryInt(path, "SELECT COUNT(*) FROM schema_migrations"),
             kSchemaVersion);
-  EXPECT_EQ(store->ListCompletedOutcomes(1)->size(), 2u);
+  EXPECT_EQ(store->ListFinishedOutcomes(1)->size(), 3u);
 }
 
 TEST(SqliteStoreMigrationTest, AV3TrialWhoseMetricsDoNotParseStaysDataLoss) {
@@ -371,7 +377,7 @@ TEST(SqliteStoreMigrationTest, AV3TrialWhoseMetricsDoNotParseStaysDataLoss) {
                      "NULL"),
             1);
   absl::StatusOr<std::vector<TrialOutcome>> outcomes =
-      store->ListCompletedOutcomes(1);
+      store->ListFinishedOutcomes(1);
   ASSERT_FALSE(outcomes.ok());
   EXPECT_EQ(outcomes.status().code(), absl::StatusCode::kDataLoss);
   EXPECT_THAT(std::string(outcomes.status().message()), HasSubstr("trial 2"));
@@ -587,7 +593,7 @@ TEST_F(SqliteStoreTest, CompleteStoresValCurveAndIsIdempotent) {
   EXPECT_EQ(again->finished_unix_ms(), 5000);
 
   absl::StatusOr<std::vector<TrialOutcome>> outcomes =
-      store_->ListCompletedOutcomes(id);
+      store_->ListFinishedOutcomes(id);
   ASSERT_EQ(outcomes->size(), 1u);
   const TrialOutcome& o = (*outcomes)[0];
   EXPECT_EQ(o.seed, 7);
@@ -598,7 +604,8 @@ TEST_F(SqliteStoreTest, CompleteStoresValCurveAndIsIdempotent) {
   EXPECT_THAT(o.val_steps, ElementsAre(50, 100));
   EXPECT_THAT(o.val_losses, ElementsAre(3.5, 3.25));
   EXPECT_THAT(o.attention_distance, ElementsAre(1.5, 4.25));
-  EXPECT_EQ(*store_->CountCompleted(id), 1);
+  EXPECT_EQ(o.state, OutcomeState::kCompleted);
+  EXPECT_EQ(*store_->CountFinished(id), 1);
   // The only trial finished: the experiment is done and the worker idle.
   EXPECT_EQ(store_->GetExperiment(id)->state(), v1::EXPERIMENT_DONE);
   EXPECT_DOUBLE_EQ(store_->GetExperiment(id)->progress(), 1.0);
@@ -617,7 +624,11 @@ TEST_F(SqliteStoreTest, DivergedMetricsMarkTheTrialDiverged) {
                                          "id = ",
                                          t.id())),
             1);
-  EXPECT_TRUE(store_->ListCompletedOutcomes(id)->empty());
+  absl::StatusOr<std::vector<TrialOutcome>> outcomes =
+      store_->ListFinishedOutcomes(id);
+  ASSERT_EQ(outcomes->size(), 1u);
+  EXPECT_EQ((*outcomes)[0].state, OutcomeState::kDiverged);
+  EXPECT_EQ(*store_->CountFinished(id), 1);
 }
 
 TEST_F(SqliteStoreTest, ExpiryRequeuesWithNextAttemptThenFailsAtMaxAttempts) {
@@ -642,6 +653,12 @@ TEST_F(SqliteStoreTest, ExpiryRequeuesWithNextAttemptThenFailsAtMaxAttempts) {
   EXPECT_EQ(failed->attempts(1).worker_id(), "w2");
   EXPECT_EQ(failed->attempts(1).outcome(), v1::TRIAL_FAILED);
   EXPECT_EQ(store_->GetExperiment(id)->state(), v1::EXPERIMENT_DONE);
+  // Ranking counts the failed trial.
+  absl::StatusOr<std::vector<TrialOutcome>> outcomes =
+      store_->ListFinishedOutcomes(id);
+  ASSERT_EQ(outcomes->size(), 1u);
+  EXPECT_EQ((*outcomes)[0].state, OutcomeState::kFailed);
+  EXPECT_EQ(*store_->CountFinished(id), 1);
 }
 
 TEST_F(SqliteStoreTest, HeartbeatMovesToRunningAndRenewsTheDeadline) {
