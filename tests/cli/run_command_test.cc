@@ -71,8 +71,11 @@ TEST(RunCommandTest, TrainsTheGridPrintsTheRankingAndLeavesNoChildren) {
     EXPECT_THAT(out, HasSubstr(schedule));
   }
   EXPECT_THAT(out, HasSubstr("5/5 trials completed"));
-  // One seed: no intervals, and the ranking says so instead of blank cells.
-  EXPECT_THAT(out, HasSubstr("ci95 - = fewer than 2 (paired) seeds"));
+  // One seed: no intervals and no verdicts, and the ranking says so instead
+  // of blank cells or a finding.
+  EXPECT_THAT(out, HasSubstr("ci95, adj_p - = fewer than 2 (paired) seeds"));
+  EXPECT_THAT(out, HasSubstr("needs_seeds"));
+  EXPECT_THAT(out, HasSubstr("verdict: paired t-test"));
   // How to look again once the coordinator is gone: the same database.
   EXPECT_THAT(out, HasSubstr(absl::StrCat("prism coordinator --db ", dir,
                                           "/data/prism.db")));

@@ -45,8 +45,8 @@ TEST(EnumNamesTest, ParseRefusesUnspecifiedAndUnknownNamesListingChoices) {
       absl::StatusCode::kInvalidArgument);
   EXPECT_EQ(ParseEnumValue<v1::RankSort>("", "sort").status(),
             absl::InvalidArgumentError(
-                "unknown sort '' (use val_loss, delta, speedup, throughput or "
-                "min_val_loss)"));
+                "unknown sort '' (use val_loss, delta, speedup, throughput, "
+                "min_val_loss or rank)"));
 }
 
 }  // namespace
