@@ -194,7 +194,7 @@ model { preset: "tiny" }
 budget { steps: 30 batch_size: 4 eval_every: 10 eval_batches: 2 log_every: 5 loss_targets: 4.0 }
 schedules: "1x2,4x4"
 schedules: "2x3,4x3"
-seeds: 1
+seeds: [1, 2]
 priority: 1
 `;
 
@@ -294,6 +294,21 @@ async function run() {
   const effectPixels = (await canvasColourPixels(page, '#principle-chart', kSatisfied)) +
                        (await canvasColourPixels(page, '#principle-chart', kViolated));
   check(effectPixels > 200, `principle-effects chart drew its bars (${effectPixels} bar pixels)`);
+  // Each row's verdict is the RPC's, word for word (the baseline has none),
+  // and only a verdict of better or worse colours a delta.
+  const rpcVerdict = new Map((rankRpc.schedules || []).map((s) => [
+    s.schedule, s.verdict && s.verdict !== 'VERDICT_UNSPECIFIED'
+      ? s.verdict.replace(/^VERDICT_/, '').toLowerCase() : '\u2014']));
+  const shownVerdicts = await page.$$eval('#leaderboard-table tbody tr', (trs) =>
+    trs.map((tr) => [tr.dataset.schedule, tr.querySelector('.verdict').textContent]));
+  for (const [schedule, word] of shownVerdicts) {
+    check(word === rpcVerdict.get(schedule),
+          `verdict of ${schedule}: dashboard '${word}', RPC '${rpcVerdict.get(schedule)}'`);
+  }
+  const findings = [...rpcVerdict.values()].filter((w) => w === 'better' || w === 'worse').length;
+  const coloured = await page.locator('#leaderboard-table span.delta.delta-better, ' +
+                                      '#leaderboard-table span.delta.delta-worse').count();
+  check(coloured === findings, `${coloured} coloured deltas for ${findings} significant verdicts`);
   const glyphs = await page.locator('#leaderboard-table canvas.staircase').count();
   check(glyphs === rows, `every row draws its staircase (${glyphs})`);
   await screenshot(page, 'leaderboard');

@@ -36,21 +36,19 @@ export function interval(iv, { digits = 4, sign = false } = {}) {
   return `${mean} \u00b1 ${half.toFixed(digits)}`;
 }
 
-// deltaClass colours a delta interval: better when the whole CI is below
-// zero, worse when it is wholly above, otherwise inconclusive.
-export function deltaClass(iv) {
-  if (!iv || num(iv.n) === 0) return 'delta-none';
-  const low = num(iv.low);
-  const high = num(iv.high);
-  const mean = num(iv.mean);
-  if (num(iv.n) >= 2) {
-    if (high < 0) return 'delta-better';
-    if (low > 0) return 'delta-worse';
-    return 'delta-unclear';
-  }
-  if (mean < 0) return 'delta-better-weak';
-  if (mean > 0) return 'delta-worse-weak';
-  return 'delta-unclear';
+// verdictWord is the ranking's verdict as the CLI prints it ("better",
+// "worse", "tied", "needs_seeds"); the baseline has none.
+export function verdictWord(verdict) {
+  if (!verdict || verdict === 'VERDICT_UNSPECIFIED') return kDash;
+  return String(verdict).replace(/^VERDICT_/, '').toLowerCase();
+}
+
+// deltaClass colours a delta by its verdict, never by the sign of a mean:
+// only a difference the multiple-comparison test found is coloured.
+export function deltaClass(verdict) {
+  if (verdict === 'VERDICT_BETTER') return 'delta-better';
+  if (verdict === 'VERDICT_WORSE') return 'delta-worse';
+  return verdict ? 'delta-unclear' : 'delta-none';
 }
 
 export function ratio(value, digits = 2) {

@@ -9,6 +9,7 @@ import { barChart, kColors } from '../charts.js';
 import { h, replace } from '../dom.js';
 import {
   compact, deltaClass, experimentState, integer, interval, loss, num, principleName, ratio, signed,
+  verdictWord,
 } from '../format.js';
 import { layerHeads, staircase } from '../staircase.js';
 import { isLive } from '../live.js';
@@ -120,7 +121,8 @@ function controls(state, apply) {
   return h('div', { class: 'controls' }, h('span', { class: 'controls-label' }, 'Require:'), boxes,
            h('label', { class: 'select' }, 'Sort: ',
              h('select', { id: 'sort-select', onchange: (ev) => apply({ sort: ev.target.value, desc: '', page: '', trail: '' }) },
-               [['val_loss', 'val loss'], ['delta', '\u0394 vs baseline'], ['min_val_loss', 'min val loss'],
+               [['rank', 'rank (paired \u0394)'], ['val_loss', 'val loss'], ['delta', '\u0394 vs baseline'],
+                ['min_val_loss', 'min val loss'],
                 ['speedup', 'speed-up'], ['throughput', 'tokens/s']].map(([v, label]) =>
                  h('option', { value: v, selected: state.sort === v }, label)))),
            h('label', { class: 'check' }, h('input', { type: 'checkbox', id: 'desc-toggle', checked: state.desc,
@@ -130,7 +132,7 @@ function controls(state, apply) {
 export async function render(ctx) {
   const id = ctx.params.id;
   const state = {
-    sort: ctx.query.sort || 'val_loss',
+    sort: ctx.query.sort || 'rank',
     desc: ctx.query.desc === '1',
     require: (ctx.query.require || '').split(',').filter((p) => kPrinciples.includes(p)),
   };
@@ -157,20 +159,31 @@ export async function render(ctx) {
       descending: actualDescending,
       onSort,
       columns: [
-        { label: 'Rank', class: 'num rank', render: (r) => integer(r.rank) },
+        { label: 'Rank', class: 'num rank', sort: 'rank', title: 'by the paired delta vs the baseline',
+          render: (r) => integer(r.rank) },
         { label: 'Schedule', render: scheduleCell },
         { label: 'Principles', render: (r) => principleBadges(r.principles) },
         { label: 'Val loss', class: 'num', sort: 'val_loss', title: 'final val loss, mean \u00b1 95% CI half-width over seeds',
           render: (r) => interval(r.finalValLoss) },
         { label: '\u0394 vs baseline', class: 'num', sort: 'delta', title: 'paired per-seed delta vs the uniform baseline (negative is better)',
-          render: (r) => h('span', { class: `delta ${r.isBaseline ? 'delta-none' : deltaClass(r.deltaVsBaseline)}` },
+          render: (r) => h('span', { class: `delta ${r.isBaseline ? 'delta-none' : deltaClass(r.verdict)}` },
                            r.isBaseline ? '\u2014' : interval(r.deltaVsBaseline, { sign: true })) },
+        { label: 'Verdict', title: 'paired t-test vs the baseline over shared seeds, Holm-Bonferroni across the '
+                                   + 'schedules compared, alpha 0.05; tied = not significant',
+          render: (r) => h('span', { class: `verdict ${deltaClass(r.isBaseline ? '' : r.verdict)}`,
+                                     title: r.adjustedPValue === undefined ? 'fewer than 2 paired seeds'
+                                       : `adjusted p ${Number(r.adjustedPValue).toPrecision(2)}` },
+                           verdictWord(r.verdict)) },
         { label: 'Min val loss', class: 'num', sort: 'min_val_loss', render: (r) => loss(r.minValLoss) },
         { label: 'Speed-up', class: 'num', sort: 'speedup', title: 'baseline steps / steps to reach the baseline\u2019s final val loss',
           render: (r) => ratio(r.convergenceSpeedup) },
         { label: 'Tokens/s', class: 'num', sort: 'throughput', title: 'throughput ratio vs the baseline',
           render: (r) => h('span', { title: `${compact(r.tokensPerSecond)} tokens/s` }, ratio(r.tokensPerSecondRatio)) },
-        { label: 'Seeds', class: 'num', render: (r) => integer(r.seedsCompleted) },
+        { label: 'Seeds', class: 'num', title: 'completed seeds (paired with the baseline); diverged and failed ones',
+          render: (r) => h('span', { class: num(r.seedsDiverged) + num(r.seedsFailed) > 0 ? 'seeds-lost' : '' },
+                           `${integer(r.seedsCompleted)} (${integer(r.pairedSeeds)})`
+                           + (num(r.seedsDiverged) ? `, ${integer(r.seedsDiverged)} diverged` : '')
+                           + (num(r.seedsFailed) ? `, ${integer(r.seedsFailed)} failed` : '')) },
       ],
       rows,
       rowAttrs: (r) => ({ class: r.isBaseline ? 'is-baseline' : '', dataset: { schedule: r.schedule } }),
