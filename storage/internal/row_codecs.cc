@@ -11,7 +11,8 @@
 namespace prism::storage::internal {
 namespace {
 
-// --- the compact val curve: (int64 step, float32 loss) little-endian pairs.
+// --- little-endian blobs: the compact val curve ((int64 step, float32 loss)
+// pairs) and the per-layer attention distance (float64s).
 
 void AppendLittleEndian(uint64_t value, int bytes, std::string* out) {
   for (int i = 0; i < bytes; ++i)

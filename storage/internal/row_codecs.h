@@ -1,7 +1,8 @@
 // Row codecs: how storage's rows read back as prism.v1 messages (Experiment,
-// Trial, Worker, LossPoint) and ranking's TrialOutcome, and the compact val
-// curve blob trials keep for ranking. Each `k...Columns` list is the SELECT
-// list its `...FromRow` reader expects, in that order.
+// Trial, Worker, LossPoint) and ranking's TrialOutcome, and how a finished
+// trial's ranking columns and compact val curve blob are written. Each
+// `k...Columns` list is the SELECT list its `...FromRow` reader expects, in
+// that order.
 //
 // Thread-safety: the functions touch only their arguments; a Connection and
 // its Queries belong to one thread at a time (see sqlite.h).
