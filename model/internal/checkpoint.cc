@@ -224,6 +224,13 @@ std::string RecipeDifferences(const std::string& got,
   return absl::StrJoin(differences, ", ");
 }
 
+// Read returns the archive's value at `key` (c10::Error when it is missing).
+c10::IValue Read(torch::serialize::InputArchive& archive, const char* key) {
+  c10::IValue value;
+  archive.read(key, value);
+  return value;
+}
+
 }  // namespace
 
 std::string RecipeKey(const TrainConfig& config, int context,
@@ -331,28 +338,21 @@ absl::StatusOr<std::optional<Checkpoint>> LoadCheckpoint(
   try {
     torch::serialize::InputArchive archive;
     archive.load_from(path);
-    c10::IValue value;
-    archive.read("format_version", value);
-    const int64_t version = value.toInt();
+    const int64_t version = Read(archive, "format_version").toInt();
     if (version < 1 || version > kFormatVersion) {
       return absl::DataLossError(
           absl::StrCat("checkpoint ", path, " has format version ", version,
                        ", expected 1 to ", kFormatVersion));
     }
-    archive.read("shape", value);
-    checkpoint.identity.shape = value.toStringRef();
-    archive.read("schedule", value);
-    checkpoint.identity.schedule = value.toStringRef();
-    archive.read("seed", value);
-    checkpoint.identity.seed = static_cast<uint64_t>(value.toInt());
+    checkpoint.identity.shape = Read(archive, "shape").toStringRef();
+    checkpoint.identity.schedule = Read(archive, "schedule").toStringRef();
+    checkpoint.identity.seed =
+        static_cast<uint64_t>(Read(archive, "seed").toInt());
     if (version >= kFirstRecipeVersion) {
-      archive.read("recipe", value);
-      checkpoint.identity.recipe = value.toStringRef();
+      checkpoint.identity.recipe = Read(archive, "recipe").toStringRef();
     }
-    archive.read("step", value);
-    checkpoint.step = value.toInt();
-    archive.read("adam_steps", value);
-    checkpoint.adam_steps = value.toInt();
+    checkpoint.step = Read(archive, "step").toInt();
+    checkpoint.adam_steps = Read(archive, "adam_steps").toInt();
     archive.read("parameters", checkpoint.parameters);
     archive.read("exp_avg", checkpoint.exp_avg);
     archive.read("exp_avg_sq", checkpoint.exp_avg_sq);
@@ -361,25 +361,17 @@ absl::StatusOr<std::optional<Checkpoint>> LoadCheckpoint(
     archive.read("milestones", milestones);
     checkpoint.curve = CurveFromTensor(curve);
     checkpoint.milestones = MilestonesFromTensor(milestones);
-    archive.read("elapsed_seconds", value);
-    checkpoint.elapsed_seconds = value.toDouble();
-    archive.read("min_val_loss", value);
-    checkpoint.min_val_loss = value.toDouble();
-    archive.read("final_val_loss", value);
-    checkpoint.final_val_loss = value.toDouble();
+    checkpoint.elapsed_seconds = Read(archive, "elapsed_seconds").toDouble();
+    checkpoint.min_val_loss = Read(archive, "min_val_loss").toDouble();
+    checkpoint.final_val_loss = Read(archive, "final_val_loss").toDouble();
     if (version >= kFirstRecipeVersion) {
-      archive.read("final_train_loss", value);
-      checkpoint.final_train_loss = value.toDouble();
-      archive.read("train_seconds", value);
-      checkpoint.train_seconds = value.toDouble();
-      archive.read("train_tokens", value);
-      checkpoint.train_tokens = value.toInt();
-      archive.read("window_loss", value);
-      checkpoint.window_loss = value.toDouble();
-      archive.read("window_seconds", value);
-      checkpoint.window_seconds = value.toDouble();
-      archive.read("window_steps", value);
-      checkpoint.window_steps = value.toInt();
+      checkpoint.final_train_loss =
+          Read(archive, "final_train_loss").toDouble();
+      checkpoint.train_seconds = Read(archive, "train_seconds").toDouble();
+      checkpoint.train_tokens = Read(archive, "train_tokens").toInt();
+      checkpoint.window_loss = Read(archive, "window_loss").toDouble();
+      checkpoint.window_seconds = Read(archive, "window_seconds").toDouble();
+      checkpoint.window_steps = Read(archive, "window_steps").toInt();
     }
   } catch (const c10::Error& e) {
     return absl::DataLossError(absl::StrCat(
