@@ -53,8 +53,16 @@ absl::StatusOr<int> SeedPlanner::ReconcileAll() {
                            store_->ListExperiments("", 100, after));
     for (const v1::Experiment& e : page.experiments) {
       if (!e.spec().has_seeds_policy() || !Unfinished(e)) continue;
-      PRISM_ASSIGN_OR_RETURN(int n, Round(e));
-      added += n;
+      // One experiment that cannot be decided (e.g. a trial whose ranking
+      // columns are lost) must not keep the coordinator from starting.
+      absl::StatusOr<int> n = Round(e);
+      if (!n.ok()) {
+        Log(LogLevel::kWarning, "seeds decision failed")
+            .Kv("experiment", e.id())
+            .Kv("error", n.status().ToString());
+        continue;
+      }
+      added += *n;
     }
     after = page.next_after_id;
   } while (after != 0);

@@ -41,7 +41,9 @@ class SeedPlanner {
   // or a restart, runs the round again).
   absl::StatusOr<int> TrialFinished(int64_t experiment_id);
   // ReconcileAll runs a round for every active or paused experiment with a
-  // seeds policy; returns the trials added in all.
+  // seeds policy; returns the trials added in all. A round that fails is
+  // logged and skipped (a later finished trial or the next start retries);
+  // only a failure to list the experiments is returned.
   absl::StatusOr<int> ReconcileAll();
 
  private:
