@@ -135,7 +135,18 @@ int ShowExperiment(RpcClient& client, int64_t id, Format format) {
               << " running, " << c.queued() << " queued, "
               << c.failed() + c.diverged() << " failed, "
               << static_cast<int>(experiment.progress() * 100 + 0.5)
-              << "% of steps\n\n";
+              << "% of steps\n";
+    if (experiment.spec().has_seeds_policy()) {
+      std::cout << "adaptive seeds " << experiment.spec().seeds_policy().min()
+                << ".." << experiment.spec().seeds_policy().max()
+                << " per schedule: " << experiment.seeds_added()
+                << " trials added";
+      if (!experiment.seeds_note().empty()) {
+        std::cout << "; last decision: " << experiment.seeds_note();
+      }
+      std::cout << "\n";
+    }
+    std::cout << "\n";
   }
   TrialsTable(trials).Print(std::cout, format);
   return kExitOk;

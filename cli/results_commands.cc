@@ -1,5 +1,5 @@
-// `prism results`, `prism trial`, `prism watch`: the CLI face of
-// ResultsService.
+// `prism results`, `prism compare`, `prism trial`, `prism watch`: the CLI
+// face of ResultsService.
 #include <iostream>
 #include <map>
 #include <memory>
@@ -63,6 +63,33 @@ int Results(const ResultsOptions& o) {
               << "/" << e.counts().total() << " trials completed\n\n";
   }
   PrintRanking(response, *format, std::cout);
+  return kExitOk;
+}
+
+struct CompareOptions {
+  ClientOptions client;
+  int64_t experiment = 0;
+  std::string a;
+  std::string b;
+  std::string format = "text";
+};
+
+int Compare(const CompareOptions& o) {
+  absl::StatusOr<Format> format = ParseFormat(o.format);
+  if (!format.ok()) return ReportError("compare", format.status());
+  absl::StatusOr<std::unique_ptr<RpcClient>> client =
+      RpcClient::Connect(o.client);
+  if (!client.ok()) return ReportError("compare", client.status());
+  v1::CompareRequest request;
+  request.set_experiment_id(o.experiment);
+  request.set_schedule_a(o.a);
+  request.set_schedule_b(o.b);
+  v1::CompareResponse response;
+  absl::Status status =
+      (*client)->Call(&v1::ResultsService::Stub::Compare, (*client)->results(),
+                      request, &response);
+  if (!status.ok()) return ReportError("compare", status);
+  PrintCompare(response, *format, std::cout);
   return kExitOk;
 }
 
@@ -301,6 +328,20 @@ void RegisterResultsCommands(CLI::App& app, Action* action) {
         ->check(CLI::NonNegativeNumber);
     AddClientOptions(cmd, &o->client);
     cmd->callback([o, action] { *action = [o] { return Results(*o); }; });
+  }
+  {
+    CLI::App* cmd = app.add_subcommand(
+        "compare",
+        "Compare two schedules of an experiment over their common seeds: the "
+        "paired delta B - A and B's verdict against A (one paired t-test)");
+    auto o = std::make_shared<CompareOptions>();
+    cmd->add_option("--experiment", o->experiment, "Experiment id")->required();
+    cmd->add_option("a", o->a, "Schedule A, e.g. the baseline 12x12")
+        ->required();
+    cmd->add_option("b", o->b, "Schedule B, e.g. 3x3,6x3,12x6")->required();
+    cmd->add_option("--format", o->format, "text, json or csv");
+    AddClientOptions(cmd, &o->client);
+    cmd->callback([o, action] { *action = [o] { return Compare(*o); }; });
   }
   {
     CLI::App* cmd = app.add_subcommand(

@@ -61,6 +61,16 @@ std::string VerdictMethod(const v1::RankResponse& response);
 void PrintRanking(const v1::RankResponse& response, Format format,
                   std::ostream& out);
 
+// CompareTable: one row, a and b, their common seeds, the paired delta
+// b - a with its 95% CI half-width, b's verdict against a and its p-value.
+Table CompareTable(const v1::CompareResponse& response);
+// CompareMethod is the line that states how the compare verdict is reached.
+std::string CompareMethod();
+// PrintCompare prints a Compare response: in text the table, a note on
+// missing values and the method; in CSV the table; in JSON the response.
+void PrintCompare(const v1::CompareResponse& response, Format format,
+                  std::ostream& out);
+
 }  // namespace prism::cli
 
 #endif  // PRISM_CLI_VIEWS_H_

@@ -106,12 +106,21 @@ Coordinator::Coordinator(const CoordinatorOptions& options,
   queue_options.heartbeat_seconds = options.heartbeat_seconds;
   queue_options.max_running_per_user = options.max_running_per_user;
   results_ = std::make_unique<ResultsManager>(store_.get());
-  // Each completion refreshes the experiment's ranking in the background,
-  // so the next Rank finds it warm.
+  seeds_ = std::make_unique<SeedPlanner>(store_.get(), clock_);
+  // Each finished trial refreshes the experiment's ranking in the
+  // background, so the next Rank finds it warm, and, under a seeds policy,
+  // decides at once which schedules get another seed (before the worker's
+  // next Lease, which then finds them queued).
   queue_ = std::make_unique<QueueManager>(
       store_.get(), clock_, &events_, ingest_.get(), queue_options,
-      [results = results_.get()](int64_t experiment_id) {
+      [results = results_.get(), seeds = seeds_.get()](int64_t experiment_id) {
         results->TrialCompleted(experiment_id);
+        absl::StatusOr<int> added = seeds->TrialFinished(experiment_id);
+        if (!added.ok()) {
+          Log(LogLevel::kWarning, "seeds decision failed")
+              .Kv("experiment", experiment_id)
+              .Kv("error", added.status().ToString());
+        }
       });
   PlanOptions plan_options;
   plan_options.default_max_attempts = options.max_attempts;
@@ -151,6 +160,12 @@ absl::Status Coordinator::Bootstrap() {
 }
 
 absl::Status Coordinator::Start() {
+  // A crash between a trial's finish and its seeds decision left the
+  // decision undone; rounds are idempotent, so run every open one again.
+  PRISM_ASSIGN_OR_RETURN(int seeds_added, seeds_->ReconcileAll());
+  if (seeds_added > 0) {
+    Log(LogLevel::kInfo, "added seeds after start").Kv("trials", seeds_added);
+  }
   PRISM_ASSIGN_OR_RETURN(int extended, queue_->ExtendLeasesAfterRestart());
   if (extended > 0) {
     Log(LogLevel::kInfo, "extended live leases after start")

@@ -1,7 +1,7 @@
 // Coordinator: the one place the coordinator is wired together — store,
 // clock, auth, the managers (experiments, queue, ingest, results, events,
-// metrics), the gRPC server with its five services, the HTTP server, and the
-// lease-expiry loop.
+// metrics, adaptive seeds), the gRPC server with its five services, the HTTP
+// server, and the lease-expiry loop.
 //
 //   CoordinatorOptions options;
 //   options.db_path = "prism.db";
@@ -11,7 +11,8 @@
 //   (*c)->grpc_address();                    // "127.0.0.1:40113"
 //   (*c)->Shutdown();                        // drain, stop, close
 //
-// Start extends every live lease by a full lease period (workers could not
+// Start runs every open adaptive-seeds round again (server/seeds.h), extends
+// every live lease by a full lease period (workers could not
 // heartbeat while the coordinator was down) before it serves. Shutdown ends
 // watch streams, stops both servers, lets the report writer commit what it
 // holds, and closes the database.
@@ -38,6 +39,7 @@
 #include "server/metrics.h"
 #include "server/queue.h"
 #include "server/results.h"
+#include "server/seeds.h"
 #include "storage/store.h"
 
 namespace grpc {
@@ -127,6 +129,7 @@ class Coordinator {
   std::unique_ptr<QueueManager> queue_;
   std::unique_ptr<ExperimentManager> experiments_;
   std::unique_ptr<ResultsManager> results_;
+  std::unique_ptr<SeedPlanner> seeds_;
   std::unique_ptr<ExperimentServiceImpl> experiment_service_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::unique_ptr<ResultsServiceImpl> results_service_;

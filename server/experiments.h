@@ -28,8 +28,9 @@ class ExperimentManager {
                     PlanOptions plan_options);
 
   // Submit plans request.spec (or request.spec_text when set) and stores the
-  // experiment with one queued trial per (schedule, seed). InvalidArgument
-  // naming the problem, with nothing stored, for a bad spec.
+  // experiment with one queued trial per (schedule, seed); under a seeds
+  // policy, per seed of the first round (server/seeds.h adds the rest).
+  // InvalidArgument naming the problem, with nothing stored, for a bad spec.
   absl::StatusOr<v1::SubmitResponse> Submit(const Caller& caller,
                                             const v1::SubmitRequest& request);
   // Get returns the experiment with counts and progress; NotFound.

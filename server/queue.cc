@@ -94,14 +94,13 @@ std::vector<storage::LeaseCandidate> OrderLeaseCandidates(
 
 QueueManager::QueueManager(storage::Store* store, const Clock* clock,
                            EventBus* events, IngestWriter* ingest,
-                           QueueOptions options,
-                           CompletionListener on_completed)
+                           QueueOptions options, FinishListener on_finished)
     : store_(store),
       clock_(clock),
       events_(events),
       ingest_(ingest),
       options_(options),
-      on_completed_(std::move(on_completed)) {}
+      on_finished_(std::move(on_finished)) {}
 
 absl::StatusOr<v1::ExperimentSpec> QueueManager::SpecFor(
     int64_t experiment_id) {
@@ -423,9 +422,7 @@ absl::StatusOr<v1::CompleteResponse> QueueManager::Complete(
       .Kv("state", v1::TrialState_Name(trial.state()))
       .Kv("final_val_loss", trial.metrics().final_val_loss())
       .Kv("worker", request.worker_id());
-  if (trial.state() == v1::TRIAL_COMPLETED && on_completed_) {
-    on_completed_(trial.experiment_id());
-  }
+  if (on_finished_) on_finished_(trial.experiment_id());
   v1::CompleteResponse response;
   *response.mutable_trial() = WithPrinciples(std::move(trial), spec);
   PublishTrial(response.trial());
@@ -462,6 +459,9 @@ absl::StatusOr<v1::FailResponse> QueueManager::Fail(
         .Kv("state", v1::TrialState_Name(trial.state()))
         .Kv("retryable", request.retryable())
         .Kv("error", message);
+  }
+  if (trial.state() == v1::TRIAL_FAILED && on_finished_) {
+    on_finished_(trial.experiment_id());
   }
   v1::FailResponse response;
   *response.mutable_trial() = WithPrinciples(std::move(trial), spec);
@@ -514,6 +514,7 @@ absl::StatusOr<int> QueueManager::ExpireLeases() {
         .Kv("state", v1::TrialState_Name(x.trial.state()));
     PublishTrial(x.trial);
     if (x.trial.state() == v1::TRIAL_FAILED) {
+      if (on_finished_) on_finished_(x.trial.experiment_id());
       PublishExperiment(x.trial.experiment_id());
     }
   }

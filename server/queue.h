@@ -73,13 +73,14 @@ int64_t CurveCompleteThrough(const v1::Budget& budget,
 class QueueManager {
  public:
   using ReportDone = std::function<void(absl::StatusOr<v1::ReportResponse>)>;
-  // Told the experiment id each time a trial completes (not diverged), on
-  // the completing call's thread: it must return quickly.
-  using CompletionListener = std::function<void(int64_t experiment_id)>;
+  // Told the experiment id each time a trial finishes (completed, diverged,
+  // or failed by Fail or lease expiry), on that call's thread, after the
+  // finish is committed and before the experiment's event is published.
+  using FinishListener = std::function<void(int64_t experiment_id)>;
 
   QueueManager(storage::Store* store, const Clock* clock, EventBus* events,
                IngestWriter* ingest, QueueOptions options,
-               CompletionListener on_completed = nullptr);
+               FinishListener on_finished = nullptr);
 
   // Register creates or re-registers (same worker_id) a worker owned by the
   // caller. PermissionDenied when the id belongs to another user.
@@ -149,7 +150,7 @@ class QueueManager {
   EventBus* const events_;
   IngestWriter* const ingest_;
   const QueueOptions options_;
-  const CompletionListener on_completed_;
+  const FinishListener on_finished_;
   absl::Mutex lease_mu_;
   absl::Mutex mu_;
   // Resolved specs never change after submit; cached for every lease.

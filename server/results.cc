@@ -1,6 +1,7 @@
 #include "server/results.h"
 
 #include <algorithm>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -43,6 +44,17 @@ std::pair<bool, double> SortKey(const RankedRow& r, v1::RankSort s) {
     default:
       return {true, static_cast<double>(r.rank)};
   }
+}
+
+// PairVerdict is b's verdict against a from the per-seed deltas b - a: one
+// two-sided paired t-test, not adjusted (a single planned comparison).
+v1::Verdict PairVerdict(const std::vector<double>& deltas,
+                        std::optional<double>* p_value) {
+  *p_value = PairedTTestP(deltas);
+  if (!p_value->has_value()) return v1::VERDICT_NEEDS_SEEDS;
+  if (**p_value >= kVerdictAlpha) return v1::VERDICT_TIED;
+  return MeanInterval(deltas).mean < 0.0 ? v1::VERDICT_BETTER
+                                         : v1::VERDICT_WORSE;
 }
 
 }  // namespace
@@ -354,6 +366,9 @@ absl::StatusOr<v1::CompareResponse> ResultsManager::Compare(
   *response.mutable_a() = RankedRowToProto(*row_a, analysis->base_heads);
   *response.mutable_b() = RankedRowToProto(*row_b, analysis->base_heads);
   *response.mutable_delta() = IntervalToProto(MeanInterval(deltas));
+  std::optional<double> p_value;
+  response.set_verdict(PairVerdict(deltas, &p_value));
+  if (p_value.has_value()) response.set_p_value(*p_value);
   return response;
 }
 

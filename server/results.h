@@ -84,9 +84,10 @@ class ResultsManager {
   // NotFound for an unknown trial.
   absl::StatusOr<v1::GetTrialResponse> GetTrial(
       const v1::GetTrialRequest& request);
-  // Compare returns both schedules' rows and the paired (common seeds)
-  // delta b - a of final val loss. InvalidArgument for malformed schedules;
-  // NotFound when either has no completed trial.
+  // Compare returns both schedules' rows, the paired (common seeds) delta
+  // b - a of final val loss, and b's verdict against a (one unadjusted
+  // paired t-test; see CompareResponse). InvalidArgument for malformed
+  // schedules; NotFound when either has no completed trial.
   absl::StatusOr<v1::CompareResponse> Compare(
       const v1::CompareRequest& request);
 

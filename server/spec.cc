@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <set>
 
 #include "absl/container/flat_hash_set.h"
@@ -12,6 +13,7 @@
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
 #include "google/protobuf/text_format.h"
+#include "scheduler/adaptive_seeds.h"
 #include "server/auth.h"
 #include "server/convert.h"
 
@@ -176,11 +178,44 @@ absl::StatusOr<v1::Budget> ResolveBudget(const v1::Budget& in,
   return b;
 }
 
-absl::Status CheckSeeds(const v1::ExperimentSpec& spec) {
-  if (spec.seeds().empty()) {
+absl::Status CheckSeedsPolicy(const v1::SeedsPolicy& policy, int listed) {
+  if (policy.min() < 2) {
+    return Invalid("seeds_policy.min must be at least 2 (a verdict needs 2 ",
+                   absl::StrCat("paired seeds; got ", policy.min(), ")"));
+  }
+  if (policy.max() < policy.min()) {
+    return Invalid(
+        "seeds_policy.max (", absl::StrCat(policy.max()),
+        absl::StrCat(") is below seeds_policy.min (", policy.min(), ")"));
+  }
+  if (policy.max() > kMaxPolicySeeds) {
+    return Invalid("seeds_policy.max must be at most ",
+                   absl::StrCat(kMaxPolicySeeds, " (got ", policy.max(), ")"));
+  }
+  if (listed > policy.max()) {
+    return Invalid("seeds lists ", absl::StrCat(listed),
+                   absl::StrCat(" seeds, more than seeds_policy.max (",
+                                policy.max(), ")"));
+  }
+  return absl::OkStatus();
+}
+
+// PlannedSeeds checks the spec's seeds (and seeds policy) and returns the
+// seeds to plan trials for now and the resolved spec's seed list: the same
+// list without a policy; with one, the first `min` of the policy's sequence
+// and the whole sequence.
+absl::Status PlannedSeeds(const v1::ExperimentSpec& spec,
+                          std::vector<int64_t>* first_round,
+                          std::vector<int64_t>* resolved) {
+  const bool adaptive = spec.has_seeds_policy();
+  if (adaptive) {
+    PRISM_RETURN_IF_ERROR(
+        CheckSeedsPolicy(spec.seeds_policy(), spec.seeds_size()));
+  } else if (spec.seeds().empty()) {
     return Invalid("seeds: at least one seed is required (e.g. seeds: 1)");
   }
   absl::flat_hash_set<int64_t> seen;
+  int64_t largest = 0;
   for (int64_t seed : spec.seeds()) {
     if (seed < 0) {
       return Invalid("seeds: seed ", absl::StrCat(seed),
@@ -189,7 +224,21 @@ absl::Status CheckSeeds(const v1::ExperimentSpec& spec) {
     if (!seen.insert(seed).second) {
       return Invalid("seeds: seed ", absl::StrCat(seed), " is listed twice");
     }
+    largest = std::max(largest, seed);
   }
+  resolved->assign(spec.seeds().begin(), spec.seeds().end());
+  if (!adaptive) {
+    *first_round = *resolved;
+    return absl::OkStatus();
+  }
+  const int max = spec.seeds_policy().max();
+  if (largest > std::numeric_limits<int64_t>::max() - max) {
+    return Invalid("seeds: seed ", absl::StrCat(largest),
+                   " leaves no room for the seeds_policy's further seeds");
+  }
+  *resolved = SeedSequence(*resolved, max);
+  first_round->assign(resolved->begin(),
+                      resolved->begin() + spec.seeds_policy().min());
   return absl::OkStatus();
 }
 
@@ -304,7 +353,9 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
   PRISM_ASSIGN_OR_RETURN(plan.shape, ResolveShape(spec.model()));
   PRISM_ASSIGN_OR_RETURN(v1::Budget budget,
                          ResolveBudget(spec.budget(), plan.shape));
-  PRISM_RETURN_IF_ERROR(CheckSeeds(spec));
+  std::vector<int64_t> first_round;
+  std::vector<int64_t> all_seeds;
+  PRISM_RETURN_IF_ERROR(PlannedSeeds(spec, &first_round, &all_seeds));
   if (spec.max_attempts() < 0) {
     return Invalid("max_attempts must not be negative (got ",
                    absl::StrCat(spec.max_attempts()), ")");
@@ -327,7 +378,8 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
   absl::Status space_ok = ValidateSpace(plan.space);
   if (!space_ok.ok()) return Prefixed("space: ", space_ok);
 
-  const int seeds = spec.seeds_size();
+  // The trial limits count every seed a schedule may get.
+  const int seeds = static_cast<int>(all_seeds.size());
   v1::Strategy strategy = spec.strategy() == v1::STRATEGY_UNSPECIFIED
                               ? v1::STRATEGY_GRID
                               : spec.strategy();
@@ -365,6 +417,7 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
   plan.spec.set_min_run(plan.space.min_run);
   plan.spec.set_max_run(plan.space.max_run);
   plan.spec.set_strategy(strategy);
+  *plan.spec.mutable_seeds() = {all_seeds.begin(), all_seeds.end()};
   plan.spec.set_max_attempts(spec.max_attempts() > 0
                                  ? spec.max_attempts()
                                  : options.default_max_attempts);
@@ -375,8 +428,8 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
   const Schedule baseline =
       Schedule::Uniform(plan.shape.base_heads, plan.shape.layers);
   plan.baseline = baseline.ToString();
-  plan.trials.reserve((schedules.size() + 1) * seeds);
-  for (int64_t seed : spec.seeds()) {
+  plan.trials.reserve((schedules.size() + 1) * first_round.size());
+  for (int64_t seed : first_round) {
     plan.trials.push_back(storage::NewTrial{plan.baseline, seed, true});
     for (const Schedule& s : schedules) {
       if (s == baseline) continue;

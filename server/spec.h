@@ -2,8 +2,10 @@
 // resolved plan — the model shape (preset plus overrides), every zero budget
 // field filled from the preset's training defaults, the schedule list (grid,
 // random sample or explicit list) with the uniform baseline always added, and
-// one trial per (schedule, seed). Nothing here touches storage: a spec that
-// fails validation never reaches it.
+// one trial per (schedule, seed) — under a seeds policy, per (schedule, seed
+// of the first round): the resolved spec then lists the policy's whole seed
+// sequence (scheduler/adaptive_seeds.h) and the coordinator adds the rest.
+// Nothing here touches storage: a spec that fails validation never reaches it.
 //
 //   absl::StatusOr<v1::ExperimentSpec> spec = ParseSpecText(text);
 //   absl::StatusOr<ExperimentPlan> plan = PlanExperiment(*spec, {});
@@ -49,10 +51,11 @@ absl::StatusOr<v1::ExperimentSpec> ParseSpecText(absl::string_view text);
 
 // PlanExperiment validates and resolves `spec`. InvalidArgument naming the
 // first problem: unknown preset, inconsistent model overrides, bad budget
-// numbers, no or duplicate seeds, a principle filter that leaves no schedule,
-// an explicit schedule that is malformed, of the wrong depth, breaks a hard
-// constraint or a requested principle, random strategy without samples, or a
-// grid over options.max_trials trials.
+// numbers, no or duplicate seeds, a bad seeds policy (min below 2, max
+// below min or above kMaxPolicySeeds, more seeds listed than max), a principle
+// filter that leaves no schedule, an explicit schedule that is malformed, of
+// the wrong depth, breaks a hard constraint or a requested principle, random
+// strategy without samples, or a grid over options.max_trials trials.
 absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
                                               const PlanOptions& options);
 

@@ -34,6 +34,9 @@ struct ExperimentRow {
   int64_t unfinished = 0;
   int64_t trials = 0;
   std::set<int64_t> seeds, baseline_seeds;
+  // A seeds policy: a drained experiment waits for the coordinator's next
+  // seeds decision (at the latest its next start), not an inconsistency.
+  bool adaptive_seeds = false;
 };
 
 struct AttemptRow {
@@ -257,6 +260,7 @@ class Checker {
       e.cadence.steps = spec.budget().steps();
       e.cadence.log_every = std::max<int64_t>(1, spec.budget().log_every());
       e.cadence.eval_every = std::max<int64_t>(1, spec.budget().eval_every());
+      e.adaptive_seeds = spec.has_seeds_policy();
     }
     result_.experiments = static_cast<int64_t>(experiments_.size());
     return absl::OkStatus();
@@ -392,7 +396,7 @@ class Checker {
       }
       if ((e.state == v1::EXPERIMENT_ACTIVE ||
            e.state == v1::EXPERIMENT_PAUSED) &&
-          e.unfinished == 0) {
+          e.unfinished == 0 && !e.adaptive_seeds) {
         result_.problems.push_back(
             absl::StrCat(label, ": every trial finished but it is not done"));
       }

@@ -192,8 +192,8 @@ absl::StatusOr<CreatedExperiment> SqliteStore::CreateExperiment(
     PRISM_ASSIGN_OR_RETURN(
         Query q,
         c->Prepare("INSERT INTO experiments (name, owner, spec, state, "
-                   "priority, max_attempts, created_ms, updated_ms) "
-                   "VALUES (?, ?, ?, ?, ?, ?, ?, ?)"));
+                   "priority, max_attempts, created_ms, updated_ms, "
+                   "adaptive_seeds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"));
     q.BindText(1, e.name);
     q.BindText(2, e.owner);
     q.BindBlob(3, spec);
@@ -202,6 +202,7 @@ absl::StatusOr<CreatedExperiment> SqliteStore::CreateExperiment(
     q.Bind(6, static_cast<int64_t>(e.max_attempts));
     q.Bind(7, e.now_ms);
     q.Bind(8, e.now_ms);
+    q.Bind(9, static_cast<int64_t>(e.spec.has_seeds_policy() ? 1 : 0));
     PRISM_RETURN_IF_ERROR(q.Run());
     created.id = c->last_insert_rowid();
   }
@@ -469,6 +470,29 @@ absl::StatusOr<std::vector<TrialOutcome>> SqliteStore::ListFinishedOutcomes(
     outcomes.push_back(std::move(o));
   }
   return outcomes;
+}
+
+absl::StatusOr<std::vector<TrialKey>> SqliteStore::ListTrialKeys(
+    int64_t experiment_id) {
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
+  PRISM_ASSIGN_OR_RETURN(
+      Query q, r->Prepare("SELECT schedule, seed, is_baseline, state FROM "
+                          "trials WHERE experiment_id = ? ORDER BY id"));
+  q.Bind(1, experiment_id);
+  std::vector<TrialKey> keys;
+  while (true) {
+    PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    keys.push_back(TrialKey{q.Text(0), q.Int(1), q.Int(2) != 0,
+                            static_cast<v1::TrialState>(q.Int(3))});
+  }
+  return keys;
+}
+
+absl::StatusOr<SeedRoundResult> SqliteStore::ApplySeedRound(
+    const SeedRound& round) {
+  absl::MutexLock lock(&write_mu_);
+  return internal::ApplySeedRound(writer_.get(), round);
 }
 
 absl::StatusOr<LastStored> SqliteStore::LastStoredSteps(int64_t trial_id) {

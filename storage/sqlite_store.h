@@ -1,13 +1,13 @@
 // SqliteStore: the Store on one SQLite file.
 //
-// Schema v4 (versioned migrations in a `schema_migrations` table, applied in
+// Schema v5 (versioned migrations in a `schema_migrations` table, applied in
 // one transaction at Open, idempotent): users, tokens (SHA-256 hashes only),
 // experiments (resolved spec as a binary proto), trials (unique per
 // (experiment, schedule, seed, config fingerprint); at completion the
 // metrics message, the ranking fields copied out of it into columns and a
 // compact val-curve blob, so ranking neither scans points nor parses
-// messages), trial_attempts, points (PRIMARY KEY (trial_id, split, step),
-// WITHOUT ROWID) and workers.
+// messages; v5: experiments' adaptive-seeds columns), trial_attempts, points
+// (PRIMARY KEY (trial_id, split, step), WITHOUT ROWID) and workers.
 //
 // The file runs in WAL mode with foreign keys on and memory-mapped reads, at
 // the durability SqliteStoreOptions picks (below; by default a committed
@@ -47,7 +47,7 @@ class ReaderPool;
 }  // namespace internal
 
 // kSchemaVersion is the newest schema this binary knows.
-inline constexpr int kSchemaVersion = 4;
+inline constexpr int kSchemaVersion = 5;
 
 // SqliteStoreOptions are the choices SqliteStore::Open takes.
 struct SqliteStoreOptions {
@@ -115,6 +115,10 @@ class SqliteStore final : public Store {
       int64_t trial_id) override;
   absl::StatusOr<std::vector<TrialOutcome>> ListFinishedOutcomes(
       int64_t experiment_id) override;
+  absl::StatusOr<std::vector<TrialKey>> ListTrialKeys(
+      int64_t experiment_id) override;
+  absl::StatusOr<SeedRoundResult> ApplySeedRound(
+      const SeedRound& round) override;
   absl::StatusOr<LastStored> LastStoredSteps(int64_t trial_id) override;
   absl::StatusOr<int64_t> CountFinished(int64_t experiment_id) override;
   absl::StatusOr<std::map<v1::TrialState, int64_t>> CountTrialsByState()

@@ -139,6 +139,32 @@ struct LastStored {
   int64_t val = -1;
 };
 
+// TrialKey is a trial's identity and state, what adaptive seeds decide on.
+struct TrialKey {
+  std::string schedule;
+  int64_t seed = 0;
+  bool is_baseline = false;
+  v1::TrialState state = v1::TRIAL_STATE_UNSPECIFIED;
+};
+
+// SeedRound is one adaptive-seeds decision to apply (server/seeds.h). It was
+// made from a snapshot with `seen_trials` trials of which `seen_finished`
+// had finished (completed, diverged or failed), and holds only while the
+// experiment still has exactly those counts.
+struct SeedRound {
+  int64_t experiment_id = 0;
+  int64_t seen_trials = 0;
+  int64_t seen_finished = 0;
+  std::vector<NewTrial> trials;  // to add, queued
+  std::string note;              // the decision's summary, for users
+  int64_t now_ms = 0;
+};
+
+struct SeedRoundResult {
+  int added = 0;  // trials inserted (an existing (schedule, seed) is skipped)
+  v1::ExperimentState state = v1::EXPERIMENT_STATE_UNSPECIFIED;  // after it
+};
+
 struct WorkerUpdate {
   std::string worker_id;
   int64_t trial_id = 0;  // 0 when idle
@@ -204,6 +230,22 @@ class Store {
   // Metrics are read for completed trials only.
   virtual absl::StatusOr<std::vector<TrialOutcome>> ListFinishedOutcomes(
       int64_t experiment_id) = 0;
+  // ListTrialKeys returns every trial of the experiment (any state) as its
+  // (schedule, seed, is_baseline, state), by id.
+  virtual absl::StatusOr<std::vector<TrialKey>> ListTrialKeys(
+      int64_t experiment_id) = 0;
+  // ApplySeedRound applies an adaptive-seeds decision in one transaction:
+  // when the experiment is active or paused and still has the round's seen
+  // counts, it adds round.trials (queued, with the experiment's config
+  // fingerprint; a (schedule, seed) it already has is skipped), adds their
+  // number to seeds_added, records the note, and marks the experiment done
+  // when it then has no queued, leased or running trial. Aborted when the
+  // counts changed (decide again on fresh state); OK and nothing written
+  // for a cancelled or done experiment; NotFound. An experiment with a
+  // seeds policy becomes done only here: finishing its last trial does not
+  // end it.
+  virtual absl::StatusOr<SeedRoundResult> ApplySeedRound(
+      const SeedRound& round) = 0;
   // LastStoredSteps returns the highest stored step of the trial's train and
   // val points (-1 for a split with none). NotFound for no such trial.
   virtual absl::StatusOr<LastStored> LastStoredSteps(int64_t trial_id) = 0;

@@ -119,23 +119,28 @@ absl::Status ReleaseWorker(Connection* conn, const std::string& worker_id,
 }
 
 // FinishExperimentIfDrained marks an active or paused experiment done once
-// no trial is queued, leased or running.
+// no trial is queued, leased or running. An experiment with a seeds policy is
+// left to ApplySeedRound (`seeds_decided` true), which knows whether seeds
+// are still to be added.
 absl::Status FinishExperimentIfDrained(Connection* conn, int64_t id,
-                                       int64_t now_ms) {
+                                       int64_t now_ms,
+                                       bool seeds_decided = false) {
   PRISM_ASSIGN_OR_RETURN(
       Query q,
       conn->Prepare("UPDATE experiments SET state = ?, updated_ms = ? WHERE "
-                    "id = ? AND state IN (?, ?) AND NOT EXISTS (SELECT 1 FROM "
-                    "trials WHERE experiment_id = ? AND state IN (?, ?, ?))"));
+                    "id = ? AND state IN (?, ?) AND (adaptive_seeds = 0 OR ?) "
+                    "AND NOT EXISTS (SELECT 1 FROM trials WHERE experiment_id "
+                    "= ? AND state IN (?, ?, ?))"));
   q.Bind(1, static_cast<int64_t>(v1::EXPERIMENT_DONE));
   q.Bind(2, now_ms);
   q.Bind(3, id);
   q.Bind(4, static_cast<int64_t>(v1::EXPERIMENT_ACTIVE));
   q.Bind(5, static_cast<int64_t>(v1::EXPERIMENT_PAUSED));
-  q.Bind(6, id);
-  q.Bind(7, kQueued);
-  q.Bind(8, kLeased);
-  q.Bind(9, kRunning);
+  q.Bind(6, static_cast<int64_t>(seeds_decided ? 1 : 0));
+  q.Bind(7, id);
+  q.Bind(8, kQueued);
+  q.Bind(9, kLeased);
+  q.Bind(10, kRunning);
   return q.Run();
 }
 
@@ -527,6 +532,90 @@ absl::StatusOr<std::vector<ExpiredLease>> ExpireLeases(Connection* c,
   }
   PRISM_RETURN_IF_ERROR(txn.Commit());
   return changed;
+}
+
+absl::StatusOr<SeedRoundResult> ApplySeedRound(Connection* c,
+                                               const SeedRound& round) {
+  PRISM_ASSIGN_OR_RETURN(Transaction txn,
+                         Transaction::Begin(c, Transaction::Kind::kWrite));
+  SeedRoundResult result;
+  {
+    PRISM_ASSIGN_OR_RETURN(
+        Query q, c->Prepare("SELECT state FROM experiments WHERE id = ?"));
+    q.Bind(1, round.experiment_id);
+    PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) {
+      return absl::NotFoundError(
+          absl::StrCat("experiment ", round.experiment_id, " not found"));
+    }
+    result.state = static_cast<v1::ExperimentState>(q.Int(0));
+  }
+  if (result.state != v1::EXPERIMENT_ACTIVE &&
+      result.state != v1::EXPERIMENT_PAUSED) {
+    return result;
+  }
+  std::string fingerprint;
+  {
+    PRISM_ASSIGN_OR_RETURN(
+        Query q,
+        c->Prepare("SELECT COUNT(*), COALESCE(SUM(state IN (?, ?, ?)), 0), "
+                   "MIN(config_fingerprint) FROM trials WHERE experiment_id "
+                   "= ?"));
+    q.Bind(1, static_cast<int64_t>(v1::TRIAL_COMPLETED));
+    q.Bind(2, static_cast<int64_t>(v1::TRIAL_DIVERGED));
+    q.Bind(3, static_cast<int64_t>(v1::TRIAL_FAILED));
+    q.Bind(4, round.experiment_id);
+    PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row || q.Int(0) != round.seen_trials ||
+        q.Int(1) != round.seen_finished) {
+      return absl::AbortedError(absl::StrCat(
+          "experiment ", round.experiment_id,
+          " changed since the seeds decision was made; decide again"));
+    }
+    fingerprint = q.Text(2);
+  }
+  {
+    PRISM_ASSIGN_OR_RETURN(
+        Query q,
+        c->Prepare("INSERT OR IGNORE INTO trials (experiment_id, schedule, "
+                   "seed, config_fingerprint, is_baseline, state, "
+                   "total_steps, created_ms) SELECT ?1, ?2, ?3, ?4, ?5, ?6, "
+                   "(SELECT MAX(total_steps) FROM trials WHERE experiment_id "
+                   "= ?1), ?7"));
+    for (const NewTrial& t : round.trials) {
+      q.Bind(1, round.experiment_id);
+      q.BindText(2, t.schedule);
+      q.Bind(3, t.seed);
+      q.BindText(4, fingerprint);
+      q.Bind(5, static_cast<int64_t>(t.is_baseline ? 1 : 0));
+      q.Bind(6, kQueued);
+      q.Bind(7, round.now_ms);
+      PRISM_RETURN_IF_ERROR(q.Run());
+      result.added += static_cast<int>(c->changes());
+    }
+  }
+  {
+    PRISM_ASSIGN_OR_RETURN(
+        Query q, c->Prepare("UPDATE experiments SET seeds_added = seeds_added "
+                            "+ ?, seeds_note = ?, updated_ms = ? WHERE id = "
+                            "?"));
+    q.Bind(1, static_cast<int64_t>(result.added));
+    q.BindText(2, round.note);
+    q.Bind(3, round.now_ms);
+    q.Bind(4, round.experiment_id);
+    PRISM_RETURN_IF_ERROR(q.Run());
+  }
+  PRISM_RETURN_IF_ERROR(FinishExperimentIfDrained(
+      c, round.experiment_id, round.now_ms, /*seeds_decided=*/true));
+  {
+    PRISM_ASSIGN_OR_RETURN(
+        Query q, c->Prepare("SELECT state FROM experiments WHERE id = ?"));
+    q.Bind(1, round.experiment_id);
+    PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (row) result.state = static_cast<v1::ExperimentState>(q.Int(0));
+  }
+  PRISM_RETURN_IF_ERROR(txn.Commit());
+  return result;
 }
 
 absl::StatusOr<int> ExtendLiveLeases(Connection* c, int64_t deadline_ms) {

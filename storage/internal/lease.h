@@ -2,7 +2,9 @@
 // to a worker (LEASED, attempt + 1), runs (RUNNING, on its first heartbeat,
 // Start or report), and ends completed or diverged, failed (requeued while
 // attempts remain), released (requeued, not counted as a failure) or expired
-// (treated as a failure). Every transition after the lease is a
+// (treated as a failure). An experiment ends done when its last trial
+// finishes, or, under a seeds policy, when ApplySeedRound adds no trial to a
+// drained queue. Every transition after the lease is a
 // compare-and-set on (trial, attempt, worker): a caller that no longer holds
 // the lease gets FailedPrecondition and nothing is written.
 //
@@ -60,6 +62,9 @@ absl::StatusOr<v1::Trial> ReleaseTrial(Connection* c, const AttemptRef& ref,
 
 absl::StatusOr<std::vector<ExpiredLease>> ExpireLeases(Connection* c,
                                                        int64_t now_ms);
+
+absl::StatusOr<SeedRoundResult> ApplySeedRound(Connection* c,
+                                               const SeedRound& round);
 
 absl::StatusOr<int> ExtendLiveLeases(Connection* c, int64_t deadline_ms);
 

@@ -154,8 +154,8 @@ absl::StatusOr<v1::Experiment> ReadExperiment(Connection* conn, int64_t id) {
   {
     PRISM_ASSIGN_OR_RETURN(
         Query q, conn->Prepare("SELECT id, name, owner, spec, state, priority, "
-                               "created_ms, updated_ms FROM experiments WHERE "
-                               "id = ?"));
+                               "created_ms, updated_ms, seeds_added, "
+                               "seeds_note FROM experiments WHERE id = ?"));
     q.Bind(1, id);
     PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) {
@@ -172,6 +172,8 @@ absl::StatusOr<v1::Experiment> ReadExperiment(Connection* conn, int64_t id) {
     e.set_priority(static_cast<int32_t>(q.Int(5)));
     e.set_created_unix_ms(q.Int(6));
     e.set_updated_unix_ms(q.Int(7));
+    e.set_seeds_added(static_cast<int32_t>(q.Int(8)));
+    e.set_seeds_note(q.Text(9));
   }
   PRISM_ASSIGN_OR_RETURN(
       Query q,

@@ -154,6 +154,16 @@ ALTER TABLE trials ADD COLUMN diverged INTEGER;
 ALTER TABLE trials ADD COLUMN attention_distance BLOB;
 )sql";
 
+// v5: adaptive seeds. adaptive_seeds marks an experiment whose spec has a
+// seeds policy: a drained trial queue does not make it done (the coordinator
+// decides, in ApplySeedRound, whether seeds are still to be added);
+// seeds_added and seeds_note record what those decisions added and why.
+constexpr char kSchemaV5[] = R"sql(
+ALTER TABLE experiments ADD COLUMN adaptive_seeds INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE experiments ADD COLUMN seeds_added INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE experiments ADD COLUMN seeds_note TEXT NOT NULL DEFAULT '';
+)sql";
+
 // BackfillRankingColumns fills the v4 ranking columns of every trial that
 // has a metrics message, parsing it with the generated TrialMetrics. A
 // message that does not parse leaves the row's columns NULL (and a warning),
@@ -206,6 +216,7 @@ const std::vector<Migration>& Migrations() {
       {2, "nullable trial_attempts.resumed_from_step", kSchemaV2, nullptr},
       {3, "workers.stopped_ms", kSchemaV3, nullptr},
       {4, "trials ranking columns", kSchemaV4, BackfillRankingColumns},
+      {5, "experiments adaptive seeds", kSchemaV5, nullptr},
   };
   return *migrations;
 }

@@ -120,6 +120,29 @@ TEST(EndToEndTest, SubmitTrainAndRankWithTwoWorkers) {
       << status.out;
   EXPECT_THAT(status.out, HasSubstr("completed"));
 
+  // `prism compare`: one seed in common, so no interval and no verdict yet.
+  CommandResult compare = cluster.Run(
+      {"compare", "--experiment", std::to_string(*id), "4x6", "1x2,4x4"});
+  ASSERT_EQ(compare.status, 0) << compare.err;
+  EXPECT_THAT(compare.out, HasSubstr("needs_seeds"));
+  EXPECT_THAT(compare.out, HasSubstr("not adjusted (one planned comparison)"));
+  CommandResult compare_json =
+      cluster.Run({"compare", "--experiment", std::to_string(*id), "4x6",
+                   "1x2,4x4", "--format", "json"});
+  ASSERT_EQ(compare_json.status, 0) << compare_json.err;
+  v1::CompareResponse compared;
+  ASSERT_TRUE(
+      google::protobuf::util::JsonStringToMessage(compare_json.out, &compared)
+          .ok())
+      << compare_json.out;
+  EXPECT_EQ(compared.verdict(), v1::VERDICT_NEEDS_SEEDS);
+  EXPECT_EQ(compared.delta().n(), 1);
+  CommandResult bad_compare = cluster.Run(
+      {"compare", "--experiment", std::to_string(*id), "4x6", "4x"});
+  EXPECT_EQ(bad_compare.status, 2);
+  EXPECT_EQ(std::count(bad_compare.err.begin(), bad_compare.err.end(), '\n'), 1)
+      << bad_compare.err;
+
   CommandResult list = cluster.Run({"status"});
   ASSERT_EQ(list.status, 0) << list.err;
   EXPECT_THAT(list.out, HasSubstr("e2e tiny grid"));
@@ -151,6 +174,43 @@ TEST(EndToEndTest, SubmitTrainAndRankWithTwoWorkers) {
   ASSERT_EQ(stopped.status, 0) << stopped.err;
   EXPECT_THAT(stopped.out, HasSubstr(" stopped "));
   EXPECT_THAT(stopped.out, Not(HasSubstr(" idle ")));
+}
+
+TEST(EndToEndTest, AnAdaptiveExperimentAddsSeedsAndEnds) {
+  LocalCluster cluster;
+  ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartWorker().ok());
+  absl::StatusOr<int64_t> id = cluster.SubmitSpec(R"pb(
+    name: "e2e adaptive"
+    model { preset: "tiny" }
+    budget {
+      steps: 20
+      batch_size: 4
+      eval_every: 10
+      eval_batches: 2
+      log_every: 5
+      checkpoint_every: 10
+    }
+    schedules: "2x2,4x4"
+    seeds_policy { min: 2 max: 3 }
+  )pb");
+  ASSERT_TRUE(id.ok()) << id.status();
+  absl::StatusOr<v1::Experiment> done =
+      cluster.WaitForExperiment(*id, absl::Minutes(4));
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->state(), v1::EXPERIMENT_DONE) << cluster.Logs();
+  // 2 seeds for the schedule and the baseline, and a third for both unless
+  // the schedule was resolved on two.
+  EXPECT_EQ(done->counts().completed(), done->counts().total());
+  EXPECT_EQ(done->counts().total(), 4 + done->seeds_added());
+  EXPECT_TRUE(done->seeds_added() == 0 || done->seeds_added() == 2)
+      << done->seeds_added();
+  EXPECT_THAT(done->seeds_note(), HasSubstr("0 waiting"));
+
+  CommandResult status = cluster.Run({"status", std::to_string(*id)});
+  ASSERT_EQ(status.status, 0) << status.err;
+  EXPECT_THAT(status.out, HasSubstr("adaptive seeds 2..3 per schedule: "));
+  EXPECT_THAT(status.out, HasSubstr("last decision: added no seed"));
 }
 
 }  // namespace

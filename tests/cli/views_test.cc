@@ -159,5 +159,50 @@ TEST(ViewsTest, MfuTextSaysWhenTheTrialBeatTheMeasuredPeak) {
             "matmul measured)");
 }
 
+v1::CompareResponse Compared(int seeds, v1::Verdict verdict) {
+  v1::CompareResponse r;
+  r.mutable_a()->set_schedule("4x6");
+  r.mutable_b()->set_schedule("2x3,4x3");
+  r.mutable_delta()->set_mean(-0.0123);
+  r.mutable_delta()->set_n(seeds);
+  if (seeds >= 2) {
+    r.mutable_delta()->set_low(-0.0223);
+    r.mutable_delta()->set_high(-0.0023);
+    r.set_p_value(0.0312);
+  }
+  r.set_verdict(verdict);
+  return r;
+}
+
+TEST(ViewsTest, CompareShowsBsVerdictItsPValueAndTheMethod) {
+  std::ostringstream out;
+  PrintCompare(Compared(3, v1::VERDICT_BETTER), Format::kText, out);
+  const std::string text = out.str();
+  EXPECT_THAT(text, HasSubstr("4x6  2x3,4x3"));
+  EXPECT_THAT(text, HasSubstr("-0.0123  0.0100"));
+  EXPECT_THAT(text, HasSubstr("better     0.031\n"));
+  EXPECT_THAT(text, HasSubstr("not adjusted (one planned comparison)"));
+  EXPECT_THAT(text, Not(HasSubstr("fewer than 2 seeds")));
+
+  std::ostringstream one;
+  PrintCompare(Compared(1, v1::VERDICT_NEEDS_SEEDS), Format::kText, one);
+  EXPECT_THAT(one.str(), HasSubstr("needs_seeds"));
+  EXPECT_THAT(one.str(), HasSubstr("ci95, p - = fewer than 2 seeds"));
+
+  std::ostringstream json;
+  PrintCompare(Compared(1, v1::VERDICT_NEEDS_SEEDS), Format::kJson, json);
+  EXPECT_THAT(json.str(), HasSubstr("\"verdict\": \"VERDICT_NEEDS_SEEDS\""));
+  EXPECT_THAT(json.str(), Not(HasSubstr("pValue")));
+  std::ostringstream json3;
+  PrintCompare(Compared(3, v1::VERDICT_BETTER), Format::kJson, json3);
+  EXPECT_THAT(json3.str(), HasSubstr("\"pValue\": 0.0312"));
+
+  std::ostringstream csv;
+  PrintCompare(Compared(3, v1::VERDICT_BETTER), Format::kCsv, csv);
+  EXPECT_EQ(csv.str(),
+            "a,b,common_seeds,delta_b_minus_a,ci95,verdict_b,p\n"
+            "4x6,\"2x3,4x3\",3,-0.0123,0.0100,better,0.031\n");
+}
+
 }  // namespace
 }  // namespace prism::cli

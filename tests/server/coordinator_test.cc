@@ -1,5 +1,7 @@
 // In-process service tests: a real coordinator (SQLite file, gRPC on
 // loopback, fake clock) driven through the generated stubs.
+#include <cmath>
+#include <functional>
 #include <map>
 #include <thread>
 
@@ -275,6 +277,8 @@ TEST_F(ServiceTest, GetTrialIncludesSameSeedBaselineAndCompareIsPaired) {
   EXPECT_NEAR(compared.delta().mean(), -0.2, 1e-6);
   EXPECT_EQ(compared.delta().n(), 1);
   EXPECT_FALSE(compared.delta().has_low());
+  EXPECT_EQ(compared.verdict(), v1::VERDICT_NEEDS_SEEDS);
+  EXPECT_FALSE(compared.has_p_value());
   cmp.set_schedule_b("1x2,4x4");
   auto ctx3 = Ctx(viewer_);
   EXPECT_EQ(results_->Compare(ctx3.get(), cmp, &compared).error_code(),
@@ -887,6 +891,195 @@ INSTANTIATE_TEST_SUITE_P(
     [](const ::testing::TestParamInfo<BadSpecCase>& info) {
       return std::string(info.param.name);
     });
+
+// AdaptiveSeedsTest drives experiments with a seeds policy through a fake
+// worker that completes every trial with a planted loss.
+class AdaptiveSeedsTest : public ServiceTest {
+ protected:
+  using LossFn = std::function<double(const std::string&, int64_t)>;
+
+  // RunQueued leases and completes trials until none is left to lease;
+  // returns how many it completed.
+  int RunQueued(const std::string& worker, const LossFn& loss,
+                int limit = 1000) {
+    int n = 0;
+    while (n < limit) {
+      const v1::TrialTask task = Lease(worker_token_, worker);
+      if (task.trial().id() == 0) break;
+      v1::CompleteResponse done;
+      EXPECT_TRUE(Complete(worker_token_, worker, task.trial(),
+                           loss(task.trial().schedule(), task.trial().seed()),
+                           &done)
+                      .ok());
+      ++n;
+    }
+    return n;
+  }
+
+  // SeedsBySchedule returns every trial's seed, by schedule.
+  std::map<std::string, std::vector<int64_t>> SeedsBySchedule(int64_t id) {
+    v1::ListTrialsRequest req;
+    req.set_experiment_id(id);
+    req.set_page_size(1000);
+    v1::ListTrialsResponse resp;
+    auto ctx = Ctx(viewer_);
+    EXPECT_TRUE(experiments_->ListTrials(ctx.get(), req, &resp).ok());
+    std::map<std::string, std::vector<int64_t>> out;
+    for (const v1::Trial& t : resp.trials()) {
+      out[t.schedule()].push_back(t.seed());
+    }
+    return out;
+  }
+
+  v1::CompareResponse CompareWithBaseline(int64_t id,
+                                          const std::string& schedule) {
+    v1::CompareRequest req;
+    req.set_experiment_id(id);
+    req.set_schedule_a("4x6");
+    req.set_schedule_b(schedule);
+    v1::CompareResponse resp;
+    auto ctx = Ctx(viewer_);
+    EXPECT_TRUE(results_->Compare(ctx.get(), req, &resp).ok());
+    return resp;
+  }
+
+  static v1::ExperimentSpec Adaptive(const std::vector<std::string>& schedules,
+                                     const std::vector<int64_t>& seeds, int min,
+                                     int max) {
+    v1::ExperimentSpec spec = Spec(schedules, seeds);
+    spec.mutable_seeds_policy()->set_min(min);
+    spec.mutable_seeds_policy()->set_max(max);
+    return spec;
+  }
+};
+
+constexpr char kBetter[] = "2x2,4x4";
+constexpr char kNoisy[] = "1x2,4x4";
+
+TEST_F(AdaptiveSeedsTest,
+       TiedSchedulesGetSeedsUntilResolvedThenTheExperimentIsDone) {
+  const int64_t id = Submit(alice_, Adaptive({kBetter, kNoisy}, {}, 2, 4));
+  ASSERT_GT(id, 0);
+  EXPECT_EQ(GetExperiment(id).counts().total(), 6);
+  EXPECT_THAT(GetExperiment(id).spec().seeds(), ElementsAre(1, 2, 3, 4));
+  // kBetter is 0.1 below the baseline on every seed; kNoisy 0.05 above on
+  // odd seeds, 0.03 on even ones: tied on 2 seeds (p 0.156), worse on 3
+  // (p 0.023, Holm over 2), and never overlapping kBetter's interval.
+  const LossFn loss = [](const std::string& schedule, int64_t seed) {
+    if (schedule == kBetter) return 2.9;
+    if (schedule == kNoisy) return seed % 2 == 1 ? 3.05 : 3.03;
+    return 3.0;
+  };
+  const std::string worker = Register(worker_token_);
+  EXPECT_EQ(RunQueued(worker, loss), 8);
+  const v1::Experiment e = GetExperiment(id);
+  EXPECT_EQ(e.state(), v1::EXPERIMENT_DONE);
+  EXPECT_EQ(e.counts().total(), 8);
+  EXPECT_EQ(e.counts().completed(), 8);
+  EXPECT_EQ(e.seeds_added(), 2);
+  EXPECT_EQ(e.seeds_note(), "added no seed; 2 resolved, 0 at max, 0 waiting");
+  const auto seeds = SeedsBySchedule(id);
+  EXPECT_THAT(seeds.at(kBetter), ElementsAre(1, 2));
+  EXPECT_THAT(seeds.at(kNoisy), ElementsAre(1, 2, 3));
+  EXPECT_THAT(seeds.at("4x6"), ElementsAre(1, 2, 3));
+
+  const v1::CompareResponse better = CompareWithBaseline(id, kBetter);
+  EXPECT_EQ(better.verdict(), v1::VERDICT_BETTER);
+  ASSERT_TRUE(better.has_p_value());
+  EXPECT_EQ(better.p_value(), 0.0);
+  const v1::CompareResponse noisy = CompareWithBaseline(id, kNoisy);
+  EXPECT_EQ(noisy.verdict(), v1::VERDICT_WORSE);
+  EXPECT_EQ(noisy.delta().n(), 3);
+  EXPECT_NEAR(noisy.p_value(), 1.0 - 6.5 / std::sqrt(6.5 * 6.5 + 2.0), 1e-6);
+}
+
+TEST_F(AdaptiveSeedsTest, ARestartBetweenRoundsNeitherLosesNorRepeatsSeeds) {
+  const int64_t id = Submit(alice_, Adaptive({kNoisy}, {11, 20}, 2, 4));
+  ASSERT_GT(id, 0);
+  // A noisy tie: 0.1 above the baseline on odd seeds, 0.1 below on even.
+  const LossFn loss = [](const std::string& schedule, int64_t seed) {
+    if (schedule == kNoisy) return seed % 2 == 1 ? 3.1 : 2.9;
+    return 3.0;
+  };
+  std::string worker = Register(worker_token_);
+  EXPECT_EQ(RunQueued(worker, loss, /*limit=*/4), 4);
+  v1::Experiment e = GetExperiment(id);
+  EXPECT_EQ(e.counts().total(), 6);
+  EXPECT_EQ(e.counts().queued(), 2);
+  EXPECT_EQ(e.seeds_added(), 2);
+  EXPECT_EQ(e.seeds_note(),
+            "added seed 21 to 1 schedule (1 tied) and the baseline; 0 "
+            "resolved, 0 at max, 0 waiting");
+
+  Restart();
+  e = GetExperiment(id);
+  EXPECT_EQ(e.counts().total(), 6);
+  EXPECT_EQ(e.seeds_added(), 2);
+  worker = Register(worker_token_, worker);
+  // Finish one trial of the round, restart, then the other.
+  EXPECT_EQ(RunQueued(worker, loss, /*limit=*/1), 1);
+  Restart();
+  EXPECT_EQ(GetExperiment(id).counts().total(), 6);
+  EXPECT_EQ(RunQueued(worker, loss, /*limit=*/1), 1);
+  EXPECT_EQ(GetExperiment(id).counts().total(), 8);
+  Restart();
+  EXPECT_EQ(GetExperiment(id).counts().total(), 8);
+  EXPECT_EQ(RunQueued(worker, loss), 2);
+
+  e = GetExperiment(id);
+  EXPECT_EQ(e.state(), v1::EXPERIMENT_DONE);
+  EXPECT_EQ(e.counts().total(), 8);
+  EXPECT_EQ(e.seeds_added(), 4);
+  EXPECT_EQ(e.seeds_note(), "added no seed; 0 resolved, 1 at max, 0 waiting");
+  const auto seeds = SeedsBySchedule(id);
+  EXPECT_THAT(seeds.at(kNoisy), ElementsAre(11, 20, 21, 22));
+  EXPECT_THAT(seeds.at("4x6"), ElementsAre(11, 20, 21, 22));
+  EXPECT_EQ(CompareWithBaseline(id, kNoisy).verdict(), v1::VERDICT_TIED);
+}
+
+TEST_F(AdaptiveSeedsTest, ARoundACrashInterruptedRunsAtTheNextStart) {
+  const int64_t id = Submit(alice_, Adaptive({kNoisy}, {}, 2, 3));
+  const LossFn loss = [](const std::string& schedule, int64_t seed) {
+    if (schedule == kNoisy) return seed % 2 == 1 ? 3.1 : 2.9;
+    return 3.0;
+  };
+  const std::string worker = Register(worker_token_);
+  EXPECT_EQ(RunQueued(worker, loss, /*limit=*/3), 3);
+  // The last trial of the round completes in storage only, as if the
+  // coordinator died before its seeds decision.
+  const v1::TrialTask task = Lease(worker_token_, worker);
+  ASSERT_NE(task.trial().id(), 0);
+  v1::TrialMetrics metrics;
+  metrics.set_final_val_loss(
+      loss(task.trial().schedule(), task.trial().seed()));
+  metrics.set_steps(100);
+  ASSERT_TRUE(
+      coordinator_->store()
+          ->CompleteTrial(storage::AttemptRef{task.trial().id(),
+                                              task.trial().attempt(), worker},
+                          metrics, {}, clock_.NowMs())
+          .ok());
+  v1::Experiment e = GetExperiment(id);
+  EXPECT_EQ(e.state(), v1::EXPERIMENT_ACTIVE);  // not done: seeds undecided
+  EXPECT_EQ(e.counts().total(), 4);
+
+  Restart();
+  e = GetExperiment(id);
+  EXPECT_EQ(e.counts().total(), 6);
+  EXPECT_EQ(e.seeds_added(), 2);
+  EXPECT_EQ(RunQueued(worker, loss), 2);
+  EXPECT_EQ(GetExperiment(id).state(), v1::EXPERIMENT_DONE);
+  EXPECT_EQ(GetExperiment(id).counts().total(), 6);
+}
+
+TEST_F(AdaptiveSeedsTest, BadPoliciesAreRefusedWithOneLine) {
+  grpc::Status status;
+  EXPECT_EQ(Submit(alice_, Adaptive({kNoisy}, {}, 1, 4), &status), 0);
+  EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(status.error_message(),
+              HasSubstr("seeds_policy.min must be at least 2"));
+  EXPECT_EQ(CountExperiments(), 0);
+}
 
 }  // namespace
 }  // namespace prism::server::testing

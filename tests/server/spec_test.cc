@@ -157,5 +157,66 @@ TEST(SpecTest, TheGridCapIsConfigurable) {
               HasSubstr("21 schedules x 1 seeds, over the limit of 10"));
 }
 
+TEST(SpecTest, ASeedsPolicyPlansTheFirstMinSeedsAndResolvesTheSequence) {
+  absl::StatusOr<ExperimentPlan> plan = Plan(
+      "model { preset: 'tiny' } schedules: '2x2,4x4' seeds: [7, 3] "
+      "seeds_policy { min: 2 max: 4 }");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(plan->spec.seeds(), ::testing::ElementsAre(7, 3, 8, 9));
+  std::set<std::pair<std::string, int64_t>> trials;
+  for (const storage::NewTrial& t : plan->trials) {
+    trials.insert({t.schedule, t.seed});
+  }
+  EXPECT_EQ(trials,
+            (std::set<std::pair<std::string, int64_t>>{
+                {"4x6", 7}, {"4x6", 3}, {"2x2,4x4", 7}, {"2x2,4x4", 3}}));
+
+  // Without listed seeds the sequence is 1..max.
+  plan = Plan(
+      "model { preset: 'tiny' } schedules: '2x2,4x4' "
+      "seeds_policy { min: 3 max: 5 }");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(plan->spec.seeds(), ::testing::ElementsAre(1, 2, 3, 4, 5));
+  EXPECT_EQ(plan->trials.size(), 6u);
+}
+
+TEST(SpecTest, BadSeedsPoliciesAreOneLineInvalidArguments) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"seeds_policy { min: 1 max: 4 }", "seeds_policy.min must be at least 2"},
+      {"seeds_policy { max: 4 }", "seeds_policy.min must be at least 2"},
+      {"seeds_policy { min: 3 max: 2 }",
+       "seeds_policy.max (2) is below seeds_policy.min (3)"},
+      {"seeds_policy { min: 2 max: 65 }",
+       "seeds_policy.max must be at most 64 (got 65)"},
+      {"seeds: [1, 2, 3] seeds_policy { min: 2 max: 2 }",
+       "seeds lists 3 seeds, more than seeds_policy.max (2)"},
+      {"seeds: [1, 1] seeds_policy { min: 2 max: 3 }",
+       "seed 1 is listed twice"},
+      {"seeds: 9223372036854775806 seeds_policy { min: 2 max: 3 }",
+       "leaves no room"},
+  };
+  for (const auto& [policy, message] : cases) {
+    absl::StatusOr<ExperimentPlan> plan =
+        Plan("model { preset: 'tiny' } " + policy);
+    ASSERT_FALSE(plan.ok()) << policy;
+    EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(plan.status().message()), HasSubstr(message))
+        << policy;
+    EXPECT_EQ(std::string(plan.status().message()).find('\n'),
+              std::string::npos);
+  }
+}
+
+TEST(SpecTest, TheGridCapCountsEverySeedAPolicyMayAdd) {
+  PlanOptions options;
+  options.max_trials = 60;
+  absl::StatusOr<ExperimentPlan> plan = PlanExperiment(
+      Parse("model { preset: 'tiny' } seeds_policy { min: 2 max: 3 }"),
+      options);
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(std::string(plan.status().message()),
+              HasSubstr("21 schedules x 3 seeds, over the limit of 60"));
+}
+
 }  // namespace
 }  // namespace prism::server

@@ -853,5 +853,81 @@ TEST_F(SqliteStoreTest, AStoppedWorkerHoldsNothingUntilItComesBack) {
   EXPECT_EQ(store_->GetWorker("w1")->stopped_unix_ms(), 0);
 }
 
+TEST_F(SqliteStoreTest,
+       ASeedRoundAddsTrialsOnceAndEndsTheExperimentWhenDrained) {
+  NewExperiment e = MakeExperiment("alice", {"4x6", "2x2,4x4"}, {1});
+  e.spec.mutable_seeds_policy()->set_min(2);
+  e.spec.mutable_seeds_policy()->set_max(3);
+  const int64_t id = CreateOrDie(e);
+  // Finishing every trial does not end an experiment with a seeds policy.
+  for (int i = 0; i < 2; ++i) {
+    const v1::Trial t = LeaseOrDie(id, "w1");
+    ASSERT_TRUE(
+        store_
+            ->CompleteTrial(AttemptRef{t.id(), t.attempt(), "w1"}, {}, {}, 4000)
+            .ok());
+  }
+  EXPECT_EQ(store_->GetExperiment(id)->state(), v1::EXPERIMENT_ACTIVE);
+  absl::StatusOr<std::vector<TrialKey>> keys = store_->ListTrialKeys(id);
+  ASSERT_TRUE(keys.ok()) << keys.status();
+  ASSERT_EQ(keys->size(), 2u);
+  EXPECT_EQ((*keys)[0].schedule, "4x6");
+  EXPECT_TRUE((*keys)[0].is_baseline);
+  EXPECT_EQ((*keys)[1].state, v1::TRIAL_COMPLETED);
+
+  SeedRound round;
+  round.experiment_id = id;
+  round.seen_trials = 2;
+  round.seen_finished = 1;  // stale: two have finished
+  round.trials = {NewTrial{"2x2,4x4", 2, false}, NewTrial{"4x6", 2, true}};
+  round.note = "added seed 2";
+  round.now_ms = 5000;
+  EXPECT_EQ(store_->ApplySeedRound(round).status().code(),
+            absl::StatusCode::kAborted);
+  EXPECT_EQ(store_->GetExperiment(id)->counts().total(), 2);
+
+  round.seen_finished = 2;
+  absl::StatusOr<SeedRoundResult> applied = store_->ApplySeedRound(round);
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  EXPECT_EQ(applied->added, 2);
+  EXPECT_EQ(applied->state, v1::EXPERIMENT_ACTIVE);
+  v1::Experiment after = *store_->GetExperiment(id);
+  EXPECT_EQ(after.counts().queued(), 2);
+  EXPECT_EQ(after.seeds_added(), 2);
+  EXPECT_EQ(after.seeds_note(), "added seed 2");
+
+  // The same trials again (as from a round run twice) are not repeated.
+  round.seen_trials = 4;
+  applied = store_->ApplySeedRound(round);
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  EXPECT_EQ(applied->added, 0);
+  EXPECT_EQ(store_->GetExperiment(id)->counts().total(), 4);
+
+  // A round that adds nothing to a drained experiment ends it.
+  for (int i = 0; i < 2; ++i) {
+    const v1::Trial t = LeaseOrDie(id, "w1");
+    ASSERT_TRUE(
+        store_
+            ->CompleteTrial(AttemptRef{t.id(), t.attempt(), "w1"}, {}, {}, 6000)
+            .ok());
+  }
+  EXPECT_EQ(store_->GetExperiment(id)->state(), v1::EXPERIMENT_ACTIVE);
+  SeedRound last;
+  last.experiment_id = id;
+  last.seen_trials = 4;
+  last.seen_finished = 4;
+  last.note = "added no seed";
+  applied = store_->ApplySeedRound(last);
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  EXPECT_EQ(applied->state, v1::EXPERIMENT_DONE);
+  EXPECT_EQ(store_->GetExperiment(id)->seeds_note(), "added no seed");
+  // A done experiment takes no more trials.
+  last.trials = {NewTrial{"2x2,4x4", 3, false}};
+  applied = store_->ApplySeedRound(last);
+  ASSERT_TRUE(applied.ok());
+  EXPECT_EQ(applied->added, 0);
+  EXPECT_EQ(store_->GetExperiment(id)->counts().total(), 4);
+}
+
 }  // namespace
 }  // namespace prism::storage

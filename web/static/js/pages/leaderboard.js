@@ -46,7 +46,13 @@ function header(experiment) {
   const spec = experiment.spec || {};
   const model = spec.model || {};
   const budget = spec.budget || {};
-  const seeds = (spec.seeds || []).join(', ');
+  const policy = spec.seedsPolicy;
+  // Under a seeds policy spec.seeds is the whole sequence the coordinator
+  // may draw from; say how much of it it used and why.
+  const seeds = policy
+    ? `adaptive ${policy.min}..${policy.max} per schedule from ${(spec.seeds || []).join(', ')}; `
+      + `${integer(experiment.seedsAdded || 0)} trials added${experiment.seedsNote ? ` (${experiment.seedsNote})` : ''}`
+    : (spec.seeds || []).join(', ');
   return h('div', { class: 'page-head' },
            h('div', { class: 'crumbs' }, h('a', { href: '#/' }, 'Queue'), ' / ', `experiment #${experiment.id}`),
            h('h1', {}, experiment.name || `Experiment #${experiment.id}`, ' ', stateBadge(experimentState(experiment.state))),

@@ -1,0 +1,128 @@
+#include "server/seeds.h"
+
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "base/log.h"
+#include "base/status_macros.h"
+#include "scheduler/adaptive_seeds.h"
+#include "scheduler/ranking.h"
+#include "scheduler/schedule.h"
+#include "server/convert.h"
+
+namespace prism::server {
+namespace {
+
+// A round whose snapshot keeps going stale (trials finishing while it
+// reads) gives up after this many tries; the next finished trial retries.
+constexpr int kMaxRoundAttempts = 8;
+
+bool Unfinished(const v1::Experiment& e) {
+  return e.state() == v1::EXPERIMENT_ACTIVE ||
+         e.state() == v1::EXPERIMENT_PAUSED;
+}
+
+bool Pending(v1::TrialState s) {
+  return s == v1::TRIAL_QUEUED || s == v1::TRIAL_LEASED ||
+         s == v1::TRIAL_RUNNING;
+}
+
+bool Finished(v1::TrialState s) {
+  return s == v1::TRIAL_COMPLETED || s == v1::TRIAL_DIVERGED ||
+         s == v1::TRIAL_FAILED;
+}
+
+}  // namespace
+
+SeedPlanner::SeedPlanner(storage::Store* store, const Clock* clock)
+    : store_(store), clock_(clock) {}
+
+absl::StatusOr<int> SeedPlanner::TrialFinished(int64_t experiment_id) {
+  PRISM_ASSIGN_OR_RETURN(v1::Experiment e,
+                         store_->GetExperiment(experiment_id));
+  if (!e.spec().has_seeds_policy() || !Unfinished(e)) return 0;
+  return Round(e);
+}
+
+absl::StatusOr<int> SeedPlanner::ReconcileAll() {
+  int added = 0;
+  int64_t after = 0;
+  do {
+    PRISM_ASSIGN_OR_RETURN(storage::ExperimentPage page,
+                           store_->ListExperiments("", 100, after));
+    for (const v1::Experiment& e : page.experiments) {
+      if (!e.spec().has_seeds_policy() || !Unfinished(e)) continue;
+      // One experiment that cannot be decided (e.g. a trial whose ranking
+      // columns are lost) must not keep the coordinator from starting.
+      absl::StatusOr<int> n = Round(e);
+      if (!n.ok()) {
+        Log(LogLevel::kWarning, "seeds decision failed")
+            .Kv("experiment", e.id())
+            .Kv("error", n.status().ToString());
+        continue;
+      }
+      added += *n;
+    }
+    after = page.next_after_id;
+  } while (after != 0);
+  return added;
+}
+
+absl::StatusOr<int> SeedPlanner::Round(const v1::Experiment& experiment) {
+  absl::MutexLock lock(&mu_);
+  const int64_t id = experiment.id();
+  const SpaceSpec space = SpaceForSpec(experiment.spec());
+  const std::string baseline =
+      Schedule::Uniform(space.base_heads, space.layers).ToString();
+  const std::vector<int64_t> sequence(experiment.spec().seeds().begin(),
+                                      experiment.spec().seeds().end());
+  for (int attempt = 0; attempt < kMaxRoundAttempts; ++attempt) {
+    PRISM_ASSIGN_OR_RETURN(std::vector<storage::TrialKey> keys,
+                           store_->ListTrialKeys(id));
+    PRISM_ASSIGN_OR_RETURN(std::vector<TrialOutcome> outcomes,
+                           store_->ListFinishedOutcomes(id));
+    std::vector<SeedTrial> trials;
+    trials.reserve(keys.size());
+    int64_t finished = 0;
+    bool any_pending = false;
+    for (const storage::TrialKey& k : keys) {
+      finished += Finished(k.state) ? 1 : 0;
+      any_pending |= Pending(k.state);
+      trials.push_back(
+          SeedTrial{k.schedule, k.seed, k.is_baseline, Pending(k.state)});
+    }
+    // A trial finished between the two reads: read both again.
+    if (finished != static_cast<int64_t>(outcomes.size())) continue;
+    const SeedDecision decision = DecideSeeds(
+        sequence, baseline, trials, RankSchedules(space, baseline, outcomes));
+    // Nothing to add while trials are pending: the round that matters
+    // comes when one of them finishes.
+    if (decision.additions.empty() && any_pending) return 0;
+    storage::SeedRound round;
+    round.experiment_id = id;
+    round.seen_trials = static_cast<int64_t>(keys.size());
+    round.seen_finished = finished;
+    for (const SeedAddition& a : decision.additions) {
+      round.trials.push_back(
+          storage::NewTrial{a.schedule, a.seed, a.is_baseline});
+    }
+    round.note = DescribeSeedDecision(decision);
+    round.now_ms = clock_->NowMs();
+    absl::StatusOr<storage::SeedRoundResult> result =
+        store_->ApplySeedRound(round);
+    if (absl::IsAborted(result.status())) continue;
+    if (!result.ok()) return result.status();
+    Log(LogLevel::kInfo, result->added > 0 ? "seeds added" : "seeds decided")
+        .Kv("experiment", id)
+        .Kv("trials", result->added)
+        .Kv("decision", round.note)
+        .Kv("state", v1::ExperimentState_Name(result->state));
+    return result->added;
+  }
+  return absl::AbortedError(absl::StrCat(
+      "experiment ", id, ": trials kept finishing during ", kMaxRoundAttempts,
+      " seeds decisions; the next one retries"));
+}
+
+}  // namespace prism::server

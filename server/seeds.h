@@ -1,0 +1,59 @@
+// SeedPlanner: adaptive seeds in the coordinator (ExperimentSpec.seeds_policy).
+// When a trial of such an experiment finishes, it ranks the experiment's
+// finished trials (scheduler/ranking.h, as ResultsService.Rank does), decides
+// which schedules get their next seed (scheduler/adaptive_seeds.h) and applies
+// the decision with Store::ApplySeedRound, which also ends the experiment
+// when nothing is pending and nothing was added.
+//
+// A decision is a function of stored trials only and is applied in one
+// transaction, compare-and-set on the trial counts it was made from (a trial
+// that finished meanwhile makes it decide again), and a (schedule, seed) is
+// stored once; so a round run twice adds nothing the second time, and one a
+// crash interrupted is simply run again: ReconcileAll, at coordinator start,
+// runs a round for every unfinished experiment with a seeds policy.
+//
+//   SeedPlanner seeds(store, clock);
+//   seeds.ReconcileAll();            // at start
+//   seeds.TrialFinished(7);          // after each finished trial
+//
+// Thread-safety: all methods are thread-safe; rounds run one at a time.
+#ifndef PRISM_SERVER_SEEDS_H_
+#define PRISM_SERVER_SEEDS_H_
+
+#include <cstdint>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "prism/v1/prism.pb.h"
+#include "server/clock.h"
+#include "storage/store.h"
+
+namespace prism::server {
+
+class SeedPlanner {
+ public:
+  SeedPlanner(storage::Store* store, const Clock* clock);
+
+  // TrialFinished runs a round for the experiment when its spec has a seeds
+  // policy and it is active or paused; returns the trials added (0 for any
+  // other experiment). NotFound for an unknown experiment; Aborted when the
+  // experiment kept changing under every attempt (the next finished trial,
+  // or a restart, runs the round again).
+  absl::StatusOr<int> TrialFinished(int64_t experiment_id);
+  // ReconcileAll runs a round for every active or paused experiment with a
+  // seeds policy; returns the trials added in all. A round that fails is
+  // logged and skipped (a later finished trial or the next start retries);
+  // only a failure to list the experiments is returned.
+  absl::StatusOr<int> ReconcileAll();
+
+ private:
+  absl::StatusOr<int> Round(const v1::Experiment& experiment);
+
+  storage::Store* const store_;
+  const Clock* const clock_;
+  absl::Mutex mu_;  // held for a whole round: rounds never interleave
+};
+
+}  // namespace prism::server
+
+#endif  // PRISM_SERVER_SEEDS_H_
