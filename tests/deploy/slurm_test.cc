@@ -425,7 +425,7 @@ TEST(SlurmTest, BatchArrayWorkersFinishAnExperimentAndATermedOneHandsBack) {
        absl::StrCat("PRISM_TOKEN_FILE=", cluster.dir(), "/worker.token"),
        absl::StrCat("PRISM_CHECKPOINTS=", cluster.checkpoint_dir()),
        absl::StrCat("PRISM_BIN=", PrismBinary()), "PRISM_DEVICE=cpu",
-       "PRISM_IDLE_EXIT_SECONDS=5", DataDirEnv()});
+       "PRISM_IDLE_EXIT_SECONDS=20", DataDirEnv()});
   ASSERT_EQ(submitted.status, 0) << submitted.err << slurm.Logs();
   const std::string job(absl::StripAsciiWhitespace(submitted.out));
   slurm.Submitted(job);
@@ -439,23 +439,29 @@ TEST(SlurmTest, BatchArrayWorkersFinishAnExperimentAndATermedOneHandsBack) {
                         Tail(job_log(1), 15), "\n", slurm.Logs());
   };
 
-  // Both array tasks are training (one trial each) and past their first
-  // checkpoint-worthy stretch: TERM task 0 the way Slurm does before a time
-  // limit or on preemption.
-  std::vector<v1::Trial> running;
+  // Task 0's worker holds a trial (its log names the lease) that is past
+  // step 10 of 60: TERM task 0 the way Slurm does before a time limit or on
+  // preemption.
+  int64_t held = 0;
   ASSERT_TRUE(SlurmCluster::WaitFor(
       [&] {
-        absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(*id);
-        if (!trials.ok()) return false;
-        running.clear();
-        for (const v1::Trial& t : *trials) {
-          if (t.state() == v1::TRIAL_RUNNING && t.last_step() >= 10) {
-            running.push_back(t);
+        if (held == 0) {
+          for (absl::string_view line : absl::StrSplit(job_log(0), '\n')) {
+            if (!absl::StrContains(line, " msg=lease ")) continue;
+            for (absl::string_view field : absl::StrSplit(line, ' ')) {
+              if (absl::ConsumePrefix(&field, "trial=")) {
+                (void)absl::SimpleAtoi(field, &held);
+              }
+            }
+            break;
           }
+          if (held == 0) return false;
         }
-        return running.size() == 2;
+        absl::StatusOr<v1::GetTrialResponse> t = cluster.GetTrial(held);
+        return t.ok() && t->trial().state() == v1::TRIAL_RUNNING &&
+               t->trial().last_step() >= 10;
       },
-      absl::Minutes(3)))
+      absl::Minutes(2)))
       << logs();
   EXPECT_THAT(slurm.Queue(),
               ::testing::UnorderedElementsAre(job + "_0 R", job + "_1 R"));
@@ -464,14 +470,14 @@ TEST(SlurmTest, BatchArrayWorkersFinishAnExperimentAndATermedOneHandsBack) {
   ASSERT_EQ(term.status, 0) << term.err;
 
   // Task 0's worker checkpoints, hands its trial back and exits 0, ending
-  // its array task; task 1 finishes its own trial, resumes that one, and
-  // exits once the queue stayed empty.
+  // its array task; task 1 (busy with the other trial, or idle for less
+  // than its 20 s) resumes that one and exits once the queue stayed empty.
   absl::StatusOr<v1::Experiment> done =
-      cluster.WaitForExperiment(*id, absl::Minutes(5));
+      cluster.WaitForExperiment(*id, absl::Minutes(3));
   ASSERT_TRUE(done.ok()) << done.status() << logs();
   EXPECT_EQ(done->state(), v1::EXPERIMENT_DONE);
   ASSERT_TRUE(SlurmCluster::WaitFor([&] { return slurm.QueueEmpty(); },
-                                    absl::Minutes(2)))
+                                    absl::Minutes(1)))
       << logs();
   EXPECT_THAT(job_log(0), HasSubstr("msg=exit"));
   EXPECT_THAT(job_log(1), HasSubstr("msg=exit"));
@@ -490,7 +496,8 @@ TEST(SlurmTest, BatchArrayWorkersFinishAnExperimentAndATermedOneHandsBack) {
         << t.schedule();
     EXPECT_EQ(StepsOf(*trial, v1::SPLIT_VAL), Range(0, kSteps, kEvalEvery))
         << t.schedule();
-    if (trial->trial().attempts_size() == 2) {
+    if (t.id() == held) {
+      ASSERT_EQ(trial->trial().attempts_size(), 2) << logs();
       ++handed_back;
       // Handed back, not failed (it used up no attempt), and the next
       // attempt, in the other array task, resumed from the checkpoint that
@@ -510,9 +517,13 @@ TEST(SlurmTest, BatchArrayWorkersFinishAnExperimentAndATermedOneHandsBack) {
         if (p.split() == v1::SPLIT_VAL) got[p.step()] = p.loss();
       }
       EXPECT_EQ(got, Reference(cluster, t.schedule())) << t.schedule();
+    } else {
+      EXPECT_EQ(trial->trial().attempts_size(), 1) << logs();
     }
   }
   EXPECT_EQ(handed_back, 1) << logs();
+  // Task 0 ended on the TERM, having completed nothing.
+  EXPECT_THAT(job_log(0), HasSubstr("trials_completed=0"));
   CommandResult check = cluster.CheckDb();
   EXPECT_EQ(check.status, 0) << check.out << check.err;
   EXPECT_THAT(check.out, HasSubstr("every invariant holds"));
