@@ -11,6 +11,9 @@ any kubectl on PATH) and checks every container of every workload:
   - probes: on declared ports; an httpGet path answers 200 from a real
     coordinator started here;
   - GPUs: --device cuda[:N] exactly when nvidia.com/gpu is requested;
+  - images: built by deploy/k8s/Dockerfile{,.cuda}, whose ENTRYPOINT is
+    prism, whose user is the pod's runAsUser, and which install the
+    dashboard where --web-root points;
   - volumes: every mount names a volume, every claim a rendered PVC, every
     file the process writes lies on a writable mount;
   - hardening: non-root, allowPrivilegeEscalation false, all capabilities
@@ -38,6 +41,8 @@ import prism_help  # noqa: E402
 
 SKIP = 77
 WORKLOADS = {"Deployment", "StatefulSet", "DaemonSet", "Job"}
+# The images the manifests name, by tag: the Dockerfile that builds each.
+DOCKERFILES = {"cpu": "Dockerfile", "cuda": "Dockerfile.cuda"}
 # Environment a container may set that is not the binary's own.
 OTHER_ENV = {"TMPDIR"}
 
@@ -158,6 +163,21 @@ def main():
 
         for ct in spec["containers"]:
             where = f"{name} container {ct['name']}"
+            # The image it names is built by one of our Dockerfiles, whose
+            # entrypoint is prism and whose user is the pod's.
+            tag = ct.get("image", "").rpartition(":")[2]
+            dockerfile = DOCKERFILES.get(tag)
+            if c.check(dockerfile is not None, f"{where}: image "
+                       f"{ct.get('image')} is not one of {DOCKERFILES}"):
+                docker = open(os.path.join(a.deploy, "k8s", dockerfile)).read()
+                c.check(re.search(r'^ENTRYPOINT \["[^"]*/prism"\]', docker,
+                                  re.M) is not None,
+                        f"{where}: {dockerfile}'s ENTRYPOINT is not prism")
+                uid = re.search(r"useradd .*--uid (\d+)", docker)
+                c.check(uid is not None and
+                        int(uid.group(1)) == psc.get("runAsUser"),
+                        f"{where}: runAsUser {psc.get('runAsUser')} is not "
+                        f"the user {dockerfile} creates")
             args = ct.get("args", [])
             if not c.check(args and args[0] in commands,
                            f"{where}: args must start with coordinator or "
@@ -167,6 +187,10 @@ def main():
             flags, errors = prism_help.parse_args(args[1:], command)
             for e in errors:
                 c.check(False, f"{where}: {e}")
+            if dockerfile is not None and flags.get("--web-root"):
+                c.check(flags["--web-root"] in docker, f"{where}: "
+                        f"--web-root {flags['--web-root']} is not where "
+                        f"{dockerfile} installs the dashboard")
             # Hardening.
             sc = ct.get("securityContext", {})
             c.check(sc.get("allowPrivilegeEscalation") is False,
