@@ -36,6 +36,7 @@ import tempfile
 import time
 import urllib.request
 
+sys.dont_write_bytecode = True  # nothing written into the source tree
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import prism_help  # noqa: E402
 
