@@ -134,6 +134,12 @@ void RegisterWorkerCommands(CLI::App& app, Action* action) {
   cmd->add_option("--idle-exit-seconds", o->idle_exit_seconds,
                   "Exit after the queue was empty this long (0: never)")
       ->check(CLI::NonNegativeNumber);
+  cmd->footer(
+      "A spec without shard paths trains on the demo corpus, prepared under "
+      "env PRISM_DATA_DIR (default ./prism-data). SIGINT/SIGTERM: checkpoint "
+      "at the "
+      "next step, flush, hand the trial back and exit 0 (a second signal: "
+      "exit now).");
   cmd->callback([o, action] { *action = [o] { return RunWorker(*o); }; });
 }
 

@@ -15,7 +15,16 @@ PACKAGES=(
   libcli11-dev libcpp-httplib-dev libssl-dev
   fortunes fortunes-min
   nodejs npm chromium
+  # Deploy tests (tests/deploy/): a one-node Slurm 22.05 cluster for the
+  # batch script, systemd-analyze for the units, PyYAML for the manifests.
+  slurmctld slurmd slurm-client munge systemd python3-yaml
 )
+# `kubectl kustomize` renders deploy/k8s: Debian's kubernetes-client, unless
+# some kubectl is already on PATH (another vendor's package of it owns
+# /usr/bin/kubectl and would conflict).
+if ! command -v kubectl >/dev/null; then
+  PACKAGES+=(kubernetes-client)
+fi
 
 missing=()
 for pkg in "${PACKAGES[@]}"; do
