@@ -26,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "scheduler/presets.h"
 #include "scheduler/schedule.h"
 
@@ -48,6 +49,11 @@ struct EvalExample {
 absl::Status WriteEvalFile(const std::string& path,
                            const std::vector<EvalExample>& examples);
 
+// EncodeEvalFile returns the bytes WriteEvalFile writes, with its
+// InvalidArgument errors.
+absl::StatusOr<std::string> EncodeEvalFile(
+    const std::vector<EvalExample>& examples);
+
 // ReadEvalFile parses and validates a file. NotFound when missing; DataLoss
 // naming the file and byte offset for a bad magic or version, a missing
 // start marker, a truncated file, a size field that disagrees with the
@@ -55,6 +61,12 @@ absl::Status WriteEvalFile(const std::string& path,
 // >= vocab_size.
 absl::StatusOr<std::vector<EvalExample>> ReadEvalFile(const std::string& path,
                                                       int vocab_size);
+
+// ParseEvalFile is ReadEvalFile on the bytes of a file; `name` labels the
+// errors. Returns ReadEvalFile's DataLoss errors.
+absl::StatusOr<std::vector<EvalExample>> ParseEvalFile(absl::string_view name,
+                                                       absl::string_view bytes,
+                                                       int vocab_size);
 
 struct EvalConfig {
   ModelShape shape;

@@ -115,6 +115,22 @@ TEST_F(EvalTest, CorruptFilesNameTheOffset) {
             absl::StatusCode::kNotFound);
 }
 
+TEST_F(EvalTest, EncodedBytesParseBackAndMatchTheWrittenFile) {
+  const std::vector<EvalExample> examples = AnimalExamples();
+  absl::StatusOr<std::string> bytes = EncodeEvalFile(examples);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  ASSERT_TRUE(WriteEvalFile(Path("e.bin"), examples).ok());
+  EXPECT_EQ(*bytes, Read(Path("e.bin")));
+  absl::StatusOr<std::vector<EvalExample>> parsed =
+      ParseEvalFile("memory", *bytes, 256);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->size(), 4u);
+  EXPECT_EQ((*parsed)[3].completions, examples[3].completions);
+  EXPECT_THAT(
+      ParseEvalFile("memory", bytes->substr(0, 100), 256).status().message(),
+      HasSubstr("eval file memory at byte 100: truncated header"));
+}
+
 TEST_F(EvalTest, TrainedModelPicksTheCompletionItLearned) {
   std::string text;
   for (int i = 0; i < 3000; ++i) text += "my pet is a cat. ";
