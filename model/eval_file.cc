@@ -21,6 +21,9 @@ namespace {
 
 constexpr int kHeaderInts = 256;
 constexpr int64_t kHeaderBytes = kHeaderInts * 4;
+// The smallest example: start, size, index, label, completion count, context
+// length and one completion's length (a label must index a completion).
+constexpr int64_t kMinExampleBytes = 7 * 2;
 
 // Reader walks the uint16 stream of an eval file, naming byte offsets in
 // its errors.
@@ -158,6 +161,15 @@ absl::StatusOr<std::vector<EvalExample>> ParseEvalFile(absl::string_view name,
   const int32_t count = HeaderField(bytes, 2);
   if (count < 0) {
     return reader.Error(8, absl::StrCat("negative example count ", count));
+  }
+  // A count the body cannot hold is refused before anything is allocated
+  // for it (a corrupt header once asked for 1.9 billion examples).
+  const int64_t body = static_cast<int64_t>(bytes.size()) - kHeaderBytes;
+  if (count > body / kMinExampleBytes) {
+    return reader.Error(
+        8,
+        absl::StrCat("the header says ", count, " examples but the ", body,
+                     " bytes after it hold at most ", body / kMinExampleBytes));
   }
   std::vector<EvalExample> examples(count);
   for (EvalExample& example : examples) {

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/data.h"
@@ -129,6 +131,24 @@ TEST_F(EvalTest, EncodedBytesParseBackAndMatchTheWrittenFile) {
   EXPECT_THAT(
       ParseEvalFile("memory", bytes->substr(0, 100), 256).status().message(),
       HasSubstr("eval file memory at byte 100: truncated header"));
+}
+
+// Found by fuzz/eval_file_fuzzer.cc: a header counting 1.9 billion examples
+// made ReadEvalFile allocate them all (over 100 GB) before reading one.
+TEST_F(EvalTest, AnExampleCountTheFileCannotHoldIsRefusedBeforeAllocating) {
+  absl::StatusOr<std::string> bytes = EncodeEvalFile(AnimalExamples());
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  for (int32_t count : {24, 1903260017, INT32_MAX}) {
+    std::string patched = *bytes;
+    std::memcpy(patched.data() + 8, &count, sizeof count);
+    absl::Status s = ParseEvalFile("e.bin", patched, 256).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << count;
+    // 4 examples of 82 bytes; each takes at least 14.
+    EXPECT_THAT(s.message(), HasSubstr(absl::StrCat(
+                                 "e.bin at byte 8: the header says ", count,
+                                 " examples but the 328 bytes "
+                                 "after it hold at most 23")));
+  }
 }
 
 TEST_F(EvalTest, TrainedModelPicksTheCompletionItLearned) {
