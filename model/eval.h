@@ -56,10 +56,10 @@ absl::StatusOr<std::string> EncodeEvalFile(
 
 // ReadEvalFile parses and validates a file. NotFound when missing; DataLoss
 // naming the file and byte offset for a bad magic or version, an example
-// count the file is too short to hold, a missing start marker, a truncated
-// file, a size field that disagrees with the example, a label outside the
-// completions, trailing bytes, or a token id
-// >= vocab_size.
+// count the file is too short to hold, a missing start marker, an example
+// index of 65535 (the start marker), a truncated file, a size field that
+// disagrees with the example, a label outside the completions, trailing
+// bytes, or a token id >= vocab_size.
 absl::StatusOr<std::vector<EvalExample>> ReadEvalFile(const std::string& path,
                                                       int vocab_size);
 

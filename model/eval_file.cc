@@ -189,6 +189,13 @@ absl::StatusOr<std::vector<EvalExample>> ParseEvalFile(absl::string_view name,
                                {"the completion count", &completions}}) {
       if (absl::Status s = reader.Next(what, field); !s.ok()) return s;
     }
+    // WriteEvalFile never writes the start marker inside an example, so a
+    // file read here can be written back.
+    if (index == kEvalExampleStart) {
+      return reader.Error(start + 4,
+                          absl::StrCat("the example index ", index,
+                                       " is the example start marker"));
+    }
     if (label >= completions) {
       return reader.Error(start + 6, absl::StrCat("label ", label, " but only ",
                                                   completions, " completions"));

@@ -99,6 +99,12 @@ TEST_F(EvalTest, CorruptFilesNameTheOffset) {
   // The second example's start marker (each example is 82 bytes).
   EXPECT_THAT(patched(1024 + 82, 12).message(),
               HasSubstr("at byte 1106: expected the example start 65535"));
+  // An index equal to the start marker, which WriteEvalFile cannot write
+  // (found by fuzz/eval_file_fuzzer.cc: such a file read but did not round
+  // trip).
+  EXPECT_THAT(
+      patched(1024 + 4, 65535).message(),
+      HasSubstr("at byte 1028: the example index 65535 is the example start"));
   // A label beyond the completions.
   EXPECT_THAT(patched(1024 + 6, 9).message(),
               HasSubstr("at byte 1030: label 9 but only 4 completions"));
