@@ -44,8 +44,9 @@ struct EvalExample {
 };
 
 // WriteEvalFile writes examples in the format above (temp file + rename).
-// InvalidArgument for a label outside the completions, a token 65535, or an
-// example over 65535 bytes; Internal for I/O errors.
+// InvalidArgument for an index outside [0, 65535), a label outside the
+// completions, a token 65535, or an example over 65535 bytes; Internal for
+// I/O errors.
 absl::Status WriteEvalFile(const std::string& path,
                            const std::vector<EvalExample>& examples);
 

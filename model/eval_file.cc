@@ -87,6 +87,11 @@ absl::StatusOr<std::string> EncodeEvalFile(
   int32_t longest = 0;
   for (size_t e = 0; e < examples.size(); ++e) {
     const EvalExample& example = examples[e];
+    if (example.index < 0 || example.index >= kEvalExampleStart) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("example ", e, ": index ", example.index,
+                       " is outside [0, ", kEvalExampleStart, ")"));
+    }
     if (example.label < 0 ||
         example.label >= static_cast<int>(example.completions.size())) {
       return absl::InvalidArgumentError(

@@ -139,6 +139,18 @@ TEST_F(EvalTest, EncodedBytesParseBackAndMatchTheWrittenFile) {
       HasSubstr("eval file memory at byte 100: truncated header"));
 }
 
+TEST_F(EvalTest, WriterRefusesAnIndexTheUint16FieldCannotHold) {
+  for (int index : {-1, 65535, 70000}) {
+    std::vector<EvalExample> examples = AnimalExamples();
+    examples[1].index = index;
+    absl::Status s = WriteEvalFile(Path("e.bin"), examples);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << index;
+    EXPECT_THAT(s.message(), HasSubstr(absl::StrCat("example 1: index ", index,
+                                                    " is outside [0, 65535)")));
+  }
+  EXPECT_FALSE(fs::exists(Path("e.bin")));
+}
+
 // Found by fuzz/eval_file_fuzzer.cc: a header counting 1.9 billion examples
 // made ReadEvalFile allocate them all (over 100 GB) before reading one.
 TEST_F(EvalTest, AnExampleCountTheFileCannotHoldIsRefusedBeforeAllocating) {
