@@ -1,7 +1,8 @@
 // Fuzzes the spec path of Submit (server/spec.h): textproto -> ExperimentSpec
 // -> validation -> planning into trials. A plan must be self-consistent and
-// planning its resolved spec again must give the same trials and
-// fingerprint (retries and `prism submit --resubmit` rely on that).
+// storable, and planning its resolved spec again must give the same resolved
+// spec, trials and fingerprint (trials are reproduced from the resolved
+// spec).
 //
 // Work per input is capped so the fuzzer explores validation rather than
 // enumerating large legitimate grids: inputs over kMaxInputBytes are skipped
@@ -14,6 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "fuzz/fuzz_check.h"
+#include "google/protobuf/util/message_differencer.h"
 #include "scheduler/schedule.h"
 #include "server/spec.h"
 
@@ -42,6 +44,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     PRISM_FUZZ_CHECK(absl::IsInvalidArgument(plan.status()));
     return 0;
   }
+  // The store keeps the resolved spec in the wire format: it must parse back.
+  prism::v1::ExperimentSpec stored;
+  PRISM_FUZZ_CHECK(stored.ParseFromString(plan->spec.SerializeAsString()));
   PRISM_FUZZ_CHECK(!plan->trials.empty());
   PRISM_FUZZ_CHECK(plan->config_fingerprint.size() == 64);
   PRISM_FUZZ_CHECK(plan->spec.budget().steps() > 0);
@@ -63,6 +68,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::StatusOr<server::ExperimentPlan> again =
       server::PlanExperiment(plan->spec, options);
   PRISM_FUZZ_CHECK(again.ok());
+  PRISM_FUZZ_CHECK(google::protobuf::util::MessageDifferencer::Equals(
+      again->spec, plan->spec));
   PRISM_FUZZ_CHECK(again->config_fingerprint == plan->config_fingerprint);
   PRISM_FUZZ_CHECK(again->trials.size() == plan->trials.size());
   for (size_t i = 0; i < plan->trials.size(); ++i) {
