@@ -3,7 +3,8 @@
 # build-fuzz/ and runs each for FUZZ_SECONDS (default 60), one after another
 # on one core, starting from the committed seed corpus in fuzz/corpus/<name>/.
 # Prints per target the executions, the coverage (edges, features) and
-# whether it crashed; a crashing input lands in bench/out/fuzz/<name>/.
+# whether it crashed (and any error lines libraries logged); a crashing input
+# lands in bench/out/fuzz/<name>/.
 #
 #   bench/fuzz.sh                         # all targets, 60 s each
 #   FUZZ_SECONDS=10 bench/fuzz.sh spec    # one target, 10 s
@@ -78,6 +79,14 @@ for name in "${TARGETS[@]}"; do
   if [ "$result" != ok ]; then
     grep -E 'ERROR|SUMMARY|fuzz check failed|runtime error' "$dir/log.txt" |
       head -5 | sed 's/^/    /'
+  fi
+  # Libraries that log instead of failing (protobuf's invalid UTF-8 warning
+  # found a real bug) show up here, not as crashes.
+  logged=$(grep -cE '^\[libprotobuf (ERROR|WARNING)' "$dir/log.txt" || true)
+  if [ "$logged" -gt 0 ]; then
+    echo "    $logged library error lines, the first:"
+    grep -m1 -E '^\[libprotobuf (ERROR|WARNING)' "$dir/log.txt" |
+      sed 's/^/    /'
   fi
 done
 exit $status
