@@ -39,7 +39,7 @@ int32_t HeaderField(const unsigned char* base, int index) {
   return value;
 }
 
-absl::Status ShardError(const std::string& path, int64_t offset,
+absl::Status ShardError(absl::string_view path, int64_t offset,
                         absl::string_view what) {
   return absl::DataLossError(
       absl::StrCat("token shard ", path, " at byte ", offset, ": ", what));
@@ -110,6 +110,54 @@ uint64_t MixBits(uint64_t seed, uint64_t a, uint64_t b, uint64_t c) {
   return Mix(x ^ (c * 0x8cb92ba72f3d8dd7ULL));
 }
 
+absl::StatusOr<int64_t> ValidateShard(absl::string_view name,
+                                      absl::string_view bytes, int vocab_size) {
+  const int64_t file_bytes = static_cast<int64_t>(bytes.size());
+  if (file_bytes < kShardHeaderBytes) {
+    return ShardError(
+        name, file_bytes,
+        absl::StrCat("truncated header (", file_bytes,
+                     " bytes, the header alone is ", kShardHeaderBytes, ")"));
+  }
+  const auto* base = reinterpret_cast<const unsigned char*>(bytes.data());
+  const int32_t magic = HeaderField(base, 0);
+  if (magic != kShardMagic) {
+    return ShardError(
+        name, 0,
+        absl::StrCat("bad magic ", magic, " (expected ", kShardMagic, ")"));
+  }
+  const int32_t version = HeaderField(base, 1);
+  if (version != kShardVersion) {
+    return ShardError(name, 4,
+                      absl::StrCat("unsupported version ", version,
+                                   " (expected ", kShardVersion, ")"));
+  }
+  const int32_t count = HeaderField(base, 2);
+  if (count < 0) {
+    return ShardError(name, 8, absl::StrCat("negative token count ", count));
+  }
+  const int64_t expected = kShardHeaderBytes + 2 * int64_t{count};
+  if (file_bytes != expected) {
+    return ShardError(
+        name, std::min(file_bytes, expected),
+        absl::StrCat(file_bytes < expected ? "truncated: " : "trailing bytes: ",
+                     "the header says ", count, " tokens (", expected,
+                     " bytes) but the file has ", file_bytes, " bytes"));
+  }
+  const unsigned char* tokens = base + kShardHeaderBytes;
+  for (int64_t i = 0; i < count; ++i) {
+    uint16_t token;
+    std::memcpy(&token, tokens + 2 * i, sizeof token);
+    if (token >= vocab_size) {
+      return ShardError(
+          name, kShardHeaderBytes + 2 * i,
+          absl::StrCat("token id ", token, " is outside the vocabulary (size ",
+                       vocab_size, ")"));
+    }
+  }
+  return int64_t{count};
+}
+
 absl::StatusOr<TokenShard> TokenShard::Open(const std::string& path,
                                             int vocab_size) {
   const int fd = ::open(path.c_str(), O_RDONLY);
@@ -145,42 +193,15 @@ absl::StatusOr<TokenShard> TokenShard::Open(const std::string& path,
   shard.path_ = path;
   shard.map_ = map;
   shard.map_bytes_ = static_cast<size_t>(file_bytes);
-  const auto* base = static_cast<const unsigned char*>(map);
-
-  const int32_t magic = HeaderField(base, 0);
-  if (magic != kShardMagic) {
-    return ShardError(
-        path, 0,
-        absl::StrCat("bad magic ", magic, " (expected ", kShardMagic, ")"));
-  }
-  const int32_t version = HeaderField(base, 1);
-  if (version != kShardVersion) {
-    return ShardError(path, 4,
-                      absl::StrCat("unsupported version ", version,
-                                   " (expected ", kShardVersion, ")"));
-  }
-  const int32_t count = HeaderField(base, 2);
-  if (count < 0) {
-    return ShardError(path, 8, absl::StrCat("negative token count ", count));
-  }
-  const int64_t expected = kShardHeaderBytes + 2 * int64_t{count};
-  if (file_bytes != expected) {
-    return ShardError(
-        path, std::min(file_bytes, expected),
-        absl::StrCat(file_bytes < expected ? "truncated: " : "trailing bytes: ",
-                     "the header says ", count, " tokens (", expected,
-                     " bytes) but the file has ", file_bytes, " bytes"));
-  }
-  shard.tokens_ = reinterpret_cast<const uint16_t*>(base + kShardHeaderBytes);
-  shard.size_ = count;
-  for (int64_t i = 0; i < shard.size_; ++i) {
-    if (shard.tokens_[i] >= vocab_size) {
-      return ShardError(
-          path, kShardHeaderBytes + 2 * i,
-          absl::StrCat("token id ", shard.tokens_[i],
-                       " is outside the vocabulary (size ", vocab_size, ")"));
-    }
-  }
+  absl::StatusOr<int64_t> count =
+      ValidateShard(path,
+                    absl::string_view(static_cast<const char*>(map),
+                                      static_cast<size_t>(file_bytes)),
+                    vocab_size);
+  if (!count.ok()) return count.status();
+  shard.tokens_ = reinterpret_cast<const uint16_t*>(
+      static_cast<const unsigned char*>(map) + kShardHeaderBytes);
+  shard.size_ = *count;
   return shard;
 }
 

@@ -71,6 +71,13 @@ class TokenShard {
   int64_t size_ = 0;
 };
 
+// ValidateShard checks the bytes of a whole shard file (`name` labels the
+// errors) and returns its token count; TokenShard::Open runs it on the
+// mapping. DataLoss naming `name` and the byte offset for a truncated header
+// and the other errors listed for Open.
+absl::StatusOr<int64_t> ValidateShard(absl::string_view name,
+                                      absl::string_view bytes, int vocab_size);
+
 // WriteShard writes `tokens` as a shard at `path` (temp file + rename, so a
 // reader never sees a partial file). Returns InvalidArgument for more tokens
 // than the int32 header can count, Internal for I/O errors.

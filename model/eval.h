@@ -26,6 +26,7 @@
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "scheduler/presets.h"
 #include "scheduler/schedule.h"
 
@@ -43,18 +44,31 @@ struct EvalExample {
 };
 
 // WriteEvalFile writes examples in the format above (temp file + rename).
-// InvalidArgument for a label outside the completions, a token 65535, or an
-// example over 65535 bytes; Internal for I/O errors.
+// InvalidArgument for an index outside [0, 65535), a label outside the
+// completions, a token 65535, or an example over 65535 bytes; Internal for
+// I/O errors.
 absl::Status WriteEvalFile(const std::string& path,
                            const std::vector<EvalExample>& examples);
 
+// EncodeEvalFile returns the bytes WriteEvalFile writes, with its
+// InvalidArgument errors.
+absl::StatusOr<std::string> EncodeEvalFile(
+    const std::vector<EvalExample>& examples);
+
 // ReadEvalFile parses and validates a file. NotFound when missing; DataLoss
-// naming the file and byte offset for a bad magic or version, a missing
-// start marker, a truncated file, a size field that disagrees with the
-// example, a label outside the completions, trailing bytes, or a token id
-// >= vocab_size.
+// naming the file and byte offset for a bad magic or version, an example
+// count the file is too short to hold, a missing start marker, an example
+// index of 65535 (the start marker), a truncated file, a size field that
+// disagrees with the example, a label outside the completions, trailing
+// bytes, or a token id >= vocab_size.
 absl::StatusOr<std::vector<EvalExample>> ReadEvalFile(const std::string& path,
                                                       int vocab_size);
+
+// ParseEvalFile is ReadEvalFile on the bytes of a file; `name` labels the
+// errors. Returns ReadEvalFile's DataLoss errors.
+absl::StatusOr<std::vector<EvalExample>> ParseEvalFile(absl::string_view name,
+                                                       absl::string_view bytes,
+                                                       int vocab_size);
 
 struct EvalConfig {
   ModelShape shape;

@@ -7,10 +7,11 @@
 #include <deque>
 #include <fstream>
 #include <sstream>
+#include <type_traits>
 #include <utility>
+#include <variant>
 #include <vector>
 
-#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -20,11 +21,7 @@
 #include "absl/synchronization/mutex.h"
 #include "base/json.h"
 #include "base/log.h"
-#include "base/status_macros.h"
 #include "google/protobuf/util/json_util.h"
-#include "proto/enum_names.h"
-#include "scheduler/principles.h"
-#include "server/convert.h"
 
 namespace prism::server {
 namespace {
@@ -87,42 +84,14 @@ std::string CookieValue(const httplib::Request& req, absl::string_view name) {
   return "";
 }
 
-absl::StatusOr<int64_t> PathId(const httplib::Request& req, const char* what) {
-  int64_t id = 0;
-  const std::string text = req.matches.size() > 1 ? req.matches[1].str() : "";
-  if (!absl::SimpleAtoi(text, &id) || id <= 0) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(what, " id '", text, "' is not a positive integer"));
-  }
-  return id;
-}
-
-absl::StatusOr<int> IntParam(const httplib::Request& req, const char* name) {
-  if (!req.has_param(name)) return 0;
-  int value = 0;
-  const std::string text = req.get_param_value(name);
-  if (!absl::SimpleAtoi(text, &value)) {
-    return absl::InvalidArgumentError(
-        absl::StrCat(name, "='", text, "' is not an integer"));
-  }
-  return value;
-}
-
-bool BoolParam(const httplib::Request& req, const char* name) {
-  const std::string v = absl::AsciiStrToLower(req.get_param_value(name));
-  return v == "1" || v == "true" || v == "yes";
-}
-
-// ParseSort and ParseState read optional query parameters: empty is the
-// default (UNSPECIFIED), anything else must name a value.
-absl::StatusOr<v1::RankSort> ParseSort(absl::string_view text) {
-  if (text.empty()) return v1::RANK_SORT_UNSPECIFIED;
-  return ParseEnumValue<v1::RankSort>(text, "sort");
-}
-
-absl::StatusOr<v1::TrialState> ParseState(absl::string_view text) {
-  if (text.empty()) return v1::TRIAL_STATE_UNSPECIFIED;
-  return ParseEnumValue<v1::TrialState>(text, "state");
+// AuthenticateRequest checks the Authorization header, or else the token
+// cookie the dashboard sets.
+absl::StatusOr<Caller> AuthenticateRequest(AuthManager* auth,
+                                           const httplib::Request& req) {
+  const std::string header = req.get_header_value("Authorization");
+  const std::string cookie = CookieValue(req, kTokenCookie);
+  return header.empty() && !cookie.empty() ? auth->AuthenticateToken(cookie)
+                                           : auth->Authenticate(header);
 }
 
 // RouteLabel keeps /metrics cardinality bounded: ids become {id}.
@@ -270,99 +239,28 @@ void HttpServer::Stop() {
 
 void HttpServer::Route() {
   httplib::Server& s = *server_;
-  using Handler = std::function<absl::StatusOr<std::string>(
-      const httplib::Request&, const Caller&)>;
-  // api wraps a read-only JSON route: authenticate (header or cookie), then
-  // answer the handler's JSON or a JSON error.
-  auto api = [this, &s](const char* pattern, Handler handler) {
-    s.Get(pattern, [this, handler](const httplib::Request& req,
-                                   httplib::Response& res) {
-      const std::string header = req.get_header_value("Authorization");
-      const std::string cookie = CookieValue(req, kTokenCookie);
-      absl::StatusOr<Caller> caller = header.empty() && !cookie.empty()
-                                          ? auth_->AuthenticateToken(cookie)
-                                          : auth_->Authenticate(header);
-      absl::Status allowed =
-          caller.ok() ? Authorize(*caller, Permission::kRead) : caller.status();
-      if (!allowed.ok()) return WriteError(res, allowed);
-      absl::StatusOr<std::string> body = handler(req, *caller);
-      if (!body.ok()) return WriteError(res, body.status());
-      res.set_content(*body, kJson);
-    });
-  };
-
-  api("/api/v1/whoami", [](const httplib::Request&, const Caller& caller) {
-    return ToJson(absl::StatusOr<v1::WhoAmIResponse>(WhoAmIFor(caller)));
-  });
-  api("/api/v1/experiments",
-      [this](const httplib::Request& req,
-             const Caller&) -> absl::StatusOr<std::string> {
-        v1::ListExperimentsRequest r;
-        r.set_owner(req.get_param_value("owner"));
-        PRISM_ASSIGN_OR_RETURN(int size, IntParam(req, "page_size"));
-        r.set_page_size(size);
-        r.set_page_token(req.get_param_value("page_token"));
-        return ToJson(experiments_->List(r));
-      });
-  api(R"(/api/v1/experiments/([^/]+))",
-      [this](const httplib::Request& req,
-             const Caller&) -> absl::StatusOr<std::string> {
-        PRISM_ASSIGN_OR_RETURN(int64_t id, PathId(req, "experiment"));
-        return ToJson(experiments_->Get(id));
-      });
-  api(R"(/api/v1/experiments/([^/]+)/rank)",
-      [this](const httplib::Request& req,
-             const Caller&) -> absl::StatusOr<std::string> {
-        v1::RankRequest r;
-        PRISM_ASSIGN_OR_RETURN(int64_t id, PathId(req, "experiment"));
-        r.set_experiment_id(id);
-        const std::string require = req.get_param_value("require");
-        if (!require.empty()) {
-          PRISM_ASSIGN_OR_RETURN(PrincipleSet set, ParsePrinciples(require));
-          for (Principle p : kAllPrinciples) {
-            if (set.Has(p)) r.add_require(PrincipleToProto(p));
-          }
-        }
-        PRISM_ASSIGN_OR_RETURN(v1::RankSort sort,
-                               ParseSort(req.get_param_value("sort")));
-        r.set_sort(sort);
-        r.set_descending(BoolParam(req, "descending"));
-        PRISM_ASSIGN_OR_RETURN(int size, IntParam(req, "page_size"));
-        r.set_page_size(size);
-        r.set_page_token(req.get_param_value("page_token"));
-        return ToJson(results_->Rank(r));
-      });
-  api(R"(/api/v1/experiments/([^/]+)/trials)",
-      [this](const httplib::Request& req,
-             const Caller&) -> absl::StatusOr<std::string> {
-        v1::ListTrialsRequest r;
-        PRISM_ASSIGN_OR_RETURN(int64_t id, PathId(req, "experiment"));
-        r.set_experiment_id(id);
-        PRISM_ASSIGN_OR_RETURN(v1::TrialState state,
-                               ParseState(req.get_param_value("state")));
-        r.set_state(state);
-        PRISM_ASSIGN_OR_RETURN(int size, IntParam(req, "page_size"));
-        r.set_page_size(size);
-        r.set_page_token(req.get_param_value("page_token"));
-        return ToJson(experiments_->ListTrials(r));
-      });
-  api(R"(/api/v1/trials/([^/]+))",
-      [this](const httplib::Request& req,
-             const Caller&) -> absl::StatusOr<std::string> {
-        v1::GetTrialRequest r;
-        PRISM_ASSIGN_OR_RETURN(int64_t id, PathId(req, "trial"));
-        r.set_trial_id(id);
-        r.set_with_baseline(BoolParam(req, "with_baseline"));
-        return ToJson(results_->GetTrial(r));
-      });
-  api("/api/v1/workers", [this](const httplib::Request&, const Caller&) {
-    return ToJson(queue_->ListWorkers());
-  });
-
   s.Get("/api/v1/events",
         [this](const httplib::Request& req, httplib::Response& res) {
           ServeEvents(req, res);
         });
+  // Every other API route: an unknown path is 404 before authentication
+  // (header or cookie); a malformed query is 400 after it.
+  s.Get(R"(/api/v1/.*)", [this](const httplib::Request& req,
+                                httplib::Response& res) {
+    const absl::StatusOr<ApiRequest> request =
+        ParseApiRequest(req.path, req.params);
+    if (absl::IsNotFound(request.status())) {
+      return WriteError(res, request.status());
+    }
+    absl::StatusOr<Caller> caller = AuthenticateRequest(auth_, req);
+    absl::Status allowed =
+        caller.ok() ? Authorize(*caller, Permission::kRead) : caller.status();
+    if (!allowed.ok()) return WriteError(res, allowed);
+    if (!request.ok()) return WriteError(res, request.status());
+    absl::StatusOr<std::string> body = Answer(*request, *caller);
+    if (!body.ok()) return WriteError(res, body.status());
+    res.set_content(*body, kJson);
+  });
 
   s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
     res.set_content(metrics_->Render(gauges_()),
@@ -402,19 +300,40 @@ void HttpServer::Route() {
       });
 }
 
+absl::StatusOr<std::string> HttpServer::Answer(const ApiRequest& request,
+                                               const Caller& caller) {
+  return std::visit(
+      [&](const auto& r) -> absl::StatusOr<std::string> {
+        using R = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<R, v1::WhoAmIRequest>) {
+          return ToJson(absl::StatusOr<v1::WhoAmIResponse>(WhoAmIFor(caller)));
+        } else if constexpr (std::is_same_v<R, v1::ListExperimentsRequest>) {
+          return ToJson(experiments_->List(r));
+        } else if constexpr (std::is_same_v<R, v1::GetExperimentRequest>) {
+          return ToJson(experiments_->Get(r.id()));
+        } else if constexpr (std::is_same_v<R, v1::RankRequest>) {
+          return ToJson(results_->Rank(r));
+        } else if constexpr (std::is_same_v<R, v1::ListTrialsRequest>) {
+          return ToJson(experiments_->ListTrials(r));
+        } else if constexpr (std::is_same_v<R, v1::GetTrialRequest>) {
+          return ToJson(results_->GetTrial(r));
+        } else if constexpr (std::is_same_v<R, v1::ListWorkersRequest>) {
+          return ToJson(queue_->ListWorkers());
+        } else {
+          // Event streams are served by ServeEvents, not as one answer.
+          return absl::NotFoundError("an event stream is not a JSON answer");
+        }
+      },
+      request);
+}
+
 void HttpServer::ServeEvents(const httplib::Request& req,
                              httplib::Response& res) {
-  const std::string header = req.get_header_value("Authorization");
-  const std::string cookie = CookieValue(req, kTokenCookie);
-  absl::StatusOr<Caller> caller = header.empty() && !cookie.empty()
-                                      ? auth_->AuthenticateToken(cookie)
-                                      : auth_->Authenticate(header);
+  absl::StatusOr<Caller> caller = AuthenticateRequest(auth_, req);
   if (!caller.ok()) return WriteError(res, caller.status());
-  int64_t id = 0;
-  if (!absl::SimpleAtoi(req.get_param_value("experiment"), &id) || id <= 0) {
-    return WriteError(
-        res, absl::InvalidArgumentError("experiment=<id> is required"));
-  }
+  absl::StatusOr<ApiRequest> request = ParseApiRequest(req.path, req.params);
+  if (!request.ok()) return WriteError(res, request.status());
+  const int64_t id = std::get<EventStreamRequest>(*request).experiment_id;
   absl::StatusOr<v1::Experiment> experiment = experiments_->Get(id);
   if (!experiment.ok()) return WriteError(res, experiment.status());
   // The slot is given back by the content provider's releaser below, which

@@ -47,6 +47,7 @@
 #include "server/auth.h"
 #include "server/events.h"
 #include "server/experiments.h"
+#include "server/http_api.h"
 #include "server/metrics.h"
 #include "server/queue.h"
 #include "server/results.h"
@@ -90,6 +91,9 @@ class HttpServer {
 
  private:
   void Route();
+  // Answer renders a parsed API call's JSON answer.
+  absl::StatusOr<std::string> Answer(const ApiRequest& request,
+                                     const Caller& caller);
   void ServeEvents(const httplib::Request& req, httplib::Response& res);
 
   AuthManager* const auth_;

@@ -4,6 +4,8 @@
 #include <cmath>
 #include <limits>
 #include <set>
+#include <string>
+#include <vector>
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
@@ -12,6 +14,8 @@
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/tokenizer.h"
 #include "google/protobuf/io/zero_copy_stream_impl_lite.h"
+#include "google/protobuf/message.h"
+#include "google/protobuf/stubs/common.h"
 #include "google/protobuf/text_format.h"
 #include "scheduler/adaptive_seeds.h"
 #include "server/auth.h"
@@ -318,6 +322,43 @@ std::string Fingerprint(const v1::ExperimentSpec& resolved) {
   return Sha256Hex(bytes);
 }
 
+// FirstInvalidUtf8 returns the path ("data.train[0]") of the first string
+// field of `message` that is not valid UTF-8, or "" when all are. The text
+// format parser accepts escapes such as "\377" in string fields, but the wire
+// parser refuses them in proto3, so such a spec could be stored and never
+// read back. The check is protobuf's own, the one its wire parser applies.
+std::string FirstInvalidUtf8(const google::protobuf::Message& message) {
+  using google::protobuf::FieldDescriptor;
+  const google::protobuf::Reflection& reflection = *message.GetReflection();
+  std::vector<const FieldDescriptor*> fields;
+  reflection.ListFields(message, &fields);
+  for (const FieldDescriptor* field : fields) {
+    const int count =
+        field->is_repeated() ? reflection.FieldSize(message, field) : 1;
+    for (int i = 0; i < count; ++i) {
+      const std::string where = field->is_repeated()
+                                    ? absl::StrCat(field->name(), "[", i, "]")
+                                    : field->name();
+      if (field->type() == FieldDescriptor::TYPE_STRING) {
+        const std::string value =
+            field->is_repeated()
+                ? reflection.GetRepeatedString(message, field, i)
+                : reflection.GetString(message, field);
+        if (!google::protobuf::internal::IsStructurallyValidUTF8(value)) {
+          return where;
+        }
+      } else if (field->cpp_type() == FieldDescriptor::CPPTYPE_MESSAGE) {
+        const std::string inner = FirstInvalidUtf8(
+            field->is_repeated()
+                ? reflection.GetRepeatedMessage(message, field, i)
+                : reflection.GetMessage(message, field));
+        if (!inner.empty()) return absl::StrCat(where, ".", inner);
+      }
+    }
+  }
+  return "";
+}
+
 }  // namespace
 
 absl::StatusOr<v1::ExperimentSpec> ParseSpecText(absl::string_view text) {
@@ -328,6 +369,9 @@ absl::StatusOr<v1::ExperimentSpec> ParseSpecText(absl::string_view text) {
   if (!parser.ParseFromString(std::string(text), &spec)) {
     return absl::InvalidArgumentError(
         errors.first().empty() ? "spec_text: does not parse" : errors.first());
+  }
+  if (const std::string field = FirstInvalidUtf8(spec); !field.empty()) {
+    return Invalid("spec_text: ", field, " is not valid UTF-8");
   }
   return spec;
 }

@@ -46,7 +46,9 @@ struct ExperimentPlan {
 };
 
 // ParseSpecText parses a textproto ExperimentSpec. InvalidArgument
-// "spec_text:LINE:COL: <parser message>" on a syntax error or unknown field.
+// "spec_text:LINE:COL: <parser message>" on a syntax error or unknown field,
+// "spec_text: FIELD is not valid UTF-8" for a string (say "\377") that the
+// wire format cannot carry.
 absl::StatusOr<v1::ExperimentSpec> ParseSpecText(absl::string_view text);
 
 // PlanExperiment validates and resolves `spec`. InvalidArgument naming the

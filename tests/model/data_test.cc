@@ -95,6 +95,22 @@ TEST_F(DataTest, CorruptShardsNameTheFileAndOffset) {
             absl::StatusCode::kNotFound);
 }
 
+TEST_F(DataTest, ValidateShardChecksBytesAsOpenDoesAndCountsTokens) {
+  ASSERT_TRUE(WriteShard(Path("a.bin"), Ramp(300, 200)).ok());
+  const std::string bytes = ReadBytes(Path("a.bin"));
+  absl::StatusOr<int64_t> count = ValidateShard("a.bin", bytes, 256);
+  ASSERT_TRUE(count.ok()) << count.status();
+  EXPECT_EQ(*count, 300);
+  absl::Status s = ValidateShard("a.bin", bytes, 150).status();
+  EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss);
+  EXPECT_THAT(s.message(), HasSubstr("a.bin at byte 1324: token id 150"));
+  EXPECT_THAT(
+      ValidateShard("a.bin", bytes.substr(0, 1023), 256).status().message(),
+      HasSubstr("at byte 1023: truncated header"));
+  EXPECT_THAT(ValidateShard("a.bin", bytes + "x", 256).status().message(),
+              HasSubstr("trailing bytes"));
+}
+
 TEST_F(DataTest, ExpandShardPathsListsDirectoriesSorted) {
   fs::create_directories(Path("shards"));
   ASSERT_TRUE(WriteShard(Path("shards/b.bin"), Ramp(10, 5)).ok());

@@ -2,6 +2,7 @@
 
 #include <unistd.h>
 
+#include <climits>
 #include <cstdint>
 #include <cstring>
 #include <filesystem>
@@ -10,6 +11,7 @@
 #include <vector>
 
 #include "absl/status/status.h"
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/data.h"
@@ -97,6 +99,12 @@ TEST_F(EvalTest, CorruptFilesNameTheOffset) {
   // The second example's start marker (each example is 82 bytes).
   EXPECT_THAT(patched(1024 + 82, 12).message(),
               HasSubstr("at byte 1106: expected the example start 65535"));
+  // An index equal to the start marker, which WriteEvalFile cannot write
+  // (found by fuzz/eval_file_fuzzer.cc: such a file read but did not round
+  // trip).
+  EXPECT_THAT(
+      patched(1024 + 4, 65535).message(),
+      HasSubstr("at byte 1028: the example index 65535 is the example start"));
   // A label beyond the completions.
   EXPECT_THAT(patched(1024 + 6, 9).message(),
               HasSubstr("at byte 1030: label 9 but only 4 completions"));
@@ -113,6 +121,52 @@ TEST_F(EvalTest, CorruptFilesNameTheOffset) {
               HasSubstr("trailing bytes"));
   EXPECT_EQ(ReadEvalFile(Path("missing.bin"), 256).status().code(),
             absl::StatusCode::kNotFound);
+}
+
+TEST_F(EvalTest, EncodedBytesParseBackAndMatchTheWrittenFile) {
+  const std::vector<EvalExample> examples = AnimalExamples();
+  absl::StatusOr<std::string> bytes = EncodeEvalFile(examples);
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  ASSERT_TRUE(WriteEvalFile(Path("e.bin"), examples).ok());
+  EXPECT_EQ(*bytes, Read(Path("e.bin")));
+  absl::StatusOr<std::vector<EvalExample>> parsed =
+      ParseEvalFile("memory", *bytes, 256);
+  ASSERT_TRUE(parsed.ok()) << parsed.status();
+  ASSERT_EQ(parsed->size(), 4u);
+  EXPECT_EQ((*parsed)[3].completions, examples[3].completions);
+  EXPECT_THAT(
+      ParseEvalFile("memory", bytes->substr(0, 100), 256).status().message(),
+      HasSubstr("eval file memory at byte 100: truncated header"));
+}
+
+TEST_F(EvalTest, WriterRefusesAnIndexTheUint16FieldCannotHold) {
+  for (int index : {-1, 65535, 70000}) {
+    std::vector<EvalExample> examples = AnimalExamples();
+    examples[1].index = index;
+    absl::Status s = WriteEvalFile(Path("e.bin"), examples);
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << index;
+    EXPECT_THAT(s.message(), HasSubstr(absl::StrCat("example 1: index ", index,
+                                                    " is outside [0, 65535)")));
+  }
+  EXPECT_FALSE(fs::exists(Path("e.bin")));
+}
+
+// Found by fuzz/eval_file_fuzzer.cc: a header counting 1.9 billion examples
+// made ReadEvalFile allocate them all (over 100 GB) before reading one.
+TEST_F(EvalTest, AnExampleCountTheFileCannotHoldIsRefusedBeforeAllocating) {
+  absl::StatusOr<std::string> bytes = EncodeEvalFile(AnimalExamples());
+  ASSERT_TRUE(bytes.ok()) << bytes.status();
+  for (int32_t count : {24, 1903260017, INT32_MAX}) {
+    std::string patched = *bytes;
+    std::memcpy(patched.data() + 8, &count, sizeof count);
+    absl::Status s = ParseEvalFile("e.bin", patched, 256).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kDataLoss) << count;
+    // 4 examples of 82 bytes; each takes at least 14.
+    EXPECT_THAT(s.message(), HasSubstr(absl::StrCat(
+                                 "e.bin at byte 8: the header says ", count,
+                                 " examples but the 328 bytes "
+                                 "after it hold at most 23")));
+  }
 }
 
 TEST_F(EvalTest, TrainedModelPicksTheCompletionItLearned) {

@@ -219,6 +219,9 @@ TEST_F(HttpTest, BadIdsAre400AndUnknownPathsAndIds404) {
   auto unknown = Get("/api/v1/nothing", viewer_);
   EXPECT_EQ(unknown->status, 404);
   EXPECT_THAT(unknown->body, HasSubstr("\"error\""));
+  // Routing comes first: an unknown path is 404 even without a token.
+  EXPECT_EQ(Get("/api/v1/nothing", "")->status, 404);
+  EXPECT_EQ(Get("/api/v1/experiments/7/logs", "")->status, 404);
   const int64_t id = Submit(alice_, Spec({"4x6"}, {1}));
   const std::string e = "/api/v1/experiments/" + std::to_string(id);
   EXPECT_EQ(Get(e + "/rank?sort=sideways", viewer_)->status, 400);
