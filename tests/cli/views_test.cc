@@ -196,6 +196,36 @@ TEST(ViewsTest, PrincipleEffectsShowTheEstimateOrWhyThereIsNone) {
                               "paired delta"));
 }
 
+TEST(ViewsTest, PrincipleEffectsOfTheDemoAreNotEstimable) {
+  // prism run's grid: every schedule satisfies every principle (the README
+  // shows this block).
+  v1::RankResponse response = OneSeedRanking();
+  for (v1::Principle p :
+       {v1::PRINCIPLE_SMOOTH, v1::PRINCIPLE_BASELINE, v1::PRINCIPLE_POW2}) {
+    v1::PrincipleEffect* e = response.add_principle_effects();
+    e->set_principle(p);
+    e->set_satisfied(4);
+    e->set_mean_delta_satisfied(0.00227);
+    e->set_status(v1::EFFECT_NOTHING_VIOLATES);
+    e->set_note("nothing violates it");
+  }
+  std::ostringstream out;
+  PrintRanking(response, Format::kText, out);
+  EXPECT_THAT(
+      out.str(),
+      HasSubstr("principle  satisfied  violated  effect  effect_ci95  p  "
+                "mean_delta_satisfied  mean_delta_violated  note\n"
+                "smooth             4         0       -            -  -      "
+                "         +0.0023                    -  not estimable "
+                "(nothing violates it)\n"
+                "baseline           4         0       -            -  -      "
+                "         +0.0023                    -  not estimable "
+                "(nothing violates it)\n"
+                "pow2               4         0       -            -  -      "
+                "         +0.0023                    -  not estimable "
+                "(nothing violates it)\n"));
+}
+
 TEST(ViewsTest, PrincipleEffectNoteFallsBackToTheStatus) {
   v1::PrincipleEffect effect;
   EXPECT_EQ(PrincipleEffectNote(effect), "");  // an older coordinator
