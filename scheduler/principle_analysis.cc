@@ -206,7 +206,9 @@ PrincipleAnalysis AnalyzePrinciples(
     const std::vector<ScheduleDelta>& schedules) {
   std::vector<const ScheduleDelta*> observed;
   for (const ScheduleDelta& s : schedules) {
-    if (s.paired_seeds >= 1) observed.push_back(&s);
+    if (s.paired_seeds >= 1 && std::isfinite(s.mean_delta)) {
+      observed.push_back(&s);
+    }
   }
   const size_t m = observed.size();
   PrincipleAnalysis analysis;

@@ -17,7 +17,9 @@
 // of squares over dof = m - r (m schedules, r the rank of the design), the
 // standard error of b_p is sqrt(sigma^2 [(X'WX)^-1]_pp), the 95% interval
 // b_p +- t(dof, 0.975) SE and the p-value the two-sided t-test of b_p = 0
-// with dof degrees of freedom (not adjusted across principles).
+// with dof degrees of freedom (not adjusted across principles). What the
+// principles do not explain about a schedule (its own effect, interactions)
+// counts as noise in sigma^2, assumed to shrink with n_s like seed noise.
 //
 // The baseline is left out: its delta is 0 by construction, not a
 // measurement, and as a point it would pin b0 and shrink sigma^2 with a value
@@ -32,8 +34,9 @@
 //     One column of such a group stays in the fit, so the other principles'
 //     estimates still hold it fixed (estimable coefficients do not depend on
 //     which one);
-//   - m - r < 1: too few schedules to estimate sigma^2 (kTooFewSchedules).
-// The other principles are still estimated.
+//   - m - r < 1: too few schedules to estimate sigma^2 (kTooFewSchedules,
+//     for every principle still in the fit).
+// Principles dropped for the first two reasons leave the others estimated.
 //
 //   PrincipleAnalysis a = AnalyzePrinciples(schedules);
 //   for (const PrincipleEffect& e : a.effects) ...
@@ -97,7 +100,8 @@ struct PrincipleAnalysis {
 };
 
 // AnalyzePrinciples runs the analysis the header describes on `schedules`
-// (observations with paired_seeds < 1 are ignored). Every principle gets an
+// (observations with paired_seeds < 1 or a non-finite mean_delta are
+// ignored). Every principle gets an
 // effect, estimated or with its reason; with no observations all are
 // kTooFewSchedules.
 PrincipleAnalysis AnalyzePrinciples(

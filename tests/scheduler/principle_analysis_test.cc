@@ -281,9 +281,12 @@ TEST(AnalyzePrinciplesTest, TooFewSchedulesForAResidualIsNotEstimable) {
 }
 
 TEST(AnalyzePrinciplesTest, NoObservationsLeaveEverythingNotEstimable) {
-  // A schedule without a paired seed is not an observation.
-  const PrincipleAnalysis a =
-      AnalyzePrinciples({Observation(0.5, 0, Violates(true, true, true))});
+  // A schedule without a paired seed, or with a non-finite delta, is not an
+  // observation.
+  const PrincipleAnalysis a = AnalyzePrinciples(
+      {Observation(0.5, 0, Violates(true, true, true)),
+       Observation(std::nan(""), 2, Violates(true, false, false)),
+       Observation(HUGE_VAL, 2, Violates(false, true, false))});
   EXPECT_EQ(a.schedules, 0);
   ASSERT_EQ(a.effects.size(), 3u);
   for (const PrincipleEffect& e : a.effects) {
