@@ -182,6 +182,46 @@ Table PointsTable(const v1::GetTrialResponse& response) {
   return table;
 }
 
+std::string PrincipleEffectNote(const v1::PrincipleEffect& effect) {
+  if (effect.status() == v1::EFFECT_ESTIMATED && effect.has_effect()) {
+    return fmt::format("{} schedules, {} dof", effect.effect().n(),
+                       effect.dof());
+  }
+  if (effect.status() == v1::EFFECT_STATUS_UNSPECIFIED) return "";
+  return absl::StrCat(
+      "not estimable (",
+      effect.note().empty() ? EnumValueName(effect.status()) : effect.note(),
+      ")");
+}
+
+std::string PrincipleMethod() {
+  return "effect: coefficient of violating the principle in a regression of "
+         "each schedule's mean paired delta on all the principles' "
+         "violations (weighted by paired seeds, baseline left out), with its "
+         "95% t-interval half-width and unadjusted p; mean_delta_*: plain "
+         "means, not adjusted for the other principles";
+}
+
+Table PrincipleEffectsTable(const v1::RankResponse& response) {
+  Table table({"principle", "satisfied", "violated", "effect", "effect_ci95",
+               "p", "mean_delta_satisfied", "mean_delta_violated", "note"});
+  for (const v1::PrincipleEffect& e : response.principle_effects()) {
+    const bool estimated = e.has_effect();
+    table.AddRow(
+        {EnumValueName(e.principle()), absl::StrCat(e.satisfied()),
+         absl::StrCat(e.violated()),
+         estimated ? fmt::format("{:+.4f}", e.effect().mean()) : "",
+         estimated ? HalfWidth(e.effect()) : "",
+         e.has_p_value() ? PValue(e.p_value()) : "",
+         e.satisfied() > 0 ? fmt::format("{:+.4f}", e.mean_delta_satisfied())
+                           : "",
+         e.violated() > 0 ? fmt::format("{:+.4f}", e.mean_delta_violated())
+                          : "",
+         PrincipleEffectNote(e)});
+  }
+  return table;
+}
+
 void PrintRanking(const v1::RankResponse& response, Format format,
                   std::ostream& out) {
   if (format == Format::kJson) {
@@ -204,31 +244,8 @@ void PrintRanking(const v1::RankResponse& response, Format format,
   out << VerdictMethod(response) << "\n";
   if (response.principle_effects().empty()) return;
   out << "\n";
-  Table summary({"principle", "satisfied", "violated", "mean_delta_satisfied",
-                 "mean_delta_violated"});
-  for (const v1::PrincipleEffect& e : response.principle_effects()) {
-    std::string name;
-    switch (e.principle()) {
-      case v1::PRINCIPLE_SMOOTH:
-        name = "smooth";
-        break;
-      case v1::PRINCIPLE_BASELINE:
-        name = "baseline";
-        break;
-      case v1::PRINCIPLE_POW2:
-        name = "pow2";
-        break;
-      default:
-        name = "unknown";
-    }
-    summary.AddRow(
-        {name, absl::StrCat(e.satisfied()), absl::StrCat(e.violated()),
-         e.satisfied() > 0 ? fmt::format("{:+.4f}", e.mean_delta_satisfied())
-                           : "",
-         e.violated() > 0 ? fmt::format("{:+.4f}", e.mean_delta_violated())
-                          : ""});
-  }
-  summary.Print(out, format);
+  PrincipleEffectsTable(response).Print(out, format);
+  out << PrincipleMethod() << "\n";
 }
 
 Table CompareTable(const v1::CompareResponse& response) {

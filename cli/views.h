@@ -55,9 +55,20 @@ std::string MissingValuesNote(const v1::RankResponse& response);
 // the size of the Holm-Bonferroni family.
 std::string VerdictMethod(const v1::RankResponse& response);
 
+// PrincipleEffectsTable: per principle, the schedules that satisfy and
+// violate it, the effect of violating it with its 95% CI half-width and p,
+// the plain mean deltas, and a note: "12 schedules, 9 dof" or "not estimable
+// (nothing violates it)".
+Table PrincipleEffectsTable(const v1::RankResponse& response);
+// PrincipleEffectNote is that note; "" from a coordinator that sends no
+// status.
+std::string PrincipleEffectNote(const v1::PrincipleEffect& effect);
+// PrincipleMethod is the one line that states how the effects are estimated.
+std::string PrincipleMethod();
+
 // PrintRanking prints a Rank response: in text the table and the note on its
-// missing values, then the baseline and the principle summary; in CSV the
-// table only; in JSON the response.
+// missing values, then the baseline, the verdict method, the principle
+// effects and their method; in CSV the table only; in JSON the response.
 void PrintRanking(const v1::RankResponse& response, Format format,
                   std::ostream& out);
 

@@ -247,31 +247,18 @@ Ranking RankSchedules(const SpaceSpec& shape,
     ranking.baseline = *baseline;
   }
 
-  // The baseline's delta is 0 by construction, so it says nothing about a
-  // principle and is left out of the effects.
-  for (Principle p : kAllPrinciples) {
-    PrincipleEffect effect;
-    effect.principle = p;
-    double satisfied = 0.0;
-    double violated = 0.0;
-    for (const RankedRow& row : ranking.rows) {
-      if (row.is_baseline || row.delta_vs_baseline.n == 0) continue;
-      if (row.principles.Satisfies(p)) {
-        ++effect.satisfied;
-        satisfied += row.delta_vs_baseline.mean;
-      } else {
-        ++effect.violated;
-        violated += row.delta_vs_baseline.mean;
-      }
+  // The baseline's delta is 0 by construction, so it is not an observation.
+  std::vector<ScheduleDelta> observations;
+  for (const RankedRow& row : ranking.rows) {
+    if (row.is_baseline || row.delta_vs_baseline.n == 0) continue;
+    ScheduleDelta& o = observations.emplace_back();
+    o.mean_delta = row.delta_vs_baseline.mean;
+    o.paired_seeds = row.delta_vs_baseline.n;
+    for (Principle p : kAllPrinciples) {
+      o.violated.Set(p, !row.principles.Satisfies(p));
     }
-    if (effect.satisfied > 0) {
-      effect.mean_delta_satisfied = satisfied / effect.satisfied;
-    }
-    if (effect.violated > 0) {
-      effect.mean_delta_violated = violated / effect.violated;
-    }
-    ranking.principle_effects.push_back(effect);
   }
+  ranking.principle_effects = AnalyzePrinciples(observations).effects;
   return ranking;
 }
 

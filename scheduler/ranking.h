@@ -7,8 +7,9 @@
 // diverged and failed seeds; minimum val loss; steps to reach the baseline's
 // final val loss and the convergence speed-up; tokens/s and its ratio to the
 // baseline; per layer attention distance and its shift vs the baseline;
-// principle flags. Plus, per principle, the mean delta of schedules that
-// satisfy it vs those that violate it.
+// principle flags. Plus, per principle, the effect of violating it with its
+// 95% interval or the reason it is not estimable (scheduler/
+// principle_analysis.h), over the non-baseline schedules with a paired delta.
 //
 // Verdict method: per schedule, a two-sided one-sample t-test of its paired
 // deltas (one per seed it shares with the baseline) against 0; the p-values of
@@ -25,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#include "scheduler/principle_analysis.h"
 #include "scheduler/principles.h"
 #include "scheduler/space.h"
 #include "scheduler/statistics.h"
@@ -102,20 +104,11 @@ struct RankedRow {
   std::vector<int64_t> trial_ids;                // completed trials, ascending
 };
 
-struct PrincipleEffect {
-  Principle principle = Principle::kSmooth;
-  // Schedules other than the baseline (whose delta is 0 by construction)
-  // with at least one paired delta, each weighted once by its mean delta.
-  int satisfied = 0;
-  int violated = 0;
-  double mean_delta_satisfied = 0.0;
-  double mean_delta_violated = 0.0;
-};
-
 struct Ranking {
   std::vector<RankedRow> rows;  // every schedule, baseline included, by rank
   std::optional<RankedRow> baseline;
-  std::vector<PrincipleEffect> principle_effects;  // one per principle
+  // One per principle, in kAllPrinciples order: AnalyzePrinciples.
+  std::vector<PrincipleEffect> principle_effects;
   // Schedules in the Holm family: non-baseline, at least 2 paired seeds.
   int compared_schedules = 0;
 };

@@ -118,6 +118,22 @@ v1::Verdict VerdictToProto(Verdict v) {
   return v1::VERDICT_UNSPECIFIED;
 }
 
+v1::EffectStatus EffectStatusToProto(EffectStatus s) {
+  switch (s) {
+    case EffectStatus::kEstimated:
+      return v1::EFFECT_ESTIMATED;
+    case EffectStatus::kNothingViolates:
+      return v1::EFFECT_NOTHING_VIOLATES;
+    case EffectStatus::kEverythingViolates:
+      return v1::EFFECT_EVERYTHING_VIOLATES;
+    case EffectStatus::kNotSeparable:
+      return v1::EFFECT_NOT_SEPARABLE;
+    case EffectStatus::kTooFewSchedules:
+      return v1::EFFECT_TOO_FEW_SCHEDULES;
+  }
+  return v1::EFFECT_STATUS_UNSPECIFIED;
+}
+
 v1::Interval IntervalToProto(const Interval& i) {
   v1::Interval out;
   out.set_mean(i.mean);
@@ -173,6 +189,22 @@ v1::PrincipleEffect PrincipleEffectToProto(const PrincipleEffect& e) {
   out.set_violated(e.violated);
   out.set_mean_delta_satisfied(e.mean_delta_satisfied);
   out.set_mean_delta_violated(e.mean_delta_violated);
+  out.set_status(EffectStatusToProto(e.status));
+  if (e.status == EffectStatus::kEstimated && e.effect.has_value()) {
+    v1::Interval* effect = out.mutable_effect();
+    effect->set_mean(*e.effect);
+    if (e.low.has_value() && e.high.has_value()) {
+      effect->set_low(*e.low);
+      effect->set_high(*e.high);
+    }
+    effect->set_n(e.satisfied + e.violated);  // schedules in the fit
+    if (e.standard_error.has_value()) {
+      out.set_standard_error(*e.standard_error);
+    }
+    if (e.p_value.has_value()) out.set_p_value(*e.p_value);
+  }
+  out.set_dof(e.dof);
+  out.set_note(e.note);
   return out;
 }
 

@@ -46,10 +46,13 @@ v1::PrincipleReport ReportSchedule(const SpaceSpec& space,
 // VerdictToProto maps a ranking verdict; kNone (the baseline) is
 // VERDICT_UNSPECIFIED.
 v1::Verdict VerdictToProto(Verdict v);
+v1::EffectStatus EffectStatusToProto(EffectStatus s);
 // IntervalToProto leaves low and high unset when the interval has no bounds
 // (fewer than 2 values).
 v1::Interval IntervalToProto(const Interval& i);
 v1::RankedSchedule RankedRowToProto(const RankedRow& row, int base_heads);
+// PrincipleEffectToProto sets effect, standard_error and p_value only for an
+// estimated effect.
 v1::PrincipleEffect PrincipleEffectToProto(const PrincipleEffect& e);
 
 // Page tokens are opaque to clients: web-safe base64 of "<kind>:<number>".

@@ -7,7 +7,8 @@
 //   * a missing token and a bad token show the login prompt and no data;
 //   * the leaderboard's row count equals the rank total of `prism results`
 //     over RPC, and the principle-effects chart drew its bars (canvas pixels
-//     of the series colours, not just a canvas element);
+//     of the series colours, not just a canvas element); each principle's
+//     effect (or "not estimable" and why) is the RPC's;
 //   * a click on a schedule opens its trial: loss, learning-rate and
 //     attention-distance curves drawn against the baseline's, metrics shown.
 // Screenshots go to --artifacts (printed). Every process it started is
@@ -294,6 +295,23 @@ async function run() {
   const effectPixels = (await canvasColourPixels(page, '#principle-chart', kSatisfied)) +
                        (await canvasColourPixels(page, '#principle-chart', kViolated));
   check(effectPixels > 200, `principle-effects chart drew its bars (${effectPixels} bar pixels)`);
+  // Each principle's effect is the RPC's: its signed mean (and interval), or
+  // "not estimable" with the coordinator's reason (here both schedules
+  // satisfy every principle: "nothing violates it").
+  const rpcEffects = new Map((rankRpc.principleEffects || []).map((e) => [
+    String(e.principle).replace(/^PRINCIPLE_/, '').toLowerCase(), e]));
+  const shownEffects = await page.$$eval('#effects-table tbody tr', (trs) =>
+    trs.map((tr) => [tr.dataset.principle, tr.querySelector('.effect').textContent]));
+  check(shownEffects.length === rpcEffects.size && shownEffects.length === 3,
+        `effects table shows ${shownEffects.length} principles, the RPC ${rpcEffects.size}`);
+  for (const [principle, text] of shownEffects) {
+    const e = rpcEffects.get(principle) || {};
+    const mean = Number(e.effect?.mean);
+    const expected = e.status === 'EFFECT_ESTIMATED'
+      ? `${mean > 0 ? '+' : ''}${mean.toFixed(4)}` : `not estimable (${e.note})`;
+    check(e.status === 'EFFECT_ESTIMATED' ? text.startsWith(expected) : text === expected,
+          `effect of violating ${principle}: dashboard '${text}', RPC '${expected}'`);
+  }
   // Each row's verdict is the RPC's, word for word (the baseline has none),
   // and only a verdict of better or worse colours a delta.
   const rpcVerdict = new Map((rankRpc.schedules || []).map((s) => [

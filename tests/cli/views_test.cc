@@ -142,6 +142,110 @@ TEST(ViewsTest, RankingJsonOmitsAbsentIntervalsAndPValues) {
   EXPECT_THAT(two.str(), HasSubstr("\"comparedSchedules\": 1"));
 }
 
+// One row of each kind, as the coordinator sends them: smooth estimated over
+// 6 schedules (3 dof), baseline violated by nothing, pow2 not separable.
+v1::RankResponse RankingWithEffects() {
+  v1::RankResponse response = TwoSeedRanking();
+  v1::PrincipleEffect* smooth = response.add_principle_effects();
+  smooth->set_principle(v1::PRINCIPLE_SMOOTH);
+  smooth->set_satisfied(2);
+  smooth->set_violated(4);
+  smooth->set_mean_delta_satisfied(-0.002);
+  smooth->set_mean_delta_violated(0.011);
+  smooth->set_status(v1::EFFECT_ESTIMATED);
+  smooth->mutable_effect()->set_mean(0.0125);
+  smooth->mutable_effect()->set_low(0.0025);
+  smooth->mutable_effect()->set_high(0.0225);
+  smooth->mutable_effect()->set_n(6);
+  smooth->set_standard_error(0.0031);
+  smooth->set_p_value(0.0273);
+  smooth->set_dof(3);
+  v1::PrincipleEffect* baseline = response.add_principle_effects();
+  baseline->set_principle(v1::PRINCIPLE_BASELINE);
+  baseline->set_satisfied(6);
+  baseline->set_mean_delta_satisfied(0.0067);
+  baseline->set_status(v1::EFFECT_NOTHING_VIOLATES);
+  baseline->set_note("nothing violates it");
+  v1::PrincipleEffect* pow2 = response.add_principle_effects();
+  pow2->set_principle(v1::PRINCIPLE_POW2);
+  pow2->set_satisfied(3);
+  pow2->set_violated(3);
+  pow2->set_status(v1::EFFECT_NOT_SEPARABLE);
+  pow2->set_note("baseline and pow2 co-vary completely: effects not separable");
+  return response;
+}
+
+TEST(ViewsTest, PrincipleEffectsShowTheEstimateOrWhyThereIsNone) {
+  std::ostringstream out;
+  PrintRanking(RankingWithEffects(), Format::kText, out);
+  const std::string text = out.str();
+  EXPECT_THAT(text, HasSubstr("principle  satisfied  violated   effect  "
+                              "effect_ci95      p  mean_delta_satisfied  "
+                              "mean_delta_violated  note\n"));
+  EXPECT_THAT(text, HasSubstr("smooth             2         4  +0.0125       "
+                              "0.0100  0.027               -0.0020          "
+                              "    +0.0110  6 schedules, 3 dof\n"));
+  EXPECT_THAT(text, HasSubstr("baseline           6         0        -      "
+                              "      -      -               +0.0067          "
+                              "          -  not estimable (nothing violates "
+                              "it)\n"));
+  EXPECT_THAT(text, HasSubstr("not estimable (baseline and pow2 co-vary "
+                              "completely: effects not separable)\n"));
+  EXPECT_THAT(text, HasSubstr("effect: coefficient of violating the principle "
+                              "in a regression of each schedule's mean "
+                              "paired delta"));
+}
+
+TEST(ViewsTest, PrincipleEffectsOfTheDemoAreNotEstimable) {
+  // prism run's grid: every schedule satisfies every principle (the README
+  // shows this block).
+  v1::RankResponse response = OneSeedRanking();
+  for (v1::Principle p :
+       {v1::PRINCIPLE_SMOOTH, v1::PRINCIPLE_BASELINE, v1::PRINCIPLE_POW2}) {
+    v1::PrincipleEffect* e = response.add_principle_effects();
+    e->set_principle(p);
+    e->set_satisfied(4);
+    e->set_mean_delta_satisfied(0.00227);
+    e->set_status(v1::EFFECT_NOTHING_VIOLATES);
+    e->set_note("nothing violates it");
+  }
+  std::ostringstream out;
+  PrintRanking(response, Format::kText, out);
+  EXPECT_THAT(
+      out.str(),
+      HasSubstr("principle  satisfied  violated  effect  effect_ci95  p  "
+                "mean_delta_satisfied  mean_delta_violated  note\n"
+                "smooth             4         0       -            -  -      "
+                "         +0.0023                    -  not estimable "
+                "(nothing violates it)\n"
+                "baseline           4         0       -            -  -      "
+                "         +0.0023                    -  not estimable "
+                "(nothing violates it)\n"
+                "pow2               4         0       -            -  -      "
+                "         +0.0023                    -  not estimable "
+                "(nothing violates it)\n"));
+}
+
+TEST(ViewsTest, PrincipleEffectNoteFallsBackToTheStatus) {
+  v1::PrincipleEffect effect;
+  EXPECT_EQ(PrincipleEffectNote(effect), "");  // an older coordinator
+  effect.set_status(v1::EFFECT_TOO_FEW_SCHEDULES);
+  EXPECT_EQ(PrincipleEffectNote(effect), "not estimable (too_few_schedules)");
+}
+
+TEST(ViewsTest, PrincipleEffectsJsonOmitsTheEffectWhenNotEstimable) {
+  std::ostringstream out;
+  PrintRanking(RankingWithEffects(), Format::kJson, out);
+  const std::string json = out.str();
+  EXPECT_THAT(json, HasSubstr("\"status\": \"EFFECT_ESTIMATED\""));
+  EXPECT_THAT(json, HasSubstr("\"status\": \"EFFECT_NOTHING_VIOLATES\""));
+  EXPECT_THAT(json, HasSubstr("\"pValue\": 0.0273"));
+  EXPECT_THAT(json, HasSubstr("\"note\": \"nothing violates it\""));
+  // One effect object: the estimated one.
+  EXPECT_EQ(json.find("\"effect\": {"), json.rfind("\"effect\": {"));
+  EXPECT_NE(json.find("\"effect\": {"), std::string::npos);
+}
+
 TEST(ViewsTest, MfuTextSaysWhenTheTrialBeatTheMeasuredPeak) {
   v1::TrialMetrics m;
   EXPECT_EQ(MfuText(m), "MFU not measured");

@@ -185,6 +185,46 @@ TEST(RankSchedulesTest, PrincipleEffectsCompareSatisfyingAndViolating) {
   EXPECT_EQ(pow2.violated, 1);
   EXPECT_DOUBLE_EQ(pow2.mean_delta_satisfied, -0.25);
   EXPECT_DOUBLE_EQ(pow2.mean_delta_violated, 0.375);
+  // No schedule violates baseline; 3 schedules cannot fit an intercept,
+  // smooth and pow2 and leave a residual.
+  EXPECT_EQ(baseline.status, EffectStatus::kNothingViolates);
+  EXPECT_EQ(smooth.status, EffectStatus::kTooFewSchedules);
+  EXPECT_EQ(pow2.status, EffectStatus::kTooFewSchedules);
+  EXPECT_FALSE(smooth.effect.has_value());
+}
+
+TEST(RankSchedulesTest, PrincipleEffectsRegressPairedDeltasOnViolations) {
+  // A 2x2 factorial in smooth and pow2, 2 seeds per schedule: A none,
+  // C smooth, D pow2, B both, with mean deltas -0.25, 0, -0.125, +0.25
+  // (principle_analysis_test works the same numbers by hand: effects 0.3125
+  // and 0.1875, standard errors 0.0625, 1 dof).
+  constexpr char kD[] = "4x2,12x10";  // d_head 192: violates pow2 only
+  const std::vector<TrialOutcome> trials = {
+      Trial(1, "12x12", 1, 3.5, {}),  Trial(2, "12x12", 2, 3.75, {}),
+      Trial(3, kA, 1, 3.25, {}),      Trial(4, kA, 2, 3.5, {}),
+      Trial(5, kC, 1, 3.375, {}),     Trial(6, kC, 2, 3.875, {}),
+      Trial(7, kD, 1, 3.5, {}),       Trial(8, kD, 2, 3.5, {}),
+      Trial(9, kB, 1, 3.875, {}),     Trial(10, kB, 2, 3.875, {}),
+      Trial(11, "12x12", 3, 3.0, {}),  // unpaired seeds do not count
+  };
+  const Ranking r = RankSchedules(Shape(), "12x12", trials);
+  for (const RankedRow& row : r.rows) {
+    if (row.schedule == kD) {
+      EXPECT_TRUE(row.principles.smooth);
+      EXPECT_TRUE(row.principles.baseline);
+      EXPECT_FALSE(row.principles.pow2);
+    }
+  }
+  const PrincipleEffect& smooth = r.principle_effects[0];
+  const PrincipleEffect& pow2 = r.principle_effects[2];
+  ASSERT_EQ(smooth.status, EffectStatus::kEstimated);
+  ASSERT_EQ(pow2.status, EffectStatus::kEstimated);
+  EXPECT_NEAR(*smooth.effect, 0.3125, 1e-12);
+  EXPECT_NEAR(*pow2.effect, 0.1875, 1e-12);
+  EXPECT_NEAR(*smooth.standard_error, 0.0625, 1e-12);
+  EXPECT_EQ(smooth.dof, 1);
+  EXPECT_LT(*smooth.low, 0.0);  // 12.706 * 0.0625 = 0.794 > 0.3125
+  EXPECT_EQ(r.principle_effects[1].status, EffectStatus::kNothingViolates);
 }
 
 TEST(RankSchedulesTest, InputOrderDoesNotChangeTheResult) {

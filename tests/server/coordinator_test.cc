@@ -133,7 +133,14 @@ TEST_F(ServiceTest, SubmitLeaseReportCompleteThenRank) {
   EXPECT_EQ(rank.compared_schedules(), 2);
   EXPECT_EQ(rank.baseline().schedule(), "4x6");
   EXPECT_EQ(rank.experiment().id(), id);
-  EXPECT_EQ(rank.principle_effects_size(), 3);
+  ASSERT_EQ(rank.principle_effects_size(), 3);
+  // Both schedules satisfy every principle: no effect to estimate.
+  for (const v1::PrincipleEffect& e : rank.principle_effects()) {
+    EXPECT_EQ(e.status(), v1::EFFECT_NOTHING_VIOLATES);
+    EXPECT_FALSE(e.has_effect());
+    EXPECT_EQ(e.note(), "nothing violates it");
+    EXPECT_EQ(e.satisfied(), 2);
+  }
 }
 
 TEST_F(ServiceTest, RankCountsDivergedSeedsOutsideTheVerdict) {

@@ -2,14 +2,16 @@
 // (sorted and filtered by the coordinator, never all loaded), each drawn as
 // its head-count staircase with principle badges, val loss and the paired
 // delta vs the uniform baseline with their 95% intervals; plus the principle
-// summary chart. Live over the experiment's event stream.
+// effects (the regression's effect of violating each with its interval, or
+// why it is not estimable) and their chart. Live over the experiment's event
+// stream.
 
 import { api } from '../api.js';
 import { barChart, kColors } from '../charts.js';
 import { h, replace } from '../dom.js';
 import {
-  compact, deltaClass, experimentState, integer, interval, loss, num, principleName, ratio, signed,
-  verdictWord,
+  compact, deltaClass, experimentState, fixed, integer, interval, kDash, loss, num, principleName, ratio,
+  signed, verdictWord,
 } from '../format.js';
 import { layerHeads, staircase } from '../staircase.js';
 import { isLive } from '../live.js';
@@ -86,24 +88,52 @@ function baselineCard(baseline) {
                    ])));
 }
 
+// effectCell is the regression effect of violating a principle with its 95%
+// interval, or why it is not estimable, in the CLI's words.
+function effectCell(e) {
+  if (e.status === 'EFFECT_ESTIMATED' && e.effect) {
+    return h('span', { class: 'effect', title: `${integer(e.effect.n)} schedules, ${integer(e.dof)} dof, `
+                                               + `standard error ${fixed(e.standardError)}` },
+             interval(e.effect, { sign: true }));
+  }
+  if (!e.status || e.status === 'EFFECT_STATUS_UNSPECIFIED') return h('span', { class: 'effect' }, kDash);
+  const reason = e.note || e.status.replace(/^EFFECT_/, '').toLowerCase();
+  return h('span', { class: 'effect not-estimable muted' }, `not estimable (${reason})`);
+}
+
 function effectsCard(effects) {
   const usable = (effects || []).filter((e) => num(e.satisfied) + num(e.violated) > 0);
   if (!usable.length) {
     return section('Principle effects', empty('No finished trials yet.', 'The chart compares schedules that satisfy each principle with those that violate it.'));
   }
   const holder = h('div', { class: 'chart', id: 'principle-chart' });
-  const card = section('Principle effects: mean delta vs baseline (lower is better)', holder,
+  const card = section('Principle effects: \u0394 val loss from violating each (lower is better)',
                        table({
                          id: 'effects-table',
                          columns: [
                            { label: 'Principle', render: (e) => principleName(e.principle) },
-                           { label: 'Satisfied', class: 'num', render: (e) => integer(e.satisfied) },
-                           { label: 'Mean \u0394 satisfied', class: 'num', render: (e) => (num(e.satisfied) ? signed(e.meanDeltaSatisfied) : '\u2014') },
-                           { label: 'Violated', class: 'num', render: (e) => integer(e.violated) },
-                           { label: 'Mean \u0394 violated', class: 'num', render: (e) => (num(e.violated) ? signed(e.meanDeltaViolated) : '\u2014') },
+                           { label: 'Effect of violating', class: 'num',
+                             title: 'regression coefficient with its 95% CI, the other principles held fixed',
+                             render: effectCell },
+                           { label: 'p', class: 'num', title: 'two-sided t-test of the effect, not adjusted across principles',
+                             render: (e) => (e.pValue === undefined ? kDash
+                               : (num(e.pValue) < 0.001 ? '<0.001' : fixed(e.pValue, 3))) },
+                           { label: 'Satisfy / violate', class: 'num',
+                             title: 'schedules with a paired \u0394 that satisfy / violate it (their plain means are the bars)',
+                             render: (e) => h('span', {
+                               title: `mean \u0394 satisfied ${num(e.satisfied) ? signed(e.meanDeltaSatisfied) : kDash}, `
+                                      + `violated ${num(e.violated) ? signed(e.meanDeltaViolated) : kDash}`,
+                             }, `${integer(e.satisfied)} / ${integer(e.violated)}`) },
                          ],
                          rows: usable,
-                       }));
+                         rowAttrs: (e) => ({ dataset: { principle: principleName(e.principle) } }),
+                       }),
+                       h('p', { class: 'muted', id: 'effects-method' },
+                         'Effect: the coefficient of violating the principle in a regression of each schedule\u2019s '
+                         + 'mean paired \u0394 on all the principles\u2019 violations, weighted by paired seeds, '
+                         + 'baseline left out. Bars: plain mean \u0394 of the schedules that satisfy or violate it, '
+                         + 'not adjusted for the other principles.'),
+                       holder);
   // The chart needs its container in the document to know its width.
   card.drawChart = () => barChart(holder, {
     categories: usable.map((e) => principleName(e.principle)),
