@@ -335,7 +335,7 @@ TEST(RankSchedulesTest, SpeedupIntervalIsOverReachedSeedsOfAllPaired) {
   EXPECT_NEAR(half, 1.5630, 1e-4);
 }
 
-// Where is a trial outcome placed on hardware, for the tokens/s pairing.
+// Ran sets where a trial ran: the worker that finished it and its device.
 TrialOutcome Ran(TrialOutcome t, const std::string& worker,
                  const std::string& device) {
   t.worker_id = worker;
