@@ -46,6 +46,9 @@ v1::PrincipleReport ReportSchedule(const SpaceSpec& space,
 // VerdictToProto maps a ranking verdict; kNone (the baseline) is
 // VERDICT_UNSPECIFIED.
 v1::Verdict VerdictToProto(Verdict v);
+// ThroughputPairingToProto maps how tokens/s were paired; kNone is
+// THROUGHPUT_PAIRING_UNSPECIFIED.
+v1::ThroughputPairing ThroughputPairingToProto(ThroughputPairing p);
 // IntervalToProto leaves low and high unset when the interval has no bounds
 // (fewer than 2 values).
 v1::Interval IntervalToProto(const Interval& i);
