@@ -1,5 +1,6 @@
 #include "cli/views.h"
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -25,12 +26,48 @@ std::string HalfWidth(const v1::Interval& interval) {
 
 std::string PValue(double p) { return p < 0.001 ? "<0.001" : Fixed(p, 3); }
 
+// RatioWithInterval is "1.12 [1.03,1.21]", or "1.12" without bounds, "-"
+// without values.
+std::string RatioWithInterval(const v1::Interval& interval) {
+  if (interval.n() == 0) return "-";
+  if (!interval.has_low() || !interval.has_high()) {
+    return Fixed(interval.mean(), 2);
+  }
+  return fmt::format("{:.2f} [{:.2f},{:.2f}]", interval.mean(), interval.low(),
+                     interval.high());
+}
+
+// SpeedupCell is "1.12 [1.03,1.21] 3/4": the mean ratio, its CI and m of n
+// paired seeds that reached the target; "- 0/4" when none did; "" without
+// paired seeds. The baseline's is 1 by definition: "1.00".
+std::string SpeedupCell(const v1::RankedSchedule& r) {
+  if (r.speedup_seeds() == 0) return "";
+  if (r.is_baseline()) return Fixed(r.speedup().mean(), 2);
+  return fmt::format("{} {}/{}", RatioWithInterval(r.speedup()),
+                     r.speedup().n(), r.speedup_seeds());
+}
+
+// ThroughputCell is "0.98 [0.95,1.01] 3/3 worker": the mean tokens/s ratio,
+// its CI, the pairs used of all and how they were paired; "" without pairs.
+std::string ThroughputCell(const v1::RankedSchedule& r) {
+  if (r.throughput_pairs() == 0) return "";
+  if (r.is_baseline()) return Fixed(r.throughput_ratio().mean(), 2);
+  return fmt::format("{} {}/{} {}", RatioWithInterval(r.throughput_ratio()),
+                     r.throughput_ratio().n(), r.throughput_pairs(),
+                     EnumValueName(r.throughput_pairing()));
+}
+
+// OptionalFixed is the value to `digits` decimals, "" when absent.
+std::string OptionalFixed(bool present, double value, int digits) {
+  return present ? Fixed(value, digits) : "";
+}
+
 }  // namespace
 
 std::string MissingValuesNote(const v1::RankResponse& response) {
   bool no_speedup = false, no_interval = false;
   for (const v1::RankedSchedule& r : response.schedules()) {
-    no_speedup |= r.convergence_speedup() <= 0;
+    no_speedup |= r.speedup_seeds() == 0 || r.speedup().n() == 0;
     no_interval |= !r.final_val_loss().has_high() ||
                    (!r.is_baseline() && r.delta_vs_baseline().n() == 1);
   }
@@ -44,6 +81,26 @@ std::string MissingValuesNote(const v1::RankResponse& response) {
     notes.push_back("ci95, adj_p - = fewer than 2 (paired) seeds");
   }
   return absl::StrJoin(notes, "; ");
+}
+
+std::string RatioMethod(const v1::RankResponse& response) {
+  std::map<std::string, int> unpaired;
+  for (const v1::RankedSchedule& r : response.schedules()) {
+    if (r.throughput_pairing() == v1::THROUGHPUT_PAIRING_UNPAIRED) {
+      ++unpaired[r.throughput_hardware()];
+    }
+  }
+  std::string text =
+      "speedup: mean of baseline_steps/steps per seed to that seed's "
+      "baseline final val loss (steps interpolated between evals) [95% CI] "
+      "over the m of n paired seeds that reached it\ntps_ratio: mean "
+      "tokens/s ratio per seed [95% CI] over the used/all seed pairs, paired "
+      "on the same worker, else the same device, else unpaired";
+  for (const auto& [hardware, count] : unpaired) {
+    absl::StrAppend(&text, "\ntps_ratio unpaired (hardware differs) for ",
+                    count, " schedule(s): ", hardware);
+  }
+  return text;
 }
 
 std::string VerdictMethod(const v1::RankResponse& response) {
@@ -142,30 +199,60 @@ Table WorkersTable(const v1::ListWorkersResponse& response, int64_t now_ms) {
   return table;
 }
 
-Table RankingTable(const v1::RankResponse& response) {
-  Table table({"rank", "schedule", "baseline", "principles", "val_loss",
-               "val_ci95", "delta", "delta_ci95", "verdict", "adj_p",
-               "min_val_loss", "speedup", "tps_ratio", "seeds", "paired",
-               "diverged", "failed"});
+Table RankingTable(const v1::RankResponse& response, Format format) {
+  const bool csv = format == Format::kCsv;
+  std::vector<std::string> columns = {
+      "rank",         "schedule", "baseline",   "principles", "val_loss",
+      "val_ci95",     "delta",    "delta_ci95", "verdict",    "adj_p",
+      "min_val_loss", "speedup",  "tps_ratio",  "seeds",      "paired",
+      "diverged",     "failed"};
+  if (csv) {
+    columns.insert(
+        columns.end(),
+        {"speedup_low", "speedup_high", "speedup_reached", "speedup_seeds",
+         "tps_ratio_low", "tps_ratio_high", "tps_pairs_used", "tps_pairs",
+         "tps_pairing", "tps_hardware"});
+  }
+  Table table(std::move(columns));
   for (const v1::RankedSchedule& r : response.schedules()) {
     const bool has_delta = !r.is_baseline() && r.delta_vs_baseline().n() > 0;
     const bool has_loss = r.final_val_loss().n() > 0;
-    table.AddRow(
-        {absl::StrCat(r.rank()), r.schedule(),
-         r.is_baseline() ? "true" : "false", PrincipleFlags(r.principles()),
-         has_loss ? Fixed(r.final_val_loss().mean(), 4) : "",
-         HalfWidth(r.final_val_loss()),
-         has_delta ? fmt::format("{:+.4f}", r.delta_vs_baseline().mean()) : "",
-         has_delta ? HalfWidth(r.delta_vs_baseline()) : "",
-         r.verdict() == v1::VERDICT_UNSPECIFIED ? ""
-                                                : EnumValueName(r.verdict()),
-         r.has_adjusted_p_value() ? PValue(r.adjusted_p_value()) : "",
-         has_loss ? Fixed(r.min_val_loss(), 4) : "",
-         r.convergence_speedup() > 0 ? Fixed(r.convergence_speedup(), 2) : "",
-         r.tokens_per_second_ratio() > 0 ? Fixed(r.tokens_per_second_ratio(), 3)
-                                         : "",
-         absl::StrCat(r.seeds_completed()), absl::StrCat(r.paired_seeds()),
-         absl::StrCat(r.seeds_diverged()), absl::StrCat(r.seeds_failed())});
+    const v1::Interval& speedup = r.speedup();
+    const v1::Interval& tps = r.throughput_ratio();
+    std::vector<std::string> cells = {
+        absl::StrCat(r.rank()),
+        r.schedule(),
+        r.is_baseline() ? "true" : "false",
+        PrincipleFlags(r.principles()),
+        has_loss ? Fixed(r.final_val_loss().mean(), 4) : "",
+        HalfWidth(r.final_val_loss()),
+        has_delta ? fmt::format("{:+.4f}", r.delta_vs_baseline().mean()) : "",
+        has_delta ? HalfWidth(r.delta_vs_baseline()) : "",
+        r.verdict() == v1::VERDICT_UNSPECIFIED ? ""
+                                               : EnumValueName(r.verdict()),
+        r.has_adjusted_p_value() ? PValue(r.adjusted_p_value()) : "",
+        has_loss ? Fixed(r.min_val_loss(), 4) : "",
+        csv ? OptionalFixed(speedup.n() > 0, speedup.mean(), 3)
+            : SpeedupCell(r),
+        csv ? OptionalFixed(tps.n() > 0, tps.mean(), 3) : ThroughputCell(r),
+        absl::StrCat(r.seeds_completed()),
+        absl::StrCat(r.paired_seeds()),
+        absl::StrCat(r.seeds_diverged()),
+        absl::StrCat(r.seeds_failed())};
+    if (csv) {
+      cells.insert(cells.end(),
+                   {OptionalFixed(speedup.has_low(), speedup.low(), 3),
+                    OptionalFixed(speedup.has_high(), speedup.high(), 3),
+                    absl::StrCat(speedup.n()), absl::StrCat(r.speedup_seeds()),
+                    OptionalFixed(tps.has_low(), tps.low(), 3),
+                    OptionalFixed(tps.has_high(), tps.high(), 3),
+                    absl::StrCat(tps.n()), absl::StrCat(r.throughput_pairs()),
+                    r.throughput_pairing() == v1::THROUGHPUT_PAIRING_UNSPECIFIED
+                        ? ""
+                        : EnumValueName(r.throughput_pairing()),
+                    r.throughput_hardware()});
+    }
+    table.AddRow(std::move(cells));
   }
   return table;
 }
@@ -228,7 +315,7 @@ void PrintRanking(const v1::RankResponse& response, Format format,
     out << ProtoJson(response);
     return;
   }
-  RankingTable(response).Print(out, format);
+  RankingTable(response, format).Print(out, format);
   if (format == Format::kCsv) return;
   if (response.schedules().empty()) {
     out << "(no completed trials yet)\n";
@@ -241,6 +328,7 @@ void PrintRanking(const v1::RankResponse& response, Format format,
         << Fixed(response.baseline().final_val_loss().mean(), 4) << " over "
         << response.baseline().seeds_completed() << " seed(s)\n";
   }
+  out << RatioMethod(response) << "\n";
   out << VerdictMethod(response) << "\n";
   if (response.principle_effects().empty()) return;
   out << "\n";

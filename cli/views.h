@@ -43,7 +43,12 @@ Table WorkersTable(const v1::ListWorkersResponse& response, int64_t now_ms);
 // RankingTable: rank, schedule, principles, val loss mean and 95% CI
 // half-width, paired delta vs baseline and CI, verdict and Holm-adjusted p,
 // speed-up, tokens/s ratio, seeds completed, paired, diverged and failed.
-Table RankingTable(const v1::RankResponse& response);
+// In text the speed-up reads "1.12 [1.03,1.21] 3/4" (mean, 95% CI, m of n
+// paired seeds reached) and the tokens/s ratio "0.98 [0.95,1.01] 3/3 worker"
+// (mean, CI, pairs used of all, pairing); in CSV they are the means, with
+// their bounds, counts, pairing and hardware in columns at the end.
+Table RankingTable(const v1::RankResponse& response,
+                   Format format = Format::kText);
 // PointsTable: the curve of one trial.
 Table PointsTable(const v1::GetTrialResponse& response);
 
@@ -51,6 +56,9 @@ Table PointsTable(const v1::GetTrialResponse& response);
 // reached the baseline's final val loss; ci95, adj_p - = fewer than 2
 // (paired) seeds"), naming only the columns that have one; "" when none does.
 std::string MissingValuesNote(const v1::RankResponse& response);
+// RatioMethod states how the speedup and tps_ratio cells are computed, then
+// a line per distinct hardware combination of unpaired tokens/s ratios.
+std::string RatioMethod(const v1::RankResponse& response);
 // VerdictMethod is the one line that states how verdicts are reached, with
 // the size of the Holm-Bonferroni family.
 std::string VerdictMethod(const v1::RankResponse& response);

@@ -4,9 +4,12 @@
 #include <limits>
 #include <map>
 #include <optional>
+#include <set>
 #include <unordered_map>
 #include <utility>
 
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "scheduler/schedule.h"
 
 namespace prism {
@@ -14,25 +17,64 @@ namespace {
 
 constexpr double kConfidence = 0.95;
 
-// FirstStepAtOrBelow returns the first val step whose loss <= threshold, or
-// -1 when the curve never gets there. Curves are stored as float and final
-// losses as double, so the threshold is compared at float precision: rounded
-// up, a trial's last point would miss its own final loss half the time, and
-// the baseline's with it every speed-up of the experiment.
-int64_t FirstStepAtOrBelow(const TrialOutcome& trial, double threshold) {
+// StepsToReach returns the step at which the val curve gets to `threshold`:
+// interpolated linearly between the last eval above it and the first at or
+// below it, or that first eval's step when it is the curve's first point (or
+// follows a NaN); nullopt when the curve never gets there. Curves are stored
+// as float and final losses as double, so the threshold is compared at float
+// precision: rounded up, a trial's last point would miss its own final loss
+// half the time, and the baseline's with it every speed-up of the experiment.
+std::optional<double> StepsToReach(const TrialOutcome& trial,
+                                   double threshold) {
   const double bar = static_cast<float>(threshold);
   const size_t n = std::min(trial.val_steps.size(), trial.val_losses.size());
   for (size_t i = 0; i < n; ++i) {
-    if (trial.val_losses[i] <= bar) return trial.val_steps[i];
+    const double below = trial.val_losses[i];
+    if (!(below <= bar)) continue;
+    const double step = static_cast<double>(trial.val_steps[i]);
+    if (i == 0) return step;
+    const double above = trial.val_losses[i - 1];
+    if (!(above > bar)) return step;  // NaN before it
+    const double before = static_cast<double>(trial.val_steps[i - 1]);
+    return before + (above - bar) / (above - below) * (step - before);
   }
-  return -1;
+  return std::nullopt;
 }
 
 // SeedBaseline is what the baseline trained with one seed sets as the bar.
 struct SeedBaseline {
-  double final_val_loss = 0.0;
-  int64_t steps = -1;  // its own first step at its final val loss
+  const TrialOutcome* trial = nullptr;
+  std::optional<double> steps;  // its own steps to its final val loss
 };
+
+// ThroughputPair is one seed's tokens/s ratio and where both sides ran.
+struct ThroughputPair {
+  double ratio = 0.0;
+  ThroughputPairing level = ThroughputPairing::kUnpaired;
+  std::string hardware;  // the level's label, see RankedRow
+};
+
+std::string DeviceLabel(const std::string& device) {
+  return device.empty() ? "unknown device" : device;
+}
+
+ThroughputPair PairThroughput(const TrialOutcome& t, const TrialOutcome& b) {
+  ThroughputPair pair;
+  pair.ratio = t.tokens_per_second / b.tokens_per_second;
+  // The baseline's own row pairs each trial with itself.
+  if (&t == &b || (t.device == b.device && !t.worker_id.empty() &&
+                   t.worker_id == b.worker_id)) {
+    pair.level = ThroughputPairing::kWorker;
+    pair.hardware = DeviceLabel(t.device);
+  } else if (t.device == b.device && !t.device.empty()) {
+    pair.level = ThroughputPairing::kDevice;
+    pair.hardware = t.device;
+  } else {
+    pair.hardware =
+        absl::StrCat(DeviceLabel(t.device), " vs ", DeviceLabel(b.device));
+  }
+  return pair;
+}
 
 double Mean(const std::vector<double>& values) {
   if (values.empty()) return 0.0;
@@ -110,6 +152,32 @@ int AssignVerdicts(std::vector<RankedRow>& rows,
   return static_cast<int>(tested.size());
 }
 
+// SummarizeThroughput sets the row's throughput fields from its pairs: the
+// matched ones (worker or device) when there are any, else all, unpaired.
+void SummarizeThroughput(const std::vector<ThroughputPair>& pairs,
+                         IntervalCache& intervals, RankedRow& row) {
+  row.throughput_pairs = static_cast<int>(pairs.size());
+  if (pairs.empty()) return;
+  const bool any_matched =
+      std::any_of(pairs.begin(), pairs.end(), [](const ThroughputPair& p) {
+        return p.level != ThroughputPairing::kUnpaired;
+      });
+  std::vector<double> ratios;
+  std::set<std::string> hardware;
+  row.throughput_pairing =
+      any_matched ? ThroughputPairing::kWorker : ThroughputPairing::kUnpaired;
+  for (const ThroughputPair& p : pairs) {
+    if (any_matched && p.level == ThroughputPairing::kUnpaired) continue;
+    if (p.level == ThroughputPairing::kDevice) {
+      row.throughput_pairing = ThroughputPairing::kDevice;
+    }
+    ratios.push_back(p.ratio);
+    hardware.insert(p.hardware);
+  }
+  row.throughput_ratio = intervals.Of(ratios);
+  row.throughput_hardware = absl::StrJoin(hardware, ", ");
+}
+
 }  // namespace
 
 Ranking RankSchedules(const SpaceSpec& shape,
@@ -142,7 +210,7 @@ Ranking RankSchedules(const SpaceSpec& shape,
   }
   std::unordered_map<int64_t, SeedBaseline> bar;
   for (const auto& [seed, t] : baseline_trial) {
-    bar[seed] = {t->final_val_loss, FirstStepAtOrBelow(*t, t->final_val_loss)};
+    bar[seed] = {t, StepsToReach(*t, t->final_val_loss)};
   }
 
   IntervalCache intervals;
@@ -154,6 +222,7 @@ Ranking RankSchedules(const SpaceSpec& shape,
   std::vector<double> finals;
   std::vector<double> steps;
   std::vector<double> speedups;
+  std::vector<ThroughputPair> throughput;
   // seed -> the schedule's completed trial standing for it (lowest id).
   std::map<int64_t, const TrialOutcome*> by_seed;
   for (const auto& group : groups) {
@@ -166,6 +235,7 @@ Ranking RankSchedules(const SpaceSpec& shape,
     finals.clear();
     steps.clear();
     speedups.clear();
+    throughput.clear();
     by_seed.clear();
     double tokens_per_second = 0.0;
     size_t attention_trials = 0;
@@ -196,15 +266,22 @@ Ranking RankSchedules(const SpaceSpec& shape,
     }
     std::vector<double> deltas;
     for (const auto& [seed, t] : by_seed) {
-      auto b = bar.find(seed);
-      if (b == bar.end()) continue;
-      deltas.push_back(t->final_val_loss - b->second.final_val_loss);
-      const int64_t reached = FirstStepAtOrBelow(*t, b->second.final_val_loss);
-      if (reached < 0) continue;
-      steps.push_back(static_cast<double>(reached));
-      if (b->second.steps >= 0 && reached > 0) {
-        speedups.push_back(static_cast<double>(b->second.steps) / reached);
+      auto found = bar.find(seed);
+      if (found == bar.end()) continue;
+      const SeedBaseline& b = found->second;
+      deltas.push_back(t->final_val_loss - b.trial->final_val_loss);
+      if (t->tokens_per_second > 0.0 && b.trial->tokens_per_second > 0.0) {
+        throughput.push_back(PairThroughput(*t, *b.trial));
       }
+      // Without a baseline step count the seed has no speed-up to miss.
+      if (!b.steps.has_value()) continue;
+      ++row.speedup_seeds;
+      const std::optional<double> reached =
+          StepsToReach(*t, b.trial->final_val_loss);
+      // Reached at step 0 (an eval before training) has no finite ratio.
+      if (!reached.has_value() || *reached <= 0.0) continue;
+      steps.push_back(*reached);
+      speedups.push_back(*b.steps / *reached);
     }
     std::sort(row.trial_ids.begin(), row.trial_ids.end());
     if (row.seeds_completed == 0) row.min_val_loss = 0.0;
@@ -213,7 +290,9 @@ Ranking RankSchedules(const SpaceSpec& shape,
     row.delta_vs_baseline = intervals.Of(deltas);
     row.paired_seeds = row.delta_vs_baseline.n;
     row.steps_to_baseline = Mean(steps);
-    row.convergence_speedup = Mean(speedups);
+    row.speedup = intervals.Of(speedups);
+    row.convergence_speedup = row.speedup.mean;
+    SummarizeThroughput(throughput, intervals, row);
     if (row.seeds_completed > 0) {
       row.tokens_per_second = tokens_per_second / row.seeds_completed;
     }

@@ -4,12 +4,32 @@
 // For each schedule (aggregated over its completed seeds): final val loss
 // mean with a 95% CI; the paired delta vs the baseline trained with the same
 // seed (negative is better) and a verdict on it; counts of completed,
-// diverged and failed seeds; minimum val loss; steps to reach the baseline's
-// final val loss and the convergence speed-up; tokens/s and its ratio to the
-// baseline; per layer attention distance and its shift vs the baseline;
-// principle flags. Plus, per principle, the effect of violating it with its
-// 95% interval or the reason it is not estimable (scheduler/
-// principle_analysis.h), over the non-baseline schedules with a paired delta.
+// diverged and failed seeds; minimum val loss; the convergence speed-up and
+// the tokens/s ratio, both paired by seed with a CI; per layer attention
+// distance and its shift vs the baseline; principle flags. Plus, per
+// principle, the effect of violating it with its 95% interval or the reason
+// it is not estimable (scheduler/principle_analysis.h), over the non-baseline
+// schedules with a paired delta.
+//
+// Convergence speed-up: the target of a seed is the final val loss of the
+// baseline trained with it. Steps to the target are interpolated linearly
+// between the last eval above it and the first at or below it (the first
+// eval's step when the curve starts there). Per seed the ratio is
+// baseline_steps / steps, baseline_steps being the baseline's own steps to
+// its final val loss, interpolated the same way. Of the n paired seeds, m
+// reach the target; a seed that never does has no ratio (it is censored: its
+// ratio is below baseline_steps / the steps it ran, but unknown), so the mean
+// and its 95% Student-t CI are over the m that did, and m of n is reported
+// beside them so the censoring shows. The mean is optimistic when m < n.
+//
+// Tokens/s ratio: per paired seed, the schedule's tokens/s over the
+// baseline's. A pair is matched on "worker" when both trials were finished by
+// the same worker with the same device string, on "device" when only the
+// device strings match (the trainer's, e.g. "cpu (4 threads)" or "cuda:0":
+// the same kind and thread count, not a proven CPU or GPU model), and is
+// unpaired otherwise. The mean and CI are over the matched pairs (the level
+// is the weakest among them); with none matched, over all pairs, labelled
+// unpaired with both sides' hardware.
 //
 // Verdict method: per schedule, a two-sided one-sample t-test of its paired
 // deltas (one per seed it shares with the baseline) against 0; the p-values of
@@ -51,6 +71,10 @@ struct TrialOutcome {
   double final_val_loss = 0.0;
   double min_val_loss = 0.0;
   double tokens_per_second = 0.0;
+  // Where it ran: the worker that finished it and the trainer's device string
+  // ("" when unknown).
+  std::string worker_id;
+  std::string device;
   // The val curve, steps ascending.
   std::vector<int64_t> val_steps;
   std::vector<double> val_losses;
@@ -64,6 +88,15 @@ enum class Verdict {
   kWorse,
   kTied,        // not significant after the Holm adjustment
   kNeedsSeeds,  // fewer than 2 paired seeds
+};
+
+// ThroughputPairing is how a schedule's tokens/s pairs were matched on
+// hardware (see the top).
+enum class ThroughputPairing {
+  kNone,  // no pair with tokens/s on both sides
+  kWorker,
+  kDevice,
+  kUnpaired,
 };
 
 struct RankedRow {
@@ -90,15 +123,28 @@ struct RankedRow {
   int paired_seeds = 0;       // = delta_vs_baseline.n
   bool diverged = false;      // any trial diverged
   double min_val_loss = 0.0;  // lowest over completed trials (0 if none)
-  // Mean, over the seeds that reached it, of the first val step whose loss
-  // <= the same seed's baseline final val loss; 0 when no seed reached it.
+  // Convergence (see the top). speedup: per seed baseline_steps / steps, over
+  // the m seeds that reached the target (speedup.n = m; the baseline's own
+  // row is 1 per seed). speedup_seeds: n, the paired seeds whose baseline
+  // curve reaches its own final val loss.
+  Interval speedup;
+  int speedup_seeds = 0;
+  // Mean interpolated steps to the target over the m seeds; 0 when m = 0.
   double steps_to_baseline = 0.0;
-  // Mean over those seeds of baseline_steps / steps_to_baseline, where
-  // baseline_steps is the baseline's own first step at its final val loss
-  // (so the baseline's row shows 1); 0 when no seed reached it.
-  double convergence_speedup = 0.0;
-  double tokens_per_second = 0.0;
-  double tokens_per_second_ratio = 0.0;          // 0 without a baseline
+  double convergence_speedup = 0.0;  // = speedup.mean
+  double tokens_per_second = 0.0;    // mean over completed trials
+  // Unpaired: mean tokens/s over the baseline's; 0 without a baseline. Kept
+  // for callers that read it; throughput_ratio is the comparison to report.
+  double tokens_per_second_ratio = 0.0;
+  // Tokens/s paired by seed (see the top): the mean ratio and CI over the
+  // pairs of throughput_pairing (n of them), out of throughput_pairs pairs
+  // with tokens/s on both sides. throughput_hardware: for worker and device,
+  // the device strings of the pairs used; unpaired, "schedule's vs
+  // baseline's" for each distinct combination; joined by ", ".
+  Interval throughput_ratio;
+  int throughput_pairs = 0;
+  ThroughputPairing throughput_pairing = ThroughputPairing::kNone;
+  std::string throughput_hardware;
   std::vector<double> attention_distance;        // mean over seeds
   std::vector<double> attention_distance_shift;  // minus the baseline's
   std::vector<int64_t> trial_ids;                // completed trials, ascending

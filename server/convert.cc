@@ -145,6 +145,20 @@ v1::Interval IntervalToProto(const Interval& i) {
   return out;
 }
 
+v1::ThroughputPairing ThroughputPairingToProto(ThroughputPairing p) {
+  switch (p) {
+    case ThroughputPairing::kWorker:
+      return v1::THROUGHPUT_PAIRING_WORKER;
+    case ThroughputPairing::kDevice:
+      return v1::THROUGHPUT_PAIRING_DEVICE;
+    case ThroughputPairing::kUnpaired:
+      return v1::THROUGHPUT_PAIRING_UNPAIRED;
+    case ThroughputPairing::kNone:
+      break;
+  }
+  return v1::THROUGHPUT_PAIRING_UNSPECIFIED;
+}
+
 v1::RankedSchedule RankedRowToProto(const RankedRow& row, int base_heads) {
   v1::RankedSchedule r;
   r.set_rank(row.rank);
@@ -179,6 +193,12 @@ v1::RankedSchedule RankedRowToProto(const RankedRow& row, int base_heads) {
   r.set_seeds_failed(row.seeds_failed);
   r.set_paired_seeds(row.paired_seeds);
   r.set_diverged(row.diverged);
+  *r.mutable_speedup() = IntervalToProto(row.speedup);
+  r.set_speedup_seeds(row.speedup_seeds);
+  *r.mutable_throughput_ratio() = IntervalToProto(row.throughput_ratio);
+  r.set_throughput_pairs(row.throughput_pairs);
+  r.set_throughput_pairing(ThroughputPairingToProto(row.throughput_pairing));
+  r.set_throughput_hardware(row.throughput_hardware);
   return r;
 }
 

@@ -47,6 +47,9 @@ v1::PrincipleReport ReportSchedule(const SpaceSpec& space,
 // VERDICT_UNSPECIFIED.
 v1::Verdict VerdictToProto(Verdict v);
 v1::EffectStatus EffectStatusToProto(EffectStatus s);
+// ThroughputPairingToProto maps how tokens/s were paired; kNone is
+// THROUGHPUT_PAIRING_UNSPECIFIED.
+v1::ThroughputPairing ThroughputPairingToProto(ThroughputPairing p);
 // IntervalToProto leaves low and high unset when the interval has no bounds
 // (fewer than 2 values).
 v1::Interval IntervalToProto(const Interval& i);

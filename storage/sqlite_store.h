@@ -1,12 +1,12 @@
 // SqliteStore: the Store on one SQLite file.
 //
-// Schema v5 (versioned migrations in a `schema_migrations` table, applied in
+// Schema v6 (versioned migrations in a `schema_migrations` table, applied in
 // one transaction at Open, idempotent): users, tokens (SHA-256 hashes only),
 // experiments (resolved spec as a binary proto), trials (unique per
 // (experiment, schedule, seed, config fingerprint); at completion the
 // metrics message, the ranking fields copied out of it into columns and a
 // compact val-curve blob, so ranking neither scans points nor parses
-// messages; v5: experiments' adaptive-seeds columns), trial_attempts, points
+// messages; v5: experiments' adaptive-seeds columns; v6: trials.device), trial_attempts, points
 // (PRIMARY KEY (trial_id, split, step), WITHOUT ROWID) and workers.
 //
 // The file runs in WAL mode with foreign keys on and memory-mapped reads, at
@@ -47,7 +47,7 @@ class ReaderPool;
 }  // namespace internal
 
 // kSchemaVersion is the newest schema this binary knows.
-inline constexpr int kSchemaVersion = 5;
+inline constexpr int kSchemaVersion = 6;
 
 // SqliteStoreOptions are the choices SqliteStore::Open takes.
 struct SqliteStoreOptions {

@@ -252,6 +252,8 @@ absl::StatusOr<TrialOutcome> OutcomeFromRow(const Query& q) {
   o.schedule = q.Text(1);
   o.seed = q.Int(2);
   o.is_baseline = q.Int(3) != 0;
+  o.worker_id = q.Text(10);
+  if (!q.IsNull(11)) o.device = q.Text(11);
   switch (q.Int(9)) {
     case v1::TRIAL_DIVERGED:
       o.state = OutcomeState::kDiverged;
@@ -281,6 +283,7 @@ void BindRankingColumns(const v1::TrialMetrics& metrics, int first, Query* q) {
   q->Bind(first + 2, metrics.tokens_per_second());
   q->Bind(first + 3, int64_t{metrics.diverged() ? 1 : 0});
   q->BindBlob(first + 4, EncodeDoubles(metrics.attention_distance()));
+  q->BindText(first + 5, metrics.device());
 }
 
 }  // namespace prism::storage::internal

@@ -51,23 +51,26 @@ v1::LossPoint LossPointFromRow(const Query& q);
 
 inline constexpr char kOutcomeColumns[] =
     "id, schedule, seed, is_baseline, final_val_loss, min_val_loss, "
-    "tokens_per_second, attention_distance, val_curve, state";
+    "tokens_per_second, attention_distance, val_curve, state, worker_id, "
+    "device";
 // OutcomeFromRow reads a row of kOutcomeColumns of a finished (completed,
 // diverged or failed) trial; only a completed trial's metrics are read.
 // DataLoss when a completed row has no ranking columns (its metrics did not
 // parse when the v4 migration filled them in).
 absl::StatusOr<TrialOutcome> OutcomeFromRow(const Query& q);
 
-// The ranking columns of a finished trial (schema v4), copied out of its
-// TrialMetrics so ranking never parses the message: REAL final_val_loss,
-// min_val_loss, tokens_per_second; INTEGER diverged (0 or 1); BLOB
-// attention_distance (little-endian float64 per layer). All NULL until the
-// trial finishes.
+// The ranking columns of a finished trial (schema v4, device v5), copied out
+// of its TrialMetrics so ranking never parses the message: REAL
+// final_val_loss, min_val_loss, tokens_per_second; INTEGER diverged (0 or 1);
+// BLOB attention_distance (little-endian float64 per layer); TEXT device (the
+// trainer's, for pairing tokens/s on hardware). All NULL until the trial
+// finishes.
 inline constexpr char kRankingColumns[] =
     "final_val_loss, min_val_loss, tokens_per_second, diverged, "
-    "attention_distance";
+    "attention_distance, device";
+inline constexpr int kRankingColumnCount = 6;
 // BindRankingColumns binds the kRankingColumns values of `metrics`, in that
-// order, to parameters `first` to `first + 4` of `q`.
+// order, to parameters `first` to `first + kRankingColumnCount - 1` of `q`.
 void BindRankingColumns(const v1::TrialMetrics& metrics, int first, Query* q);
 
 // ReadTrial returns trial `trial_id`, with its attempts (ascending) when

@@ -143,7 +143,8 @@ ALTER TABLE workers ADD COLUMN stopped_ms INTEGER NOT NULL DEFAULT 0;
 // v4: the TrialMetrics fields ranking reads become columns of trials (see
 // kRankingColumns in row_codecs.h), so ListFinishedOutcomes reads numbers
 // instead of parsing a message per trial; CompleteTrial fills them and
-// BackfillRankingColumns fills them for trials finished before. ALTER TABLE
+// BackfillRankingColumns (run at v5) fills them for trials finished before.
+// ALTER TABLE
 // can only append, so they sit after the blobs; the one query that reads
 // them reads val_curve as well, so it walks the row's overflow pages anyway.
 constexpr char kSchemaV4[] = R"sql(
@@ -164,7 +165,16 @@ ALTER TABLE experiments ADD COLUMN seeds_added INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE experiments ADD COLUMN seeds_note TEXT NOT NULL DEFAULT '';
 )sql";
 
-// BackfillRankingColumns fills the v4 ranking columns of every trial that
+// v6: trials.device, the trainer's device string from TrialMetrics, so the
+// ranking pairs tokens/s on hardware (see ranking.h). The backfill of the
+// ranking columns runs here rather than at v4 (a database migrated to v4 by an
+// earlier binary is backfilled again: it is idempotent): it fills every ranking
+// column, device included, so it needs this one to exist.
+constexpr char kSchemaV6[] = R"sql(
+ALTER TABLE trials ADD COLUMN device TEXT;
+)sql";
+
+// BackfillRankingColumns fills the ranking columns of every trial that
 // has a metrics message, parsing it with the generated TrialMetrics. A
 // message that does not parse leaves the row's columns NULL (and a warning),
 // so ranking its experiment fails with DataLoss as it did before v4, while
@@ -172,7 +182,7 @@ ALTER TABLE experiments ADD COLUMN seeds_note TEXT NOT NULL DEFAULT '';
 absl::Status BackfillRankingColumns(Connection* conn) {
   static const std::string update_sql =
       absl::StrCat("UPDATE trials SET (", kRankingColumns,
-                   ") = (?1, ?2, ?3, ?4, ?5) WHERE id = ?6");
+                   ") = (?1, ?2, ?3, ?4, ?5, ?6) WHERE id = ?7");
   // Batches keep memory flat on a large file; no statement reads trials
   // while the updates write it.
   constexpr int64_t kBatch = 1000;
@@ -203,7 +213,7 @@ absl::Status BackfillRankingColumns(Connection* conn) {
         continue;
       }
       BindRankingColumns(metrics, /*first=*/1, &update);
-      update.Bind(6, id);
+      update.Bind(kRankingColumnCount + 1, id);
       PRISM_RETURN_IF_ERROR(update.Run());
     }
     after_id = batch.back().first;
@@ -215,8 +225,9 @@ const std::vector<Migration>& Migrations() {
       {1, "initial schema", kSchemaV1, nullptr},
       {2, "nullable trial_attempts.resumed_from_step", kSchemaV2, nullptr},
       {3, "workers.stopped_ms", kSchemaV3, nullptr},
-      {4, "trials ranking columns", kSchemaV4, BackfillRankingColumns},
+      {4, "trials ranking columns", kSchemaV4, nullptr},
       {5, "experiments adaptive seeds", kSchemaV5, nullptr},
+      {6, "trials.device", kSchemaV6, BackfillRankingColumns},
   };
   return *migrations;
 }

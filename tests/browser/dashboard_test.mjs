@@ -6,8 +6,9 @@
 // drives Debian's Chromium through playwright-core:
 //   * a missing token and a bad token show the login prompt and no data;
 //   * the leaderboard's row count equals the rank total of `prism results`
-//     over RPC, and the principle-effects chart drew its bars (canvas pixels
-//     of the series colours, not just a canvas element); each principle's
+//     over RPC, each row's verdict, speed-up seed counts and tokens/s pairing
+//     are the RPC's, and the principle-effects chart drew its bars (canvas
+//     pixels of the series colours, not just a canvas element); each principle's
 //     effect (or "not estimable" and why) is the RPC's;
 //   * a click on a schedule opens its trial: loss, learning-rate and
 //     attention-distance curves drawn against the baseline's, metrics shown.
@@ -327,6 +328,22 @@ async function run() {
   const coloured = await page.locator('#leaderboard-table span.delta.delta-better, ' +
                                       '#leaderboard-table span.delta.delta-worse').count();
   check(coloured === findings, `${coloured} coloured deltas for ${findings} significant verdicts`);
+  // Each non-baseline row's speed-up counts (reached/paired seeds) and
+  // tokens/s pairing are the RPC's; both workers report "cpu (1 thread)", so
+  // every pair is matched on a worker or the device, never unpaired.
+  const rpcBySchedule = new Map((rankRpc.schedules || []).map((s) => [s.schedule, s]));
+  const shownRatios = await page.$$eval('#leaderboard-table tbody tr:not(.is-baseline)', (trs) =>
+    trs.map((tr) => [tr.dataset.schedule, tr.querySelector('.speedup .reached')?.textContent,
+                     tr.querySelector('.throughput .pairing')?.textContent]));
+  check(shownRatios.length === rpcRows - 1, `${shownRatios.length} non-baseline rows show speed-up and tokens/s`);
+  for (const [schedule, reached, pairing] of shownRatios) {
+    const s = rpcBySchedule.get(schedule) || {};
+    const want = `${s.speedup?.n || 0}/${s.speedupSeeds || 0}`;
+    check(reached === want, `speed-up seeds of ${schedule}: dashboard '${reached}', RPC '${want}'`);
+    const rpcPairing = String(s.throughputPairing || '').replace(/^THROUGHPUT_PAIRING_/, '').toLowerCase();
+    check(pairing === rpcPairing && (pairing === 'worker' || pairing === 'device'),
+          `tokens/s pairing of ${schedule}: dashboard '${pairing}', RPC '${rpcPairing}' (${s.throughputHardware})`);
+  }
   const glyphs = await page.locator('#leaderboard-table canvas.staircase').count();
   check(glyphs === rows, `every row draws its staircase (${glyphs})`);
   await screenshot(page, 'leaderboard');

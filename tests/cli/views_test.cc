@@ -40,8 +40,24 @@ v1::RankedSchedule Row(int rank, const std::string& schedule, double loss,
     }
   }
   r.set_min_val_loss(loss);
+  // As the server sends them: every paired seed measured, the speed-up over
+  // those that reached the target (all or none here), tokens/s paired on
+  // the same worker.
   r.set_convergence_speedup(speedup);
+  r.set_speedup_seeds(seeds);
+  if (speedup > 0) {
+    r.mutable_speedup()->set_mean(speedup);
+    r.mutable_speedup()->set_n(seeds);
+    if (seeds >= 2 && !r.is_baseline()) {
+      r.mutable_speedup()->set_low(speedup - 0.05);
+      r.mutable_speedup()->set_high(speedup + 0.05);
+    }
+  }
   r.set_tokens_per_second_ratio(1.0);
+  r.mutable_throughput_ratio()->set_mean(1.0);
+  r.mutable_throughput_ratio()->set_n(seeds);
+  r.set_throughput_pairs(seeds);
+  r.set_throughput_pairing(v1::THROUGHPUT_PAIRING_WORKER);
   r.set_seeds_completed(seeds);
   return r;
 }
@@ -61,8 +77,10 @@ TEST(ViewsTest, RankingTextShowsDashesAndSaysWhyOnce) {
   const std::string text = out.str();
   // The 2x3,4x3 row: no CI (one seed), a delta, no CI, no speed-up.
   EXPECT_THAT(text, HasSubstr("2.6151         -  +0.0008           -"));
-  EXPECT_THAT(text, HasSubstr("needs_seeds      -        2.6151        -      "
-                              "1.000      1       1         0       0\n"));
+  // No seed reached the target: 0 of 1; tokens/s on the same worker.
+  EXPECT_THAT(text, HasSubstr("needs_seeds      -        2.6151  - 0/1    "
+                              "1.00 1/1 worker      1       1         0       "
+                              "0\n"));
   EXPECT_THAT(text,
               HasSubstr("speedup - = never reached the baseline's final val "
                         "loss; ci95, adj_p - = fewer than 2 (paired) seeds\n"));
@@ -77,6 +95,7 @@ TEST(ViewsTest, MissingValuesNoteNamesOnlyColumnsWithMissingValues) {
   EXPECT_EQ(MissingValuesNote(response), "");
 
   response.mutable_schedules(1)->set_convergence_speedup(0.0);
+  response.mutable_schedules(1)->clear_speedup();
   EXPECT_EQ(MissingValuesNote(response),
             "speedup - = never reached the baseline's final val loss");
 
@@ -90,7 +109,8 @@ TEST(ViewsTest, RankingCsvKeepsMissingValuesEmpty) {
   PrintRanking(OneSeedRanking(), Format::kCsv, out);
   EXPECT_THAT(
       out.str(),
-      HasSubstr("2.6151,,+0.0008,,needs_seeds,,2.6151,,1.000,1,1,0,0\n"));
+      HasSubstr("2.6151,,+0.0008,,needs_seeds,,2.6151,,1.000,1,1,0,0,,,0,1,"
+                ",,1,1,worker,\n"));
   EXPECT_THAT(out.str(), Not(HasSubstr("never reached")));
 }
 
@@ -126,6 +146,34 @@ TEST(ViewsTest, RankingTextShowsVerdictsAdjustedPAndSeedCounts) {
   EXPECT_THAT(text, Not(HasSubstr("beats it")));
 }
 
+TEST(ViewsTest, RankingTextShowsSpeedupAndThroughputWithIntervalsAndCounts) {
+  v1::RankResponse response = TwoSeedRanking();
+  v1::RankedSchedule* gpu = response.mutable_schedules(0);
+  // 3 paired seeds, 2 reached the target.
+  gpu->set_speedup_seeds(3);
+  gpu->mutable_throughput_ratio()->set_mean(5.5);
+  gpu->mutable_throughput_ratio()->set_low(4.25);
+  gpu->mutable_throughput_ratio()->set_high(6.75);
+  gpu->set_throughput_pairing(v1::THROUGHPUT_PAIRING_UNPAIRED);
+  gpu->set_throughput_hardware("cuda:0 vs cpu (4 threads)");
+  std::ostringstream out;
+  PrintRanking(response, Format::kText, out);
+  const std::string text = out.str();
+  EXPECT_THAT(text, HasSubstr("1.20 [1.15,1.25] 2/3  "
+                              "5.50 [4.25,6.75] 2/2 unpaired"));
+  // The baseline's ratios are 1 by definition: no interval, no counts.
+  EXPECT_THAT(text, HasSubstr("2.6143  1.00                  1.00      "));
+  EXPECT_THAT(text, HasSubstr("tps_ratio unpaired (hardware differs) for 1 "
+                              "schedule(s): cuda:0 vs cpu (4 threads)\n"));
+  EXPECT_THAT(text, HasSubstr("over the m of n paired seeds that reached it"));
+
+  std::ostringstream csv;
+  PrintRanking(response, Format::kCsv, csv);
+  EXPECT_THAT(csv.str(), HasSubstr(",1.200,5.500,2,2,0,0,1.150,1.250,2,3,4.250,"
+                                   "6.750,2,2,unpaired,cuda:0 vs cpu (4 "
+                                   "threads)\n"));
+}
+
 TEST(ViewsTest, RankingJsonOmitsAbsentIntervalsAndPValues) {
   std::ostringstream one;
   PrintRanking(OneSeedRanking(), Format::kJson, one);
@@ -138,6 +186,10 @@ TEST(ViewsTest, RankingJsonOmitsAbsentIntervalsAndPValues) {
   PrintRanking(TwoSeedRanking(), Format::kJson, two);
   EXPECT_THAT(two.str(), HasSubstr("\"low\""));
   EXPECT_THAT(two.str(), HasSubstr("\"adjustedPValue\": 0.04"));
+  EXPECT_THAT(two.str(), HasSubstr("\"speedupSeeds\": 2"));
+  EXPECT_THAT(
+      two.str(),
+      HasSubstr("\"throughputPairing\": \"THROUGHPUT_PAIRING_WORKER\""));
   EXPECT_THAT(two.str(), HasSubstr("\"seedsFailed\": 2"));
   EXPECT_THAT(two.str(), HasSubstr("\"comparedSchedules\": 1"));
 }

@@ -108,7 +108,15 @@ TEST(RankSchedulesTest, PairsDeltasPerSeedAndMeasuresConvergence) {
   EXPECT_DOUBLE_EQ(a.min_val_loss, 3.25);
   EXPECT_DOUBLE_EQ(a.steps_to_baseline, 250.0);  // (200 + 300) / 2
   EXPECT_NEAR(a.convergence_speedup, (2.0 + 4.0 / 3.0) / 2, 1e-12);
+  EXPECT_EQ(a.speedup.n, 2);
+  EXPECT_EQ(a.speedup_seeds, 2);
   EXPECT_NEAR(a.tokens_per_second_ratio, 1000.0 / 1050.0, 1e-12);
+  // Paired by seed: 1000 / 1000 and 1000 / 1100, hardware unknown.
+  EXPECT_NEAR(a.throughput_ratio.mean, (1.0 + 1000.0 / 1100) / 2, 1e-12);
+  EXPECT_EQ(a.throughput_ratio.n, 2);
+  EXPECT_EQ(a.throughput_pairs, 2);
+  EXPECT_EQ(a.throughput_pairing, ThroughputPairing::kUnpaired);
+  EXPECT_EQ(a.throughput_hardware, "unknown device vs unknown device");
   EXPECT_EQ(a.attention_distance, std::vector<double>({1.0, 3.0}));
   EXPECT_EQ(a.attention_distance_shift, std::vector<double>({-1.0, 0.0}));
   EXPECT_TRUE(a.principles.smooth);
@@ -125,8 +133,13 @@ TEST(RankSchedulesTest, PairsDeltasPerSeedAndMeasuresConvergence) {
   // sd = 0.125 * sqrt(2); half width = t(1) * sd / sqrt(2) = 12.706 * 0.125.
   EXPECT_NEAR(c.delta_vs_baseline.high - c.delta_vs_baseline.mean,
               12.7062 * 0.125, 1e-3);
-  EXPECT_DOUBLE_EQ(c.steps_to_baseline, 400.0);
-  EXPECT_DOUBLE_EQ(c.convergence_speedup, 1.0);
+  // Interpolated between 300 (4.5) and 400 (3.375): seed 1's bar 3.5 at
+  // 300 + 100 * 1 / 1.125 = 3500 / 9, seed 2's 3.75 at 300 + 100 * 0.75 /
+  // 1.125 = 1100 / 3; ratios 400 / those: 36 / 35 and 12 / 11.
+  EXPECT_NEAR(c.steps_to_baseline, 3400.0 / 9, 1e-9);
+  EXPECT_NEAR(c.convergence_speedup, (36.0 / 35 + 12.0 / 11) / 2, 1e-12);
+  EXPECT_EQ(c.speedup.n, 2);
+  EXPECT_EQ(c.speedup_seeds, 2);
   EXPECT_TRUE(c.attention_distance.empty());
   EXPECT_TRUE(c.attention_distance_shift.empty());
   // t = -0.25 / 0.125 = -2 with 1 dof: p = 1 - 2 atan(2) / pi = 0.2952;
@@ -143,6 +156,11 @@ TEST(RankSchedulesTest, PairsDeltasPerSeedAndMeasuresConvergence) {
   EXPECT_DOUBLE_EQ(base.convergence_speedup, 1.0);
   EXPECT_DOUBLE_EQ(base.tokens_per_second, 1050.0);
   EXPECT_DOUBLE_EQ(base.tokens_per_second_ratio, 1.0);
+  EXPECT_DOUBLE_EQ(base.speedup.mean, 1.0);
+  EXPECT_EQ(base.speedup.n, 2);
+  // Each baseline trial pairs with itself: the same worker by definition.
+  EXPECT_DOUBLE_EQ(base.throughput_ratio.mean, 1.0);
+  EXPECT_EQ(base.throughput_pairing, ThroughputPairing::kWorker);
   EXPECT_EQ(base.verdict, Verdict::kNone);
   EXPECT_FALSE(base.p_value.has_value());
   EXPECT_FALSE(base.adjusted_p_value.has_value());
@@ -160,6 +178,9 @@ TEST(RankSchedulesTest, PairsDeltasPerSeedAndMeasuresConvergence) {
   EXPECT_EQ(r.compared_schedules, 2);  // A and C
   EXPECT_EQ(b.steps_to_baseline, 0.0);
   EXPECT_EQ(b.convergence_speedup, 0.0);
+  // Seed 1 is paired and never reached: 0 of 1, not dropped.
+  EXPECT_EQ(b.speedup.n, 0);
+  EXPECT_EQ(b.speedup_seeds, 1);
   EXPECT_FALSE(b.principles.smooth);
   EXPECT_FALSE(b.principles.pow2);
 }
@@ -298,6 +319,147 @@ TEST(RankSchedulesTest, FloatCurvesReachTheirOwnDoubleFinalLoss) {
   EXPECT_EQ(r.rows[1].schedule, kA);
   EXPECT_DOUBLE_EQ(r.rows[1].steps_to_baseline, 200.0);
   EXPECT_DOUBLE_EQ(r.rows[1].convergence_speedup, 1.5);
+}
+
+TEST(RankSchedulesTest, StepsToTheTargetAreInterpolatedBetweenEvals) {
+  // The baseline dips below its final 3.0 between steps 200 (3.5) and 300
+  // (2.875): its own steps are 200 + 100 * 0.5 / 0.625 = 280, not 300. The
+  // schedule crosses 3.0 between 200 (3.25) and 300 (2.75): 250, not 300.
+  const std::vector<TrialOutcome> trials = {
+      Trial(1, "12x12", 1, 3.0, {4.0, 3.5, 2.875, 3.0}),
+      Trial(2, kA, 1, 2.5, {3.75, 3.25, 2.75, 2.5}),
+  };
+  const Ranking r = RankSchedules(Shape(), "12x12", trials);
+  ASSERT_EQ(r.rows.size(), 2u);
+  const RankedRow& base = r.rows[0];
+  ASSERT_TRUE(base.is_baseline);
+  EXPECT_DOUBLE_EQ(base.steps_to_baseline, 280.0);
+  const RankedRow& a = r.rows[1];
+  EXPECT_DOUBLE_EQ(a.steps_to_baseline, 250.0);
+  EXPECT_DOUBLE_EQ(a.speedup.mean, 280.0 / 250.0);
+  EXPECT_EQ(a.speedup.n, 1);
+  EXPECT_FALSE(a.speedup.has_bounds);  // one seed: no interval
+  EXPECT_EQ(a.speedup_seeds, 1);
+}
+
+TEST(RankSchedulesTest, SpeedupIntervalIsOverReachedSeedsOfAllPaired) {
+  // A flat baseline reaching its final 3.0 at step 400 on each of 4 seeds.
+  // The schedule reaches 3.0 at 320 (300 + 100 * 0.25 / 1.25), 200 (exact)
+  // and 160 (100 + 100 * 0.375 / 0.625): ratios 1.25, 2 and 2.5; seed 4
+  // never gets there and counts in n, not in m.
+  std::vector<TrialOutcome> trials;
+  for (int64_t seed = 1; seed <= 4; ++seed) {
+    trials.push_back(Trial(seed, "12x12", seed, 3.0, {4.0, 3.5, 3.25, 3.0}));
+  }
+  trials.push_back(Trial(11, kA, 1, 2.0, {4.0, 3.75, 3.25, 2.0}));
+  trials.push_back(Trial(12, kA, 2, 2.5, {3.5, 3.0, 2.75, 2.5}));
+  trials.push_back(Trial(13, kA, 3, 2.5, {3.375, 2.75, 2.5, 2.5}));
+  trials.push_back(Trial(14, kA, 4, 3.25, {4.0, 3.75, 3.5, 3.25}));
+  const Ranking r = RankSchedules(Shape(), "12x12", trials);
+  const RankedRow* a = nullptr;
+  for (const RankedRow& row : r.rows) {
+    if (row.schedule == kA) a = &row;
+  }
+  ASSERT_NE(a, nullptr);
+  EXPECT_EQ(a->speedup_seeds, 4);
+  EXPECT_EQ(a->speedup.n, 3);
+  EXPECT_NEAR(a->steps_to_baseline, (320.0 + 200.0 + 160.0) / 3, 1e-9);
+  EXPECT_NEAR(a->speedup.mean, 5.75 / 3, 1e-12);
+  EXPECT_DOUBLE_EQ(a->convergence_speedup, a->speedup.mean);
+  // sd of (1.25, 2, 2.5) = sqrt(0.7916667 / 2); t(2 dof, 97.5%) = 4.303 from
+  // the table: half-width 4.303 * sd / sqrt(3) = 1.5630.
+  ASSERT_TRUE(a->speedup.has_bounds);
+  const double half = 4.303 * std::sqrt(0.7916667 / 2) / std::sqrt(3.0);
+  EXPECT_NEAR(a->speedup.high - a->speedup.mean, half, 1e-3);
+  EXPECT_NEAR(a->speedup.mean - a->speedup.low, half, 1e-3);
+  EXPECT_NEAR(half, 1.5630, 1e-4);
+}
+
+// Ran sets where a trial ran: the worker that finished it and its device.
+TrialOutcome Ran(TrialOutcome t, const std::string& worker,
+                 const std::string& device) {
+  t.worker_id = worker;
+  t.device = device;
+  return t;
+}
+constexpr char kCpu[] = "cpu (4 threads)";
+constexpr char kGpu[] = "cuda:0";
+
+const RankedRow& RowOf(const Ranking& r, const std::string& schedule) {
+  for (const RankedRow& row : r.rows) {
+    if (row.schedule == schedule) return row;
+  }
+  ADD_FAILURE() << "no row " << schedule;
+  return r.rows.front();
+}
+
+TEST(RankSchedulesTest, ThroughputPairsOnTheSameWorker) {
+  const std::vector<TrialOutcome> trials = {
+      Ran(Trial(1, "12x12", 1, 3.0, {}, 1000), "w1", kCpu),
+      Ran(Trial(2, "12x12", 2, 3.0, {}, 2000), "w2", kCpu),
+      Ran(Trial(3, kA, 1, 3.0, {}, 1100), "w1", kCpu),
+      Ran(Trial(4, kA, 2, 3.0, {}, 2400), "w2", kCpu),
+  };
+  const RankedRow& a = RowOf(RankSchedules(Shape(), "12x12", trials), kA);
+  EXPECT_EQ(a.throughput_pairing, ThroughputPairing::kWorker);
+  EXPECT_EQ(a.throughput_pairs, 2);
+  EXPECT_EQ(a.throughput_ratio.n, 2);
+  // Ratios 1.1 and 1.2: mean 1.15, sd 0.0707; t(1 dof) = 12.706 from the
+  // table: half-width 12.706 * 0.05 = 0.6353.
+  EXPECT_NEAR(a.throughput_ratio.mean, 1.15, 1e-12);
+  EXPECT_NEAR(a.throughput_ratio.high - a.throughput_ratio.mean, 0.6353, 1e-3);
+  EXPECT_EQ(a.throughput_hardware, kCpu);
+  // The unpaired ratio of means mixes the seeds: 1750 / 1500.
+  EXPECT_NEAR(a.tokens_per_second_ratio, 1750.0 / 1500, 1e-12);
+}
+
+TEST(RankSchedulesTest, ThroughputFallsBackToTheSameDeviceThenUnpaired) {
+  const std::vector<TrialOutcome> trials = {
+      Ran(Trial(1, "12x12", 1, 3.0, {}, 1000), "w1", kCpu),
+      Ran(Trial(2, "12x12", 2, 3.0, {}, 1000), "w1", kCpu),
+      // A: seed 1 on the same worker, seed 2 on another with the same device.
+      Ran(Trial(3, kA, 1, 3.0, {}, 900), "w1", kCpu),
+      Ran(Trial(4, kA, 2, 3.0, {}, 1100), "w2", kCpu),
+      // B: both seeds on a GPU: nothing matches.
+      Ran(Trial(5, kB, 1, 3.0, {}, 5000), "g1", kGpu),
+      Ran(Trial(6, kB, 2, 3.0, {}, 7000), "g1", kGpu),
+      // C: one seed on the same worker, one on the GPU: only the match
+      // counts.
+      Ran(Trial(7, kC, 1, 3.0, {}, 1200), "w1", kCpu),
+      Ran(Trial(8, kC, 2, 3.0, {}, 9000), "g1", kGpu),
+  };
+  const Ranking r = RankSchedules(Shape(), "12x12", trials);
+  const RankedRow& a = RowOf(r, kA);
+  EXPECT_EQ(a.throughput_pairing, ThroughputPairing::kDevice);
+  EXPECT_EQ(a.throughput_ratio.n, 2);
+  EXPECT_NEAR(a.throughput_ratio.mean, 1.0, 1e-12);
+  EXPECT_EQ(a.throughput_hardware, kCpu);
+
+  const RankedRow& b = RowOf(r, kB);
+  EXPECT_EQ(b.throughput_pairing, ThroughputPairing::kUnpaired);
+  EXPECT_EQ(b.throughput_ratio.n, 2);
+  EXPECT_EQ(b.throughput_pairs, 2);
+  EXPECT_NEAR(b.throughput_ratio.mean, 6.0, 1e-12);
+  EXPECT_EQ(b.throughput_hardware, "cuda:0 vs cpu (4 threads)");
+
+  const RankedRow& c = RowOf(r, kC);
+  EXPECT_EQ(c.throughput_pairing, ThroughputPairing::kWorker);
+  EXPECT_EQ(c.throughput_ratio.n, 1);
+  EXPECT_EQ(c.throughput_pairs, 2);
+  EXPECT_NEAR(c.throughput_ratio.mean, 1.2, 1e-12);
+  EXPECT_FALSE(c.throughput_ratio.has_bounds);
+}
+
+TEST(RankSchedulesTest, ThroughputNeedsTokensPerSecondOnBothSides) {
+  const std::vector<TrialOutcome> trials = {
+      Ran(Trial(1, "12x12", 1, 3.0, {}, 0.0), "w1", kCpu),
+      Ran(Trial(2, kA, 1, 3.0, {}, 1000), "w1", kCpu),
+  };
+  const RankedRow& a = RowOf(RankSchedules(Shape(), "12x12", trials), kA);
+  EXPECT_EQ(a.throughput_pairs, 0);
+  EXPECT_EQ(a.throughput_ratio.n, 0);
+  EXPECT_EQ(a.throughput_pairing, ThroughputPairing::kNone);
+  EXPECT_EQ(a.throughput_hardware, "");
 }
 
 // Marginal is a schedule whose deltas vs a flat 3.0 baseline are -0.625, -1

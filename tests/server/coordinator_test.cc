@@ -130,6 +130,19 @@ TEST_F(ServiceTest, SubmitLeaseReportCompleteThenRank) {
   EXPECT_FALSE(rank.schedules(1).has_p_value());
   EXPECT_EQ(rank.schedules(2).schedule(), "1x2,4x4");
   EXPECT_EQ(rank.schedules(2).verdict(), v1::VERDICT_WORSE);
+  // Curves 3.4 at step 50 and 2.9 at 100 cross the baseline's 3.0 at 90
+  // (interpolated); the baseline gets there at 100. 1x2,4x4 never does: 0
+  // of 2 seeds, counted.
+  EXPECT_NEAR(rank.schedules(0).speedup().mean(), 100.0 / 90, 1e-4);
+  EXPECT_EQ(rank.schedules(0).speedup().n(), 2);
+  EXPECT_EQ(rank.schedules(0).speedup_seeds(), 2);
+  EXPECT_EQ(rank.schedules(2).speedup().n(), 0);
+  EXPECT_EQ(rank.schedules(2).speedup_seeds(), 2);
+  // One worker ran every trial: tokens/s paired on it.
+  EXPECT_EQ(rank.schedules(0).throughput_pairing(),
+            v1::THROUGHPUT_PAIRING_WORKER);
+  EXPECT_EQ(rank.schedules(0).throughput_pairs(), 2);
+  EXPECT_DOUBLE_EQ(rank.schedules(0).throughput_ratio().mean(), 1.0);
   EXPECT_EQ(rank.compared_schedules(), 2);
   EXPECT_EQ(rank.baseline().schedule(), "4x6");
   EXPECT_EQ(rank.experiment().id(), id);

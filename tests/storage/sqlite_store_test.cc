@@ -312,6 +312,9 @@ TEST(SqliteStoreMigrationTest, AV3DatabaseRanksTheSameAfterGainingColumns) {
   EXPECT_THAT(b.attention_distance, ElementsAre(12.5, 40.25));
   EXPECT_THAT(b.val_steps, ElementsAre(50, 100));
   EXPECT_THAT(b.val_losses, ElementsAre(3.5f, 3.3748f));
+  // The device comes from the metrics (v6), the worker from its column.
+  EXPECT_EQ(b.device, "cuda:0");
+  EXPECT_EQ(b.worker_id, "w1");
   const TrialOutcome& p = (*outcomes)[1];
   EXPECT_EQ(p.trial_id, 2);
   EXPECT_FALSE(p.is_baseline);
@@ -319,6 +322,7 @@ TEST(SqliteStoreMigrationTest, AV3DatabaseRanksTheSameAfterGainingColumns) {
   EXPECT_DOUBLE_EQ(p.min_val_loss, 3.36);
   EXPECT_DOUBLE_EQ(p.tokens_per_second, 50999.0);
   EXPECT_TRUE(p.attention_distance.empty());
+  EXPECT_EQ(p.device, "");  // its metrics name none
   EXPECT_THAT(p.val_steps, ElementsAre(50, 100));
   EXPECT_EQ(p.state, OutcomeState::kCompleted);
   // The diverged trial is listed, for its count, without metrics.
@@ -340,7 +344,7 @@ TEST(SqliteStoreMigrationTest, AV3DatabaseRanksTheSameAfterGainingColumns) {
                      "SELECT length(attention_distance) FROM trials "
                      "WHERE id = 2"),
             0);
-  // Reopening at v4 applies nothing again.
+  // Reopening applies nothing again.
   store.reset();
   store = OpenOrDie(path);
   EXPECT_EQ(QueryInt(path, "SELECT COUNT(*) FROM schema_migrations"),
@@ -605,6 +609,9 @@ TEST_F(SqliteStoreTest, CompleteStoresValCurveAndIsIdempotent) {
   EXPECT_THAT(o.val_losses, ElementsAre(3.5, 3.25));
   EXPECT_THAT(o.attention_distance, ElementsAre(1.5, 4.25));
   EXPECT_EQ(o.state, OutcomeState::kCompleted);
+  // Where it ran, for pairing tokens/s on hardware.
+  EXPECT_EQ(o.worker_id, "w1");
+  EXPECT_EQ(o.device, "cuda:0");
   EXPECT_EQ(*store_->CountFinished(id), 1);
   // The only trial finished: the experiment is done and the worker idle.
   EXPECT_EQ(store_->GetExperiment(id)->state(), v1::EXPERIMENT_DONE);

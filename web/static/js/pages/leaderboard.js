@@ -29,6 +29,45 @@ const kPrincipleTitles = {
 // The sort's natural direction (RankSort): losses ascend, speed-ups descend.
 const kNaturallyDescending = new Set(['speedup', 'throughput']);
 
+// How a schedule's tokens/s were paired with the baseline's (ThroughputPairing).
+const kPairingWords = {
+  THROUGHPUT_PAIRING_WORKER: 'worker',
+  THROUGHPUT_PAIRING_DEVICE: 'device',
+  THROUGHPUT_PAIRING_UNPAIRED: 'unpaired',
+};
+const kPairingTitles = {
+  worker: 'each pair ran on the same worker',
+  device: 'pairs ran on the same device kind and thread count, some on different workers',
+  unpaired: 'no pair ran on matching hardware: the ratio mixes hardware',
+};
+
+// speedupCell: the mean paired speed-up with its 95% CI over the m seeds that
+// reached the baseline's final val loss, and "m/n" of the paired seeds, so a
+// reader sees the seeds that never got there. The baseline's is 1 by definition.
+function speedupCell(r) {
+  const n = num(r.speedupSeeds);
+  if (!n) return kDash;
+  if (r.isBaseline) return ratio(r.speedup?.mean);
+  const m = num(r.speedup?.n);
+  return h('span', { class: 'speedup', title: `reached the baseline\u2019s final val loss on ${m} of ${n} paired `
+                                              + `seeds; mean and 95% CI over those ${m}` },
+           m ? interval(r.speedup, { digits: 2 }) : kDash, ' ', h('span', { class: 'muted reached' }, `${m}/${n}`));
+}
+
+// throughputCell: the mean paired tokens/s ratio with its 95% CI, and how the
+// pairs were matched on hardware (hardware named in the tooltip).
+function throughputCell(r) {
+  const pairs = num(r.throughputPairs);
+  if (!pairs) return kDash;
+  if (r.isBaseline) return ratio(r.throughputRatio?.mean);
+  const used = num(r.throughputRatio?.n);
+  const word = kPairingWords[r.throughputPairing] || kDash;
+  return h('span', { class: 'throughput', title: `${compact(r.tokensPerSecond)} tokens/s; ${used} of ${pairs} seed pairs, `
+                                                 + `${kPairingTitles[word] || ''}: ${r.throughputHardware || 'unknown'}` },
+           interval(r.throughputRatio, { digits: 2 }), ' ',
+           badge(word, `pairing pairing-${word}`, kPairingTitles[word]));
+}
+
 function principleBadges(report = {}) {
   return h('span', { class: 'badges' }, kPrinciples.map((p) => (report[p]
     ? badge(p, `principle on principle-${p}`, `satisfies ${kPrincipleTitles[p]}`)
@@ -211,10 +250,14 @@ export async function render(ctx) {
                                        : `adjusted p ${Number(r.adjustedPValue).toPrecision(2)}` },
                            verdictWord(r.verdict)) },
         { label: 'Min val loss', class: 'num', sort: 'min_val_loss', render: (r) => loss(r.minValLoss) },
-        { label: 'Speed-up', class: 'num', sort: 'speedup', title: 'baseline steps / steps to reach the baseline\u2019s final val loss',
-          render: (r) => ratio(r.convergenceSpeedup) },
-        { label: 'Tokens/s', class: 'num', sort: 'throughput', title: 'throughput ratio vs the baseline',
-          render: (r) => h('span', { title: `${compact(r.tokensPerSecond)} tokens/s` }, ratio(r.tokensPerSecondRatio)) },
+        { label: 'Speed-up', class: 'num', sort: 'speedup',
+          title: 'per seed: baseline steps / steps to reach the baseline\u2019s final val loss (interpolated between '
+                 + 'evals); mean \u00b1 95% CI over the seeds that reached it, reached/paired seeds',
+          render: speedupCell },
+        { label: 'Tokens/s', class: 'num', sort: 'throughput',
+          title: 'tokens/s ratio vs the baseline per seed, mean \u00b1 95% CI, paired on the same worker, else the '
+                 + 'same device, else unpaired',
+          render: throughputCell },
         { label: 'Seeds', class: 'num', title: 'completed seeds (paired with the baseline); diverged and failed ones',
           render: (r) => h('span', { class: num(r.seedsDiverged) + num(r.seedsFailed) > 0 ? 'seeds-lost' : '' },
                            `${integer(r.seedsCompleted)} (${integer(r.pairedSeeds)})`
