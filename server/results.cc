@@ -1,6 +1,7 @@
 #include "server/results.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -257,9 +258,14 @@ absl::StatusOr<v1::RankResponse> ResultsManager::Rank(
   const bool descending = request.descending();
   std::stable_sort(rows.begin(), rows.end(),
                    [sort, descending](const RankedRow* a, const RankedRow* b) {
-                     const auto ka = SortKey(*a, sort);
-                     const auto kb = SortKey(*b, sort);
+                     // A NaN key counts as none, so this stays a strict
+                     // weak order whatever the rows hold.
+                     auto ka = SortKey(*a, sort);
+                     auto kb = SortKey(*b, sort);
+                     ka.first = ka.first && !std::isnan(ka.second);
+                     kb.first = kb.first && !std::isnan(kb.second);
                      if (ka.first != kb.first) return ka.first;
+                     if (!ka.first) return a->rank < b->rank;
                      if (ka.second != kb.second) {
                        return descending ? ka.second > kb.second
                                          : ka.second < kb.second;
