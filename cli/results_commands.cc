@@ -58,7 +58,7 @@ int Results(const ResultsOptions& o) {
   if (!status.ok()) return ReportError("results", status);
   if (*format == Format::kText && response.has_experiment()) {
     const v1::Experiment& e = response.experiment();
-    std::cout << "experiment " << e.id() << " " << e.name() << ": "
+    std::cout << "experiment " << e.id() << " " << Printable(e.name()) << ": "
               << EnumValueName(e.state()) << ", " << e.counts().completed()
               << "/" << e.counts().total() << " trials completed\n\n";
   }
@@ -92,7 +92,7 @@ void PrintTrialText(const v1::GetTrialResponse& response) {
   if (t.has_principles()) {
     std::cout << "principles " << PrincipleFlags(t.principles()) << "\n";
   }
-  if (!t.error().empty()) std::cout << "error " << t.error() << "\n";
+  if (!t.error().empty()) std::cout << "error " << Printable(t.error()) << "\n";
   if (t.state() == v1::TRIAL_COMPLETED || t.state() == v1::TRIAL_DIVERGED) {
     const v1::TrialMetrics& m = t.metrics();
     std::cout << fmt::format(
@@ -100,7 +100,7 @@ void PrintTrialText(const v1::GetTrialResponse& response) {
         "{:.0f} tokens/s, {}, {} parameters, {:.1f}s on {}\n",
         m.final_val_loss(), m.min_val_loss(), m.final_train_loss(),
         m.tokens_per_second(), MfuText(m), m.parameters(), m.wall_seconds(),
-        m.device());
+        Printable(m.device()));
     if (m.diverged()) {
       std::cout << "diverged at step " << m.diverged_step() << "\n";
     }
