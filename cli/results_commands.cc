@@ -56,6 +56,21 @@ int Results(const ResultsOptions& o) {
       (*client)->Call(&v1::ResultsService::Stub::Rank, (*client)->results(),
                       request, &response);
   if (!status.ok()) return ReportError("results", status);
+  // A page also ends at the coordinator's --max-page-bytes: fetch the rest
+  // of what was asked for.
+  while (!response.next_page_token().empty() &&
+         (o.limit == 0 || response.schedules_size() < o.limit)) {
+    request.set_page_token(response.next_page_token());
+    if (o.limit > 0) request.set_page_size(o.limit - response.schedules_size());
+    v1::RankResponse more;
+    status = (*client)->Call(&v1::ResultsService::Stub::Rank,
+                             (*client)->results(), request, &more);
+    if (!status.ok()) return ReportError("results", status);
+    for (v1::RankedSchedule& row : *more.mutable_schedules()) {
+      *response.add_schedules() = std::move(row);
+    }
+    response.set_next_page_token(more.next_page_token());
+  }
   if (*format == Format::kText && response.has_experiment()) {
     const v1::Experiment& e = response.experiment();
     std::cout << "experiment " << e.id() << " " << Printable(e.name()) << ": "

@@ -109,7 +109,9 @@ Coordinator::Coordinator(const CoordinatorOptions& options,
   queue_options.lease_seconds = options.lease_seconds;
   queue_options.heartbeat_seconds = options.heartbeat_seconds;
   queue_options.max_running_per_user = options.max_running_per_user;
-  results_ = std::make_unique<ResultsManager>(store_.get());
+  ResultsOptions results_options;
+  results_options.max_page_bytes = limits.max_page_bytes;
+  results_ = std::make_unique<ResultsManager>(store_.get(), results_options);
   // Each completion refreshes the experiment's ranking in the background,
   // so the next Rank finds it warm.
   queue_ = std::make_unique<QueueManager>(

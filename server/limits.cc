@@ -174,12 +174,16 @@ absl::Status CheckSpecLimits(const v1::ExperimentSpec& spec,
                    spec.budget().loss_targets_size(), "max-seeds",
                    limits.max_seeds);
   }
-  // Planning keeps every listed schedule (plus the baseline) for every seed:
-  // bound that before planning builds it.
-  if (!spec.schedules().empty()) {
-    PRISM_RETURN_IF_ERROR(CheckTrialCount(
-        (int64_t{spec.schedules_size()} + 1) * std::max(1, spec.seeds_size()),
-        limits));
+  // Planning keeps every listed schedule for every seed (then adds the
+  // baseline's and drops repeats): bound that before planning builds it.
+  const int64_t listed =
+      int64_t{spec.schedules_size()} * std::max(1, spec.seeds_size());
+  if (listed > limits.max_trials_per_experiment) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("spec lists ", spec.schedules_size(), " schedules x ",
+                     spec.seeds_size(), " seeds = ", listed,
+                     " trials; limit --max-trials-per-experiment=",
+                     limits.max_trials_per_experiment));
   }
   if (spec.max_attempts() > limits.max_attempts_limit) {
     return Invalid("max_attempts", spec.max_attempts(), "max-attempts-limit",

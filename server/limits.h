@@ -94,9 +94,9 @@ absl::Status CheckSpecTextLength(absl::string_view spec_text,
 absl::Status CheckTrialCount(int64_t trials, const Limits& limits);
 
 // CheckSpecLimits bounds a submitted spec before it is planned: string
-// lengths, seeds, the explicit schedule list (with seeds: an upper bound on
-// the trials planning would create), max_attempts, the priority, and the
-// model size fields the spec sets. InvalidArgument.
+// lengths, seeds, the explicit schedule list times the seeds (what planning
+// would build before adding the baseline), max_attempts, the priority, and
+// the model size fields the spec sets. InvalidArgument.
 absl::Status CheckSpecLimits(const v1::ExperimentSpec& spec,
                              const Caller& caller, const Limits& limits);
 

@@ -279,10 +279,16 @@ absl::StatusOr<v1::RankResponse> ResultsManager::Rank(
       request.page_size() == 0
           ? total
           : std::min<int64_t>(request.page_size(), kMaxRankPageSize);
-  const int64_t end = std::min(total, offset + size);
+  int64_t end = std::min(total, offset + size);
+  int64_t bytes = 0;
   for (int64_t i = offset; i < end; ++i) {
-    *response.add_schedules() =
-        RankedRowToProto(*rows[i], analysis->base_heads);
+    v1::RankedSchedule row = RankedRowToProto(*rows[i], analysis->base_heads);
+    bytes += static_cast<int64_t>(row.ByteSizeLong());
+    if (i > offset && bytes > options_.max_page_bytes) {
+      end = i;  // the rest on the next page
+      break;
+    }
+    *response.add_schedules() = std::move(row);
   }
   if (end < total) response.set_next_page_token(EncodePageToken("rank", end));
   if (ranking.baseline.has_value()) {

@@ -87,10 +87,16 @@ class LimitsTest : public CoordinatorTest {
 };
 
 TEST_F(LimitsTest, ExplicitScheduleListsCountAgainstTheTrialLimit) {
-  // 4 schedules + the baseline, x 3 seeds: 15 trials over 10.
+  // Bounded before planning: 4 listed schedules x 3 seeds.
   ExpectRefused(Spec({"2x2,4x4", "1x2,4x4", "2x3,4x3", "1x3,4x3"}, {1, 2, 3}),
                 grpc::StatusCode::INVALID_ARGUMENT,
-                "spec has 15 trials; limit --max-trials-per-experiment=10");
+                "spec lists 4 schedules x 3 seeds = 12 trials; limit "
+                "--max-trials-per-experiment=10");
+  // And exactly after: 5 schedules and the baseline, x 2 seeds.
+  ExpectRefused(
+      Spec({"2x2,4x4", "1x2,4x4", "2x3,4x3", "1x3,4x3", "1x1,4x5"}, {1, 2}),
+      grpc::StatusCode::INVALID_ARGUMENT,
+      "spec has 12 trials; limit --max-trials-per-experiment=10");
 }
 
 TEST_F(LimitsTest, GridAndRandomPlansAreCheckedToo) {
@@ -529,6 +535,36 @@ TEST_F(PageBytesTest, TrialPagesAreBoundedInBytesAndPageOnWithoutGaps) {
   EXPECT_GT(pages, 1);
   ASSERT_EQ(seen.size(), 15u);
   for (size_t i = 1; i < seen.size(); ++i) EXPECT_LT(seen[i - 1], seen[i]);
+}
+
+TEST_F(PageBytesTest, RankPagesAreBoundedInBytesEvenWhenAllAreAskedFor) {
+  const int64_t id =
+      Submit(alice_, Spec({"2x2,4x4", "1x2,4x4", "2x3,4x3", "1x3,4x3"}, {1}));
+  ASSERT_GT(id, 0);
+  const std::string w = Register(worker_token_);
+  for (int i = 0; i < 5; ++i) {
+    const v1::TrialTask task = Lease(worker_token_, w);
+    v1::CompleteResponse done;
+    ASSERT_TRUE(
+        Complete(worker_token_, w, task.trial(), 3.0 + 0.01 * i, &done).ok());
+  }
+  std::vector<std::string> seen;
+  v1::RankRequest req;
+  req.set_experiment_id(id);  // page_size 0: everything, page by page
+  int pages = 0;
+  do {
+    v1::RankResponse resp;
+    auto ctx = Ctx(alice_);
+    ASSERT_TRUE(results_->Rank(ctx.get(), req, &resp).ok());
+    EXPECT_GE(resp.schedules_size(), 1);
+    for (const v1::RankedSchedule& r : resp.schedules()) {
+      seen.push_back(r.schedule());
+    }
+    req.set_page_token(resp.next_page_token());
+    ++pages;
+  } while (!req.page_token().empty() && pages < 100);
+  EXPECT_GT(pages, 1);
+  EXPECT_EQ(seen.size(), 5u);
 }
 
 class MessageSizeTest : public LimitsTest {
