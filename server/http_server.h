@@ -26,7 +26,8 @@
 //
 // API routes need `Authorization: Bearer <token>` or a `prism_token` cookie
 // (any role); otherwise 401. Errors are JSON {"error": "..."} with 400 (bad
-// input), 401, 403, 404 (unknown route or id) or 500/503.
+// input), 401, 403, 404 (unknown route or id), 413 (a body), 429 (over a
+// per-caller limit) or 500/503.
 //
 // Every open event stream holds one of the pool's threads, and a stream only
 // learns that its client left when a write fails (the second write after the
