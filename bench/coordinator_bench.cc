@@ -195,7 +195,7 @@ std::unique_ptr<server::Coordinator> StartCoordinator(
   options.admin_token_env = kAdminToken;
   options.lease_seconds = 600;
   options.heartbeat_seconds = 60;
-  options.max_grid_trials = 1'000'000;
+  options.limits.max_trials_per_experiment = 1'000'000;
   options.durability = durability;
   absl::StatusOr<std::unique_ptr<server::Coordinator>> c =
       server::Coordinator::Create(options);
@@ -662,7 +662,7 @@ int64_t BuildRankDb(const std::string& db, int trials, int points,
   const int64_t id = (*store)->CreateExperiment(e)->id;
   v1::Worker w;
   w.set_id("bench");
-  (void)(*store)->UpsertWorker(w, 0);
+  (void)(*store)->UpsertWorker(w, 0, /*take_over=*/false);
   const Clock::time_point t0 = Clock::now();
   for (int t = 0; t < static_cast<int>(e.trials.size()); ++t) {
     absl::StatusOr<std::optional<v1::Trial>> trial =

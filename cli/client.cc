@@ -70,11 +70,24 @@ absl::StatusOr<std::string> ResolveToken(const ClientOptions& options) {
                    kDefaultTokenFile, " does not exist)"));
 }
 
+namespace {
+
+// NewChannel accepts responses of any size: the coordinator bounds what it
+// sends (--max-message-bytes, 64 MiB by default), and gRPC's default 4 MiB
+// receive limit would refuse a whole curve or a big page it sent.
+std::shared_ptr<grpc::Channel> NewChannel(const std::string& address) {
+  grpc::ChannelArguments args;
+  args.SetMaxReceiveMessageSize(-1);
+  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
+                                   args);
+}
+
+}  // namespace
+
 RpcClient::RpcClient(std::string address, std::string token)
     : address_(std::move(address)),
       authorization_("Bearer " + std::move(token)),
-      channel_(
-          grpc::CreateChannel(address_, grpc::InsecureChannelCredentials())),
+      channel_(NewChannel(address_)),
       experiments_(v1::ExperimentService::NewStub(channel_)),
       workers_(v1::WorkerService::NewStub(channel_)),
       results_(v1::ResultsService::NewStub(channel_)),

@@ -200,6 +200,53 @@ void RegisterCoordinatorCommands(CLI::App& app, Action* action) {
   cmd->add_option("--max-running-per-user", o.max_running_per_user,
                   "Most leased+running trials per user (0: no limit)")
       ->capture_default_str();
+  // Limits: one flag per bound on client input (server/limits.h; README,
+  // "Limits"). Past a limit a request is refused naming the flag.
+  server::Limits& l = o.limits;
+  const std::string limits = "Limits";
+  auto limit = [cmd, &limits](const std::string& name, auto& value,
+                              const std::string& help) {
+    cmd->add_option(name, value, help)->capture_default_str()->group(limits);
+  };
+  limit("--max-message-bytes", l.max_message_bytes,
+        "Largest gRPC message received or sent");
+  limit("--max-trials-per-experiment", l.max_trials_per_experiment,
+        "Trials one experiment may plan, for every strategy (grid, random "
+        "samples, explicit schedule lists) x seeds");
+  limit("--max-seeds", l.max_seeds,
+        "Seeds per spec (also bounds its data paths and loss targets)");
+  limit("--max-points-per-report", l.max_points_per_report,
+        "Loss points in one Report or Complete");
+  limit("--max-string-bytes", l.max_string_bytes,
+        "Any one string a client sends: names, schedules, paths, hosts, "
+        "devices");
+  limit("--max-spec-bytes", l.max_spec_bytes, "A submitted spec's textproto");
+  limit("--max-page-bytes", l.max_page_bytes,
+        "One page of schedules or trials, in bytes (a page holds fewer "
+        "items than asked when they would exceed it)");
+  limit("--max-watch-streams", l.max_watch_streams,
+        "Open Watch streams (gRPC), in total");
+  limit("--max-watch-streams-per-user", l.max_watch_streams_per_user,
+        "Open Watch streams (gRPC) per user");
+  limit("--max-event-streams", l.max_event_streams,
+        "Open dashboard event streams (SSE), in total; each holds an HTTP "
+        "thread");
+  limit("--max-event-streams-per-user", l.max_event_streams_per_user,
+        "Open dashboard event streams (SSE) per user");
+  limit("--max-stream-buffer-bytes", l.max_stream_buffer_bytes,
+        "Unsent events one stream may hold; a watcher further behind is "
+        "cut off");
+  limit("--max-active-experiments-per-user", l.max_active_experiments_per_user,
+        "Active or paused experiments per user (admins: no limit)");
+  limit("--max-user-priority", l.max_user_priority,
+        "Users' priorities lie in -N..N (admins: any)");
+  limit("--max-attempts-limit", l.max_attempts_limit,
+        "The largest max_attempts a spec may ask for");
+  limit("--max-layers", l.max_layers, "Model layers");
+  limit("--max-d-model", l.max_d_model, "Model width (d_model)");
+  limit("--max-heads", l.max_heads, "Model base heads");
+  limit("--max-context", l.max_context, "Model context (sequence length)");
+  limit("--max-parameters", l.max_parameters, "Model parameters");
   cmd->add_option("--durability", o.durability,
                   "normal: an acknowledged write survives a crash of the "
                   "coordinator, and power loss may take the last moments' "

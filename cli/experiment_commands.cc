@@ -65,7 +65,7 @@ int Submit(const SubmitOptions& o) {
   const v1::Experiment& e = response.experiment();
   std::cout << "experiment " << e.id()
             << " submitted: " << response.trials_created() << " trials";
-  if (!e.name().empty()) std::cout << " (" << e.name() << ")";
+  if (!e.name().empty()) std::cout << " (" << Printable(e.name()) << ")";
   std::cout << ", priority " << e.priority() << "\n";
   return kExitOk;
 }
@@ -127,8 +127,9 @@ int ShowExperiment(RpcClient& client, int64_t id, Format format) {
   }
   if (format == Format::kText) {
     const v1::TrialCounts& c = experiment.counts();
-    std::cout << "experiment " << experiment.id() << " " << experiment.name()
-              << " (" << experiment.owner()
+    std::cout << "experiment " << experiment.id() << " "
+              << Printable(experiment.name()) << " ("
+              << Printable(experiment.owner())
               << "): " << EnumValueName(experiment.state()) << ", priority "
               << experiment.priority() << ", " << c.completed() << "/"
               << c.total() << " completed, " << c.leased() + c.running()

@@ -87,7 +87,66 @@ bool LooksNumeric(const std::string& cell) {
 
 }  // namespace
 
+std::string Printable(absl::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  auto escape = [&out](unsigned char byte) {
+    absl::StrAppend(&out, "\\x", absl::Hex(byte, absl::kZeroPad2));
+  };
+  size_t i = 0;
+  while (i < text.size()) {
+    const unsigned char c = static_cast<unsigned char>(text[i]);
+    if (c < 0x80) {
+      if (c < 0x20 || c == 0x7f) {
+        escape(c);
+      } else {
+        out += static_cast<char>(c);
+      }
+      ++i;
+      continue;
+    }
+    // A valid UTF-8 sequence is kept, except the C1 controls U+0080..U+009F
+    // (U+009B is a one-character CSI to some terminals); a stray or
+    // truncated byte is escaped.
+    const size_t length = c >= 0xf0 && c < 0xf5   ? 4
+                          : c >= 0xe0 && c < 0xf0 ? 3
+                          : c >= 0xc2 && c < 0xe0 ? 2
+                                                  : 0;
+    bool valid = length > 0 && i + length <= text.size();
+    for (size_t k = 1; valid && k < length; ++k) {
+      valid = (static_cast<unsigned char>(text[i + k]) & 0xc0) == 0x80;
+    }
+    const bool c1 =
+        valid && c == 0xc2 && static_cast<unsigned char>(text[i + 1]) < 0xa0;
+    if (!valid || c1) {
+      escape(c);
+      ++i;
+      continue;
+    }
+    out.append(text.data() + i, length);
+    i += length;
+  }
+  return out;
+}
+
 void Table::Print(std::ostream& out, Format format) const {
+  if (format != Format::kJson) {
+    // Cells come from other users (experiment names, hosts, errors): text
+    // and CSV go to terminals, so control characters are escaped.
+    Table printable(columns_);
+    for (const auto& row : rows_) {
+      std::vector<std::string> cells;
+      cells.reserve(row.size());
+      for (const std::string& cell : row) cells.push_back(Printable(cell));
+      printable.AddRow(std::move(cells));
+    }
+    printable.PrintRaw(out, format);
+    return;
+  }
+  PrintRaw(out, format);
+}
+
+void Table::PrintRaw(std::ostream& out, Format format) const {
   switch (format) {
     case Format::kCsv: {
       std::vector<std::string> header;

@@ -43,10 +43,18 @@ enum class Format { kText, kJson, kCsv };
 absl::StatusOr<Format> ParseFormat(absl::string_view text,
                                    bool allow_csv = true);
 
+// Printable returns `text` safe to print on a terminal: ASCII control
+// characters (ESC included), the UTF-8 C1 controls and bytes that are not
+// UTF-8 become \xNN; other UTF-8 is kept.
+// Everything printed that another user wrote (names, hosts, errors) goes
+// through it.
+std::string Printable(absl::string_view text);
+
 // Table is a result set printed as aligned columns (text), RFC 4180 CSV, or a
 // JSON array of objects keyed by column name. Cells that parse as numbers are
 // written as JSON numbers, "true"/"false" as booleans. An empty cell is a
-// missing value: "-" in text, an empty field in CSV, null in JSON.
+// missing value: "-" in text, an empty field in CSV, null in JSON. Text and
+// CSV cells are printed through Printable; JSON escapes them itself.
 class Table {
  public:
   explicit Table(std::vector<std::string> columns);
@@ -55,6 +63,8 @@ class Table {
   void Print(std::ostream& out, Format format) const;
 
  private:
+  void PrintRaw(std::ostream& out, Format format) const;
+
   std::vector<std::string> columns_;
   std::vector<std::vector<std::string>> rows_;
 };

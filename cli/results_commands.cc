@@ -56,9 +56,24 @@ int Results(const ResultsOptions& o) {
       (*client)->Call(&v1::ResultsService::Stub::Rank, (*client)->results(),
                       request, &response);
   if (!status.ok()) return ReportError("results", status);
+  // A page also ends at the coordinator's --max-page-bytes: fetch the rest
+  // of what was asked for.
+  while (!response.next_page_token().empty() &&
+         (o.limit == 0 || response.schedules_size() < o.limit)) {
+    request.set_page_token(response.next_page_token());
+    if (o.limit > 0) request.set_page_size(o.limit - response.schedules_size());
+    v1::RankResponse more;
+    status = (*client)->Call(&v1::ResultsService::Stub::Rank,
+                             (*client)->results(), request, &more);
+    if (!status.ok()) return ReportError("results", status);
+    for (v1::RankedSchedule& row : *more.mutable_schedules()) {
+      *response.add_schedules() = std::move(row);
+    }
+    response.set_next_page_token(more.next_page_token());
+  }
   if (*format == Format::kText && response.has_experiment()) {
     const v1::Experiment& e = response.experiment();
-    std::cout << "experiment " << e.id() << " " << e.name() << ": "
+    std::cout << "experiment " << e.id() << " " << Printable(e.name()) << ": "
               << EnumValueName(e.state()) << ", " << e.counts().completed()
               << "/" << e.counts().total() << " trials completed\n\n";
   }
@@ -119,7 +134,7 @@ void PrintTrialText(const v1::GetTrialResponse& response) {
   if (t.has_principles()) {
     std::cout << "principles " << PrincipleFlags(t.principles()) << "\n";
   }
-  if (!t.error().empty()) std::cout << "error " << t.error() << "\n";
+  if (!t.error().empty()) std::cout << "error " << Printable(t.error()) << "\n";
   if (t.state() == v1::TRIAL_COMPLETED || t.state() == v1::TRIAL_DIVERGED) {
     const v1::TrialMetrics& m = t.metrics();
     std::cout << fmt::format(
@@ -127,7 +142,7 @@ void PrintTrialText(const v1::GetTrialResponse& response) {
         "{:.0f} tokens/s, {}, {} parameters, {:.1f}s on {}\n",
         m.final_val_loss(), m.min_val_loss(), m.final_train_loss(),
         m.tokens_per_second(), MfuText(m), m.parameters(), m.wall_seconds(),
-        m.device());
+        Printable(m.device()));
     if (m.diverged()) {
       std::cout << "diverged at step " << m.diverged_step() << "\n";
     }

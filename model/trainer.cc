@@ -589,7 +589,16 @@ absl::StatusOr<TrainResult> TrainingRun::Execute() {
       window_steps_ = 0;
     }
     if (done % config_.eval_every == 0 || done == config_.steps) {
-      AddPoint(CurveSplit::kVal, done, Evaluate(), lr,
+      const double val_loss = Evaluate();
+      // A val loss that is not finite (as a float: that is how points are
+      // stored) is a divergence too; the point is not emitted.
+      if (!std::isfinite(static_cast<float>(val_loss))) {
+        result_.diverged = true;
+        result_.diverged_step = done;
+        done = step;  // as for a train loss: the steps before the bad one
+        break;
+      }
+      AddPoint(CurveSplit::kVal, done, val_loss, lr,
                train_tokens_ / std::max(train_seconds_, 1e-9));
     }
     if (observer_->ShouldStop()) {

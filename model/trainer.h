@@ -8,8 +8,9 @@
 //
 // Recipe: AdamW (betas 0.9/0.95, weight decay on 2-D weights only), linear
 // warmup then cosine decay to a floor, gradient clipping at 1.0, gradient
-// accumulation, bf16 autocast on CUDA and fp32 on CPU. A non-finite loss ends
-// the run as diverged at that step (an OK result with diverged = true).
+// accumulation, bf16 autocast on CUDA and fp32 on CPU. A non-finite loss
+// (train, or val as a float) ends the run as diverged at that step (an OK
+// result with diverged = true); the non-finite value is never emitted.
 //
 // Checkpoints (model, optimizer, step, the progress so far, and the run's
 // identity: shape, schedule, seed and recipe) go to checkpoint_dir every

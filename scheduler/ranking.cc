@@ -1,6 +1,7 @@
 #include "scheduler/ranking.h"
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <optional>
@@ -113,7 +114,10 @@ bool RankOrder(const RankedRow& a, const RankedRow& b) {
   if (ga != gb) return ga < gb;
   const double ka = ga == 2 ? a.final_val_loss.mean : a.delta_vs_baseline.mean;
   const double kb = gb == 2 ? b.final_val_loss.mean : b.delta_vs_baseline.mean;
-  if (ka != kb) return ka < kb;
+  // A total order even if a NaN got this far (the coordinator refuses
+  // them): NaN keys sort last, among themselves by schedule.
+  if (std::isnan(ka) != std::isnan(kb)) return std::isnan(kb);
+  if (ka < kb || kb < ka) return ka < kb;
   return a.schedule < b.schedule;
 }
 

@@ -138,8 +138,10 @@ std::vector<double> HolmAdjust(const std::vector<double>& p) {
   const size_t m = p.size();
   std::vector<size_t> order(m);
   std::iota(order.begin(), order.end(), size_t{0});
-  std::stable_sort(order.begin(), order.end(),
-                   [&p](size_t a, size_t b) { return p[a] < p[b]; });
+  // NaN p-values (from non-finite deltas) sort last: a strict weak order.
+  std::stable_sort(order.begin(), order.end(), [&p](size_t a, size_t b) {
+    return !std::isnan(p[a]) && (std::isnan(p[b]) || p[a] < p[b]);
+  });
   std::vector<double> adjusted(m);
   double running = 0.0;
   for (size_t i = 0; i < m; ++i) {

@@ -23,6 +23,8 @@ namespace {
 
 constexpr char kAdminUser[] = "admin";
 constexpr size_t kMaxUserLength = 64;
+// Generated tokens are 70 bytes; an admin's own (file or env) may be longer.
+constexpr size_t kMaxTokenBytes = 1024;
 
 bool Grants(v1::Role role, Permission permission) {
   switch (permission) {
@@ -64,23 +66,39 @@ bool ValidUserName(absl::string_view user) {
   return true;
 }
 
+// WriteSecretFile writes `content` to `path` with mode 0600, refusing to
+// write through a symlink: the content goes to a fresh temp file (mkstemp:
+// O_CREAT | O_EXCL, mode 0600, an unpredictable name, so no planted link is
+// followed), which is synced and renamed over `path`.
 absl::Status WriteSecretFile(const std::string& path,
                              const std::string& content) {
-  const std::string tmp = absl::StrCat(path, ".tmp");
-  const int fd = open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
-  if (fd < 0) {
-    return absl::UnavailableError(absl::StrCat(
-        "cannot write admin token file ", path, ": ", std::strerror(errno)));
+  auto failed = [&path](absl::string_view why) {
+    return absl::UnavailableError(
+        absl::StrCat("cannot write admin token file ", path, ": ", why));
+  };
+  struct stat st;
+  if (lstat(path.c_str(), &st) == 0 && S_ISLNK(st.st_mode)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("admin token file ", path,
+                     " is a symbolic link; name the file itself"));
   }
+  std::string tmp = absl::StrCat(path, ".XXXXXX");
+  const int fd = mkostemp(tmp.data(), O_CLOEXEC);
+  if (fd < 0) return failed(std::strerror(errno));
   const std::string line = content + "\n";
   const bool ok = write(fd, line.data(), line.size()) ==
                       static_cast<ssize_t>(line.size()) &&
                   fsync(fd) == 0;
+  const int write_errno = errno;
   close(fd);
-  if (!ok || rename(tmp.c_str(), path.c_str()) != 0) {
+  if (!ok) {
     unlink(tmp.c_str());
-    return absl::UnavailableError(absl::StrCat(
-        "cannot write admin token file ", path, ": ", std::strerror(errno)));
+    return failed(std::strerror(write_errno));
+  }
+  if (rename(tmp.c_str(), path.c_str()) != 0) {
+    const int rename_errno = errno;
+    unlink(tmp.c_str());
+    return failed(std::strerror(rename_errno));
   }
   return absl::OkStatus();
 }
@@ -151,6 +169,10 @@ absl::StatusOr<Caller> AuthManager::AuthenticateToken(absl::string_view token) {
   if (token.empty()) {
     return absl::UnauthenticatedError("missing credentials: empty token");
   }
+  if (token.size() > kMaxTokenBytes) {
+    return absl::UnauthenticatedError(absl::StrCat(
+        "the token is ", token.size(), " bytes; limit ", kMaxTokenBytes));
+  }
   const std::string hash = Sha256Hex(token);
   {
     absl::MutexLock lock(&mu_);
@@ -212,6 +234,13 @@ absl::StatusOr<BootstrapResult> AuthManager::Bootstrap(
     result.source = "file";
   } else if (!options.env_token.empty()) {
     token = std::string(absl::StripAsciiWhitespace(options.env_token));
+    if (token.empty()) {
+      // Its hash would be the hash of "", which no client can send: the
+      // admin would be locked out of the new database.
+      return absl::InvalidArgumentError(
+          "PRISM_ADMIN_TOKEN is set but blank (only whitespace); set it to "
+          "a token, or unset it to generate one");
+    }
     result.source = "env";
   } else {
     PRISM_ASSIGN_OR_RETURN(token, GenerateToken());
@@ -221,6 +250,11 @@ absl::StatusOr<BootstrapResult> AuthManager::Bootstrap(
     } else {
       result.token_to_print = token;
     }
+  }
+  if (token.size() > kMaxTokenBytes) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("the admin token (from ", result.source, ") is ",
+                     token.size(), " bytes; limit ", kMaxTokenBytes));
   }
   PRISM_RETURN_IF_ERROR(store_->CreateToken(Sha256Hex(token), kAdminUser,
                                             v1::ROLE_ADMIN, clock_->NowMs()));

@@ -64,8 +64,10 @@ std::string Sha256Hex(absl::string_view data);
 absl::StatusOr<std::string> GenerateToken();
 
 // BootstrapOptions say where the first admin token of a new database comes
-// from: the file's content when it exists; else env PRISM_ADMIN_TOKEN; else a
-// generated token, written to the file (mode 0600) when one was named.
+// from: the file's content when it exists (a symlink to it is followed:
+// secret mounts are links); else env PRISM_ADMIN_TOKEN; else a generated
+// token, written to the file (mode 0600, never through a symlink) when one
+// was named.
 struct BootstrapOptions {
   std::string admin_token_file;
   std::string env_token;  // the value of PRISM_ADMIN_TOKEN, if set
@@ -96,8 +98,11 @@ class AuthManager {
       const Caller& caller, const v1::CreateTokenRequest& request);
 
   // Bootstrap creates the first admin token ("admin", ROLE_ADMIN) when the
-  // database has no token yet. InvalidArgument for an empty token file;
-  // Unavailable when the token file cannot be written.
+  // database has no token yet. InvalidArgument for an empty token file, a
+  // blank (whitespace-only) PRISM_ADMIN_TOKEN, a token over 1024 bytes, or a
+  // token file to write that is a symbolic link; Unavailable when the token
+  // file cannot be written. A generated token is written to a fresh temp
+  // file (O_EXCL, mode 0600) renamed over the file.
   absl::StatusOr<BootstrapResult> Bootstrap(const BootstrapOptions& options);
 
  private:

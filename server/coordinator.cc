@@ -23,9 +23,6 @@
 namespace prism::server {
 namespace {
 
-// Reports of a few thousand points and whole curves in GetTrial exceed
-// gRPC's 4 MiB default.
-constexpr int kMaxMessageBytes = 64 << 20;
 constexpr auto kShutdownGrace = std::chrono::seconds(5);
 
 }  // namespace
@@ -42,8 +39,12 @@ absl::Status ValidateOptions(const CoordinatorOptions& o) {
   if (o.max_attempts < 1) {
     return absl::InvalidArgumentError("--max-attempts must be at least 1");
   }
-  if (o.max_event_streams < 1) {
-    return absl::InvalidArgumentError("max_event_streams must be at least 1");
+  PRISM_RETURN_IF_ERROR(ValidateLimits(o.limits));
+  if (o.max_attempts > o.limits.max_attempts_limit) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-attempts (", o.max_attempts,
+                     ") must not exceed --max-attempts-limit (",
+                     o.limits.max_attempts_limit, ")"));
   }
   if (o.max_running_per_user < 0) {
     return absl::InvalidArgumentError(
@@ -101,11 +102,16 @@ Coordinator::Coordinator(const CoordinatorOptions& options,
     : options_(options), clock_(clock), store_(std::move(store)) {
   auth_ = std::make_unique<AuthManager>(store_.get(), clock_);
   ingest_ = std::make_unique<IngestWriter>(store_.get(), IngestOptions{});
+  const Limits& limits = options.limits;
   QueueOptions queue_options;
+  queue_options.max_points_per_report = limits.max_points_per_report;
+  queue_options.max_string_bytes = limits.max_string_bytes;
   queue_options.lease_seconds = options.lease_seconds;
   queue_options.heartbeat_seconds = options.heartbeat_seconds;
   queue_options.max_running_per_user = options.max_running_per_user;
-  results_ = std::make_unique<ResultsManager>(store_.get());
+  ResultsOptions results_options;
+  results_options.max_page_bytes = limits.max_page_bytes;
+  results_ = std::make_unique<ResultsManager>(store_.get(), results_options);
   seeds_ = std::make_unique<SeedPlanner>(store_.get(), clock_);
   // Each finished trial refreshes the experiment's ranking in the
   // background, so the next Rank finds it warm, and, under a seeds policy,
@@ -124,20 +130,23 @@ Coordinator::Coordinator(const CoordinatorOptions& options,
       });
   PlanOptions plan_options;
   plan_options.default_max_attempts = options.max_attempts;
-  plan_options.max_trials = options.max_grid_trials;
-  experiments_ = std::make_unique<ExperimentManager>(store_.get(), clock_,
-                                                     &events_, plan_options);
+  plan_options.max_trials = limits.max_trials_per_experiment;
+  experiments_ = std::make_unique<ExperimentManager>(
+      store_.get(), clock_, &events_, plan_options, limits);
   experiment_service_ =
       std::make_unique<ExperimentServiceImpl>(auth_.get(), experiments_.get());
   worker_service_ =
       std::make_unique<WorkerServiceImpl>(auth_.get(), queue_.get());
   results_service_ = std::make_unique<ResultsServiceImpl>(
-      auth_.get(), results_.get(), experiments_.get(), &events_);
-  schedule_service_ = std::make_unique<ScheduleServiceImpl>(auth_.get());
+      auth_.get(), results_.get(), experiments_.get(), &events_, limits);
+  schedule_service_ =
+      std::make_unique<ScheduleServiceImpl>(auth_.get(), limits);
   auth_service_ = std::make_unique<AuthServiceImpl>(auth_.get());
   HttpOptions http_options;
   http_options.web_root = options.web_root;
-  http_options.max_event_streams = options.max_event_streams;
+  http_options.max_event_streams = limits.max_event_streams;
+  http_options.max_event_streams_per_user = limits.max_event_streams_per_user;
+  http_options.max_stream_buffer_bytes = limits.max_stream_buffer_bytes;
   http_ = std::make_unique<HttpServer>(
       auth_.get(), experiments_.get(), results_.get(), queue_.get(), &events_,
       &metrics_, [this] { return SampleGauges(); }, http_options);
@@ -182,8 +191,12 @@ absl::Status Coordinator::Start() {
   // Without this gRPC sets SO_REUSEPORT, and a second coordinator given the
   // same port would silently share it instead of failing to start.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  builder.SetMaxReceiveMessageSize(kMaxMessageBytes);
-  builder.SetMaxSendMessageSize(kMaxMessageBytes);
+  // Reports of a few thousand points and whole curves in GetTrial exceed
+  // gRPC's 4 MiB default; a bigger request is refused before it is read.
+  builder.SetMaxReceiveMessageSize(
+      static_cast<int>(options_.limits.max_message_bytes));
+  builder.SetMaxSendMessageSize(
+      static_cast<int>(options_.limits.max_message_bytes));
   builder.RegisterService(experiment_service_.get());
   builder.RegisterService(worker_service_.get());
   builder.RegisterService(results_service_.get());

@@ -36,6 +36,7 @@
 #include "server/experiments.h"
 #include "server/http_server.h"
 #include "server/ingest.h"
+#include "server/limits.h"
 #include "server/metrics.h"
 #include "server/queue.h"
 #include "server/results.h"
@@ -63,11 +64,12 @@ struct CoordinatorOptions {
   int heartbeat_seconds = kDefaultHeartbeatSeconds;
   int max_attempts = kDefaultMaxAttempts;
   int max_running_per_user = 0;  // 0: no limit
-  int64_t max_grid_trials = kDefaultMaxGridTrials;
   std::string admin_token_file;
   std::string admin_token_env;  // PRISM_ADMIN_TOKEN's value, if any
   std::string web_root;         // "" serves no dashboard
-  int max_event_streams = kDefaultMaxEventStreams;  // dashboard SSE streams
+  // The bounds on every input (server/limits.h): message size, trials,
+  // seeds, strings, pages, streams, experiments per user, priorities...
+  Limits limits;
   int expiry_interval_ms = 1000;
   // "normal" or "full": what an acknowledged write survives (see
   // storage::SqliteStoreOptions::Durability).

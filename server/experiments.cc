@@ -11,20 +11,25 @@
 namespace prism::server {
 
 ExperimentManager::ExperimentManager(storage::Store* store, const Clock* clock,
-                                     EventBus* events, PlanOptions plan_options)
+                                     EventBus* events, PlanOptions plan_options,
+                                     Limits limits)
     : store_(store),
       clock_(clock),
       events_(events),
-      plan_options_(plan_options) {}
+      plan_options_(plan_options),
+      limits_(limits) {}
 
 absl::StatusOr<v1::SubmitResponse> ExperimentManager::Submit(
     const Caller& caller, const v1::SubmitRequest& request) {
   v1::ExperimentSpec spec = request.spec();
   if (!request.spec_text().empty()) {
+    PRISM_RETURN_IF_ERROR(CheckSpecTextLength(request.spec_text(), limits_));
     PRISM_ASSIGN_OR_RETURN(spec, ParseSpecText(request.spec_text()));
   }
+  PRISM_RETURN_IF_ERROR(CheckSpecLimits(spec, caller, limits_));
   PRISM_ASSIGN_OR_RETURN(ExperimentPlan plan,
                          PlanExperiment(spec, plan_options_));
+  PRISM_RETURN_IF_ERROR(CheckPlanLimits(plan, limits_));
   storage::NewExperiment e;
   e.name = plan.spec.name();
   e.owner = caller.user;
@@ -35,19 +40,35 @@ absl::StatusOr<v1::SubmitResponse> ExperimentManager::Submit(
   e.now_ms = clock_->NowMs();
   e.spec = std::move(plan.spec);
   e.trials = std::move(plan.trials);
-  PRISM_ASSIGN_OR_RETURN(storage::CreatedExperiment created,
-                         store_->CreateExperiment(e));
+  absl::StatusOr<storage::CreatedExperiment> created;
+  {
+    absl::MutexLock lock(&submit_mu_);
+    if (caller.role != v1::ROLE_ADMIN) {
+      PRISM_ASSIGN_OR_RETURN(int64_t active,
+                             store_->CountActiveExperiments(caller.user));
+      if (active >= limits_.max_active_experiments_per_user) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("user '", caller.user, "' has ", active,
+                         " active or paused experiments; limit "
+                         "--max-active-experiments-per-user=",
+                         limits_.max_active_experiments_per_user,
+                         " (cancel one, or wait for one to finish)"));
+      }
+    }
+    created = store_->CreateExperiment(e);
+  }
+  if (!created.ok()) return created.status();
   Failpoint("submit.committed");
   PRISM_ASSIGN_OR_RETURN(v1::Experiment experiment,
-                         store_->GetExperiment(created.id));
+                         store_->GetExperiment(created->id));
   Log(LogLevel::kInfo, "experiment submitted")
-      .Kv("experiment", created.id)
+      .Kv("experiment", created->id)
       .Kv("name", experiment.name())
       .Kv("owner", caller.user)
-      .Kv("trials", created.trials_created);
+      .Kv("trials", created->trials_created);
   v1::SubmitResponse response;
   *response.mutable_experiment() = std::move(experiment);
-  response.set_trials_created(created.trials_created);
+  response.set_trials_created(created->trials_created);
   return response;
 }
 
@@ -86,7 +107,7 @@ void ExperimentManager::Publish(const v1::Experiment& experiment) {
   v1::ExperimentEvent event;
   event.set_unix_ms(clock_->NowMs());
   *event.mutable_experiment_updated() = experiment;
-  events_->Publish(experiment.id(), event);
+  events_->Publish(experiment.id(), std::move(event));
 }
 
 absl::StatusOr<v1::Experiment> ExperimentManager::Cancel(const Caller& caller,
@@ -130,6 +151,7 @@ absl::StatusOr<v1::Experiment> ExperimentManager::Resume(const Caller& caller,
 absl::StatusOr<v1::Experiment> ExperimentManager::SetPriority(
     const Caller& caller, const v1::SetPriorityRequest& request) {
   PRISM_RETURN_IF_ERROR(CheckOwner(caller, request.id()));
+  PRISM_RETURN_IF_ERROR(CheckPriority(caller, request.priority(), limits_));
   PRISM_ASSIGN_OR_RETURN(
       v1::Experiment e, store_->SetExperimentPriority(
                             request.id(), request.priority(), clock_->NowMs()));
@@ -159,12 +181,23 @@ absl::StatusOr<v1::ListTrialsResponse> ExperimentManager::ListTrials(
                                             request.state(), limit, after));
   const SpaceSpec space = SpaceForSpec(e.spec());
   v1::ListTrialsResponse response;
+  // The page also stops at max_page_bytes (at least one trial): deep models'
+  // trials carry per-layer reports and distances.
+  int64_t bytes = 0;
+  int64_t next_after_id = page.next_after_id;
+  int64_t last_id = 0;
   for (v1::Trial& t : page.trials) {
     *t.mutable_principles() = ReportSchedule(space, t.schedule());
+    bytes += static_cast<int64_t>(t.ByteSizeLong());
+    if (last_id != 0 && bytes > limits_.max_page_bytes) {
+      next_after_id = last_id;
+      break;
+    }
+    last_id = t.id();
     *response.add_trials() = std::move(t);
   }
-  if (page.next_after_id != 0) {
-    response.set_next_page_token(EncodePageToken("trials", page.next_after_id));
+  if (next_after_id != 0) {
+    response.set_next_page_token(EncodePageToken("trials", next_after_id));
   }
   response.set_total(page.total);
   return response;

@@ -1,7 +1,10 @@
 // ExperimentManager: experiments and their trials as users see them —
 // submit (validate and plan, then store everything in one transaction),
 // get, list, cancel, pause, resume, reprioritise, list trials. Users change
-// only their own experiments; admins any.
+// only their own experiments; admins any. Every input is bounded by Limits
+// (server/limits.h): a spec over a limit, a non-admin's priority outside
+// the user range, or a user at --max-active-experiments-per-user is refused
+// with nothing stored.
 //
 // Thread-safety: all methods are thread-safe.
 #ifndef PRISM_SERVER_EXPERIMENTS_H_
@@ -10,10 +13,12 @@
 #include <cstdint>
 
 #include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
 #include "prism/v1/prism.pb.h"
 #include "server/auth.h"
 #include "server/clock.h"
 #include "server/events.h"
+#include "server/limits.h"
 #include "server/spec.h"
 #include "storage/store.h"
 
@@ -25,12 +30,14 @@ inline constexpr int kMaxPageSize = 1000;
 class ExperimentManager {
  public:
   ExperimentManager(storage::Store* store, const Clock* clock, EventBus* events,
-                    PlanOptions plan_options);
+                    PlanOptions plan_options, Limits limits = {});
 
   // Submit plans request.spec (or request.spec_text when set) and stores the
   // experiment with one queued trial per (schedule, seed); under a seeds
   // policy, per seed of the first round (server/seeds.h adds the rest).
-  // InvalidArgument naming the problem, with nothing stored, for a bad spec.
+  // InvalidArgument naming the problem, with nothing stored, for a bad spec
+  // or one over a limit; ResourceExhausted when a non-admin already has
+  // max_active_experiments_per_user active or paused experiments.
   absl::StatusOr<v1::SubmitResponse> Submit(const Caller& caller,
                                             const v1::SubmitRequest& request);
   // Get returns the experiment with counts and progress; NotFound.
@@ -39,7 +46,8 @@ class ExperimentManager {
       const v1::ListExperimentsRequest& request);
   // Cancel, Pause, Resume and SetPriority return the updated experiment.
   // NotFound; PermissionDenied for someone else's experiment;
-  // FailedPrecondition to pause/resume a finished one.
+  // FailedPrecondition to pause/resume a finished one; InvalidArgument for
+  // a non-admin's priority outside [-max_user_priority, max_user_priority].
   absl::StatusOr<v1::Experiment> Cancel(const Caller& caller, int64_t id);
   absl::StatusOr<v1::Experiment> Pause(const Caller& caller, int64_t id);
   absl::StatusOr<v1::Experiment> Resume(const Caller& caller, int64_t id);
@@ -58,6 +66,10 @@ class ExperimentManager {
   const Clock* const clock_;
   EventBus* const events_;
   const PlanOptions plan_options_;
+  const Limits limits_;
+  // Held from counting a user's active experiments to storing the new one,
+  // so concurrent submits cannot both pass the limit.
+  absl::Mutex submit_mu_;
 };
 
 }  // namespace prism::server

@@ -4,7 +4,6 @@
 
 #include <algorithm>
 #include <chrono>
-#include <deque>
 #include <fstream>
 #include <sstream>
 #include <type_traits>
@@ -49,6 +48,8 @@ int HttpStatusFor(const absl::Status& status) {
       return 404;
     case absl::StatusCode::kAlreadyExists:
       return 409;
+    case absl::StatusCode::kResourceExhausted:
+      return 429;
     case absl::StatusCode::kUnavailable:
       return 503;
     default:
@@ -120,39 +121,32 @@ std::string RouteLabel(const std::string& path) {
 }
 
 // SseStream buffers one event-stream client's events between the bus
-// (producer) and the HTTP thread writing them (consumer).
+// (producer) and the HTTP thread writing them (consumer): the bus's shared
+// events, in an EventBuffer; a client further behind is cut off.
 class SseStream {
  public:
-  void Push(const v1::ExperimentEvent* event) {
+  explicit SseStream(int64_t max_bytes) : pending_(max_bytes) {}
+  void Push(const SharedEvent& e) {
     absl::MutexLock lock(&mu_);
-    if (event == nullptr) {
-      closed_ = true;
-    } else if (pending_.size() < kMaxPending) {
-      pending_.push_back(*event);
-    } else {
-      overflowed_ = true;
-      closed_ = true;
-    }
+    if (e.event == nullptr || !pending_.Push(e)) closed_ = true;
   }
   // Wait returns what arrived within `timeout`; false once closed and empty.
-  bool Wait(absl::Duration timeout, std::deque<v1::ExperimentEvent>* out) {
+  bool Wait(absl::Duration timeout, std::vector<SharedEvent>* out) {
     absl::MutexLock lock(&mu_);
     mu_.AwaitWithTimeout(absl::Condition(this, &SseStream::Ready), timeout);
-    out->swap(pending_);
-    pending_.clear();
+    out->clear();
+    while (!pending_.empty()) out->push_back(pending_.Pop());
     return !(closed_ && out->empty());
   }
   int64_t subscription = 0;
 
  private:
-  static constexpr size_t kMaxPending = 10000;
   bool Ready() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     return closed_ || !pending_.empty();
   }
   absl::Mutex mu_;
-  std::deque<v1::ExperimentEvent> pending_ ABSL_GUARDED_BY(mu_);
+  EventBuffer pending_ ABSL_GUARDED_BY(mu_);
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
-  bool overflowed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
 }  // namespace
@@ -169,8 +163,14 @@ HttpServer::HttpServer(AuthManager* auth, ExperimentManager* experiments,
       metrics_(metrics),
       gauges_(std::move(gauges)),
       options_(std::move(options)),
-      server_(std::make_unique<httplib::Server>()) {
+      server_(std::make_unique<httplib::Server>()),
+      event_slots_(options_.max_event_streams, "max-event-streams",
+                   options_.max_event_streams_per_user,
+                   "max-event-streams-per-user") {
   const int threads = options_.threads;
+  // Every route is a GET: a request body beyond this is refused with 413
+  // before it is read.
+  server_->set_payload_max_length(options_.max_request_body_bytes);
   server_->new_task_queue = [threads] {
     return new httplib::ThreadPool(threads);
   };
@@ -338,22 +338,21 @@ void HttpServer::ServeEvents(const httplib::Request& req,
   if (!experiment.ok()) return WriteError(res, experiment.status());
   // The slot is given back by the content provider's releaser below, which
   // httplib runs when the response ends, however it ends.
-  if (event_streams_.fetch_add(1) >= options_.max_event_streams) {
-    event_streams_.fetch_sub(1);
+  if (absl::Status slot = event_slots_.Acquire(caller->user); !slot.ok()) {
     res.set_header("Retry-After", "5");
-    return WriteError(
-        res, absl::UnavailableError(absl::StrCat(
-                 "too many open event streams (", options_.max_event_streams,
-                 "); close one or retry later")));
+    return WriteError(res, slot);
   }
 
-  auto stream = std::make_shared<SseStream>();
+  auto stream = std::make_shared<SseStream>(options_.max_stream_buffer_bytes);
   v1::ExperimentEvent first;
   first.set_unix_ms(experiment->updated_unix_ms());
   *first.mutable_experiment_updated() = *std::move(experiment);
-  stream->Push(&first);
+  SharedEvent shared;
+  shared.bytes = static_cast<int64_t>(first.ByteSizeLong());
+  shared.event = std::make_shared<const v1::ExperimentEvent>(std::move(first));
+  stream->Push(shared);
   stream->subscription = events_->Subscribe(
-      id, [stream](const v1::ExperimentEvent* e) { stream->Push(e); });
+      id, [stream](const SharedEvent& e) { stream->Push(e); });
 
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
@@ -362,7 +361,7 @@ void HttpServer::ServeEvents(const httplib::Request& req,
   res.set_chunked_content_provider(
       "text/event-stream",
       [this, stream, keepalive, last_write](size_t, httplib::DataSink& sink) {
-        std::deque<v1::ExperimentEvent> events;
+        std::vector<SharedEvent> events;
         // Short waits so Stop() is noticed promptly.
         const bool open =
             stream->Wait(std::min(keepalive, absl::Seconds(1)), &events);
@@ -371,9 +370,10 @@ void HttpServer::ServeEvents(const httplib::Request& req,
           return true;
         }
         std::string chunk;
-        for (const v1::ExperimentEvent& e : events) {
+        for (const SharedEvent& e : events) {
           std::string json;
-          if (google::protobuf::util::MessageToJsonString(e, &json).ok()) {
+          if (google::protobuf::util::MessageToJsonString(*e.event, &json)
+                  .ok()) {
             absl::StrAppend(&chunk, "data: ", json, "\n\n");
           }
         }
@@ -389,9 +389,9 @@ void HttpServer::ServeEvents(const httplib::Request& req,
         if (!open) sink.done();
         return true;
       },
-      [this, stream](bool) {
+      [this, stream, user = caller->user](bool) {
         events_->Unsubscribe(stream->subscription);
-        event_streams_.fetch_sub(1);
+        event_slots_.Release(user);
       });
 }
 

@@ -17,14 +17,17 @@
 //   GET /api/v1/workers                         ListWorkersResponse
 //   GET /api/v1/events?experiment={id}          text/event-stream: one
 //       `data: <ExperimentEvent JSON>` per event, `: keep-alive` comments
-//       (every keepalive_seconds without an event); 503 JSON once
-//       max_event_streams are open
+//       (every keepalive_seconds without an event); 429 JSON once
+//       max_event_streams are open, or max_event_streams_per_user of the
+//       caller's; a client more than max_stream_buffer_bytes behind is
+//       cut off
 //   GET /metrics                                Prometheus text (no auth)
 //   GET /, GET /static/...                      the dashboard (no auth)
 //
 // API routes need `Authorization: Bearer <token>` or a `prism_token` cookie
 // (any role); otherwise 401. Errors are JSON {"error": "..."} with 400 (bad
-// input), 401, 403, 404 (unknown route or id) or 500/503.
+// input), 401, 403, 404 (unknown route or id), 413 (a body), 429 (over a
+// per-caller limit) or 500/503.
 //
 // Every open event stream holds one of the pool's threads, and a stream only
 // learns that its client left when a write fails (the second write after the
@@ -32,6 +35,9 @@
 // write at least every keepalive_seconds, which frees a closed stream's
 // thread within about twice that, and at most max_event_streams may be open
 // at once, which keeps the rest of the pool for API calls.
+//
+// A request body (no route takes one) over max_request_body_bytes is
+// refused with 413 without being read.
 //
 // Thread-safety: requests are served concurrently on the server's pool.
 #ifndef PRISM_SERVER_HTTP_SERVER_H_
@@ -69,6 +75,9 @@ struct HttpOptions {
   int threads = kDefaultHttpThreads;
   int keepalive_seconds = 1;  // event streams' longest silence
   int max_event_streams = kDefaultMaxEventStreams;
+  int max_event_streams_per_user = 4;
+  int64_t max_stream_buffer_bytes = int64_t{16} << 20;
+  int64_t max_request_body_bytes = int64_t{64} << 10;
 };
 
 class HttpServer {
@@ -108,7 +117,7 @@ class HttpServer {
   std::thread thread_;
   std::atomic<bool> stopping_{false};
   std::atomic<bool> listen_returned_{false};
-  std::atomic<int> event_streams_{0};  // open now
+  StreamSlots event_slots_;  // open event streams
 };
 
 }  // namespace prism::server

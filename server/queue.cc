@@ -1,6 +1,7 @@
 #include "server/queue.h"
 
 #include <algorithm>
+#include <cmath>
 #include <utility>
 
 #include "absl/strings/escaping.h"
@@ -8,8 +9,10 @@
 #include "base/failpoint.h"
 #include "base/log.h"
 #include "base/status_macros.h"
+#include "proto/enum_names.h"
 #include "proto/worker_protocol.h"
 #include "server/convert.h"
+#include "server/limits.h"
 
 namespace prism::server {
 namespace {
@@ -37,8 +40,9 @@ absl::Status CheckPoints(
     int max_points) {
   if (points.size() > max_points) {
     return absl::InvalidArgumentError(
-        absl::StrCat("a report carries at most ", max_points, " points (got ",
-                     points.size(), "); send several"));
+        absl::StrCat("a report carries ", points.size(),
+                     " points; limit --max-points-per-report=", max_points,
+                     " (send several)"));
   }
   for (const v1::LossPoint& p : points) {
     if (p.split() != v1::SPLIT_TRAIN && p.split() != v1::SPLIT_VAL) {
@@ -49,6 +53,25 @@ absl::Status CheckPoints(
     if (p.step() < 0) {
       return absl::InvalidArgumentError(
           absl::StrCat("point step must not be negative (got ", p.step(), ")"));
+    }
+    // SQLite stores NaN as NULL, which the points table would refuse:
+    // non-finite values are refused here, by name, never dropped. A trainer
+    // whose loss is not finite reports the trial diverged instead.
+    const struct {
+      const char* field;
+      double value;
+    } values[] = {{"loss", p.loss()},
+                  {"learning_rate", p.learning_rate()},
+                  {"tokens_per_second", p.tokens_per_second()},
+                  {"elapsed_seconds", p.elapsed_seconds()}};
+    for (const auto& v : values) {
+      if (!std::isfinite(v.value)) {
+        return absl::InvalidArgumentError(absl::StrCat(
+            "point ", EnumValueName(p.split()), " step ", p.step(), ": ",
+            v.field, " is ", v.value,
+            "; values must be finite (report a diverged trial with "
+            "Complete and metrics.diverged)"));
+      }
     }
   }
   return absl::OkStatus();
@@ -154,7 +177,7 @@ void QueueManager::PublishTrial(const v1::Trial& trial) {
   v1::ExperimentEvent event;
   event.set_unix_ms(clock_->NowMs());
   *event.mutable_trial_updated() = trial;
-  events_->Publish(trial.experiment_id(), event);
+  events_->Publish(trial.experiment_id(), std::move(event));
 }
 
 void QueueManager::PublishExperiment(int64_t experiment_id) {
@@ -164,29 +187,24 @@ void QueueManager::PublishExperiment(int64_t experiment_id) {
   v1::ExperimentEvent event;
   event.set_unix_ms(clock_->NowMs());
   *event.mutable_experiment_updated() = *std::move(e);
-  events_->Publish(experiment_id, event);
+  events_->Publish(experiment_id, std::move(event));
 }
 
 absl::StatusOr<v1::RegisterResponse> QueueManager::Register(
     const Caller& caller, const v1::RegisterRequest& request) {
+  PRISM_RETURN_IF_ERROR(
+      CheckStringLength("host", request.host(), options_.max_string_bytes));
+  PRISM_RETURN_IF_ERROR(
+      CheckStringLength("device", request.device(), options_.max_string_bytes));
   v1::Worker worker;
   if (request.worker_id().empty()) {
     PRISM_ASSIGN_OR_RETURN(std::string id, NewWorkerId());
     worker.set_id(id);
   } else {
     if (request.worker_id().size() > kMaxWorkerIdLength) {
-      return absl::InvalidArgumentError("worker_id is too long");
-    }
-    absl::StatusOr<v1::Worker> existing =
-        store_->GetWorker(request.worker_id());
-    if (existing.ok() && existing->user() != caller.user &&
-        caller.role != v1::ROLE_ADMIN) {
-      return absl::PermissionDeniedError(
-          absl::StrCat("worker '", request.worker_id(), "' belongs to user '",
-                       existing->user(), "'"));
-    }
-    if (!existing.ok() && !absl::IsNotFound(existing.status())) {
-      return existing.status();
+      return absl::InvalidArgumentError(absl::StrCat(
+          "worker_id's length in bytes is ", request.worker_id().size(),
+          "; limit ", kMaxWorkerIdLength));
     }
     worker.set_id(request.worker_id());
   }
@@ -194,8 +212,12 @@ absl::StatusOr<v1::RegisterResponse> QueueManager::Register(
   worker.set_device(request.device());
   worker.set_threads(request.threads());
   worker.set_user(caller.user);
-  PRISM_ASSIGN_OR_RETURN(v1::Worker stored,
-                         store_->UpsertWorker(worker, clock_->NowMs()));
+  // The store checks ownership in the same statement that writes: two
+  // users racing for one id cannot both win. Admins may take an id over.
+  PRISM_ASSIGN_OR_RETURN(
+      v1::Worker stored,
+      store_->UpsertWorker(worker, clock_->NowMs(),
+                           /*take_over=*/caller.role == v1::ROLE_ADMIN));
   {
     absl::MutexLock lock(&mu_);
     worker_users_[stored.id()] = stored.user();
@@ -320,6 +342,8 @@ absl::StatusOr<v1::HeartbeatResponse> QueueManager::Heartbeat(
   if (request.worker_id().empty()) {
     return absl::InvalidArgumentError("worker_id is required");
   }
+  PRISM_RETURN_IF_ERROR(
+      CheckFinite("tokens_per_second", request.tokens_per_second()));
   PRISM_RETURN_IF_ERROR(CheckWorker(caller, request.worker_id()));
   const int64_t now = clock_->NowMs();
   v1::HeartbeatResponse response;
@@ -393,7 +417,7 @@ void QueueManager::Report(const Caller& caller,
             t->set_last_step(std::max(t->last_step(), p.step()));
             *event.add_points() = p;
           }
-          events_->Publish(out.experiment_id, event);
+          events_->Publish(out.experiment_id, std::move(event));
         }
         done(response);
       });
@@ -405,6 +429,7 @@ absl::StatusOr<v1::CompleteResponse> QueueManager::Complete(
                                         request.worker_id()));
   PRISM_RETURN_IF_ERROR(
       CheckPoints(request.points(), options_.max_points_per_report));
+  PRISM_RETURN_IF_ERROR(CheckMetricsFinite(request.metrics()));
   PRISM_RETURN_IF_ERROR(CheckWorker(caller, request.worker_id()));
   const std::vector<v1::LossPoint> points(request.points().begin(),
                                           request.points().end());

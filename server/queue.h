@@ -49,9 +49,10 @@ inline constexpr int kDefaultHeartbeatSeconds = 5;
 struct QueueOptions {
   int lease_seconds = kDefaultLeaseSeconds;
   int heartbeat_seconds = kDefaultHeartbeatSeconds;
-  int max_running_per_user = 0;  // 0: no limit
-  int idle_retry_ms = 1000;      // LeaseResponse.retry_after_ms when idle
-  int max_points_per_report = 100000;
+  int max_running_per_user = 0;        // 0: no limit
+  int idle_retry_ms = 1000;            // LeaseResponse.retry_after_ms when idle
+  int max_points_per_report = 100000;  // Limits::max_points_per_report
+  int max_string_bytes = 4096;         // Limits::max_string_bytes
 };
 
 // OrderLeaseCandidates sorts candidates by the lease order above and drops
@@ -83,7 +84,9 @@ class QueueManager {
                FinishListener on_finished = nullptr);
 
   // Register creates or re-registers (same worker_id) a worker owned by the
-  // caller. PermissionDenied when the id belongs to another user.
+  // caller. PermissionDenied when the id belongs to another user (checked
+  // and written atomically; an admin may take an id over); InvalidArgument
+  // for a worker_id, host or device over its length limit.
   absl::StatusOr<v1::RegisterResponse> Register(
       const Caller& caller, const v1::RegisterRequest& request);
   // Lease returns the next trial's task, or no task and retry_after_ms. A
@@ -99,17 +102,22 @@ class QueueManager {
   absl::StatusOr<v1::StartResponse> Start(const Caller& caller,
                                           const v1::StartRequest& request);
   // Heartbeat records liveness and renews the lease; stop=true when the
-  // trial is no longer this attempt's. NotFound for an unknown trial.
+  // trial is no longer this attempt's. NotFound for an unknown trial;
+  // InvalidArgument for a non-finite tokens_per_second.
   absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
       const Caller& caller, const v1::HeartbeatRequest& request);
   // Report validates the points and hands them to the group commit; `done`
   // runs (on the writer thread, or at once for bad input) with the stored
   // and duplicate counts, or FailedPrecondition for a stale attempt.
+  // InvalidArgument for more than max_points_per_report points or a point
+  // with a non-finite value (nothing of the report is stored).
   // `request` must stay alive until `done` has run.
   void Report(const Caller& caller, const v1::ReportRequest& request,
               ReportDone done);
   // Complete finishes the trial (diverged when metrics say so); idempotent
-  // for the same attempt. FailedPrecondition for a stale attempt.
+  // for the same attempt. FailedPrecondition for a stale attempt;
+  // InvalidArgument for a non-finite point, or a non-finite metric of a
+  // trial not reported diverged.
   absl::StatusOr<v1::CompleteResponse> Complete(
       const Caller& caller, const v1::CompleteRequest& request);
   // Fail requeues (released; or retryable with attempts left) or fails the

@@ -1,6 +1,7 @@
 #include "server/results.h"
 
 #include <algorithm>
+#include <cmath>
 #include <optional>
 #include <utility>
 
@@ -269,9 +270,14 @@ absl::StatusOr<v1::RankResponse> ResultsManager::Rank(
   const bool descending = request.descending();
   std::stable_sort(rows.begin(), rows.end(),
                    [sort, descending](const RankedRow* a, const RankedRow* b) {
-                     const auto ka = SortKey(*a, sort);
-                     const auto kb = SortKey(*b, sort);
+                     // A NaN key counts as none, so this stays a strict
+                     // weak order whatever the rows hold.
+                     auto ka = SortKey(*a, sort);
+                     auto kb = SortKey(*b, sort);
+                     ka.first = ka.first && !std::isnan(ka.second);
+                     kb.first = kb.first && !std::isnan(kb.second);
                      if (ka.first != kb.first) return ka.first;
+                     if (!ka.first) return a->rank < b->rank;
                      if (ka.second != kb.second) {
                        return descending ? ka.second > kb.second
                                          : ka.second < kb.second;
@@ -285,10 +291,16 @@ absl::StatusOr<v1::RankResponse> ResultsManager::Rank(
       request.page_size() == 0
           ? total
           : std::min<int64_t>(request.page_size(), kMaxRankPageSize);
-  const int64_t end = std::min(total, offset + size);
+  int64_t end = std::min(total, offset + size);
+  int64_t bytes = 0;
   for (int64_t i = offset; i < end; ++i) {
-    *response.add_schedules() =
-        RankedRowToProto(*rows[i], analysis->base_heads);
+    v1::RankedSchedule row = RankedRowToProto(*rows[i], analysis->base_heads);
+    bytes += static_cast<int64_t>(row.ByteSizeLong());
+    if (i > offset && bytes > options_.max_page_bytes) {
+      end = i;  // the rest on the next page
+      break;
+    }
+    *response.add_schedules() = std::move(row);
   }
   if (end < total) response.set_next_page_token(EncodePageToken("rank", end));
   if (ranking.baseline.has_value()) {

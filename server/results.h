@@ -52,6 +52,9 @@ struct ResultsOptions {
   // How many experiments WarmUp builds: active and paused ones first, then
   // the most recently updated.
   int warm_experiments = 8;
+  // A Rank page stops at this many bytes of schedules (at least one), and
+  // next_page_token continues: Limits::max_page_bytes.
+  int64_t max_page_bytes = int64_t{16} << 20;
 };
 
 class ResultsManager {

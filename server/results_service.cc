@@ -1,35 +1,45 @@
 #include "server/results_service.h"
 
-#include <deque>
+#include <memory>
+#include <string>
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/strings/str_cat.h"
 #include "absl/synchronization/mutex.h"
+#include "base/status_macros.h"
 #include "server/grpc_edge.h"
 
 namespace prism::server {
 namespace {
 
-// A watcher that falls this far behind is cut off rather than buffered
-// without bound.
-constexpr size_t kMaxPendingEvents = 10000;
-
 // WatchReactor streams one experiment's events. It subscribes before any
-// write so nothing is missed, and writes one event at a time.
+// write so nothing is missed, and writes one event at a time. Events are
+// the bus's shared messages: queuing one is a pointer copy under the bus's
+// lock, never a copy of its points. It holds one of the caller's stream
+// slots until it is done.
 class WatchReactor final
     : public grpc::ServerWriteReactor<v1::ExperimentEvent> {
  public:
-  explicit WatchReactor(EventBus* events) : events_(events) {}
+  WatchReactor(EventBus* events, StreamSlots* slots, std::string user,
+               int64_t max_buffer_bytes)
+      : events_(events),
+        slots_(slots),
+        user_(std::move(user)),
+        pending_(max_buffer_bytes) {}
 
   // Begin queues `first` and subscribes; nothing is written before the
   // subscription id is known, so OnDone can always unsubscribe.
   void Begin(int64_t experiment_id, v1::ExperimentEvent first) {
     {
       absl::MutexLock lock(&mu_);
-      pending_.push_back(std::move(first));
+      SharedEvent e;
+      e.bytes = static_cast<int64_t>(first.ByteSizeLong());
+      e.event = std::make_shared<const v1::ExperimentEvent>(std::move(first));
+      pending_.Push(e);
     }
     const int64_t id = events_->Subscribe(
-        experiment_id, [this](const v1::ExperimentEvent* e) { OnEvent(e); });
+        experiment_id, [this](const SharedEvent& e) { OnEvent(e); });
     absl::MutexLock lock(&mu_);
     subscription_ = id;
     started_ = true;
@@ -39,6 +49,7 @@ class WatchReactor final
   void OnWriteDone(bool ok) override {
     absl::MutexLock lock(&mu_);
     writing_ = false;
+    current_.reset();
     if (!ok) {
       FinishOnce(grpc::Status(grpc::StatusCode::CANCELLED, "stream broken"));
       return;
@@ -53,20 +64,27 @@ class WatchReactor final
 
   void OnDone() override {
     events_->Unsubscribe(subscription_);
+    slots_->Release(user_);
     delete this;
   }
 
  private:
-  void OnEvent(const v1::ExperimentEvent* event) {
+  void OnEvent(const SharedEvent& e) {
     absl::MutexLock lock(&mu_);
-    if (event == nullptr) {
+    if (e.event == nullptr) {
       closing_ = true;
-    } else if (pending_.size() >= kMaxPendingEvents) {
-      FinishOnce(grpc::Status(grpc::StatusCode::RESOURCE_EXHAUSTED,
-                              "the watcher fell too far behind"));
-      return;
-    } else {
-      pending_.push_back(*event);
+    } else if (!finished_) {
+      const size_t events = pending_.size();
+      const int64_t bytes = pending_.bytes();
+      if (!pending_.Push(e)) {
+        FinishOnce(grpc::Status(
+            grpc::StatusCode::RESOURCE_EXHAUSTED,
+            absl::StrCat("the watcher fell too far behind: ", events,
+                         " events, ", bytes,
+                         " bytes unsent; limit --max-stream-buffer-bytes=",
+                         pending_.max_bytes())));
+        return;
+      }
     }
     MaybeWrite();
   }
@@ -74,10 +92,9 @@ class WatchReactor final
   void MaybeWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!started_ || finished_ || writing_) return;
     if (!pending_.empty()) {
-      current_ = std::move(pending_.front());
-      pending_.pop_front();
+      current_ = pending_.Pop().event;
       writing_ = true;
-      StartWrite(&current_);
+      StartWrite(current_.get());
       return;
     }
     if (closing_) FinishOnce(grpc::Status::OK);
@@ -91,14 +108,17 @@ class WatchReactor final
   }
 
   EventBus* const events_;
+  StreamSlots* const slots_;
+  const std::string user_;
   absl::Mutex mu_;
   int64_t subscription_ = 0;  // set in Begin, before any Finish
   bool started_ ABSL_GUARDED_BY(mu_) = false;
   bool writing_ ABSL_GUARDED_BY(mu_) = false;
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
-  std::deque<v1::ExperimentEvent> pending_ ABSL_GUARDED_BY(mu_);
-  v1::ExperimentEvent current_ ABSL_GUARDED_BY(mu_);
+  EventBuffer pending_ ABSL_GUARDED_BY(mu_);
+  // The event being written: gRPC reads it until OnWriteDone.
+  std::shared_ptr<const v1::ExperimentEvent> current_ ABSL_GUARDED_BY(mu_);
 };
 
 // FailedWatch ends a Watch at once with an error.
@@ -137,14 +157,18 @@ grpc::Status ResultsServiceImpl::Compare(grpc::ServerContext* ctx,
 grpc::ServerWriteReactor<v1::ExperimentEvent>* ResultsServiceImpl::Watch(
     grpc::CallbackServerContext* ctx, const v1::WatchRequest* req) {
   v1::ExperimentEvent first;
+  std::string user;
   const grpc::Status status =
-      Serve(auth_, ctx, Permission::kRead, [&](const Caller&) {
-        return Assign(experiments_->Get(req->experiment_id()),
-                      first.mutable_experiment_updated());
+      Serve(auth_, ctx, Permission::kRead, [&](const Caller& caller) {
+        PRISM_RETURN_IF_ERROR(Assign(experiments_->Get(req->experiment_id()),
+                                     first.mutable_experiment_updated()));
+        user = caller.user;
+        return watch_slots_.Acquire(user);
       });
   if (!status.ok()) return new FailedWatch(status);
   first.set_unix_ms(first.experiment_updated().updated_unix_ms());
-  auto* reactor = new WatchReactor(events_);
+  auto* reactor = new WatchReactor(events_, &watch_slots_, std::move(user),
+                                   max_stream_buffer_bytes_);
   reactor->Begin(req->experiment_id(), std::move(first));
   return reactor;
 }

@@ -2,7 +2,10 @@
 // (thin handlers over ResultsManager), and Watch on the callback API as a
 // ServerWriteReactor fed by the EventBus — it first sends the experiment's
 // current state, then every event, and ends when the client cancels or the
-// coordinator shuts down. Any role may call these.
+// coordinator shuts down. Any role may call these. Watch streams are capped
+// in total and per user (Limits::max_watch_streams, _per_user:
+// RESOURCE_EXHAUSTED past either), and a watcher more than
+// max_stream_buffer_bytes behind is ended with RESOURCE_EXHAUSTED.
 //
 // Thread-safety: handlers and reactions run concurrently on gRPC's threads.
 #ifndef PRISM_SERVER_RESULTS_SERVICE_H_
@@ -12,6 +15,7 @@
 #include "server/auth.h"
 #include "server/events.h"
 #include "server/experiments.h"
+#include "server/limits.h"
 #include "server/results.h"
 
 namespace prism::server {
@@ -21,11 +25,16 @@ class ResultsServiceImpl final
           v1::ResultsService::Service> {
  public:
   ResultsServiceImpl(AuthManager* auth, ResultsManager* results,
-                     ExperimentManager* experiments, EventBus* events)
+                     ExperimentManager* experiments, EventBus* events,
+                     const Limits& limits)
       : auth_(auth),
         results_(results),
         experiments_(experiments),
-        events_(events) {}
+        events_(events),
+        max_stream_buffer_bytes_(limits.max_stream_buffer_bytes),
+        watch_slots_(limits.max_watch_streams, "max-watch-streams",
+                     limits.max_watch_streams_per_user,
+                     "max-watch-streams-per-user") {}
 
   grpc::Status Rank(grpc::ServerContext* ctx, const v1::RankRequest* req,
                     v1::RankResponse* resp) override;
@@ -42,6 +51,8 @@ class ResultsServiceImpl final
   ResultsManager* const results_;
   ExperimentManager* const experiments_;
   EventBus* const events_;
+  const int64_t max_stream_buffer_bytes_;
+  StreamSlots watch_slots_;
 };
 
 }  // namespace prism::server

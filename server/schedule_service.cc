@@ -1,5 +1,7 @@
 #include "server/schedule_service.h"
 
+#include <algorithm>
+
 #include "base/status_macros.h"
 #include "scheduler/schedule.h"
 #include "scheduler/space.h"
@@ -19,11 +21,13 @@ absl::Status CountSpace(const v1::CountSchedulesRequest& req,
 }
 
 absl::Status ListSpace(const v1::ListSchedulesRequest& req,
+                       int64_t max_page_bytes,
                        v1::ListSchedulesResponse* resp) {
   PRISM_ASSIGN_OR_RETURN(SpaceSpec space, SpaceFromProto(req.space()));
   PRISM_ASSIGN_OR_RETURN(
       int size, ClampPageSize(req.page_size(), kDefaultSchedulePageSize,
                               kMaxSchedulePageSize));
+  size = std::min(size, SchedulePageSizeForBytes(space.layers, max_page_bytes));
   PRISM_ASSIGN_OR_RETURN(SchedulePage page,
                          ListSchedules(space, size, req.page_token()));
   for (const Schedule& s : page.schedules) {
@@ -52,6 +56,15 @@ absl::Status CheckOne(const v1::CheckScheduleRequest& req,
 
 }  // namespace
 
+int SchedulePageSizeForBytes(int layers, int64_t max_page_bytes) {
+  // Per layer: a head count and a head dim (varints of at most 5 bytes) and
+  // at most one "HxL," block of the schedule text (14 bytes); then the
+  // scalar fields, tags and the element's own length prefix.
+  const int64_t per_schedule = int64_t{24} * std::max(layers, 1) + 96;
+  return static_cast<int>(std::clamp<int64_t>(max_page_bytes / per_schedule, 1,
+                                              kMaxSchedulePageSize));
+}
+
 grpc::Status ScheduleServiceImpl::Count(grpc::ServerContext* ctx,
                                         const v1::CountSchedulesRequest* req,
                                         v1::CountSchedulesResponse* resp) {
@@ -62,8 +75,9 @@ grpc::Status ScheduleServiceImpl::Count(grpc::ServerContext* ctx,
 grpc::Status ScheduleServiceImpl::List(grpc::ServerContext* ctx,
                                        const v1::ListSchedulesRequest* req,
                                        v1::ListSchedulesResponse* resp) {
-  return Serve(auth_, ctx, Permission::kRead,
-               [&](const Caller&) { return ListSpace(*req, resp); });
+  return Serve(auth_, ctx, Permission::kRead, [&](const Caller&) {
+    return ListSpace(*req, max_page_bytes_, resp);
+  });
 }
 
 grpc::Status ScheduleServiceImpl::Check(grpc::ServerContext* ctx,

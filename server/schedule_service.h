@@ -1,6 +1,9 @@
 // ScheduleService over gRPC (sync API): Count, List and Check a schedule
 // space with the same semantics as `prism schedules count|list|check`
-// (scheduler/ does the work). Any role may call it.
+// (scheduler/ does the work). Any role may call it. A List page holds at
+// most page_size schedules (up to kMaxSchedulePageSize) and, estimated from
+// the space's depth, at most Limits::max_page_bytes: a deep space's page is
+// shorter, and next_page_token continues where it stopped.
 //
 // Thread-safety: handlers run concurrently on gRPC's threads.
 #ifndef PRISM_SERVER_SCHEDULE_SERVICE_H_
@@ -8,6 +11,7 @@
 
 #include "prism/v1/prism.grpc.pb.h"
 #include "server/auth.h"
+#include "server/limits.h"
 
 namespace prism::server {
 
@@ -16,7 +20,8 @@ inline constexpr int kMaxSchedulePageSize = 10000;
 
 class ScheduleServiceImpl final : public v1::ScheduleService::Service {
  public:
-  explicit ScheduleServiceImpl(AuthManager* auth) : auth_(auth) {}
+  ScheduleServiceImpl(AuthManager* auth, const Limits& limits)
+      : auth_(auth), max_page_bytes_(limits.max_page_bytes) {}
 
   grpc::Status Count(grpc::ServerContext* ctx,
                      const v1::CountSchedulesRequest* req,
@@ -30,7 +35,13 @@ class ScheduleServiceImpl final : public v1::ScheduleService::Service {
 
  private:
   AuthManager* const auth_;
+  const int64_t max_page_bytes_;
 };
+
+// SchedulePageSizeForBytes returns how many schedules of a `layers`-deep
+// space fit in `max_page_bytes`, from an upper bound of one PrincipleReport's
+// encoded size (at least 1).
+int SchedulePageSizeForBytes(int layers, int64_t max_page_bytes);
 
 }  // namespace prism::server
 

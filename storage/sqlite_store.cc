@@ -665,10 +665,24 @@ absl::StatusOr<int64_t> SqliteStore::CountQueued() {
   return row ? q.Int(0) : 0;
 }
 
+absl::StatusOr<int64_t> SqliteStore::CountActiveExperiments(
+    const std::string& owner) {
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
+  PRISM_ASSIGN_OR_RETURN(
+      Query q, r->Prepare("SELECT COUNT(*) FROM experiments WHERE owner = ? "
+                          "AND state IN (?, ?)"));
+  q.BindText(1, owner);
+  q.Bind(2, static_cast<int64_t>(v1::EXPERIMENT_ACTIVE));
+  q.Bind(3, static_cast<int64_t>(v1::EXPERIMENT_PAUSED));
+  PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+  return row ? q.Int(0) : 0;
+}
+
 // --- workers ----------------------------------------------------------------
 
 absl::StatusOr<v1::Worker> SqliteStore::UpsertWorker(const v1::Worker& w,
-                                                     int64_t now_ms) {
+                                                     int64_t now_ms,
+                                                     bool take_over) {
   static const std::string select_sql = absl::StrCat(
       "SELECT ", internal::kWorkerColumns, " FROM workers WHERE id = ?");
   absl::MutexLock lock(&write_mu_);
@@ -684,13 +698,14 @@ absl::StatusOr<v1::Worker> SqliteStore::UpsertWorker(const v1::Worker& w,
                    "excluded.host, device = excluded.device, threads = "
                    "excluded.threads, user = excluded.user, "
                    "last_heartbeat_ms = excluded.last_heartbeat_ms, "
-                   "stopped_ms = 0"));
+                   "stopped_ms = 0 WHERE workers.user = excluded.user OR ?7"));
     q.BindText(1, w.id());
     q.BindText(2, w.host());
     q.BindText(3, w.device());
     q.Bind(4, static_cast<int64_t>(w.threads()));
     q.BindText(5, w.user());
     q.Bind(6, now_ms);
+    q.Bind(7, int64_t{take_over ? 1 : 0});
     PRISM_RETURN_IF_ERROR(q.Run());
   }
   v1::Worker stored;
@@ -700,6 +715,10 @@ absl::StatusOr<v1::Worker> SqliteStore::UpsertWorker(const v1::Worker& w,
     PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) return absl::InternalError("worker vanished after upsert");
     stored = internal::WorkerFromRow(q);
+  }
+  if (stored.user() != w.user()) {
+    return absl::PermissionDeniedError(absl::StrCat(
+        "worker '", w.id(), "' belongs to user '", stored.user(), "'"));
   }
   PRISM_RETURN_IF_ERROR(txn.Commit());
   return stored;

@@ -154,9 +154,12 @@ class SqliteStore final : public Store {
       int64_t now_ms) override;
   absl::StatusOr<int> ExtendLiveLeases(int64_t deadline_ms) override;
   absl::StatusOr<int64_t> CountQueued() override;
+  absl::StatusOr<int64_t> CountActiveExperiments(
+      const std::string& owner) override;
 
   absl::StatusOr<v1::Worker> UpsertWorker(const v1::Worker& worker,
-                                          int64_t now_ms) override;
+                                          int64_t now_ms,
+                                          bool take_over) override;
   absl::StatusOr<v1::Worker> GetWorker(const std::string& id) override;
   absl::Status TouchWorker(const WorkerUpdate& update) override;
   absl::Status StopWorker(const std::string& id, int64_t now_ms) override;

@@ -332,12 +332,18 @@ class Store {
   virtual absl::StatusOr<int> ExtendLiveLeases(int64_t deadline_ms) = 0;
   // CountQueued counts queued trials of active experiments (queue depth).
   virtual absl::StatusOr<int64_t> CountQueued() = 0;
+  // CountActiveExperiments counts `owner`'s active and paused experiments.
+  virtual absl::StatusOr<int64_t> CountActiveExperiments(
+      const std::string& owner) = 0;
 
   // --- workers ------------------------------------------------------------
   // UpsertWorker registers or re-registers a worker (keeping registered
-  // time on re-registration) and returns it.
+  // time on re-registration) and returns it. The ownership check and the
+  // write are one statement: PermissionDenied, with nothing changed, when
+  // the id belongs to another user and `take_over` is false.
   virtual absl::StatusOr<v1::Worker> UpsertWorker(const v1::Worker& worker,
-                                                  int64_t now_ms) = 0;
+                                                  int64_t now_ms,
+                                                  bool take_over) = 0;
   // GetWorker returns the stored worker; NotFound.
   virtual absl::StatusOr<v1::Worker> GetWorker(const std::string& id) = 0;
   // TouchWorker records a heartbeat (a stopped worker is running again).

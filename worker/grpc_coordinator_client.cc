@@ -24,6 +24,8 @@ std::shared_ptr<grpc::Channel> NewChannel(const std::string& address) {
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
               v1::kMinReconnectBackoffMs);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, v1::kMaxReconnectBackoffMs);
+  // The coordinator bounds what it sends (--max-message-bytes).
+  args.SetMaxReceiveMessageSize(-1);
   return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
                                    args);
 }

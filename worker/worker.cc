@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cmath>
 #include <filesystem>
 #include <optional>
 #include <random>
@@ -48,12 +49,28 @@ class Worker::TrialRun final : public model::TrainObserver {
     start_known_ = true;
   }
   void OnPoint(const model::CurvePoint& point) override {
+    // The coordinator refuses non-finite values. The trainer ends a run at
+    // a non-finite loss without emitting it; should one get here anyway,
+    // the trial is reported diverged at its step, and no later point is
+    // sent (stored curves stay prefixes of the trainer's order).
+    if (nonfinite_step_.load() >= 0) return;
+    if (!std::isfinite(point.loss) || !std::isfinite(point.learning_rate) ||
+        !std::isfinite(point.tokens_per_second) ||
+        !std::isfinite(point.elapsed_seconds)) {
+      Log(LogLevel::kWarning, "nonfinite_point")
+          .Kv("trial", trial_id())
+          .Kv("step", point.step)
+          .Kv("loss", point.loss);
+      nonfinite_step_.store(point.step);
+      return;
+    }
     buffer_.Add(ToLossPoint(point));
   }
   void OnStep(int64_t step, double loss, double tokens_per_second) override {
     (void)loss;
     step_.store(step);
-    tokens_per_second_.store(tokens_per_second);
+    tokens_per_second_.store(
+        std::isfinite(tokens_per_second) ? tokens_per_second : 0.0);
   }
   bool BeforeCheckpoint(int64_t step) override {
     // A checkpoint ahead of the stored curve would leave a hole when any
@@ -116,6 +133,8 @@ class Worker::TrialRun final : public model::TrainObserver {
   std::atomic<bool> superseded_{false};
   std::atomic<int64_t> step_{0};
   std::atomic<double> tokens_per_second_{0.0};
+  // The step of the first non-finite point the trainer emitted; -1: none.
+  std::atomic<int64_t> nonfinite_step_{-1};
   absl::Mutex start_mu_;
   // Set by OnStart, or once training ended without starting.
   bool start_known_ ABSL_GUARDED_BY(start_mu_) = false;
@@ -406,6 +425,11 @@ TrialOutcome Worker::TrialRun::Finish(
   request.set_trial_id(trial_id());
   request.set_attempt(attempt());
   *request.mutable_metrics() = ToTrialMetrics(*result);
+  if (const int64_t bad = nonfinite_step_.load();
+      bad >= 0 && !request.metrics().diverged()) {
+    request.mutable_metrics()->set_diverged(true);
+    request.mutable_metrics()->set_diverged_step(bad);
+  }
   for (v1::LossPoint& point : buffer_.Oldest(buffer_.size())) {
     *request.add_points() = std::move(point);
   }

@@ -65,14 +65,19 @@ absl::Status StaleAttempt(const LiveTrial& t, const AttemptRef& ref) {
       t.attempt, ", worker '", t.worker_id, "')"));
 }
 
-// InsertPoints stores each point once per (trial, split, step).
+// InsertPoints stores each point once per (trial, split, step). Only a
+// repeat of a stored key is ignored: SQLite binds NaN as NULL, and a point
+// with one is an error (the coordinator refuses them before), never a
+// silent drop counted as a duplicate.
 absl::Status InsertPoints(Connection* conn, int64_t trial_id,
                           const std::vector<v1::LossPoint>& points, int* stored,
                           int* duplicates, int64_t* max_step) {
   PRISM_ASSIGN_OR_RETURN(
-      Query q, conn->Prepare("INSERT OR IGNORE INTO points (trial_id, split, "
-                             "step, loss, learning_rate, tokens_per_second, "
-                             "elapsed_seconds) VALUES (?, ?, ?, ?, ?, ?, ?)"));
+      Query q,
+      conn->Prepare("INSERT INTO points (trial_id, split, step, loss, "
+                    "learning_rate, tokens_per_second, elapsed_seconds) "
+                    "VALUES (?, ?, ?, ?, ?, ?, ?) ON CONFLICT (trial_id, "
+                    "split, step) DO NOTHING"));
   for (const v1::LossPoint& p : points) {
     q.Bind(1, trial_id);
     q.Bind(2, static_cast<int64_t>(p.split()));

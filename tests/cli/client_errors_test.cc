@@ -62,6 +62,26 @@ TEST_F(ClientErrorsTest, UnknownPresetIsRefused) {
   EXPECT_THAT(r.err, HasSubstr("gigantic"));
 }
 
+TEST_F(ClientErrorsTest, SpecsOverALimitAreRefusedNamingTheFlag) {
+  CommandResult r = Submit(
+      "model { preset: \"tiny\" }\nseeds: 1\nmax_attempts: 2000000000\n");
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(Lines(r.err), 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("max_attempts is 2000000000; limit "
+                               "--max-attempts-limit=20"));
+
+  // 300,000 seeds of one schedule were once accepted as 600,000 trials.
+  std::string many = "model { preset: \"tiny\" }\nschedules: \"1x3,4x3\"\n";
+  for (int seed = 0; seed < 1001; ++seed) {
+    absl::StrAppend(&many, "seeds: ", seed, "\n");
+  }
+  r = Submit(many);
+  EXPECT_EQ(r.status, 2);
+  EXPECT_EQ(Lines(r.err), 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("seeds' count is 1001; limit --max-seeds=1000"));
+  EXPECT_TRUE(r.out.empty());
+}
+
 TEST_F(ClientErrorsTest, SpecWithoutSeedsIsRefused) {
   CommandResult r = Submit("model { preset: \"tiny\" }\n");
   EXPECT_EQ(r.status, 2);

@@ -24,6 +24,29 @@ Table WithMissingValues() {
   return t;
 }
 
+TEST(PrintableTest, EscapesControlCharactersAndKeepsUtf8) {
+  EXPECT_EQ(Printable("plain name-1.x"), "plain name-1.x");
+  EXPECT_EQ(Printable("Jos\xc3\xa9 \xe2\x9c\x93"), "Jos\xc3\xa9 \xe2\x9c\x93");
+  // ESC [ 2 J (clear screen), a bell, a newline, DEL.
+  EXPECT_EQ(Printable("a\x1b[2Jb\a\n\x7f"), "a\\x1b[2Jb\\x07\\x0a\\x7f");
+  // U+009B, the one-character CSI, and bytes that are not UTF-8.
+  EXPECT_EQ(Printable("x\xc2\x9b"
+                      "31m"),
+            "x\\xc2\\x9b31m");
+  EXPECT_EQ(Printable("\xff\xc3"), "\\xff\\xc3");
+}
+
+TEST(TableTest, TextAndCsvEscapeOtherUsersControlCharacters) {
+  Table t({"name", "owner"});
+  t.AddRow({"evil\x1b]0;pwned\x07", "bob"});
+  const std::string text = Printed(t, Format::kText);
+  EXPECT_EQ(text.find('\x1b'), std::string::npos) << text;
+  EXPECT_THAT(text, HasSubstr("evil\\x1b]0;pwned\\x07"));
+  EXPECT_EQ(Printed(t, Format::kCsv).find('\x1b'), std::string::npos);
+  // JSON escapes it its own way.
+  EXPECT_THAT(Printed(t, Format::kJson), HasSubstr("\\u001b"));
+}
+
 TEST(TableTest, TextShowsADashForAMissingValue) {
   EXPECT_EQ(Printed(WithMissingValues(), Format::kText),
             "schedule  val_ci95  speedup\n"

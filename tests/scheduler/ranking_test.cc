@@ -632,5 +632,34 @@ TEST(RankSchedulesTest, NoTrialsGiveAnEmptyRanking) {
   EXPECT_EQ(r.principle_effects.size(), 3u);
 }
 
+TEST(RankingTest, NaNLossesSortLastInATotalOrder) {
+  // The coordinator refuses non-finite losses; should one reach the
+  // ranking anyway, the sort stays well defined: NaN rows last, by name.
+  const double nan = std::nan("");
+  std::vector<TrialOutcome> trials = Example();
+  for (int i = 0; i < 40; ++i) {
+    const std::string schedule =
+        i % 2 ? "2x2,12x10" : "4x2,12x10";  // two NaN schedules, many seeds
+    trials.push_back(Trial(100 + i, schedule, 1 + i % 3, nan, {nan}));
+  }
+  const Ranking r = RankSchedules(Shape(), "12x12", trials);
+  ASSERT_EQ(r.rows.size(), 6u);  // baseline, A, B, C and the two NaN ones
+  std::vector<size_t> nan_rows;
+  for (size_t i = 0; i < r.rows.size(); ++i) {
+    EXPECT_EQ(r.rows[i].rank, static_cast<int>(i) + 1);
+    if (std::isnan(r.rows[i].delta_vs_baseline.mean)) nan_rows.push_back(i);
+  }
+  // Adjacent, after every other row of their verdict group, by name; their
+  // NaN p-values adjust to 1 (tied), never to a finding.
+  ASSERT_EQ(nan_rows.size(), 2u);
+  EXPECT_EQ(nan_rows[1], nan_rows[0] + 1);
+  EXPECT_EQ(r.rows[nan_rows[0]].schedule, "2x2,12x10");
+  EXPECT_EQ(r.rows[nan_rows[1]].schedule, "4x2,12x10");
+  EXPECT_EQ(r.rows[nan_rows[0]].verdict, Verdict::kTied);
+  for (size_t i = 0; i < nan_rows[0]; ++i) {
+    if (r.rows[i].verdict == Verdict::kNeedsSeeds) ADD_FAILURE() << i;
+  }
+}
+
 }  // namespace
 }  // namespace prism

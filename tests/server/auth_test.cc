@@ -1,7 +1,9 @@
 #include "server/auth.h"
 
 #include <sys/stat.h>
+#include <unistd.h>
 
+#include <filesystem>
 #include <fstream>
 
 #include "gmock/gmock.h"
@@ -111,6 +113,62 @@ TEST_F(BootstrapTest, MalformedAuthorizationIsUnauthenticated) {
   EXPECT_TRUE(absl::IsUnauthenticated(auth_->Authenticate("Bearer ").status()));
   EXPECT_TRUE(
       absl::IsUnauthenticated(auth_->Authenticate("Bearer nope").status()));
+}
+
+TEST_F(BootstrapTest, BlankEnvTokenIsRefusedAndStoresNothing) {
+  absl::StatusOr<BootstrapResult> r = auth_->Bootstrap({"", " \t\n "});
+  EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr("PRISM_ADMIN_TOKEN is set but "
+                                              "blank"));
+  EXPECT_EQ(*store_->CountTokens(), 0);
+  // Nobody is locked out: the hash of "" was not stored.
+  EXPECT_FALSE(auth_->AuthenticateToken(" ").ok());
+}
+
+TEST_F(BootstrapTest, OverlongTokenIsRefused) {
+  absl::StatusOr<BootstrapResult> r =
+      auth_->Bootstrap({"", std::string(2000, 'x')});
+  EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr("2000 bytes; limit 1024"));
+  EXPECT_EQ(*store_->CountTokens(), 0);
+  EXPECT_TRUE(absl::IsUnauthenticated(
+      auth_->AuthenticateToken(std::string(2000, 'x')).status()));
+}
+
+TEST_F(BootstrapTest, TokenFileThatIsASymlinkIsNotWrittenThrough) {
+  // A dangling link: writing through it would create the target.
+  const std::string target = dir_.File("elsewhere.token");
+  const std::string link = dir_.File("admin.token");
+  ASSERT_EQ(symlink(target.c_str(), link.c_str()), 0);
+  absl::StatusOr<BootstrapResult> r = auth_->Bootstrap({link, ""});
+  EXPECT_TRUE(absl::IsInvalidArgument(r.status())) << r.status();
+  EXPECT_THAT(r.status().message(), HasSubstr("is a symbolic link"));
+  struct stat st;
+  EXPECT_NE(lstat(target.c_str(), &st), 0);
+  EXPECT_EQ(*store_->CountTokens(), 0);
+  // No temp file is left beside it either.
+  int entries = 0;
+  for (const auto& e : std::filesystem::directory_iterator(dir_.path())) {
+    entries += e.path().filename().string().rfind("admin.token", 0) == 0;
+  }
+  EXPECT_EQ(entries, 1);  // the link itself
+}
+
+TEST_F(BootstrapTest, GeneratedTokenReplacesAStaleTempFileSafely) {
+  // A temp name an attacker could guess is not used: a link planted at the
+  // old fixed name is left alone.
+  const std::string file = dir_.File("admin.token");
+  const std::string victim = dir_.File("victim");
+  std::ofstream(victim) << "keep me\n";
+  ASSERT_EQ(symlink(victim.c_str(), (file + ".tmp").c_str()), 0);
+  ASSERT_TRUE(auth_->Bootstrap({file, ""}).ok());
+  std::string content;
+  std::getline(std::ifstream(victim), content);
+  EXPECT_EQ(content, "keep me");
+  struct stat st;
+  ASSERT_EQ(lstat(file.c_str(), &st), 0);
+  EXPECT_TRUE(S_ISREG(st.st_mode));
+  EXPECT_EQ(st.st_mode & 0777, 0600);
 }
 
 }  // namespace

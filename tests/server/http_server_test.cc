@@ -276,11 +276,11 @@ class HttpStreamLimitTest : public HttpTest {
  protected:
   void Customize(CoordinatorOptions* o) override {
     HttpTest::Customize(o);
-    o->max_event_streams = 2;
+    o->limits.max_event_streams = 2;
   }
 };
 
-TEST_F(HttpStreamLimitTest, StreamsPastTheCapAre503AndAClosedOneFreesItsSlot) {
+TEST_F(HttpStreamLimitTest, StreamsPastTheCapAre429AndAClosedOneFreesItsSlot) {
   const int64_t id = Submit(alice_, Spec({"4x6"}, {1}));
   const std::string address = coordinator_->http_address();
   RawStream first = OpenRawStream(address, viewer_, id);
@@ -290,9 +290,10 @@ TEST_F(HttpStreamLimitTest, StreamsPastTheCapAre503AndAClosedOneFreesItsSlot) {
   EXPECT_THAT(first.text, HasSubstr("data: {"));
 
   RawStream refused = OpenRawStream(address, viewer_, id);
-  EXPECT_EQ(refused.status, 503) << refused.text;
-  EXPECT_THAT(refused.text, HasSubstr("{\"error\": \"too many open event "
-                                      "streams (2); close one or retry later"));
+  EXPECT_EQ(refused.status, 429) << refused.text;
+  EXPECT_THAT(refused.text,
+              HasSubstr("{\"error\": \"open streams are 2; limit "
+                        "--max-event-streams=2 (close one or retry later)"));
   refused.Close();
   // The API still answers while every stream slot is taken.
   EXPECT_EQ(Get("/api/v1/experiments/" + std::to_string(id), viewer_)->status,
@@ -312,6 +313,71 @@ TEST_F(HttpStreamLimitTest, StreamsPastTheCapAre503AndAClosedOneFreesItsSlot) {
   EXPECT_EQ(third.status, 200) << third.text;
   third.Close();
   second.Close();
+}
+
+class HttpPerUserStreamLimitTest : public HttpTest {
+ protected:
+  void Customize(CoordinatorOptions* o) override {
+    HttpTest::Customize(o);
+    o->limits.max_event_streams_per_user = 1;
+  }
+};
+
+TEST_F(HttpPerUserStreamLimitTest, OneViewerCannotTakeEveryStream) {
+  const int64_t id = Submit(alice_, Spec({"4x6"}, {1}));
+  const std::string address = coordinator_->http_address();
+  RawStream mine = OpenRawStream(address, viewer_, id);
+  ASSERT_EQ(mine.status, 200) << mine.text;
+  RawStream second = OpenRawStream(address, viewer_, id);
+  EXPECT_EQ(second.status, 429) << second.text;
+  EXPECT_THAT(second.text, HasSubstr("user 'vera' has 1 open streams; limit "
+                                     "--max-event-streams-per-user=1"));
+  second.Close();
+  // Another user still gets one.
+  RawStream theirs = OpenRawStream(address, alice_, id);
+  EXPECT_EQ(theirs.status, 200) << theirs.text;
+  theirs.Close();
+  mine.Close();
+}
+
+// SendRaw sends `request` on a fresh connection to the coordinator's HTTP
+// port and returns the status line's code (0 when none came back).
+int SendRaw(const std::string& http_address, const std::string& request) {
+  const size_t colon = http_address.rfind(':');
+  int port = 0;
+  if (!absl::SimpleAtoi(http_address.substr(colon + 1), &port)) return 0;
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int status = 0;
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0 &&
+      send(fd, request.data(), request.size(), MSG_NOSIGNAL) >= 0) {
+    std::string text;
+    pollfd p{fd, POLLIN, 0};
+    while (text.find("\r\n") == std::string::npos && poll(&p, 1, 10000) > 0) {
+      char buffer[1024];
+      const ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
+      if (n <= 0) break;
+      text.append(buffer, static_cast<size_t>(n));
+    }
+    if (text.size() > 12) absl::SimpleAtoi(text.substr(9, 3), &status);
+  }
+  close(fd);
+  return status;
+}
+
+TEST_F(HttpTest, AnonymousHugeBodyIs413WithoutBeingRead) {
+  // It announces 256 MiB and sends a little: the answer comes from the
+  // headers alone (httplib discards what follows until its read timeout).
+  const std::string request =
+      "POST /api/v1/experiments HTTP/1.1\r\nHost: test\r\n"
+      "Content-Length: 268435456\r\n\r\n" +
+      std::string(4096, 'x');
+  EXPECT_EQ(SendRaw(coordinator_->http_address(), request), 413);
+  // The server is still serving.
+  EXPECT_EQ(Get("/api/v1/whoami", viewer_)->status, 200);
 }
 
 TEST_F(HttpTest, ServesTheDashboardWithContentTypes) {

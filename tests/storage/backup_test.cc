@@ -76,7 +76,7 @@ class BackupTest : public ::testing::Test {
     store_ = std::move(*store);
     v1::Worker w;
     w.set_id("w1");
-    ASSERT_TRUE(store_->UpsertWorker(w, 1).ok());
+    ASSERT_TRUE(store_->UpsertWorker(w, 1, /*take_over=*/false).ok());
     absl::StatusOr<CreatedExperiment> e =
         store_->CreateExperiment(MakeExperiment("alice", {"4x4"}, {1}));
     ASSERT_TRUE(e.ok()) << e.status();

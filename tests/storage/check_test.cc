@@ -38,7 +38,7 @@ class CheckTest : public ::testing::Test {
     ASSERT_TRUE(store_->CreateExperiment(e).ok());
     v1::Worker w;
     w.set_id("w1");
-    ASSERT_TRUE(store_->UpsertWorker(w, 1).ok());
+    ASSERT_TRUE(store_->UpsertWorker(w, 1, /*take_over=*/false).ok());
     auto leased = store_->LeaseNextTrial(1, "w1", 2, kFar);
     ASSERT_TRUE(leased.ok() && leased->has_value());
   }

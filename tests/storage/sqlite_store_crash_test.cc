@@ -30,7 +30,7 @@ constexpr int kPointsPerReport = 25;
   if (!store.ok()) _exit(10);
   v1::Worker w;
   w.set_id("w1");
-  if (!(*store)->UpsertWorker(w, 1).ok()) _exit(11);
+  if (!(*store)->UpsertWorker(w, 1, /*take_over=*/false).ok()) _exit(11);
   absl::StatusOr<CreatedExperiment> e =
       (*store)->CreateExperiment(MakeExperiment("alice", {"4x4"}, {1}));
   if (!e.ok()) _exit(12);

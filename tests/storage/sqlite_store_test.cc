@@ -2,6 +2,7 @@
 
 #include <sqlite3.h>
 
+#include <limits>
 #include <memory>
 #include <string>
 #include <utility>
@@ -81,9 +82,9 @@ class SqliteStoreTest : public ::testing::Test {
     v1::Worker w;
     w.set_id("w1");
     w.set_host("h");
-    ASSERT_TRUE(store_->UpsertWorker(w, 1000).ok());
+    ASSERT_TRUE(store_->UpsertWorker(w, 1000, /*take_over=*/false).ok());
     w.set_id("w2");
-    ASSERT_TRUE(store_->UpsertWorker(w, 1000).ok());
+    ASSERT_TRUE(store_->UpsertWorker(w, 1000, /*take_over=*/false).ok());
   }
 
   int64_t CreateOrDie(const NewExperiment& e) {
@@ -519,6 +520,20 @@ TEST_F(SqliteStoreTest, ReportStoresEachPointOnceAndStartsTheTrial) {
   EXPECT_EQ((*points)[3].split(), v1::SPLIT_VAL);
 }
 
+TEST_F(SqliteStoreTest, ANaNPointIsAnErrorNotADuplicate) {
+  const int64_t id = CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}));
+  const v1::Trial t = LeaseOrDie(id, "w1");
+  // SQLite binds NaN as NULL; the NOT NULL column must not swallow it the
+  // way INSERT OR IGNORE did (as a "duplicate").
+  absl::StatusOr<ReportOutcome> out = Report(
+      t, "w1",
+      {Point(v1::SPLIT_TRAIN, 1, 3.0f),
+       Point(v1::SPLIT_TRAIN, 2, std::numeric_limits<float>::quiet_NaN())});
+  EXPECT_FALSE(out.ok() && out->status.ok());
+  // The batch is one transaction: nothing of it was stored.
+  EXPECT_TRUE(store_->GetPoints(t.id())->empty());
+}
+
 TEST_F(SqliteStoreTest, ReportFromSupersededAttemptIsRefusedAndWritesNothing) {
   const int64_t id = CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}, 3));
   const v1::Trial stale = LeaseOrDie(id, "w1", 2000);
@@ -827,7 +842,8 @@ TEST_F(SqliteStoreTest, WorkersUpsertKeepRegistrationTimeAndTouchUpdates) {
   w.set_id("w1");
   w.set_host("other-host");
   w.set_device("cpu");
-  absl::StatusOr<v1::Worker> stored = store_->UpsertWorker(w, 9000);
+  absl::StatusOr<v1::Worker> stored =
+      store_->UpsertWorker(w, 9000, /*take_over=*/false);
   EXPECT_EQ(stored->host(), "other-host");
   EXPECT_EQ(stored->registered_unix_ms(), 1000);
   ASSERT_TRUE(store_->TouchWorker(WorkerUpdate{"w1", 5, 9500, 42.0}).ok());
@@ -837,6 +853,30 @@ TEST_F(SqliteStoreTest, WorkersUpsertKeepRegistrationTimeAndTouchUpdates) {
   EXPECT_DOUBLE_EQ(touched->tokens_per_second(), 42.0);
   EXPECT_TRUE(absl::IsNotFound(store_->TouchWorker(WorkerUpdate{"nope"})));
   EXPECT_EQ(store_->ListWorkers()->size(), 2u);
+}
+
+TEST_F(SqliteStoreTest, UpsertWorkerChecksTheOwnerInTheSameWrite) {
+  v1::Worker w;
+  w.set_id("owned");
+  w.set_host("farm-host");
+  w.set_user("farm");
+  ASSERT_TRUE(store_->UpsertWorker(w, 1000, /*take_over=*/false).ok());
+  w.set_host("mallory-host");
+  w.set_user("mallory");
+  absl::StatusOr<v1::Worker> taken =
+      store_->UpsertWorker(w, 2000, /*take_over=*/false);
+  EXPECT_TRUE(absl::IsPermissionDenied(taken.status())) << taken.status();
+  EXPECT_THAT(std::string(taken.status().message()),
+              HasSubstr("belongs to user 'farm'"));
+  absl::StatusOr<v1::Worker> kept = store_->GetWorker("owned");
+  EXPECT_EQ(kept->user(), "farm");
+  EXPECT_EQ(kept->host(), "farm-host");
+  EXPECT_EQ(kept->last_heartbeat_unix_ms(), 1000);
+  // An admin's registration may take the id over.
+  absl::StatusOr<v1::Worker> over =
+      store_->UpsertWorker(w, 3000, /*take_over=*/true);
+  ASSERT_TRUE(over.ok()) << over.status();
+  EXPECT_EQ(over->user(), "mallory");
 }
 
 TEST_F(SqliteStoreTest, AStoppedWorkerHoldsNothingUntilItComesBack) {
@@ -856,7 +896,7 @@ TEST_F(SqliteStoreTest, AStoppedWorkerHoldsNothingUntilItComesBack) {
   v1::Worker w;
   w.set_id("w1");
   w.set_host("host");
-  ASSERT_TRUE(store_->UpsertWorker(w, 9900).ok());
+  ASSERT_TRUE(store_->UpsertWorker(w, 9900, /*take_over=*/false).ok());
   EXPECT_EQ(store_->GetWorker("w1")->stopped_unix_ms(), 0);
 }
 

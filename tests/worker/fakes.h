@@ -9,6 +9,7 @@
 #include <cstdint>
 #include <deque>
 #include <functional>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -316,6 +317,8 @@ class ScriptedTrainer final : public TrainerLauncher {
   std::function<void(int64_t step)> after_before_checkpoint;
   absl::Status fail_status;
   int64_t fail_at_step = 0;
+  // Emit a NaN val loss at this step (as a trainer that did not notice).
+  int64_t nan_val_at_step = 0;
   int64_t start_step = 0;
   absl::Duration step_time = absl::ZeroDuration();
 
@@ -360,8 +363,11 @@ class ScriptedTrainer final : public TrainerLauncher {
       observer->OnPoint({model::CurveSplit::kTrain, step, loss, 1e-3f, 100.0,
                          0.01 * static_cast<double>(step)});
       if (config.eval_every > 0 && step % config.eval_every == 0) {
-        observer->OnPoint({model::CurveSplit::kVal, step, loss + 0.1f, 1e-3f,
-                           100.0, 0.01 * static_cast<double>(step)});
+        const float val = step == nan_val_at_step
+                              ? std::numeric_limits<float>::quiet_NaN()
+                              : loss + 0.1f;
+        observer->OnPoint({model::CurveSplit::kVal, step, val, 1e-3f, 100.0,
+                           0.01 * static_cast<double>(step)});
         result.final_val_loss = loss + 0.1f;
       }
       observer->OnStep(step, loss, 100.0);

@@ -6,6 +6,7 @@
 
 #include <stdlib.h>
 
+#include <cmath>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -83,6 +84,27 @@ TEST(WorkerTest, CompletesTrialWithEveryPointStoredOnce) {
   EXPECT_TRUE(coordinator.failures().empty());
   EXPECT_EQ(worker.stats().trials_completed, 1);
   EXPECT_EQ(worker.stats().points_acknowledged, 48);
+}
+
+TEST(WorkerTest, ANonFinitePointIsNeverSentAndTheTrialIsReportedDiverged) {
+  FakeCoordinator coordinator;
+  ScriptedTrainer trainer;
+  trainer.nan_val_at_step = 20;
+  coordinator.QueueTask(MakeTask(/*trial_id=*/1, /*attempt=*/1, /*steps=*/40));
+  Worker worker(OneTrialOptions(), &coordinator, &trainer);
+
+  ASSERT_TRUE(worker.Run().ok());
+
+  // The stored curve stops before the bad point: a prefix, with no gap.
+  EXPECT_EQ(coordinator.StoredSteps(1, v1::SPLIT_VAL), Steps(5, 15, 5));
+  EXPECT_EQ(coordinator.StoredSteps(1, v1::SPLIT_TRAIN), Steps(1, 20));
+  ASSERT_EQ(coordinator.completions().size(), 1u);
+  const v1::CompleteRequest complete = coordinator.completions()[0];
+  EXPECT_TRUE(complete.metrics().diverged());
+  EXPECT_EQ(complete.metrics().diverged_step(), 20);
+  for (const v1::LossPoint& p : complete.points()) {
+    EXPECT_TRUE(std::isfinite(p.loss())) << p.step();
+  }
 }
 
 TEST(WorkerTest, PassesTaskBudgetAndResourcesToTrainer) {

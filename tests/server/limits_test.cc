@@ -1,0 +1,610 @@
+// Every limit of server/limits.h, exceeded through the real RPCs of a real
+// coordinator: the call gets the right code and a message naming the flag
+// and the value, and nothing is stored. Also the non-finite values a worker
+// may send, which are refused, never dropped.
+#include "server/limits.h"
+
+#include <cmath>
+#include <limits>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "absl/time/clock.h"
+#include "gmock/gmock.h"
+#include "gtest/gtest.h"
+#include "server/events.h"
+#include "server/schedule_service.h"
+#include "tests/server/coordinator_fixture.h"
+
+namespace prism::server::testing {
+namespace {
+
+using ::testing::HasSubstr;
+
+constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
+constexpr double kInf = std::numeric_limits<double>::infinity();
+
+class LimitsTest : public CoordinatorTest {
+ protected:
+  void Customize(CoordinatorOptions* o) override {
+    Limits& l = o->limits;
+    l.max_trials_per_experiment = 10;
+    l.max_seeds = 3;
+    l.max_string_bytes = 100;
+    l.max_spec_bytes = 2000;
+    l.max_active_experiments_per_user = 2;
+    l.max_points_per_report = 5;
+    l.max_watch_streams = 3;
+    l.max_watch_streams_per_user = 2;
+    l.max_parameters = 50'000'000;
+  }
+
+  void SetUp() override {
+    CoordinatorTest::SetUp();
+    alice_ = Token("alice", v1::ROLE_USER);
+    bob_ = Token("bob", v1::ROLE_USER);
+    worker_token_ = Token("farm", v1::ROLE_WORKER);
+  }
+
+  int CountExperiments() {
+    v1::ListExperimentsRequest req;
+    v1::ListExperimentsResponse resp;
+    auto ctx = Ctx(kAdminToken);
+    EXPECT_TRUE(experiments_->List(ctx.get(), req, &resp).ok());
+    return resp.experiments_size();
+  }
+
+  // ExpectRefused submits `spec` as alice and expects `code` with a message
+  // containing `message`, and no experiment stored.
+  void ExpectRefused(const v1::ExperimentSpec& spec, grpc::StatusCode code,
+                     const std::string& message) {
+    grpc::Status s;
+    EXPECT_EQ(Submit(alice_, spec, &s), 0);
+    EXPECT_EQ(s.error_code(), code) << s.error_message();
+    EXPECT_THAT(s.error_message(), HasSubstr(message));
+    EXPECT_EQ(CountExperiments(), 0);
+  }
+
+  v1::GetTrialResponse GetTrial(int64_t id) {
+    v1::GetTrialRequest req;
+    req.set_trial_id(id);
+    v1::GetTrialResponse resp;
+    auto ctx = Ctx(alice_);
+    EXPECT_TRUE(results_->GetTrial(ctx.get(), req, &resp).ok());
+    return resp;
+  }
+
+  // Leased returns a trial of a fresh experiment, leased by a new worker.
+  v1::Trial Leased(std::string* worker) {
+    const int64_t id = Submit(alice_, Spec({"4x6"}, {1}));
+    EXPECT_GT(id, 0);
+    *worker = Register(worker_token_);
+    return Lease(worker_token_, *worker).trial();
+  }
+
+  std::string alice_, bob_, worker_token_;
+};
+
+TEST_F(LimitsTest, ExplicitScheduleListsCountAgainstTheTrialLimit) {
+  // Bounded before planning: 4 listed schedules x 3 seeds.
+  ExpectRefused(Spec({"2x2,4x4", "1x2,4x4", "2x3,4x3", "1x3,4x3"}, {1, 2, 3}),
+                grpc::StatusCode::INVALID_ARGUMENT,
+                "spec lists 4 schedules x 3 seeds = 12 trials; limit "
+                "--max-trials-per-experiment=10");
+  // And exactly after: 5 schedules and the baseline, x 2 seeds.
+  ExpectRefused(
+      Spec({"2x2,4x4", "1x2,4x4", "2x3,4x3", "1x3,4x3", "1x1,4x5"}, {1, 2}),
+      grpc::StatusCode::INVALID_ARGUMENT,
+      "spec has 12 trials; limit --max-trials-per-experiment=10");
+}
+
+TEST_F(LimitsTest, GridAndRandomPlansAreCheckedToo) {
+  v1::ExperimentSpec grid = Spec({}, {1, 2});
+  ExpectRefused(grid, grpc::StatusCode::INVALID_ARGUMENT, "limit of 10 trials");
+  v1::ExperimentSpec random = Spec({}, {1, 2});
+  random.set_strategy(v1::STRATEGY_RANDOM);
+  random.set_samples(6);
+  ExpectRefused(random, grpc::StatusCode::INVALID_ARGUMENT,
+                "limit of 10 trials");
+}
+
+TEST_F(LimitsTest, SeedsAreBounded) {
+  ExpectRefused(Spec({"2x2,4x4"}, {1, 2, 3, 4}),
+                grpc::StatusCode::INVALID_ARGUMENT,
+                "seeds' count is 4; limit --max-seeds=3");
+}
+
+TEST_F(LimitsTest, StringsAreBounded) {
+  v1::ExperimentSpec spec = Spec({"2x2,4x4"}, {1});
+  spec.set_name(std::string(101, 'n'));
+  ExpectRefused(spec, grpc::StatusCode::INVALID_ARGUMENT,
+                "name's length in bytes is 101; limit --max-string-bytes=100");
+  spec = Spec({"2x2,4x4"}, {1});
+  spec.mutable_data()->add_train(std::string(500, 'p'));
+  ExpectRefused(spec, grpc::StatusCode::INVALID_ARGUMENT,
+                "data.train[0]'s length in bytes is 500");
+  spec = Spec({std::string(200, '1')}, {1});
+  ExpectRefused(spec, grpc::StatusCode::INVALID_ARGUMENT,
+                "schedules[0]'s length in bytes is 200");
+
+  v1::RegisterRequest req;
+  req.set_host(std::string(101, 'h'));
+  v1::RegisterResponse resp;
+  auto ctx = Ctx(worker_token_);
+  grpc::Status s = workers_->Register(ctx.get(), req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("host's length in bytes is 101; limit "
+                        "--max-string-bytes=100"));
+}
+
+TEST_F(LimitsTest, SpecTextIsBoundedBeforeItIsParsed) {
+  v1::SubmitRequest req;
+  req.set_spec_text("name: \"x\"\n" + std::string(3000, '#'));
+  v1::SubmitResponse resp;
+  auto ctx = Ctx(alice_);
+  grpc::Status s = experiments_->Submit(ctx.get(), req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("spec_text's length in bytes is 3010; limit "
+                        "--max-spec-bytes=2000"));
+  EXPECT_EQ(CountExperiments(), 0);
+}
+
+TEST_F(LimitsTest, UsersPrioritiesAreBoundedAndAdminsAreNot) {
+  ExpectRefused(Spec({"2x2,4x4"}, {1}, /*priority=*/2147483647),
+                grpc::StatusCode::INVALID_ARGUMENT,
+                "priority is 2147483647; limit --max-user-priority=10");
+  ExpectRefused(Spec({"2x2,4x4"}, {1}, /*priority=*/-11),
+                grpc::StatusCode::INVALID_ARGUMENT,
+                "limit --max-user-priority=10");
+  const int64_t mine = Submit(alice_, Spec({"2x2,4x4"}, {1}, /*priority=*/10));
+  ASSERT_GT(mine, 0);
+
+  v1::SetPriorityRequest raise;
+  raise.set_id(mine);
+  raise.set_priority(1000);
+  v1::Experiment e;
+  auto ctx = Ctx(alice_);
+  grpc::Status s = experiments_->SetPriority(ctx.get(), raise, &e);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("priority is 1000"));
+  // An admin may; the refused call changed nothing before.
+  v1::GetExperimentRequest get;
+  get.set_id(mine);
+  auto get_ctx = Ctx(alice_);
+  ASSERT_TRUE(experiments_->Get(get_ctx.get(), get, &e).ok());
+  EXPECT_EQ(e.priority(), 10);
+  auto admin_ctx = Ctx(kAdminToken);
+  ASSERT_TRUE(experiments_->SetPriority(admin_ctx.get(), raise, &e).ok());
+  EXPECT_EQ(e.priority(), 1000);
+  EXPECT_GT(Submit(kAdminToken, Spec({"2x2,4x4"}, {1}, /*priority=*/500)), 0);
+}
+
+TEST_F(LimitsTest, MaxAttemptsIsCapped) {
+  v1::ExperimentSpec spec = Spec({"2x2,4x4"}, {1});
+  spec.set_max_attempts(2000000000);
+  ExpectRefused(spec, grpc::StatusCode::INVALID_ARGUMENT,
+                "max_attempts is 2000000000; limit --max-attempts-limit=20");
+}
+
+TEST_F(LimitsTest, ModelSizeIsBounded) {
+  v1::ExperimentSpec spec = Spec({}, {1});
+  spec.mutable_model()->set_layers(1000);
+  ExpectRefused(spec, grpc::StatusCode::INVALID_ARGUMENT,
+                "model.layers is 1000; limit --max-layers=512");
+  spec = Spec({}, {1});
+  spec.mutable_model()->set_d_model(1 << 30);
+  ExpectRefused(spec, grpc::StatusCode::INVALID_ARGUMENT,
+                "model.d_model is 1073741824; limit --max-d-model=16384");
+  spec = Spec({}, {1});
+  spec.mutable_model()->set_context(1 << 20);
+  ExpectRefused(spec, grpc::StatusCode::INVALID_ARGUMENT,
+                "limit --max-context=131072");
+  // A preset within every shape limit, but over the parameter limit.
+  spec = Spec({"12x12"}, {1});
+  spec.mutable_model()->set_preset("124m");
+  ExpectRefused(spec, grpc::StatusCode::INVALID_ARGUMENT,
+                "limit --max-parameters=50000000");
+}
+
+TEST_F(LimitsTest, ActiveExperimentsPerUserAreBounded) {
+  const int64_t first = Submit(alice_, Spec({"2x2,4x4"}, {1}));
+  ASSERT_GT(first, 0);
+  ASSERT_GT(Submit(alice_, Spec({"2x2,4x4"}, {2})), 0);
+  grpc::Status s;
+  EXPECT_EQ(Submit(alice_, Spec({"2x2,4x4"}, {3}), &s), 0);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("user 'alice' has 2 active or paused experiments; "
+                        "limit --max-active-experiments-per-user=2"));
+  EXPECT_EQ(CountExperiments(), 2);
+  // Other users and admins are not affected; a cancelled one frees a slot.
+  EXPECT_GT(Submit(bob_, Spec({"2x2,4x4"}, {1})), 0);
+  v1::ExperimentRef ref;
+  ref.set_id(first);
+  v1::Experiment cancelled;
+  auto ctx = Ctx(alice_);
+  ASSERT_TRUE(experiments_->Cancel(ctx.get(), ref, &cancelled).ok());
+  EXPECT_GT(Submit(alice_, Spec({"2x2,4x4"}, {3})), 0);
+}
+
+TEST_F(LimitsTest, PointsPerReportAreBoundedAndNothingIsStored) {
+  std::string worker;
+  const v1::Trial trial = Leased(&worker);
+  std::vector<v1::LossPoint> points;
+  for (int step = 1; step <= 6; ++step) {
+    points.push_back(Point(v1::SPLIT_TRAIN, step, 2.0f));
+  }
+  v1::ReportResponse resp;
+  grpc::Status s = Report(worker_token_, worker, trial, points, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("a report carries 6 points; limit "
+                                           "--max-points-per-report=5"));
+  EXPECT_EQ(GetTrial(trial.id()).points_size(), 0);
+}
+
+TEST_F(LimitsTest, NonFinitePointsAreRefusedNotDropped) {
+  std::string worker;
+  const v1::Trial trial = Leased(&worker);
+  for (double bad : {kNaN, kInf, -kInf}) {
+    v1::ReportResponse resp;
+    grpc::Status s = Report(worker_token_, worker, trial,
+                            {Point(v1::SPLIT_TRAIN, 1, 2.0f),
+                             Point(v1::SPLIT_VAL, 2, static_cast<float>(bad))},
+                            &resp);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT) << bad;
+    EXPECT_THAT(s.error_message(), HasSubstr("point val step 2: loss is "));
+    EXPECT_THAT(s.error_message(), HasSubstr("values must be finite"));
+  }
+  v1::LossPoint fast = Point(v1::SPLIT_TRAIN, 1, 2.0f);
+  fast.set_tokens_per_second(kInf);
+  v1::ReportResponse resp;
+  grpc::Status s = Report(worker_token_, worker, trial, {fast}, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("tokens_per_second is inf"));
+  // Nothing of any refused report was stored, not even its finite points.
+  EXPECT_EQ(GetTrial(trial.id()).points_size(), 0);
+  // A good report is stored and counted as stored, not as a duplicate.
+  ASSERT_TRUE(Report(worker_token_, worker, trial,
+                     {Point(v1::SPLIT_TRAIN, 1, 2.0f)}, &resp)
+                  .ok());
+  EXPECT_EQ(resp.stored(), 1);
+  EXPECT_EQ(resp.duplicates(), 0);
+}
+
+TEST_F(LimitsTest, NonFiniteMetricsAreRefusedUnlessReportedDiverged) {
+  std::string worker;
+  const v1::Trial trial = Leased(&worker);
+  v1::CompleteResponse done;
+  grpc::Status s = Complete(worker_token_, worker, trial, kNaN, &done);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  // The NaN points of that Complete are named first.
+  EXPECT_THAT(s.error_message(), HasSubstr("loss is nan"));
+
+  v1::CompleteRequest req;
+  req.set_worker_id(worker);
+  req.set_trial_id(trial.id());
+  req.set_attempt(trial.attempt());
+  req.mutable_metrics()->set_final_val_loss(kNaN);
+  req.mutable_metrics()->set_min_val_loss(3.0);
+  {
+    auto ctx = Ctx(worker_token_);
+    s = workers_->Complete(ctx.get(), req, &done);
+  }
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("metrics.final_val_loss is nan; values must be "
+                        "finite"));
+  EXPECT_NE(GetTrial(trial.id()).trial().state(), v1::TRIAL_COMPLETED);
+
+  // Reported as a divergence, it is recorded as one (and never ranked).
+  req.mutable_metrics()->set_diverged(true);
+  req.mutable_metrics()->set_diverged_step(7);
+  {
+    auto ctx = Ctx(worker_token_);
+    s = workers_->Complete(ctx.get(), req, &done);
+  }
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(done.trial().state(), v1::TRIAL_DIVERGED);
+  v1::RankRequest rank;
+  rank.set_experiment_id(trial.experiment_id());
+  v1::RankResponse ranked;
+  auto ctx = Ctx(alice_);
+  ASSERT_TRUE(results_->Rank(ctx.get(), rank, &ranked).ok());
+  ASSERT_EQ(ranked.schedules_size(), 1);
+  EXPECT_EQ(ranked.schedules(0).seeds_completed(), 0);
+  EXPECT_EQ(ranked.schedules(0).seeds_diverged(), 1);
+}
+
+TEST_F(LimitsTest, NonFiniteHeartbeatThroughputIsRefused) {
+  std::string worker;
+  const v1::Trial trial = Leased(&worker);
+  v1::HeartbeatRequest req;
+  req.set_worker_id(worker);
+  req.set_trial_id(trial.id());
+  req.set_attempt(trial.attempt());
+  req.set_tokens_per_second(kNaN);
+  v1::HeartbeatResponse resp;
+  auto ctx = Ctx(worker_token_);
+  grpc::Status s = workers_->Heartbeat(ctx.get(), req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+  EXPECT_THAT(s.error_message(), HasSubstr("tokens_per_second is nan"));
+}
+
+TEST_F(LimitsTest, RegisterCannotTakeAnotherUsersWorkerId) {
+  const std::string id = Register(worker_token_, "shared-id");
+  const std::string other = Token("mallory", v1::ROLE_WORKER);
+  v1::RegisterRequest req;
+  req.set_worker_id(id);
+  req.set_host("mallory-host");
+  v1::RegisterResponse resp;
+  auto ctx = Ctx(other);
+  grpc::Status s = workers_->Register(ctx.get(), req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::PERMISSION_DENIED);
+  EXPECT_THAT(s.error_message(), HasSubstr("belongs to user 'farm'"));
+  absl::StatusOr<v1::Worker> stored = coordinator_->store()->GetWorker(id);
+  ASSERT_TRUE(stored.ok());
+  EXPECT_EQ(stored->user(), "farm");
+  EXPECT_EQ(stored->host(), "test-host");
+}
+
+// OpenWatch starts a Watch as `token` and returns its first Read's result.
+struct Watch {
+  std::unique_ptr<grpc::ClientContext> ctx;
+  std::unique_ptr<grpc::ClientReader<v1::ExperimentEvent>> reader;
+  bool first_read = false;
+};
+
+TEST_F(LimitsTest, WatchStreamsAreBoundedPerUserAndInTotal) {
+  const int64_t id = Submit(alice_, Spec({"4x6"}, {1}));
+  auto open = [&](const std::string& token) {
+    Watch w;
+    w.ctx = Ctx(token);
+    v1::WatchRequest req;
+    req.set_experiment_id(id);
+    w.reader = results_->Watch(w.ctx.get(), req);
+    v1::ExperimentEvent event;
+    w.first_read = w.reader->Read(&event);
+    return w;
+  };
+  Watch a1 = open(alice_);
+  Watch a2 = open(alice_);
+  ASSERT_TRUE(a1.first_read);
+  ASSERT_TRUE(a2.first_read);
+  Watch a3 = open(alice_);
+  EXPECT_FALSE(a3.first_read);
+  grpc::Status s = a3.reader->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("user 'alice' has 2 open streams; limit "
+                        "--max-watch-streams-per-user=2"));
+  Watch b1 = open(bob_);
+  ASSERT_TRUE(b1.first_read);
+  Watch b2 = open(bob_);
+  EXPECT_FALSE(b2.first_read);
+  s = b2.reader->Finish();
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("open streams are 3; limit --max-watch-streams=3"));
+
+  // A closed stream gives its slot back (once gRPC has finished it).
+  a1.ctx->TryCancel();
+  v1::ExperimentEvent event;
+  while (a1.reader->Read(&event)) {
+  }
+  a1.reader->Finish();
+  bool reopened = false;
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (!reopened && absl::Now() < deadline) {
+    Watch again = open(bob_);
+    reopened = again.first_read;
+    if (reopened) {
+      again.ctx->TryCancel();
+      while (again.reader->Read(&event)) {
+      }
+    }
+    again.reader->Finish();
+  }
+  EXPECT_TRUE(reopened);
+  for (Watch* w : {&a2, &b1}) {
+    w->ctx->TryCancel();
+    while (w->reader->Read(&event)) {
+    }
+    w->reader->Finish();
+  }
+}
+
+SharedEvent EventOfPoints(int points) {
+  v1::ExperimentEvent event;
+  for (int i = 0; i < points; ++i) {
+    v1::LossPoint* p = event.add_points();
+    p->set_split(v1::SPLIT_TRAIN);
+    p->set_step(i + 1);
+    p->set_loss(2.0f);
+  }
+  SharedEvent e;
+  e.bytes = static_cast<int64_t>(event.ByteSizeLong());
+  e.event = std::make_shared<const v1::ExperimentEvent>(std::move(event));
+  return e;
+}
+
+TEST(EventBufferTest, AStreamFallingBehindIsCutOffAtItsByteBound) {
+  const SharedEvent big = EventOfPoints(100);  // ~1.4 KB
+  EventBuffer buffer(/*max_bytes=*/2 * big.bytes);
+  EXPECT_TRUE(buffer.Push(big));
+  EXPECT_TRUE(buffer.Push(big));
+  EXPECT_EQ(buffer.bytes(), 2 * big.bytes);
+  // A third would exceed the bound: refused, and what was held is dropped.
+  EXPECT_FALSE(buffer.Push(big));
+  EXPECT_TRUE(buffer.empty());
+  EXPECT_EQ(buffer.bytes(), 0);
+  // Events are shared, never copied: the buffer holds the bus's message.
+  EXPECT_TRUE(buffer.Push(big));
+  EXPECT_EQ(buffer.Pop().event.get(), big.event.get());
+  EXPECT_EQ(buffer.bytes(), 0);
+  EXPECT_EQ(buffer.Pop().event, nullptr);
+}
+
+TEST(EventBufferTest, AnEventAlwaysFitsAnEmptyBufferAndCountsAreBounded) {
+  EventBuffer tiny(/*max_bytes=*/1);
+  EXPECT_TRUE(tiny.Push(EventOfPoints(1000)));
+  EXPECT_FALSE(tiny.Push(EventOfPoints(1)));
+  EventBuffer many(/*max_bytes=*/int64_t{1} << 40);
+  const SharedEvent small = EventOfPoints(0);
+  for (size_t i = 0; i < EventBuffer::kMaxEvents; ++i) {
+    ASSERT_TRUE(many.Push(small));
+  }
+  EXPECT_FALSE(many.Push(small));
+}
+
+TEST(EventBusTest, SubscribersShareOnePublishedEvent) {
+  EventBus bus;
+  std::vector<const v1::ExperimentEvent*> seen;
+  const int64_t a = bus.Subscribe(
+      7, [&](const SharedEvent& e) { seen.push_back(e.event.get()); });
+  const int64_t b = bus.Subscribe(
+      7, [&](const SharedEvent& e) { seen.push_back(e.event.get()); });
+  v1::ExperimentEvent event;
+  event.set_unix_ms(5);
+  bus.Publish(7, std::move(event));
+  ASSERT_EQ(seen.size(), 2u);
+  EXPECT_EQ(seen[0], seen[1]);
+  bus.Unsubscribe(a);
+  bus.Unsubscribe(b);
+}
+
+class PageBytesTest : public LimitsTest {
+ protected:
+  void Customize(CoordinatorOptions* o) override {
+    LimitsTest::Customize(o);
+    o->limits.max_trials_per_experiment = 100;
+    o->limits.max_page_bytes = kPageBytes;
+  }
+  static constexpr int64_t kPageBytes = 600;
+};
+
+TEST_F(PageBytesTest, SchedulePagesAreBoundedInBytes) {
+  v1::ListSchedulesRequest req;
+  req.mutable_space()->set_d_model(4096);
+  req.mutable_space()->set_layers(4096);
+  req.mutable_space()->set_base_heads(64);
+  req.set_page_size(10000);
+  v1::ListSchedulesResponse resp;
+  auto ctx = Ctx(alice_);
+  ASSERT_TRUE(schedules_->List(ctx.get(), req, &resp).ok());
+  // At least one schedule, never more than the byte bound allows.
+  EXPECT_EQ(resp.schedules_size(), SchedulePageSizeForBytes(4096, kPageBytes));
+  EXPECT_EQ(resp.schedules_size(), 1);
+  EXPECT_FALSE(resp.next_page_token().empty());
+
+  req.mutable_space()->set_d_model(768);
+  req.mutable_space()->set_layers(12);
+  req.mutable_space()->set_base_heads(12);
+  auto ctx2 = Ctx(alice_);
+  ASSERT_TRUE(schedules_->List(ctx2.get(), req, &resp).ok());
+  EXPECT_EQ(resp.schedules_size(), SchedulePageSizeForBytes(12, kPageBytes));
+  EXPECT_LE(static_cast<int64_t>(resp.ByteSizeLong()), kPageBytes);
+  EXPECT_FALSE(resp.next_page_token().empty());
+}
+
+TEST_F(PageBytesTest, TrialPagesAreBoundedInBytesAndPageOnWithoutGaps) {
+  std::vector<int64_t> seeds = {1, 2, 3};
+  const int64_t id =
+      Submit(alice_, Spec({"2x2,4x4", "1x2,4x4", "2x3,4x3", "1x3,4x3"}, seeds));
+  ASSERT_GT(id, 0);  // 15 trials
+  std::vector<int64_t> seen;
+  std::string token;
+  int pages = 0;
+  do {
+    v1::ListTrialsRequest req;
+    req.set_experiment_id(id);
+    req.set_page_size(1000);
+    req.set_page_token(token);
+    v1::ListTrialsResponse resp;
+    auto ctx = Ctx(alice_);
+    ASSERT_TRUE(experiments_->ListTrials(ctx.get(), req, &resp).ok());
+    EXPECT_GE(resp.trials_size(), 1);
+    // The trials fit; the token and total add a few bytes.
+    EXPECT_LE(static_cast<int64_t>(resp.ByteSizeLong()), kPageBytes + 64);
+    for (const v1::Trial& t : resp.trials()) seen.push_back(t.id());
+    token = resp.next_page_token();
+    ++pages;
+  } while (!token.empty() && pages < 100);
+  EXPECT_GT(pages, 1);
+  ASSERT_EQ(seen.size(), 15u);
+  for (size_t i = 1; i < seen.size(); ++i) EXPECT_LT(seen[i - 1], seen[i]);
+}
+
+TEST_F(PageBytesTest, RankPagesAreBoundedInBytesEvenWhenAllAreAskedFor) {
+  const int64_t id =
+      Submit(alice_, Spec({"2x2,4x4", "1x2,4x4", "2x3,4x3", "1x3,4x3"}, {1}));
+  ASSERT_GT(id, 0);
+  const std::string w = Register(worker_token_);
+  for (int i = 0; i < 5; ++i) {
+    const v1::TrialTask task = Lease(worker_token_, w);
+    v1::CompleteResponse done;
+    ASSERT_TRUE(
+        Complete(worker_token_, w, task.trial(), 3.0 + 0.01 * i, &done).ok());
+  }
+  std::vector<std::string> seen;
+  v1::RankRequest req;
+  req.set_experiment_id(id);  // page_size 0: everything, page by page
+  int pages = 0;
+  do {
+    v1::RankResponse resp;
+    auto ctx = Ctx(alice_);
+    ASSERT_TRUE(results_->Rank(ctx.get(), req, &resp).ok());
+    EXPECT_GE(resp.schedules_size(), 1);
+    for (const v1::RankedSchedule& r : resp.schedules()) {
+      seen.push_back(r.schedule());
+    }
+    req.set_page_token(resp.next_page_token());
+    ++pages;
+  } while (!req.page_token().empty() && pages < 100);
+  EXPECT_GT(pages, 1);
+  EXPECT_EQ(seen.size(), 5u);
+}
+
+class MessageSizeTest : public LimitsTest {
+ protected:
+  void Customize(CoordinatorOptions* o) override {
+    LimitsTest::Customize(o);
+    o->limits.max_message_bytes = 64 << 10;
+    o->limits.max_spec_bytes = 1 << 20;
+  }
+};
+
+TEST_F(MessageSizeTest, BiggerMessagesAreRefusedBeforeTheyAreRead) {
+  v1::SubmitRequest req;
+  req.set_spec_text(std::string(100 << 10, '#'));
+  v1::SubmitResponse resp;
+  auto ctx = Ctx(alice_);
+  grpc::Status s = experiments_->Submit(ctx.get(), req, &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
+      << s.error_message();
+  EXPECT_EQ(CountExperiments(), 0);
+}
+
+TEST(LimitsOptionsTest, EveryLimitMustBePositive) {
+  Limits limits;
+  EXPECT_TRUE(ValidateLimits(limits).ok());
+  limits.max_seeds = 0;
+  absl::Status s = ValidateLimits(limits);
+  EXPECT_TRUE(absl::IsInvalidArgument(s));
+  EXPECT_THAT(s.message(), HasSubstr("--max-seeds must be at least 1"));
+  limits = Limits();
+  limits.max_user_priority = -1;
+  EXPECT_THAT(ValidateLimits(limits).message(),
+              HasSubstr("--max-user-priority must not be negative"));
+  CoordinatorOptions options;
+  options.db_path = "x.db";
+  options.max_attempts = 50;
+  EXPECT_THAT(ValidateOptions(options).message(),
+              HasSubstr("--max-attempts (50) must not exceed "
+                        "--max-attempts-limit (20)"));
+}
+
+}  // namespace
+}  // namespace prism::server::testing
