@@ -114,11 +114,14 @@ absl::StatusOr<Isa> ParseIsa(absl::string_view name) {
       "instruction set '", name, "' is not baseline, avx2 or avx512"));
 }
 
-std::vector<Isa> SupportedIsas() {
-  std::vector<Isa> levels;
-  for (Isa isa : {Isa::kBaseline, Isa::kAvx2, Isa::kAvx512}) {
-    if (CpuHas(isa)) levels.push_back(isa);
-  }
+const std::vector<Isa>& SupportedIsas() {
+  static const std::vector<Isa> levels = [] {
+    std::vector<Isa> found;
+    for (Isa isa : {Isa::kBaseline, Isa::kAvx2, Isa::kAvx512}) {
+      if (CpuHas(isa)) found.push_back(isa);
+    }
+    return found;
+  }();
   return levels;
 }
 
@@ -147,11 +150,10 @@ absl::StatusOr<Isa> IsaFromEnvironment() {
 }
 
 Isa DefaultIsa() {
-  static const Isa isa = [] {
-    absl::StatusOr<Isa> from_env = IsaFromEnvironment();
-    return from_env.ok() ? *from_env : SupportedIsas().back();
-  }();
-  return isa;
+  // Read on every call (getenv is cheap next to a kernel call), so a
+  // benchmark can measure each level in one process.
+  absl::StatusOr<Isa> from_env = IsaFromEnvironment();
+  return from_env.ok() ? *from_env : SupportedIsas().back();
 }
 
 std::string CpuFlags() {

@@ -44,7 +44,7 @@ absl::StatusOr<Isa> ParseIsa(absl::string_view name);
 
 // SupportedIsas returns the levels this build compiled and this CPU runs,
 // narrowest first (kBaseline always).
-std::vector<Isa> SupportedIsas();
+const std::vector<Isa>& SupportedIsas();
 
 // IsaFromEnvironment returns the level the PRISM_ISA environment variable
 // forces, or the widest supported level when it is unset or empty.
@@ -52,7 +52,8 @@ std::vector<Isa> SupportedIsas();
 absl::StatusOr<Isa> IsaFromEnvironment();
 
 // DefaultIsa is IsaFromEnvironment(), or the widest supported level when
-// that is an error (Train reports the error; see trainer.cc). Read once.
+// that is an error (Train reports the error; see trainer.cc), read at each
+// call: do not change PRISM_ISA while kernels run on other threads.
 Isa DefaultIsa();
 
 // CpuFlags returns the relevant x86 feature flags this CPU reports
