@@ -13,8 +13,8 @@
 // load from elsewhere on the machine hits every configuration alike.
 //
 // The host's CPU flags come first; every Prism row names the attention
-// kernel it trained with ("auto" rows: what the autotuner chose). With
-// ablations on, the uniform schedule also runs with PRISM_ISA set to each
+// kernel it trained with ("auto" rows: what the autotuner chose). Unless
+// --no-isa-levels, the uniform schedule also runs with PRISM_ISA set to each
 // instruction set the CPU has (the fused kernel's and GELU's level; auto
 // then chooses between that fused kernel and masked softmax), so an AVX-512
 // host measures what an AVX2-only or baseline host would run.
@@ -71,6 +71,7 @@ struct Options {
   std::string reference;
   std::string python = "/usr/bin/python3";
   bool ablations = true;
+  bool isa_levels = true;
 };
 
 struct Config {
@@ -197,6 +198,8 @@ int main(int argc, char** argv) {
                  "path of train_reference.py (omit to skip the reference)");
   app.add_option("--python", o.python, "python with torch");
   app.add_flag("!--no-ablations", o.ablations, "skip the ablations");
+  app.add_flag("!--no-isa-levels", o.isa_levels,
+               "skip the uniform schedule at each instruction set");
   CLI11_PARSE(app, argc, argv);
 
   absl::StatusOr<prism::ModelShape> shape = prism::FindPreset(o.preset);
@@ -242,7 +245,7 @@ int main(int argc, char** argv) {
   for (const std::string& s : o.schedules) {
     configs.push_back(ours(absl::StrCat("prism ", s), s, "auto", "shards"));
   }
-  if (o.ablations) {
+  if (o.isa_levels) {
     for (const std::string& isa : IsaNames()) {
       // What a host with only this level would run: auto chooses between
       // the fused kernel at this level and masked softmax.
@@ -251,6 +254,8 @@ int main(int argc, char** argv) {
       c.isa = isa;
       configs.push_back(c);
     }
+  }
+  if (o.ablations) {
     configs.push_back(
         ours("prism masked-softmax attention", uniform, "masked", "shards"));
     configs.push_back(
