@@ -8,9 +8,11 @@
 //   model->Loss(inputs, targets, choice.kernel);
 //
 // Each candidate runs forward + backward of the attention alone (no
-// projections) on random (rows, T, 3C) inputs, once per distinct head count,
-// one warmup call and then kTimedReps calls; a candidate's time is the sum
-// over layers of its best call for that layer's head count. The fused kernel
+// projections) on random (min(rows, 4), T, 3C) inputs, once per distinct
+// head count, one warmup call and then 5 timed calls; a candidate's time is
+// the sum over layers of its best call for that layer's head count. The
+// first candidate wins unless another is at least 5% faster (candidates come
+// in order of preference), so noise does not flip near ties. The fused kernel
 // is timed at every instruction set the CPU has; the masked-softmax path is
 // LibTorch's. Choices are cached per (shape, heads, rows, intra-op threads,
 // candidates) for the life of the process, so a worker's later trials (and
@@ -56,9 +58,10 @@ struct AttentionChoice {
 // then masked softmax.
 std::vector<AttentionKernel> AttentionCandidates(std::optional<Isa> forced_isa);
 
-// ChooseAttentionKernel times `candidates` (none kAuto; at least one) on
-// `shape` with the calling thread's LibTorch thread setting and returns the
-// fastest, with every candidate's time. A single candidate is returned
+// ChooseAttentionKernel times `candidates` (none kAuto; at least one, in
+// order of preference) on `shape` with the calling thread's LibTorch thread
+// setting and returns the fastest (within the margin above), with every
+// candidate's time. A single candidate is returned
 // without timing (timings empty).
 AttentionChoice ChooseAttentionKernel(
     const AttentionShape& shape,
