@@ -3,7 +3,7 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: configure build run test test-unit format-check clean
+.PHONY: configure build prism run test test-unit format-check clean
 
 configure:
 	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -11,7 +11,12 @@ configure:
 build: configure
 	@cmake --build $(BUILD) -j $(JOBS)
 
-run: build
+# `make run` builds only what it runs: the prism binary and the dashboard's
+# assets (its dependency), not the tests and benchmarks.
+prism: configure
+	@cmake --build $(BUILD) -j $(JOBS) --target prism
+
+run: prism
 	$(BUILD)/cli/prism run
 
 test: format-check build

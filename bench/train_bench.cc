@@ -11,6 +11,13 @@
 // evaluation passes before and after are excluded). Configurations are run
 // round-robin `rounds` times and the best round is reported, so a burst of
 // load from elsewhere on the machine hits every configuration alike.
+//
+// The host's CPU flags come first; every Prism row names the attention
+// kernel it trained with ("auto" rows: what the autotuner chose). Unless
+// --no-isa-levels, the uniform schedule also runs with PRISM_ISA set to each
+// instruction set the CPU has (the fused kernel's and GELU's level; auto
+// then chooses between that fused kernel and masked softmax), so an AVX-512
+// host measures what an AVX2-only or baseline host would run.
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -24,8 +31,10 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "fmt/format.h"
+#include "model/internal/kernels.h"
 #include "model/trainer.h"
 #include "scheduler/presets.h"
 #include "scheduler/schedule.h"
@@ -62,6 +71,7 @@ struct Options {
   std::string reference;
   std::string python = "/usr/bin/python3";
   bool ablations = true;
+  bool isa_levels = true;
 };
 
 struct Config {
@@ -69,6 +79,7 @@ struct Config {
   std::string schedule;
   std::string attention = "auto";
   std::string threading = "shards";
+  std::string isa;  // PRISM_ISA for this configuration; "" leaves it unset
   // Reference configurations run the Python script instead.
   bool reference = false;
   std::string env;  // environment for the reference
@@ -80,6 +91,7 @@ struct Measured {
   std::vector<double> rounds;
   double flops_per_token = 0.0;
   double loss = 0.0;
+  std::string kernel;  // the attention kernel trained with, e.g. fused/avx2
 };
 
 double RunOurs(const Options& o, const prism::ModelShape& shape,
@@ -100,8 +112,14 @@ double RunOurs(const Options& o, const prism::ModelShape& shape,
   config.measure_attention = false;
   config.measure_mfu = false;  // the peak is measured per round instead
   StepTimer timer;
+  if (c.isa.empty()) {
+    unsetenv("PRISM_ISA");
+  } else {
+    setenv("PRISM_ISA", c.isa.c_str(), 1);
+  }
   absl::StatusOr<prism::model::TrainResult> result =
       prism::model::Train(config, &timer);
+  unsetenv("PRISM_ISA");
   if (!result.ok()) {
     std::cerr << c.name << ": " << result.status() << "\n";
     std::exit(1);
@@ -111,6 +129,9 @@ double RunOurs(const Options& o, const prism::ModelShape& shape,
   const double tps = tokens / timer.Seconds(o.warmup, o.warmup + o.steps);
   m->flops_per_token = static_cast<double>(result->flops_per_token);
   m->loss = result->final_train_loss;
+  m->kernel = result->isa.empty()
+                  ? result->attention_kernel
+                  : absl::StrCat(result->attention_kernel, "/", result->isa);
   return tps;
 }
 
@@ -149,6 +170,16 @@ double RunReference(const Options& o, const prism::ModelShape& shape,
   return tps;
 }
 
+// IsaNames lists the instruction sets this CPU runs, widest first.
+std::vector<std::string> IsaNames() {
+  std::vector<std::string> names;
+  for (prism::model::internal::Isa isa :
+       prism::model::internal::SupportedIsas()) {
+    names.insert(names.begin(), prism::model::internal::IsaName(isa));
+  }
+  return names;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -167,6 +198,8 @@ int main(int argc, char** argv) {
                  "path of train_reference.py (omit to skip the reference)");
   app.add_option("--python", o.python, "python with torch");
   app.add_flag("!--no-ablations", o.ablations, "skip the ablations");
+  app.add_flag("!--no-isa-levels", o.isa_levels,
+               "skip the uniform schedule at each instruction set");
   CLI11_PARSE(app, argc, argv);
 
   absl::StatusOr<prism::ModelShape> shape = prism::FindPreset(o.preset);
@@ -185,6 +218,9 @@ int main(int argc, char** argv) {
     }
   }
   const std::string uniform = o.schedules.front();
+  std::cout << fmt::format("cpu flags: {}; instruction sets: {}\n",
+                           prism::model::internal::CpuFlags(),
+                           absl::StrJoin(IsaNames(), " "));
   const std::string threads = std::to_string(o.threads);
 
   auto ours = [&](std::string name, std::string schedule, std::string attention,
@@ -208,6 +244,16 @@ int main(int argc, char** argv) {
   std::vector<Config> configs;
   for (const std::string& s : o.schedules) {
     configs.push_back(ours(absl::StrCat("prism ", s), s, "auto", "shards"));
+  }
+  if (o.isa_levels) {
+    for (const std::string& isa : IsaNames()) {
+      // What a host with only this level would run: auto chooses between
+      // the fused kernel at this level and masked softmax.
+      Config c = ours(absl::StrCat("prism auto, PRISM_ISA=", isa), uniform,
+                      "auto", "shards");
+      c.isa = isa;
+      configs.push_back(c);
+    }
   }
   if (o.ablations) {
     configs.push_back(
@@ -274,8 +320,9 @@ int main(int argc, char** argv) {
       "{} timed steps, best of {} rounds\n",
       shape->name, shape->d_model, shape->layers, shape->context,
       o.batch > 0 ? o.batch : shape->batch_size, o.threads, o.steps, o.rounds);
-  std::cout << "| configuration | schedule | tokens/s (best) | rounds | MFU | "
-               "vs uniform | vs reference |\n|---|---|---|---|---|---|---|\n";
+  std::cout << "| configuration | schedule | attention | tokens/s (best) | "
+               "rounds | MFU | vs uniform | vs reference |\n"
+               "|---|---|---|---|---|---|---|---|\n";
   for (size_t i = 0; i < configs.size(); ++i) {
     const Measured& m = measured[i];
     std::string rounds;
@@ -284,8 +331,9 @@ int main(int argc, char** argv) {
                       fmt::format("{:.0f}", r));
     }
     std::cout << fmt::format(
-        "| {} | {} | {:.0f} | {} | {} | {:.3f} | {} |\n", configs[i].name,
-        configs[i].schedule, m.best, rounds,
+        "| {} | {} | {} | {:.0f} | {} | {} | {:.3f} | {} |\n", configs[i].name,
+        configs[i].schedule, configs[i].reference ? "masked" : m.kernel, m.best,
+        rounds,
         configs[i].reference
             ? "-"
             : fmt::format("{:.1f}%", 100 * m.flops_per_token * m.best / peak),

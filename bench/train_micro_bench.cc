@@ -27,6 +27,8 @@ namespace {
 
 using prism::model::internal::FusedCausalAttention;
 using prism::model::internal::FusedCausalAttentionPacked;
+using prism::model::internal::Isa;
+using prism::model::internal::IsaName;
 using prism::model::internal::MaskedSoftmaxAttention;
 
 // Milliseconds per call of fn: the best of `reps` after two warmup calls.
@@ -71,22 +73,28 @@ int main(int argc, char** argv) {
   for (int64_t heads : {8, 2, 1}) {
     const torch::Tensor input = torch::randn({kB, kT, 3 * kC});
     const torch::Tensor grad = torch::randn({kB, kT, kC});
-    auto run = [&](int kind) {
+    // kind 0: packed, 1: sliced q/k/v, 2: masked softmax.
+    auto run = [&](int kind, Isa isa) {
       torch::Tensor qkv = input.clone().requires_grad_(true);
       const torch::Tensor q = qkv.narrow(2, 0, kC), k = qkv.narrow(2, kC, kC),
                           v = qkv.narrow(2, 2 * kC, kC);
-      torch::Tensor y = kind == 0   ? FusedCausalAttentionPacked(qkv, heads)
-                        : kind == 1 ? FusedCausalAttention(q, k, v, heads)
+      torch::Tensor y = kind == 0 ? FusedCausalAttentionPacked(qkv, heads, isa)
+                        : kind == 1 ? FusedCausalAttention(q, k, v, heads, isa)
                                     : MaskedSoftmaxAttention(q, k, v, heads);
       y.backward(grad);
     };
-    const double packed = BestMs(reps, [&] { run(0); });
-    const double sliced = BestMs(reps, [&] { run(1); });
-    const double masked = BestMs(reps, [&] { run(2); });
+    const Isa widest = prism::model::internal::SupportedIsas().back();
+    const double masked = BestMs(reps, [&] { run(2, widest); });
     const std::string what =
         fmt::format("attention fwd+bwd, {} heads of {}", heads, kC / heads);
-    Row(what, "fused, packed QKV", packed, "masked softmax", masked);
-    Row(what, "fused, packed QKV", packed, "fused, sliced q/k/v", sliced);
+    // Every instruction set this CPU runs (the autotuner's candidates).
+    for (Isa isa : prism::model::internal::SupportedIsas()) {
+      const double packed = BestMs(reps, [&] { run(0, isa); });
+      Row(what, fmt::format("fused {}, packed QKV", IsaName(isa)), packed,
+          "masked softmax", masked);
+    }
+    Row(what, "fused, packed QKV", BestMs(reps, [&] { run(0, widest); }),
+        "fused, sliced q/k/v", BestMs(reps, [&] { run(1, widest); }));
   }
 
   {

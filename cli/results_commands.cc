@@ -143,6 +143,11 @@ void PrintTrialText(const v1::GetTrialResponse& response) {
         m.final_val_loss(), m.min_val_loss(), m.final_train_loss(),
         m.tokens_per_second(), MfuText(m), m.parameters(), m.wall_seconds(),
         Printable(m.device()));
+    if (!m.attention_kernel().empty()) {
+      std::cout << "attention " << Printable(m.attention_kernel())
+                << (m.isa().empty() ? "" : absl::StrCat(" (", Printable(m.isa()), ")"))
+                << "\n";
+    }
     if (m.diverged()) {
       std::cout << "diverged at step " << m.diverged_step() << "\n";
     }

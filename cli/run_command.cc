@@ -42,6 +42,7 @@
 #include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
 #include "model/data.h"
+#include "model/trainer.h"
 #include "scheduler/presets.h"
 
 namespace prism::cli {
@@ -60,6 +61,7 @@ struct RunOptions {
   int seeds = 1;
   int64_t steps = 0;
   int threads = 0;
+  std::string attention = "auto";
   std::string data_dir = "./prism-data";
   bool keep_serving = false;
 };
@@ -174,13 +176,19 @@ absl::Status StartWorkers(const RunOptions& o, const fs::path& data,
                           Local& local) {
   const int cores =
       std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  const int threads =
-      o.threads > 0 ? o.threads : std::max(1, cores / o.workers);
+  // Every worker gets every core by default: while as many trials as
+  // workers train, the OS shares the cores among them; when fewer remain
+  // (the last trial of an odd grid), those left still use every core
+  // instead of leaving cores idle. A trial's shard count (one per thread)
+  // is then the same whichever worker runs it and whatever runs beside it,
+  // so reruns reproduce the same losses.
+  const int threads = o.threads > 0 ? o.threads : cores;
   for (int i = 0; i < o.workers; ++i) {
     SpawnOptions spawn;
     spawn.argv = {SelfExecutable(),   "worker",
                   "--coordinator",    endpoints.grpc,
                   "--threads",        absl::StrCat(threads),
+                  "--attention",      o.attention,
                   "--checkpoint-dir", (data / "checkpoints").string()};
     // The token travels in the environment, not argv, so ps cannot show it.
     spawn.env = {absl::StrCat("PRISM_TOKEN=", token)};
@@ -415,6 +423,9 @@ std::string LookAgain(const fs::path& data, int64_t experiment_id) {
 int Run(const RunOptions& o) {
   absl::StatusOr<ModelShape> preset = FindPreset(o.preset);
   if (!preset.ok()) return ReportError("run", preset.status());
+  if (absl::Status s = model::CheckAttentionKernel(o.attention); !s.ok()) {
+    return ReportError("run", s);
+  }
   StopSignals signals;
 
   std::error_code error;
@@ -535,8 +546,13 @@ void RegisterRunCommands(CLI::App& app, Action* action) {
                   "Training steps per trial (default: the preset's)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--threads", o->threads,
-                  "Threads per worker (default: cores / workers)")
+                  "Threads per worker (default: all cores, shared by the "
+                  "workers, so a trial left alone uses every core)")
       ->check(CLI::PositiveNumber);
+  cmd->add_option("--attention", o->attention,
+                  "Attention kernel for the workers: auto (timed per trial), "
+                  "fused, masked or sdpa")
+      ->capture_default_str();
   cmd->add_option("--data-dir", o->data_dir,
                   "Database, token, corpus, checkpoints and logs")
       ->capture_default_str();

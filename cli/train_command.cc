@@ -68,6 +68,7 @@ struct TrainOptions {
   uint64_t seed = 0;
   std::string device = "auto";
   int threads = 0;
+  std::string attention = "auto";
   std::string positions;
   std::string checkpoint_dir;
   int checkpoint_every = 0;
@@ -95,6 +96,24 @@ struct EvalOptions {
   int64_t limit = 0;
   std::string format = "text";
 };
+
+// AttentionText is "fused (avx512)" plus what auto timed, when it did.
+std::string AttentionText(const model::TrainResult& r) {
+  std::string text = r.isa.empty()
+                         ? r.attention_kernel
+                         : absl::StrCat(r.attention_kernel, " (", r.isa, ")");
+  std::vector<std::string> timings;
+  for (const model::AttentionTiming& t : r.attention_timings) {
+    timings.push_back(fmt::format("{}{}{} {:.1f} ms", t.kernel,
+                                  t.isa.empty() ? "" : "/", t.isa,
+                                  t.milliseconds));
+  }
+  if (!timings.empty()) {
+    absl::StrAppend(&text, ", fastest of ", absl::StrJoin(timings, ", "),
+                    " (fwd+bwd, one shard)");
+  }
+  return text;
+}
 
 std::string Millions(int64_t n) {
   return fmt::format("{:.2f}M", static_cast<double>(n) / 1e6);
@@ -253,6 +272,7 @@ void PrintSummary(const model::TrainConfig& config, const model::TrainResult& r,
       fmt::format("{:.0f} MiB", r.peak_memory_bytes / 1048576.0));
   add("wall time", FormatDuration(r.wall_seconds));
   add("device", r.device);
+  if (!r.attention_kernel.empty()) add("attention", AttentionText(r));
   table.Print(std::cout, format);
 }
 
@@ -285,6 +305,7 @@ int Train(const TrainOptions& o) {
   config.seed = o.seed;
   config.device = o.device;
   config.threads = o.threads;
+  config.attention = o.attention;
   config.checkpoint_dir = o.checkpoint_dir;
   config.checkpoint_every = o.checkpoint_every;
   config.resume = o.resume;
@@ -453,6 +474,12 @@ void RegisterModelCommands(CLI::App& app, Action* action) {
     cmd->add_option("--device", o->device, "auto, cpu, cuda or cuda:N")
         ->capture_default_str();
     cmd->add_option("--threads", o->threads, "CPU threads (0: all cores)")
+        ->capture_default_str();
+    cmd->add_option("--attention", o->attention,
+                    "Attention kernel: auto (on the CPU, time the fused "
+                    "kernel at each instruction set and masked softmax, and "
+                    "use the fastest), fused, masked or sdpa. PRISM_ISA="
+                    "baseline|avx2|avx512 forces the fused kernel's level")
         ->capture_default_str();
     cmd->add_option("--positions", o->positions,
                     "learned or rotary (default: the preset's, learned)");

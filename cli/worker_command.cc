@@ -18,6 +18,7 @@
 #include "cli/output.h"
 #include "cli/signals.h"
 #include "model/device.h"
+#include "model/trainer.h"
 #include "worker/coordinator_client.h"
 #include "worker/trainer_launcher.h"
 #include "worker/worker.h"
@@ -29,6 +30,7 @@ struct WorkerCommandOptions {
   ClientOptions client;
   std::string device = "auto";
   int threads = 0;
+  std::string attention = "auto";
   std::string checkpoint_dir = "./prism-data/checkpoints";
   bool keep_checkpoints = false;
   int max_trials = 0;
@@ -49,6 +51,9 @@ int RunWorker(const WorkerCommandOptions& o) {
   if (!token.ok()) return ReportError("worker", token.status());
   absl::StatusOr<std::string> device = model::ResolveDevice(o.device);
   if (!device.ok()) return ReportError("worker", device.status());
+  if (absl::Status s = model::CheckAttentionKernel(o.attention); !s.ok()) {
+    return ReportError("worker", s);
+  }
 
   worker::WorkerOptions options;
   options.host = HostName();
@@ -58,6 +63,7 @@ int RunWorker(const WorkerCommandOptions& o) {
           ? o.threads
           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   options.resources.checkpoint_root = o.checkpoint_dir;
+  options.resources.attention = o.attention;
   options.keep_checkpoints = o.keep_checkpoints;
   options.max_trials = o.max_trials;
   options.idle_exit = absl::Seconds(o.idle_exit_seconds);
@@ -73,6 +79,7 @@ int RunWorker(const WorkerCommandOptions& o) {
       .Kv("coordinator", address)
       .Kv("device", options.resources.device)
       .Kv("threads", options.resources.threads)
+      .Kv("attention", options.resources.attention)
       .Kv("checkpoint_dir", options.resources.checkpoint_root)
       .Kv("pid", static_cast<int64_t>(getpid()));
 
@@ -122,6 +129,11 @@ void RegisterWorkerCommands(CLI::App& app, Action* action) {
   cmd->add_option("--threads", o->threads,
                   "CPU threads for training (default: all cores)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--attention", o->attention,
+                  "Attention kernel: auto (on the CPU, time the candidates at "
+                  "each trial's start and use the fastest), fused, masked or "
+                  "sdpa; the choice is in each trial's metrics")
+      ->capture_default_str();
   cmd->add_option("--checkpoint-dir", o->checkpoint_dir,
                   "Checkpoint root; a trial uses <dir>/<checkpoint key>. Put "
                   "it on shared storage to resume across machines")

@@ -7,6 +7,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <functional>
 #include <limits>
 #include <memory>
@@ -20,6 +21,8 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "model/data.h"
+#include "model/internal/attention.h"
+#include "model/internal/attention_tuner.h"
 #include "model/internal/checkpoint.h"
 #include "model/internal/decoder.h"
 #include "model/internal/mfu.h"
@@ -80,12 +83,7 @@ absl::Status ValidateConfig(const TrainConfig& c) {
   if (c.checkpoint_every < 0) {
     return Invalid("checkpoint_every", "must be >= 0");
   }
-  if (c.attention != "auto" && c.attention != "fused" &&
-      c.attention != "masked" && c.attention != "sdpa") {
-    return Invalid("attention", absl::StrCat("'", c.attention,
-                                             "' is not auto, fused, masked or "
-                                             "sdpa"));
-  }
+  if (absl::Status s = CheckAttentionKernel(c.attention); !s.ok()) return s;
   if (c.cpu_threading != "shards" && c.cpu_threading != "blas" &&
       c.cpu_threading != "both") {
     return Invalid("cpu_threading", absl::StrCat("'", c.cpu_threading,
@@ -159,6 +157,9 @@ class TrainingRun {
 
  private:
   absl::Status Setup();
+  // ChooseAttention sets kernel_ from config_.attention (timing the
+  // candidates for "auto" on the CPU) and records the choice in result_.
+  absl::Status ChooseAttention();
   absl::Status Resume();
   // TrainStep runs forward and backward for update `step` (0-based) and
   // returns the mean train loss; NaN or inf means divergence.
@@ -213,18 +214,6 @@ absl::Status TrainingRun::Setup() {
   if (!device.ok()) return device.status();
   device_ = *device;
 
-  if (config_.attention == "fused") {
-    if (!device_.is_cpu()) {
-      return Invalid("attention",
-                     "'fused' is the CPU kernel; use auto or sdpa");
-    }
-    kernel_ = internal::AttentionKernel::kFused;
-  } else if (config_.attention == "masked") {
-    kernel_ = internal::AttentionKernel::kMaskedSoftmax;
-  } else if (config_.attention == "sdpa") {
-    kernel_ = internal::AttentionKernel::kSdpa;
-  }
-
   // CPU "shards": one shard thread per core, each single-threaded in
   // LibTorch and OpenBLAS (see shard_pool.h). CUDA: one shard; CPU threads
   // for LibTorch.
@@ -245,6 +234,8 @@ absl::Status TrainingRun::Setup() {
     torch::manual_seed(config_.seed);
     pool_ = std::make_unique<ShardPool>(1);
   }
+
+  if (absl::Status s = ChooseAttention(); !s.ok()) return s;
 
   std::vector<std::string> train = config_.train_paths;
   std::vector<std::string> val = config_.val_paths;
@@ -289,6 +280,54 @@ absl::Status TrainingRun::Setup() {
   for (double target : config_.loss_targets) {
     result_.milestones.push_back({target, -1});
   }
+  return absl::OkStatus();
+}
+
+absl::Status TrainingRun::ChooseAttention() {
+  // PRISM_ISA is checked whatever the kernel, so a typo fails every run.
+  absl::StatusOr<internal::Isa> isa = internal::IsaFromEnvironment();
+  if (!isa.ok()) return isa.status();
+  const bool cpu32 = device_.is_cpu();
+  if (config_.attention == "fused") {
+    if (!cpu32) {
+      return Invalid("attention",
+                     "'fused' is the CPU kernel; use auto or sdpa");
+    }
+    kernel_ = internal::FusedAt(*isa);
+  } else if (config_.attention == "masked") {
+    kernel_ = internal::AttentionKernel::kMaskedSoftmax;
+  } else if (config_.attention == "sdpa") {
+    kernel_ = internal::AttentionKernel::kSdpa;
+  } else if (!cpu32) {
+    kernel_ = internal::kHaveSdpa ? internal::AttentionKernel::kSdpa
+                                  : internal::AttentionKernel::kMaskedSoftmax;
+  } else {
+    // Time the candidates as one shard runs them: its rows, this thread's
+    // LibTorch setting (1 in "shards", see above).
+    internal::AttentionShape shape;
+    shape.rows = std::max(1, config_.batch_size / pool_->size());
+    shape.context = context_;
+    shape.channels = config_.shape.d_model;
+    for (int heads : config_.schedule.heads()) {
+      shape.layer_heads.push_back(heads);
+    }
+    const char* forced = std::getenv("PRISM_ISA");
+    const bool isa_forced = forced != nullptr && *forced != '\0';
+    const internal::AttentionChoice choice = internal::ChooseAttentionKernel(
+        shape,
+        internal::AttentionCandidates(
+            isa_forced ? std::optional<internal::Isa>(*isa) : std::nullopt));
+    kernel_ = choice.kernel;
+    for (const internal::AttentionTiming& t : choice.timings) {
+      const std::optional<internal::Isa> level = internal::FusedLevel(t.kernel);
+      result_.attention_timings.push_back(
+          {internal::AttentionKernelName(t.kernel),
+           level ? internal::IsaName(*level) : "", t.milliseconds});
+    }
+  }
+  result_.attention_kernel = internal::AttentionKernelName(kernel_);
+  const std::optional<internal::Isa> level = internal::FusedLevel(kernel_);
+  result_.isa = level ? internal::IsaName(*level) : "";
   return absl::OkStatus();
 }
 
@@ -660,6 +699,16 @@ absl::StatusOr<double> MeasurePeakMatmulFlops(const std::string& device,
   } catch (const std::exception& e) {
     return absl::InternalError(absl::StrCat("matmul peak: ", e.what()));
   }
+}
+
+absl::Status CheckAttentionKernel(const std::string& attention) {
+  if (attention != "auto" && attention != "fused" && attention != "masked" &&
+      attention != "sdpa") {
+    return Invalid("attention", absl::StrCat("'", attention,
+                                             "' is not auto, fused, masked or "
+                                             "sdpa"));
+  }
+  return absl::OkStatus();
 }
 
 absl::StatusOr<TrainResult> Train(const TrainConfig& config,

@@ -80,14 +80,28 @@ struct TrainConfig {
   int64_t max_resume_step = -1;
   bool measure_attention = true;
   bool measure_mfu = true;
-  // Attention kernel: "auto" (fused kernel on CPU fp32, SDPA on CUDA with
-  // LibTorch 2.x), "fused", "masked" (explicit masked softmax) or "sdpa".
+  // Attention kernel: "auto", "fused", "masked" (explicit masked softmax)
+  // or "sdpa". On the CPU, "auto" times the fused kernel at every
+  // instruction set the CPU has and the masked path for this run's shape and
+  // threads (a fraction of a second at start) and trains with the fastest;
+  // on CUDA it is SDPA with LibTorch 2.x, else masked. "fused" runs the
+  // fused kernel at the widest instruction set. The PRISM_ISA environment
+  // variable (baseline, avx2, avx512) forces the fused kernel's level for
+  // "auto" and "fused" alike (see model/internal/kernels.h).
   std::string attention = "auto";
   // How the CPU uses `threads`: "shards" splits each micro-batch over that
   // many single-threaded shards (fastest here, see bench/RESULTS.md);
   // "blas" runs one shard with OpenBLAS on every thread and LibTorch on one;
   // "both" gives every thread to both. Ignored on CUDA.
   std::string cpu_threading = "shards";
+};
+
+// AttentionTiming is one candidate's forward + backward time over every
+// layer, as measured by attention "auto" at the start of a run.
+struct AttentionTiming {
+  std::string kernel;  // "fused" or "masked"
+  std::string isa;     // the fused kernel's instruction set; "" otherwise
+  double milliseconds = 0.0;
 };
 
 enum class CurveSplit { kTrain, kVal };
@@ -137,6 +151,13 @@ struct TrainResult {
   bool stopped = false;  // the observer asked to stop
   double wall_seconds = 0.0;
   std::string device;
+  // The attention path trained with: "fused", "masked" or "sdpa", and for
+  // "fused" its instruction set ("avx512", "avx2", "baseline"; "" for the
+  // others). attention_timings lists what "auto" measured to choose it
+  // (empty when nothing was timed: an explicit kernel, CUDA, one candidate).
+  std::string attention_kernel;
+  std::string isa;
+  std::vector<AttentionTiming> attention_timings;
 };
 
 // TrainObserver receives progress as it happens. Default methods do nothing.
@@ -179,6 +200,10 @@ class TrainObserver {
 // bf16 on CUDA) and returns FLOP/s, measured afresh on every call (about a
 // quarter second on the CPU). InvalidArgument / FailedPrecondition for a bad
 // device, as Train.
+// CheckAttentionKernel returns OK for "auto", "fused", "masked" and "sdpa",
+// else InvalidArgument naming the value and the accepted ones.
+absl::Status CheckAttentionKernel(const std::string& attention);
+
 absl::StatusOr<double> MeasurePeakMatmulFlops(const std::string& device,
                                               int threads);
 

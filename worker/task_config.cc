@@ -94,6 +94,7 @@ absl::StatusOr<model::TrainConfig> TrainConfigForTask(
 
   config.device = resources.device;
   config.threads = resources.threads;
+  config.attention = resources.attention;
   config.checkpoint_dir = CheckpointDirFor(task, resources);
   config.resume = !config.checkpoint_dir.empty();
   if (task.has_stored_step()) config.max_resume_step = task.stored_step();
@@ -122,6 +123,8 @@ v1::TrialMetrics ToTrialMetrics(const model::TrainResult& result) {
   m.set_mfu(result.mfu);
   m.set_peak_matmul_flops(result.peak_matmul_flops);
   m.set_measured_peak_matmul_flops(result.measured_peak_matmul_flops);
+  m.set_attention_kernel(result.attention_kernel);
+  m.set_isa(result.isa);
   m.set_flops_per_token(result.flops_per_token);
   m.set_peak_memory_bytes(result.peak_memory_bytes);
   m.set_parameters(result.parameters);

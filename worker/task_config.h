@@ -19,6 +19,9 @@ struct WorkerResources {
   std::string device = "cpu";   // "cpu", "cuda:N", or "auto"
   int threads = 0;              // 0: all cores
   std::string checkpoint_root;  // "" disables checkpoints
+  // The attention kernel: "auto" (timed at each trial's start on the CPU),
+  // "fused", "masked" or "sdpa"; see model::TrainConfig::attention.
+  std::string attention = "auto";
 };
 
 // CheckpointDirFor returns `<checkpoint_root>/<task.checkpoint_key>`, or ""

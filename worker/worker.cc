@@ -461,6 +461,8 @@ TrialOutcome Worker::TrialRun::Finish(
       .Kv("final_val_loss", result->final_val_loss)
       .Kv("diverged", result->diverged ? "true" : "false")
       .Kv("tokens_per_second", result->tokens_per_second)
+      .Kv("attention", result->attention_kernel)
+      .Kv("isa", result->isa)
       .Kv("wall_seconds", result->wall_seconds)
       .Kv("checkpoints_skipped", result->checkpoints_skipped)
       .Kv("discarded_checkpoint_step", result->discarded_checkpoint_step);

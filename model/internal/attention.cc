@@ -22,6 +22,13 @@ void CheckInput(const torch::Tensor& x, const char* name) {
               " must be a (B, T, C) fp32 CPU tensor with contiguous channels");
 }
 
+void CheckIsa(Isa isa) {
+  const std::vector<Isa> supported = SupportedIsas();
+  TORCH_CHECK(
+      std::find(supported.begin(), supported.end(), isa) != supported.end(),
+      "fused attention: this CPU cannot run the ", IsaName(isa), " kernel");
+}
+
 HeadView At(const torch::Tensor& x, int64_t b, int64_t h, int64_t d) {
   return {x.data_ptr<float>() + b * x.stride(0) + h * d, x.stride(1)};
 }
@@ -32,7 +39,7 @@ std::pair<torch::Tensor, torch::Tensor> FusedForward(const torch::Tensor& q,
                                                      const torch::Tensor& k,
                                                      const torch::Tensor& v,
                                                      int64_t heads,
-                                                     bool keep_lse) {
+                                                     bool keep_lse, Isa isa) {
   const int64_t batch = q.size(0), t = q.size(1), c = q.size(2);
   const int64_t d = c / heads;
   const float scale = 1.0f / std::sqrt(static_cast<float>(d));
@@ -44,7 +51,7 @@ std::pair<torch::Tensor, torch::Tensor> FusedForward(const torch::Tensor& q,
     for (int64_t task = begin; task < end; ++task) {
       const int64_t b = task / heads, h = task % heads;
       AttentionForwardHead(
-          At(q, b, h, d), At(k, b, h, d), At(v, b, h, d), t, d, scale,
+          isa, At(q, b, h, d), At(k, b, h, d), At(v, b, h, d), t, d, scale,
           y.data_ptr<float>() + b * t * c + h * d, c,
           keep_lse ? lse.data_ptr<float>() + task * t : nullptr, &scratch);
     }
@@ -58,7 +65,7 @@ std::pair<torch::Tensor, torch::Tensor> FusedForward(const torch::Tensor& q,
 void FusedBackward(const torch::Tensor& q, const torch::Tensor& k,
                    const torch::Tensor& v, const torch::Tensor& y,
                    const torch::Tensor& lse, const torch::Tensor& dy,
-                   int64_t heads, float* dq, float* dk, float* dv,
+                   int64_t heads, Isa isa, float* dq, float* dk, float* dv,
                    int64_t grad_bs, int64_t grad_rs) {
   const int64_t batch = q.size(0), t = q.size(1), c = q.size(2);
   const int64_t d = c / heads;
@@ -69,11 +76,15 @@ void FusedBackward(const torch::Tensor& q, const torch::Tensor& k,
       const int64_t b = task / heads, h = task % heads;
       const int64_t offset = b * grad_bs + h * d;
       AttentionBackwardHead(
-          At(q, b, h, d), At(k, b, h, d), At(v, b, h, d), At(y, b, h, d),
+          isa, At(q, b, h, d), At(k, b, h, d), At(v, b, h, d), At(y, b, h, d),
           At(dy, b, h, d), lse.data_ptr<float>() + task * t, t, d, scale,
           dq + offset, dk + offset, dv + offset, grad_rs, &scratch);
     }
   });
+}
+
+Isa SavedIsa(torch::autograd::AutogradContext* ctx) {
+  return static_cast<Isa>(ctx->saved_data["isa"].toInt());
 }
 
 std::vector<torch::Tensor> SplitQkv(const torch::Tensor& qkv) {
@@ -86,10 +97,11 @@ class FusedCausalAttentionFunction
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
                                const torch::Tensor& q, const torch::Tensor& k,
-                               const torch::Tensor& v, int64_t heads) {
-    auto [y, lse] = FusedForward(q, k, v, heads, /*keep_lse=*/true);
+                               const torch::Tensor& v, int64_t heads, Isa isa) {
+    auto [y, lse] = FusedForward(q, k, v, heads, /*keep_lse=*/true, isa);
     ctx->save_for_backward({q, k, v, y, lse});
     ctx->saved_data["heads"] = heads;
+    ctx->saved_data["isa"] = static_cast<int64_t>(isa);
     return y;
   }
 
@@ -103,10 +115,10 @@ class FusedCausalAttentionFunction
     torch::Tensor dv = torch::empty_like(dq);
     FusedBackward(q, saved[1], saved[2], saved[3], saved[4],
                   grad_outputs[0].contiguous(),
-                  ctx->saved_data["heads"].toInt(), dq.data_ptr<float>(),
-                  dk.data_ptr<float>(), dv.data_ptr<float>(),
-                  q.size(1) * q.size(2), q.size(2));
-    return {dq, dk, dv, torch::Tensor()};
+                  ctx->saved_data["heads"].toInt(), SavedIsa(ctx),
+                  dq.data_ptr<float>(), dk.data_ptr<float>(),
+                  dv.data_ptr<float>(), q.size(1) * q.size(2), q.size(2));
+    return {dq, dk, dv, torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -117,12 +129,14 @@ class PackedFusedCausalAttentionFunction
     : public torch::autograd::Function<PackedFusedCausalAttentionFunction> {
  public:
   static torch::Tensor forward(torch::autograd::AutogradContext* ctx,
-                               const torch::Tensor& qkv, int64_t heads) {
+                               const torch::Tensor& qkv, int64_t heads,
+                               Isa isa) {
     const std::vector<torch::Tensor> parts = SplitQkv(qkv);
-    auto [y, lse] =
-        FusedForward(parts[0], parts[1], parts[2], heads, /*keep_lse=*/true);
+    auto [y, lse] = FusedForward(parts[0], parts[1], parts[2], heads,
+                                 /*keep_lse=*/true, isa);
     ctx->save_for_backward({qkv, y, lse});
     ctx->saved_data["heads"] = heads;
+    ctx->saved_data["isa"] = static_cast<int64_t>(isa);
     return y;
   }
 
@@ -138,9 +152,9 @@ class PackedFusedCausalAttentionFunction
     float* base = dqkv.data_ptr<float>();
     FusedBackward(parts[0], parts[1], parts[2], saved[1], saved[2],
                   grad_outputs[0].contiguous(),
-                  ctx->saved_data["heads"].toInt(), base, base + c,
-                  base + 2 * c, qkv.size(1) * 3 * c, 3 * c);
-    return {dqkv, torch::Tensor()};
+                  ctx->saved_data["heads"].toInt(), SavedIsa(ctx), base,
+                  base + c, base + 2 * c, qkv.size(1) * 3 * c, 3 * c);
+    return {dqkv, torch::Tensor(), torch::Tensor()};
   }
 };
 
@@ -159,7 +173,8 @@ torch::Tensor MergeHeads(const torch::Tensor& x) {
 
 torch::Tensor FusedCausalAttention(const torch::Tensor& q,
                                    const torch::Tensor& k,
-                                   const torch::Tensor& v, int64_t heads) {
+                                   const torch::Tensor& v, int64_t heads,
+                                   Isa isa) {
   CheckInput(q, "q");
   CheckInput(k, "k");
   CheckInput(v, "v");
@@ -167,26 +182,28 @@ torch::Tensor FusedCausalAttention(const torch::Tensor& q,
               "fused attention: q, k, v shapes differ");
   TORCH_CHECK(heads > 0 && q.size(2) % heads == 0,
               "fused attention: heads must divide the channels");
+  CheckIsa(isa);
   const bool needs_grad =
       torch::GradMode::is_enabled() &&
       (q.requires_grad() || k.requires_grad() || v.requires_grad());
   // Without a backward there is nothing to keep.
-  if (!needs_grad) return FusedForward(q, k, v, heads, false).first;
-  return FusedCausalAttentionFunction::apply(q, k, v, heads);
+  if (!needs_grad) return FusedForward(q, k, v, heads, false, isa).first;
+  return FusedCausalAttentionFunction::apply(q, k, v, heads, isa);
 }
 
 torch::Tensor FusedCausalAttentionPacked(const torch::Tensor& qkv,
-                                         int64_t heads) {
+                                         int64_t heads, Isa isa) {
   CheckInput(qkv, "qkv");
   TORCH_CHECK(
       qkv.size(2) % 3 == 0 && heads > 0 && (qkv.size(2) / 3) % heads == 0,
       "fused attention: qkv must be (B, T, 3C) with heads dividing C");
+  CheckIsa(isa);
   const bool needs_grad = torch::GradMode::is_enabled() && qkv.requires_grad();
   if (!needs_grad) {
     const std::vector<torch::Tensor> parts = SplitQkv(qkv);
-    return FusedForward(parts[0], parts[1], parts[2], heads, false).first;
+    return FusedForward(parts[0], parts[1], parts[2], heads, false, isa).first;
   }
-  return PackedFusedCausalAttentionFunction::apply(qkv, heads);
+  return PackedFusedCausalAttentionFunction::apply(qkv, heads, isa);
 }
 
 torch::Tensor AttentionProbabilities(const torch::Tensor& q,

@@ -26,6 +26,8 @@
 
 #include <cstdint>
 
+#include "model/internal/kernels.h"
+
 namespace prism::model::internal {
 
 // kHaveSdpa is true when LibTorch provides scaled_dot_product_attention.
@@ -35,15 +37,18 @@ inline constexpr bool kHaveSdpa = true;
 inline constexpr bool kHaveSdpa = false;
 #endif
 
+// `isa` picks the kernel's instruction set; it must be one of
+// SupportedIsas() (see kernels.h).
 torch::Tensor FusedCausalAttention(const torch::Tensor& q,
                                    const torch::Tensor& k,
-                                   const torch::Tensor& v, int64_t heads);
+                                   const torch::Tensor& v, int64_t heads,
+                                   Isa isa = DefaultIsa());
 
 // FusedCausalAttentionPacked is FusedCausalAttention on the fused (B, T, 3C)
 // QKV projection itself (q, k, v are its thirds); its backward writes one
 // (B, T, 3C) gradient instead of three slices for autograd to combine.
 torch::Tensor FusedCausalAttentionPacked(const torch::Tensor& qkv,
-                                         int64_t heads);
+                                         int64_t heads, Isa isa = DefaultIsa());
 
 torch::Tensor MaskedSoftmaxAttention(const torch::Tensor& q,
                                      const torch::Tensor& k,

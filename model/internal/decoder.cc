@@ -41,6 +41,33 @@ AttentionKernel Resolve(AttentionKernel kernel, const torch::Tensor& x) {
 
 }  // namespace
 
+AttentionKernel FusedAt(Isa isa) {
+  switch (isa) {
+    case Isa::kAvx512:
+      return AttentionKernel::kFusedAvx512;
+    case Isa::kAvx2:
+      return AttentionKernel::kFusedAvx2;
+    case Isa::kBaseline:
+      return AttentionKernel::kFusedBaseline;
+  }
+  return AttentionKernel::kFused;
+}
+
+std::optional<Isa> FusedLevel(AttentionKernel kernel) {
+  switch (kernel) {
+    case AttentionKernel::kFused:
+      return DefaultIsa();
+    case AttentionKernel::kFusedBaseline:
+      return Isa::kBaseline;
+    case AttentionKernel::kFusedAvx2:
+      return Isa::kAvx2;
+    case AttentionKernel::kFusedAvx512:
+      return Isa::kAvx512;
+    default:
+      return std::nullopt;
+  }
+}
+
 std::pair<torch::Tensor, torch::Tensor> RotaryTables(int64_t head_dim,
                                                      int64_t context) {
   const int64_t half = head_dim / 2;
@@ -102,15 +129,16 @@ std::vector<torch::Tensor> CausalSelfAttentionImpl::Project(
 torch::Tensor CausalSelfAttentionImpl::forward(const torch::Tensor& x,
                                                AttentionKernel kernel) {
   kernel = Resolve(kernel, x);
-  if (kernel == AttentionKernel::kFused && !rotary_) {
-    return c_proj(FusedCausalAttentionPacked(c_attn(x), heads_));
+  const std::optional<Isa> level = FusedLevel(kernel);
+  if (level && !rotary_) {
+    return c_proj(FusedCausalAttentionPacked(c_attn(x), heads_, *level));
   }
   const std::vector<torch::Tensor> qkv = Project(x);
+  if (level) {
+    return c_proj(FusedCausalAttention(qkv[0], qkv[1], qkv[2], heads_, *level));
+  }
   torch::Tensor y;
   switch (kernel) {
-    case AttentionKernel::kFused:
-      y = FusedCausalAttention(qkv[0], qkv[1], qkv[2], heads_);
-      break;
     case AttentionKernel::kSdpa:
       y = SdpaAttention(qkv[0], qkv[1], qkv[2], heads_);
       break;

@@ -22,6 +22,7 @@
 #include <optional>
 #include <vector>
 
+#include "model/internal/kernels.h"
 #include "scheduler/presets.h"
 #include "scheduler/schedule.h"
 
@@ -29,10 +30,21 @@ namespace prism::model::internal {
 
 enum class AttentionKernel {
   kAuto,           // fused on CPU fp32, SDPA elsewhere when available
-  kFused,          // FusedCausalAttention (CPU fp32 only)
+  kFused,          // FusedCausalAttention at DefaultIsa() (CPU fp32 only)
   kMaskedSoftmax,  // MaskedSoftmaxAttention
   kSdpa,           // SdpaAttention
+  // FusedCausalAttention at a given instruction set (one of SupportedIsas()).
+  kFusedBaseline,
+  kFusedAvx2,
+  kFusedAvx512,
 };
+
+// FusedAt returns the fused kernel at `isa`.
+AttentionKernel FusedAt(Isa isa);
+
+// FusedLevel returns the instruction set a fused kernel runs at
+// (DefaultIsa() for kFused), nullopt for the other kernels.
+std::optional<Isa> FusedLevel(AttentionKernel kernel);
 
 // ApplyRotary rotates (B, T, C) queries or keys per head of width C / heads:
 // the first and second halves of each head's first 2 * floor(D / 2) channels

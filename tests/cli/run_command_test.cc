@@ -3,7 +3,9 @@
 #include <dirent.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/str_cat.h"
@@ -61,7 +63,8 @@ bool WaitForText(const std::string& path, const std::string& text,
 TEST(RunCommandTest, TrainsTheGridPrintsTheRankingAndLeavesNoChildren) {
   const TempDir temp("prism_run");
   const std::string& dir = temp.path();
-  cli::Subprocess run = StartRun(dir, {"--steps", "10"});
+  cli::Subprocess run =
+      StartRun(dir, {"--steps", "10", "--attention", "masked"});
   absl::StatusOr<int> status = run.Wait(absl::Minutes(6));
   ASSERT_TRUE(status.ok()) << ReadFile(dir + "/run.err");
   const std::string out = ReadFile(dir + "/run.out");
@@ -83,6 +86,27 @@ TEST(RunCommandTest, TrainsTheGridPrintsTheRankingAndLeavesNoChildren) {
                                           "--token-file ",
                                           dir, "/data/admin.token")));
   EXPECT_TRUE(ProcessesMentioning(dir + "/data").empty());
+  // --attention reached every worker and every trial trained with it; each
+  // worker may use every core (a trial left alone keeps them all busy).
+  const std::string cores = absl::StrCat(
+      "threads=", std::max(1u, std::thread::hardware_concurrency()));
+  for (const char* log :
+       {"/data/logs/worker-1.log", "/data/logs/worker-2.log"}) {
+    const std::string text = ReadFile(dir + log);
+    EXPECT_THAT(text, HasSubstr("attention=masked")) << text;
+    EXPECT_THAT(text, HasSubstr(cores)) << text;
+    EXPECT_THAT(text, Not(HasSubstr("attention=fused"))) << text;
+  }
+}
+
+TEST(RunCommandTest, UnknownAttentionKernelIsUsageError) {
+  const TempDir temp("prism_run");
+  const std::string& dir = temp.path();
+  cli::Subprocess run = StartRun(dir, {"--attention", "flash"});
+  absl::StatusOr<int> status = run.Wait(absl::Seconds(30));
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(*status, 2);
+  EXPECT_THAT(ReadFile(dir + "/run.err"), HasSubstr("attention 'flash'"));
 }
 
 TEST(RunCommandTest, InterruptStopsEverythingAndRunAgainContinues) {

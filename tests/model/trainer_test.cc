@@ -150,6 +150,65 @@ TEST_F(TrainerTest, ReportsEveryMetricOfATrial) {
   }
 }
 
+TEST_F(TrainerTest, AutoAttentionTimesTheCandidatesAndRecordsTheChoice) {
+  TrainConfig config = SmallRun();
+  config.steps = 2;
+  config.measure_attention = false;
+  absl::StatusOr<TrainResult> r = Train(config, nullptr);
+  ASSERT_TRUE(r.ok()) << r.status();
+  // One timing per candidate: the fused kernel at each instruction set the
+  // CPU has (baseline at least) and masked softmax.
+  ASSERT_GE(r->attention_timings.size(), 2u);
+  EXPECT_EQ(r->attention_timings.back().kernel, "masked");
+  bool chosen_is_a_candidate = false;
+  for (const AttentionTiming& t : r->attention_timings) {
+    EXPECT_GT(t.milliseconds, 0.0) << t.kernel << " " << t.isa;
+    EXPECT_EQ(t.isa.empty(), t.kernel == "masked") << t.kernel;
+    if (t.kernel == r->attention_kernel && t.isa == r->isa) {
+      chosen_is_a_candidate = true;
+    }
+  }
+  EXPECT_TRUE(chosen_is_a_candidate)
+      << r->attention_kernel << " (" << r->isa << ")";
+}
+
+TEST_F(TrainerTest, ExplicitAttentionKernelIsHonouredWithoutTiming) {
+  TrainConfig config = SmallRun();
+  config.steps = 2;
+  config.measure_attention = false;
+  config.attention = "masked";
+  absl::StatusOr<TrainResult> masked = Train(config, nullptr);
+  ASSERT_TRUE(masked.ok()) << masked.status();
+  EXPECT_EQ(masked->attention_kernel, "masked");
+  EXPECT_EQ(masked->isa, "");
+  EXPECT_TRUE(masked->attention_timings.empty());
+
+  config.attention = "fused";
+  absl::StatusOr<TrainResult> fused = Train(config, nullptr);
+  ASSERT_TRUE(fused.ok()) << fused.status();
+  EXPECT_EQ(fused->attention_kernel, "fused");
+  EXPECT_THAT(fused->isa, ::testing::AnyOf("baseline", "avx2", "avx512"));
+  EXPECT_TRUE(fused->attention_timings.empty());
+  // Same function, different rounding: the losses agree closely.
+  EXPECT_NEAR(fused->final_train_loss, masked->final_train_loss, 1e-3);
+}
+
+TEST_F(TrainerTest, PrismIsaForcesTheFusedKernelsLevel) {
+  TrainConfig config = SmallRun();
+  config.steps = 1;
+  config.measure_attention = false;
+  config.attention = "fused";
+  ASSERT_EQ(setenv("PRISM_ISA", "baseline", 1), 0);
+  absl::StatusOr<TrainResult> forced = Train(config, nullptr);
+  ASSERT_EQ(setenv("PRISM_ISA", "sse9", 1), 0);
+  absl::StatusOr<TrainResult> bad = Train(config, nullptr);
+  ASSERT_EQ(unsetenv("PRISM_ISA"), 0);
+  ASSERT_TRUE(forced.ok()) << forced.status();
+  EXPECT_EQ(forced->isa, "baseline");
+  EXPECT_EQ(bad.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(bad.status().message(), HasSubstr("PRISM_ISA"));
+}
+
 TEST_F(TrainerTest, TinyModelOverfitsOneFixedBatch) {
   // A shard of exactly context + 1 tokens has a single window, so every
   // batch is the same sequence.

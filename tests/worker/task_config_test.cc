@@ -51,6 +51,7 @@ TEST(TaskConfigTest, BudgetAndResourcesOverrideDefaults) {
   resources.device = "cuda:1";
   resources.threads = 6;
   resources.checkpoint_root = "/shared/ckpt";
+  resources.attention = "masked";
 
   absl::StatusOr<model::TrainConfig> config =
       TrainConfigForTask(task, resources);
@@ -66,6 +67,7 @@ TEST(TaskConfigTest, BudgetAndResourcesOverrideDefaults) {
   EXPECT_THAT(config->val_paths, ElementsAre("/data/val.bin"));
   EXPECT_EQ(config->device, "cuda:1");
   EXPECT_EQ(config->threads, 6);
+  EXPECT_EQ(config->attention, "masked");
   EXPECT_EQ(config->checkpoint_dir, "/shared/ckpt/e1-t12");
   EXPECT_TRUE(config->resume);
 }
@@ -115,6 +117,8 @@ TEST(TaskConfigTest, ConvertsPointsAndMetrics) {
   result.mfu = 1.0;  // the trial beat the measured matmul peak
   result.peak_matmul_flops = 46e9;
   result.measured_peak_matmul_flops = 13e9;
+  result.attention_kernel = "fused";
+  result.isa = "avx2";
   const v1::TrialMetrics m = ToTrialMetrics(result);
   EXPECT_DOUBLE_EQ(m.final_val_loss(), 2.1);
   EXPECT_EQ(m.steps(), 200);
@@ -127,6 +131,8 @@ TEST(TaskConfigTest, ConvertsPointsAndMetrics) {
   EXPECT_DOUBLE_EQ(m.mfu(), 1.0);
   EXPECT_DOUBLE_EQ(m.peak_matmul_flops(), 46e9);
   EXPECT_DOUBLE_EQ(m.measured_peak_matmul_flops(), 13e9);
+  EXPECT_EQ(m.attention_kernel(), "fused");
+  EXPECT_EQ(m.isa(), "avx2");
 }
 
 }  // namespace

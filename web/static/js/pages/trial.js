@@ -40,6 +40,9 @@ const integerOr = orDash(integer);
 // 100% of its own rate; older trials carry no separate measurement.
 const peakRaised = (m) => num(m.measuredPeakMatmulFlops) > 0
   && num(m.measuredPeakMatmulFlops) < num(m.peakMatmulFlops);
+// attentionText is "fused (avx512)": the kernel the trial trained with and
+// the fused kernel's instruction set (trials from before it was recorded: a dash).
+const attentionText = (m) => (m.attentionKernel ? `${m.attentionKernel}${m.isa ? ` (${m.isa})` : ''}` : '\u2014');
 const mfuText = (m) => (num(m.mfu) ? `${percent(m.mfu, 2)}${peakRaised(m) ? ' (above the measured peak)' : ''}` : kDash);
 const measuredPeakText = (m) => {
   const peak = num(m.measuredPeakMatmulFlops) || num(m.peakMatmulFlops);
@@ -67,6 +70,7 @@ function metricsTable(trial, baseline) {
     row('Peak memory', bytes(m.peakMemoryBytes), b && bytes(b.peakMemoryBytes)),
     row('Wall time', duration(m.wallSeconds), b && duration(b.wallSeconds)),
     row('Device', m.device || '\u2014', b && (b.device || '\u2014')),
+    row('Attention kernel', attentionText(m), b && attentionText(b)),
     m.diverged ? row('Diverged at step', integer(m.divergedStep), null) : null,
   ].filter(Boolean);
   const columns = [
