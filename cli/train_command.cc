@@ -480,6 +480,7 @@ void RegisterModelCommands(CLI::App& app, Action* action) {
                     "kernel at each instruction set and masked softmax, and "
                     "use the fastest), fused, masked or sdpa. PRISM_ISA="
                     "baseline|avx2|avx512 forces the fused kernel's level")
+        ->envname("PRISM_ATTENTION")
         ->capture_default_str();
     cmd->add_option("--positions", o->positions,
                     "learned or rotary (default: the preset's, learned)");

@@ -132,7 +132,10 @@ void RegisterWorkerCommands(CLI::App& app, Action* action) {
   cmd->add_option("--attention", o->attention,
                   "Attention kernel: auto (on the CPU, time the candidates at "
                   "each trial's start and use the fastest), fused, masked or "
-                  "sdpa; the choice is in each trial's metrics")
+                  "sdpa; the choice is in each trial's metrics. A resumed "
+                  "trial keeps its checkpoint's kernel. Pin one (fused) "
+                  "where curves must match bit for bit across runs")
+      ->envname("PRISM_ATTENTION")
       ->capture_default_str();
   cmd->add_option("--checkpoint-dir", o->checkpoint_dir,
                   "Checkpoint root; a trial uses <dir>/<checkpoint key>. Put "

@@ -161,6 +161,9 @@ class TrainingRun {
   // candidates for "auto" on the CPU) and records the choice in result_.
   absl::Status ChooseAttention();
   absl::Status Resume();
+  // AdoptKernel switches an auto-chosen kernel to the one a checkpoint was
+  // trained with (its AttentionKernelKey), when this CPU has it.
+  void AdoptKernel(const std::string& key);
   // TrainStep runs forward and backward for update `step` (0-based) and
   // returns the mean train loss; NaN or inf means divergence.
   double TrainStep(int64_t step);
@@ -384,7 +387,31 @@ absl::Status TrainingRun::Resume() {
   window_loss_ = checkpoint.window_loss;
   window_seconds_ = checkpoint.window_seconds;
   window_steps_ = checkpoint.window_steps;
+  AdoptKernel(checkpoint.attention_kernel);
   return absl::OkStatus();
+}
+
+void TrainingRun::AdoptKernel(const std::string& key) {
+  // Only a measured choice gives way: a kernel the caller named stays.
+  if (key.empty() || config_.attention != "auto" || !device_.is_cpu() ||
+      key == internal::AttentionKernelKey(kernel_)) {
+    return;
+  }
+  absl::StatusOr<internal::Isa> isa = internal::IsaFromEnvironment();
+  const char* forced = std::getenv("PRISM_ISA");
+  const bool isa_forced = isa.ok() && forced != nullptr && *forced != '\0';
+  const std::optional<internal::AttentionKernel> kernel =
+      internal::KernelFromKey(
+          key,
+          internal::AttentionCandidates(
+              isa_forced ? std::optional<internal::Isa>(*isa) : std::nullopt));
+  // A level this CPU lacks: the timed choice trains on, and the curve
+  // differs from an uninterrupted run's in float rounding.
+  if (!kernel.has_value()) return;
+  kernel_ = *kernel;
+  result_.attention_kernel = internal::AttentionKernelName(kernel_);
+  const std::optional<internal::Isa> level = internal::FusedLevel(kernel_);
+  result_.isa = level ? internal::IsaName(*level) : "";
 }
 
 std::pair<torch::Tensor, torch::Tensor> TrainingRun::Batch(
@@ -542,6 +569,7 @@ absl::Status TrainingRun::WriteCheckpoint(int64_t step) {
   checkpoint.curve = result_.curve;
   checkpoint.milestones = result_.milestones;
   checkpoint.elapsed_seconds = Elapsed();
+  checkpoint.attention_kernel = internal::AttentionKernelKey(kernel_);
   checkpoint.min_val_loss = result_.min_val_loss;
   checkpoint.final_val_loss = result_.final_val_loss;
   checkpoint.final_train_loss = result_.final_train_loss;

@@ -169,6 +169,10 @@ absl::Status CheckSpecLimits(const v1::ExperimentSpec& spec,
     return Invalid("seeds' count", spec.seeds_size(), "max-seeds",
                    limits.max_seeds);
   }
+  if (spec.has_seeds_policy() && spec.seeds_policy().max() > limits.max_seeds) {
+    return Invalid("seeds_policy.max", spec.seeds_policy().max(), "max-seeds",
+                   limits.max_seeds);
+  }
   if (spec.budget().loss_targets_size() > limits.max_seeds) {
     return Invalid("budget.loss_targets' count",
                    spec.budget().loss_targets_size(), "max-seeds",
@@ -212,8 +216,21 @@ absl::Status CheckSpecLimits(const v1::ExperimentSpec& spec,
 }
 
 absl::Status CheckPlanLimits(const ExperimentPlan& plan, const Limits& limits) {
-  PRISM_RETURN_IF_ERROR(
-      CheckTrialCount(static_cast<int64_t>(plan.trials.size()), limits));
+  const int64_t planned = static_cast<int64_t>(plan.trials.size());
+  const v1::SeedsPolicy& policy = plan.spec.seeds_policy();
+  if (plan.spec.has_seeds_policy() && policy.min() > 0) {
+    // The plan holds the first round, min seeds per schedule; later rounds
+    // may give every schedule (and the baseline) up to max: bound that.
+    const int64_t most = planned / policy.min() * policy.max();
+    if (most > limits.max_trials_per_experiment) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("spec may grow to ", most, " trials (",
+                       planned / policy.min(), " schedules x seeds_policy.max ",
+                       policy.max(), "); limit --max-trials-per-experiment=",
+                       limits.max_trials_per_experiment));
+    }
+  }
+  PRISM_RETURN_IF_ERROR(CheckTrialCount(planned, limits));
   return CheckShape(plan.shape, limits);
 }
 

@@ -137,4 +137,18 @@ std::string AttentionKernelName(AttentionKernel kernel) {
   }
 }
 
+std::string AttentionKernelKey(AttentionKernel kernel) {
+  const std::optional<Isa> level = FusedLevel(kernel);
+  return level ? AttentionKernelName(kernel) + ":" + IsaName(*level)
+               : AttentionKernelName(kernel);
+}
+
+std::optional<AttentionKernel> KernelFromKey(
+    const std::string& key, const std::vector<AttentionKernel>& candidates) {
+  for (AttentionKernel k : candidates) {
+    if (AttentionKernelKey(k) == key) return k;
+  }
+  return std::nullopt;
+}
+
 }  // namespace prism::model::internal

@@ -70,6 +70,13 @@ AttentionChoice ChooseAttentionKernel(
 // AttentionKernelName returns "fused", "masked", "sdpa" or "auto".
 std::string AttentionKernelName(AttentionKernel kernel);
 
+// AttentionKernelKey names the kernel and, for the fused one, its level:
+// "fused:avx2", "masked". KernelFromKey is its inverse over `candidates`
+// (nullopt when none has that key, e.g. a level this CPU lacks).
+std::string AttentionKernelKey(AttentionKernel kernel);
+std::optional<AttentionKernel> KernelFromKey(
+    const std::string& key, const std::vector<AttentionKernel>& candidates);
+
 }  // namespace prism::model::internal
 
 #endif  // PRISM_MODEL_INTERNAL_ATTENTION_TUNER_H_

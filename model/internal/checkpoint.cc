@@ -35,8 +35,9 @@ namespace fs = std::filesystem;
 // Version 2 added the recipe and the training seconds, tokens, final train
 // loss and loss window. Version 1 still loads (for evaluation); it records no
 // recipe, so training never resumes from it.
-constexpr int64_t kFormatVersion = 2;
+constexpr int64_t kFormatVersion = 3;
 constexpr int64_t kFirstRecipeVersion = 2;
+constexpr int64_t kFirstKernelVersion = 3;
 constexpr int kCurveColumns = 6;
 
 torch::Tensor CurveToTensor(const std::vector<CurvePoint>& curve) {
@@ -308,6 +309,7 @@ absl::Status SaveCheckpoint(const std::string& dir,
     archive.write("window_loss", c10::IValue(checkpoint.window_loss));
     archive.write("window_seconds", c10::IValue(checkpoint.window_seconds));
     archive.write("window_steps", c10::IValue(checkpoint.window_steps));
+    archive.write("attention_kernel", c10::IValue(checkpoint.attention_kernel));
     archive.save_to(
         [&sink](const void* data, size_t n) { return sink.Write(data, n); });
   } catch (const std::exception& e) {
@@ -372,6 +374,10 @@ absl::StatusOr<std::optional<Checkpoint>> LoadCheckpoint(
       checkpoint.window_loss = Read(archive, "window_loss").toDouble();
       checkpoint.window_seconds = Read(archive, "window_seconds").toDouble();
       checkpoint.window_steps = Read(archive, "window_steps").toInt();
+    }
+    if (version >= kFirstKernelVersion) {
+      checkpoint.attention_kernel =
+          Read(archive, "attention_kernel").toStringRef();
     }
   } catch (const c10::Error& e) {
     return absl::DataLossError(absl::StrCat(

@@ -69,6 +69,11 @@ struct Checkpoint {
   double window_loss = 0.0;
   double window_seconds = 0.0;
   int64_t window_steps = 0;
+  // The attention kernel the run trained with (AttentionKernelKey, e.g.
+  // "fused:avx2"), so a resumed run keeps it: kernels differ in float
+  // rounding, and a resume must continue the same trajectory. Empty before
+  // format version 3.
+  std::string attention_kernel;
 };
 
 // ShapeKey describes everything about a shape that the weights depend on.

@@ -176,13 +176,10 @@ absl::StatusOr<int> LocalCluster::StartWorker(const WorkerFlags& flags) {
   const int index = static_cast<int>(workers_.size());
   cli::SpawnOptions spawn;
   spawn.argv = {
-      PrismBinary(),
-      "worker",
-      "--coordinator",
-      grpc_address_,
-      "--threads",
-      "1",
-      "--checkpoint-dir",
+      PrismBinary(), "worker", "--coordinator", grpc_address_, "--threads", "1",
+      // One kernel: tests compare curves bit for bit with `prism train`
+      // runs, and auto's timed choice may differ between processes.
+      "--attention", "fused", "--checkpoint-dir",
       flags.checkpoint_dir.empty() ? checkpoint_dir() : flags.checkpoint_dir};
   spawn.argv.insert(spawn.argv.end(), flags.args.begin(), flags.args.end());
   // The demo corpus is prepared once per build tree and shared (preparing

@@ -98,6 +98,8 @@ std::map<int64_t, float> Reference(const LocalCluster& cluster,
        absl::StrCat(r.log_every),
        "--threads",
        "1",
+       "--attention",
+       "fused",
        "--format",
        "json"},
       {DataDirEnv()}, absl::StrCat(cluster.dir(), "/reference-", ++counter));

@@ -96,6 +96,8 @@ std::map<int64_t, float> Reference(const LocalCluster& cluster,
                                 absl::StrCat(kLogEvery),
                                 "--threads",
                                 "1",
+                                "--attention",
+                                "fused",
                                 "--format",
                                 "json"},
                                {DataDirEnv()}, cluster.dir() + "/reference");
@@ -425,7 +427,9 @@ TEST(SlurmTest, BatchArrayWorkersFinishAnExperimentAndATermedOneHandsBack) {
        absl::StrCat("PRISM_TOKEN_FILE=", cluster.dir(), "/worker.token"),
        absl::StrCat("PRISM_CHECKPOINTS=", cluster.checkpoint_dir()),
        absl::StrCat("PRISM_BIN=", PrismBinary()), "PRISM_DEVICE=cpu",
-       "PRISM_IDLE_EXIT_SECONDS=20", DataDirEnv()});
+       // The workers' kernel, as the reference's (the job's environment
+       // reaches `prism worker`).
+       "PRISM_ATTENTION=fused", "PRISM_IDLE_EXIT_SECONDS=20", DataDirEnv()});
   ASSERT_EQ(submitted.status, 0) << submitted.err << slurm.Logs();
   const std::string job(absl::StripAsciiWhitespace(submitted.out));
   slurm.Submitted(job);

@@ -48,6 +48,7 @@ Checkpoint SmallCheckpoint(const std::string& recipe) {
   c.window_loss = 6.5;
   c.window_seconds = 0.625;
   c.window_steps = 2;
+  c.attention_kernel = "fused:avx2";
   return c;
 }
 
@@ -98,6 +99,7 @@ TEST(CheckpointTest, SavesAndLoadsEveryField) {
   EXPECT_EQ(c.window_loss, want.window_loss);
   EXPECT_EQ(c.window_seconds, want.window_seconds);
   EXPECT_EQ(c.window_steps, want.window_steps);
+  EXPECT_EQ(c.attention_kernel, want.attention_kernel);
 }
 
 TEST(CheckpointTest, DifferentRecipeNamesEveryDifferingField) {

@@ -99,6 +99,25 @@ TEST_F(LimitsTest, ExplicitScheduleListsCountAgainstTheTrialLimit) {
       "spec has 12 trials; limit --max-trials-per-experiment=10");
 }
 
+TEST_F(LimitsTest, ASeedsPolicyCountsItsLastRound) {
+  // 3 schedules and the baseline start with 2 seeds (8 trials, within 10)
+  // but may grow to 3 seeds each: 12.
+  v1::ExperimentSpec spec = Spec({"2x2,4x4", "1x2,4x4", "2x3,4x3"}, {});
+  spec.mutable_seeds_policy()->set_min(2);
+  spec.mutable_seeds_policy()->set_max(3);
+  ExpectRefused(spec, grpc::StatusCode::INVALID_ARGUMENT,
+                "spec may grow to 12 trials (4 schedules x seeds_policy.max "
+                "3); limit --max-trials-per-experiment=10");
+  // Its max is a number of seeds too.
+  v1::ExperimentSpec many = Spec({"2x2,4x4"}, {});
+  many.mutable_seeds_policy()->set_min(2);
+  many.mutable_seeds_policy()->set_max(4);
+  ExpectRefused(many, grpc::StatusCode::INVALID_ARGUMENT,
+                "seeds_policy.max is 4; limit --max-seeds=3");
+  spec.mutable_seeds_policy()->set_max(2);
+  EXPECT_GT(Submit(alice_, spec), 0);
+}
+
 TEST_F(LimitsTest, GridAndRandomPlansAreCheckedToo) {
   v1::ExperimentSpec grid = Spec({}, {1, 2});
   ExpectRefused(grid, grpc::StatusCode::INVALID_ARGUMENT, "limit of 10 trials");
