@@ -145,7 +145,9 @@ void PrintTrialText(const v1::GetTrialResponse& response) {
         Printable(m.device()));
     if (!m.attention_kernel().empty()) {
       std::cout << "attention " << Printable(m.attention_kernel())
-                << (m.isa().empty() ? "" : absl::StrCat(" (", Printable(m.isa()), ")"))
+                << (m.isa().empty()
+                        ? ""
+                        : absl::StrCat(" (", Printable(m.isa()), ")"))
                 << "\n";
     }
     if (m.diverged()) {

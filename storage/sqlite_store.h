@@ -6,8 +6,9 @@
 // (experiment, schedule, seed, config fingerprint); at completion the
 // metrics message, the ranking fields copied out of it into columns and a
 // compact val-curve blob, so ranking neither scans points nor parses
-// messages; v5: experiments' adaptive-seeds columns; v6: trials.device), trial_attempts, points
-// (PRIMARY KEY (trial_id, split, step), WITHOUT ROWID) and workers.
+// messages; v5: experiments' adaptive-seeds columns; v6: trials.device),
+// trial_attempts, points (PRIMARY KEY (trial_id, split, step), WITHOUT ROWID)
+// and workers.
 //
 // The file runs in WAL mode with foreign keys on and memory-mapped reads, at
 // the durability SqliteStoreOptions picks (below; by default a committed

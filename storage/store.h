@@ -228,7 +228,8 @@ class Store {
   // failed trials, by id, as the ranking needs them (val curve from the
   // compact blob written at completion; the points table is not scanned).
   // Metrics are read for completed trials only; worker_id is the worker that
-  // held the trial last, device the trainer's (NULL before the v6 backfill: "").
+  // held the trial last, device the trainer's (NULL before the v6 backfill:
+  // "").
   virtual absl::StatusOr<std::vector<TrialOutcome>> ListFinishedOutcomes(
       int64_t experiment_id) = 0;
   // ListTrialKeys returns every trial of the experiment (any state) as its
