@@ -8,7 +8,10 @@
 #include <thread>
 #include <vector>
 
+#include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "cli/subprocess.h"
 #include "gmock/gmock.h"
@@ -97,6 +100,38 @@ TEST(RunCommandTest, TrainsTheGridPrintsTheRankingAndLeavesNoChildren) {
     EXPECT_THAT(text, HasSubstr(cores)) << text;
     EXPECT_THAT(text, Not(HasSubstr("attention=fused"))) << text;
   }
+}
+
+TEST(RunCommandTest, ThreeSeedsGiveEveryScheduleAVerdict) {
+  const TempDir temp("prism_run_seeds");
+  const std::string& dir = temp.path();
+  cli::Subprocess run =
+      StartRun(dir, {"--seeds", "3", "--steps", "10", "--attention", "masked"});
+  absl::StatusOr<int> status = run.Wait(absl::Minutes(10));
+  ASSERT_TRUE(status.ok()) << ReadFile(dir + "/run.err");
+  EXPECT_EQ(*status, 0) << ReadFile(dir + "/run.err");
+  const std::string out = ReadFile(dir + "/run.out");
+  EXPECT_THAT(out, HasSubstr("15/15 trials completed"));
+  // Every ranked schedule but the baseline has 3 paired seeds and one of
+  // the three verdict words, never needs_seeds.
+  int ranked = 0;
+  for (absl::string_view line : absl::StrSplit(out, '\n')) {
+    const std::vector<absl::string_view> cells =
+        absl::StrSplit(line, ' ', absl::SkipEmpty());
+    if (cells.size() < 3 || cells[0].empty() ||
+        !absl::ascii_isdigit(cells[0][0]) || cells[2] != "false") {
+      continue;  // not a row of a non-baseline schedule
+    }
+    ++ranked;
+    EXPECT_THAT(line, Not(HasSubstr("needs_seeds"))) << line;
+    EXPECT_TRUE(absl::StrContains(line, " better ") ||
+                absl::StrContains(line, " worse ") ||
+                absl::StrContains(line, " tied "))
+        << line;
+  }
+  EXPECT_EQ(ranked, 4) << out;
+  EXPECT_THAT(out, HasSubstr("Holm-Bonferroni over 4 schedule(s)"));
+  EXPECT_TRUE(ProcessesMentioning(dir + "/data").empty());
 }
 
 TEST(RunCommandTest, UnknownAttentionKernelIsUsageError) {
