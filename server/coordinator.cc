@@ -175,13 +175,6 @@ absl::Status Coordinator::Start() {
   if (seeds_added > 0) {
     Log(LogLevel::kInfo, "added seeds after start").Kv("trials", seeds_added);
   }
-  PRISM_ASSIGN_OR_RETURN(int extended, queue_->ExtendLeasesAfterRestart());
-  if (extended > 0) {
-    Log(LogLevel::kInfo, "extended live leases after start")
-        .Kv("leases", extended)
-        .Kv("grace_ms", v1::RestartGraceMs(options_.lease_seconds,
-                                           options_.heartbeat_seconds));
-  }
 
   PRISM_ASSIGN_OR_RETURN(auto grpc_host, SplitHostPort(options_.grpc_address));
   grpc::ServerBuilder builder;
@@ -215,6 +208,18 @@ absl::Status Coordinator::Start() {
                          http_->Bind(http_host.first, http_host.second));
   http_address_ = absl::StrCat(http_host.first, ":", http_port);
   http_->Start();
+
+  // The grace counts from the moment the servers accept calls (the
+  // contract in worker_protocol.h), not from before they were built: a
+  // start slowed by a loaded host must not eat into a worker's time to
+  // reconnect. Nothing expires leases before the expiry thread runs.
+  PRISM_ASSIGN_OR_RETURN(int extended, queue_->ExtendLeasesAfterRestart());
+  if (extended > 0) {
+    Log(LogLevel::kInfo, "extended live leases after the servers started")
+        .Kv("leases", extended)
+        .Kv("grace_ms", v1::RestartGraceMs(options_.lease_seconds,
+                                           options_.heartbeat_seconds));
+  }
 
   expiry_thread_ = std::thread([this] { ExpiryLoop(); });
   // The first Rank after a start should not pay for reading every trial.
