@@ -143,6 +143,12 @@ void PrintTrialText(const v1::GetTrialResponse& response) {
         m.final_val_loss(), m.min_val_loss(), m.final_train_loss(),
         m.tokens_per_second(), MfuText(m), m.parameters(), m.wall_seconds(),
         Printable(m.device()));
+    if (m.cpu_share() > 0.0) {
+      std::cout << fmt::format(
+          "cpu share {:.2f} (CPU seconds over stepping seconds x threads: "
+          "about 1 alone, 0.5 beside one equally busy process)\n",
+          m.cpu_share());
+    }
     if (!m.attention_kernel().empty()) {
       std::cout << "attention " << Printable(m.attention_kernel())
                 << (m.isa().empty()

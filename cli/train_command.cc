@@ -272,6 +272,7 @@ void PrintSummary(const model::TrainConfig& config, const model::TrainResult& r,
       fmt::format("{:.0f} MiB", r.peak_memory_bytes / 1048576.0));
   add("wall time", FormatDuration(r.wall_seconds));
   add("device", r.device);
+  if (r.cpu_share > 0.0) add("cpu share", fmt::format("{:.2f}", r.cpu_share));
   if (!r.attention_kernel.empty()) add("attention", AttentionText(r));
   table.Print(std::cout, format);
 }

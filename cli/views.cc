@@ -95,7 +95,8 @@ std::string RatioMethod(const v1::RankResponse& response) {
       "baseline final val loss (steps interpolated between evals) [95% CI] "
       "over the m of n paired seeds that reached it\ntps_ratio: mean "
       "tokens/s ratio per seed [95% CI] over the used/all seed pairs, paired "
-      "on the same worker, else the same device, else unpaired";
+      "on the same worker, else the same device, else unpaired (also CPU "
+      "trials whose shares of their cores differ by more than 0.15)";
   for (const auto& [hardware, count] : unpaired) {
     absl::StrAppend(&text, "\ntps_ratio unpaired (hardware differs) for ",
                     count, " schedule(s): ", hardware);

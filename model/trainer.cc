@@ -1,6 +1,7 @@
 #include "model/trainer.h"
 
 #include <ATen/autocast_mode.h>
+#include <time.h>
 #include <torch/torch.h>
 
 #include <algorithm>
@@ -44,6 +45,13 @@ using Clock = std::chrono::steady_clock;
 
 double Seconds(Clock::duration d) {
   return std::chrono::duration<double>(d).count();
+}
+
+// ProcessCpuSeconds is the CPU time of every thread of this process so far.
+double ProcessCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return static_cast<double>(ts.tv_sec) + ts.tv_nsec * 1e-9;
 }
 
 absl::Status Invalid(absl::string_view field, absl::string_view problem) {
@@ -203,6 +211,12 @@ class TrainingRun {
   // the last train point.
   double train_seconds_ = 0.0;
   int64_t train_tokens_ = 0;
+  // The process CPU seconds of those steps, and the threads they may use
+  // (TrainResult::cpu_share); cpu_measured_ is false on CUDA and after a
+  // resume from a checkpoint that did not record them.
+  double train_cpu_seconds_ = 0.0;
+  int cpu_threads_ = 0;
+  bool cpu_measured_ = false;
   double window_loss_ = 0.0;
   double window_seconds_ = 0.0;
   int64_t window_steps_ = 0;
@@ -216,6 +230,7 @@ absl::Status TrainingRun::Setup() {
       internal::ResolveDevice(config_.device);
   if (!device.ok()) return device.status();
   device_ = *device;
+  cpu_measured_ = device_.is_cpu();
 
   // CPU "shards": one shard thread per core, each single-threaded in
   // LibTorch and OpenBLAS (see shard_pool.h). CUDA: one shard; CPU threads
@@ -226,11 +241,13 @@ absl::Status TrainingRun::Setup() {
     internal::SetBlasThreads(1);
     at::set_num_threads(1);
     pool_ = std::make_unique<ShardPool>(std::min(threads, config_.batch_size));
+    cpu_threads_ = pool_->size();
   } else if (device_.is_cpu()) {
     internal::SetBlasThreads(threads);
     at::set_num_threads(config_.cpu_threading == "both" ? threads : 1);
     pool_ = std::make_unique<ShardPool>(1);
     blas_threads_ = threads;
+    cpu_threads_ = threads;
   } else {
     internal::SetBlasThreads(threads);
     at::set_num_threads(threads);
@@ -384,6 +401,8 @@ absl::Status TrainingRun::Resume() {
   elapsed_before_ = checkpoint.elapsed_seconds;
   train_seconds_ = checkpoint.train_seconds;
   train_tokens_ = checkpoint.train_tokens;
+  train_cpu_seconds_ = checkpoint.train_cpu_seconds;
+  cpu_measured_ = cpu_measured_ && checkpoint.train_cpu_seconds >= 0.0;
   window_loss_ = checkpoint.window_loss;
   window_seconds_ = checkpoint.window_seconds;
   window_steps_ = checkpoint.window_steps;
@@ -575,6 +594,7 @@ absl::Status TrainingRun::WriteCheckpoint(int64_t step) {
   checkpoint.final_train_loss = result_.final_train_loss;
   checkpoint.train_seconds = train_seconds_;
   checkpoint.train_tokens = train_tokens_;
+  checkpoint.train_cpu_seconds = cpu_measured_ ? train_cpu_seconds_ : -1.0;
   checkpoint.window_loss = window_loss_;
   checkpoint.window_seconds = window_seconds_;
   checkpoint.window_steps = window_steps_;
@@ -629,6 +649,7 @@ absl::StatusOr<TrainResult> TrainingRun::Execute() {
     const int64_t step = done;
     const double lr = LearningRate(config_, step);
     const Clock::time_point t0 = Clock::now();
+    const double cpu0 = ProcessCpuSeconds();
     const double loss = TrainStep(step);
     const double norm =
         std::isfinite(loss)
@@ -643,6 +664,7 @@ absl::StatusOr<TrainResult> TrainingRun::Execute() {
     done = step + 1;
     train_seconds_ += seconds;
     train_tokens_ += tokens_per_step;
+    train_cpu_seconds_ += ProcessCpuSeconds() - cpu0;
     window_loss_ += loss;
     window_seconds_ += seconds;
     ++window_steps_;
@@ -685,6 +707,9 @@ absl::StatusOr<TrainResult> TrainingRun::Execute() {
   }
   result_.tokens_per_second =
       train_seconds_ > 0.0 ? train_tokens_ / train_seconds_ : 0.0;
+  if (cpu_measured_ && train_seconds_ > 0.0 && cpu_threads_ > 0) {
+    result_.cpu_share = train_cpu_seconds_ / (train_seconds_ * cpu_threads_);
+  }
   // The probe is a deterministic function of the weights, so a run resumed
   // from its final checkpoint measures the same distances again.
   if (!result_.diverged && !result_.stopped && config_.measure_attention) {

@@ -133,6 +133,13 @@ struct TrainResult {
   // Checkpoints not written because BeforeCheckpoint returned false.
   int64_t checkpoints_skipped = 0;
   double tokens_per_second = 0.0;  // over every step of the trial
+  // The share of its cores the CPU run got while it stepped: the process's
+  // CPU seconds over (stepping seconds x the threads it trains with), over
+  // every step of the trial, like tokens_per_second. About 1 when nothing
+  // else ran on those cores, about 0.5 beside one equally busy process. 0:
+  // not measured (a CUDA run, or one resumed from a checkpoint written
+  // before it was recorded).
+  double cpu_share = 0.0;
   // MFU: model FLOP/s (flops_per_token x tokens_per_second) over
   // peak_matmul_flops, at most 1. The peak is the matmul measurement, or the
   // model FLOP/s themselves when they beat it; then the measurement, kept in

@@ -59,9 +59,26 @@ std::string DeviceLabel(const std::string& device) {
   return device.empty() ? "unknown device" : device;
 }
 
+// SharedCoresDiffer says whether two trials both measured their share of
+// the cores and got clearly different shares (see kCpuShareTolerance).
+bool SharedCoresDiffer(const TrialOutcome& t, const TrialOutcome& b) {
+  return t.cpu_share > 0.0 && b.cpu_share > 0.0 &&
+         std::abs(t.cpu_share - b.cpu_share) > kCpuShareTolerance;
+}
+
+std::string ShareLabel(const TrialOutcome& t) {
+  return absl::StrCat(DeviceLabel(t.device), " at ",
+                      static_cast<int>(std::lround(t.cpu_share * 100)),
+                      "% of its cores");
+}
+
 ThroughputPair PairThroughput(const TrialOutcome& t, const TrialOutcome& b) {
   ThroughputPair pair;
   pair.ratio = t.tokens_per_second / b.tokens_per_second;
+  if (&t != &b && SharedCoresDiffer(t, b)) {
+    pair.hardware = absl::StrCat(ShareLabel(t), " vs ", ShareLabel(b));
+    return pair;
+  }
   // The baseline's own row pairs each trial with itself.
   if (&t == &b || (t.device == b.device && !t.worker_id.empty() &&
                    t.worker_id == b.worker_id)) {

@@ -27,9 +27,13 @@
 // the same worker with the same device string, on "device" when only the
 // device strings match (the trainer's, e.g. "cpu (4 threads)" or "cuda:0":
 // the same kind and thread count, not a proven CPU or GPU model), and is
-// unpaired otherwise. The mean and CI are over the matched pairs (the level
-// is the weakest among them); with none matched, over all pairs, labelled
-// unpaired with both sides' hardware.
+// unpaired otherwise. Two CPU trials whose shares of their cores
+// (cpu_share) are both known and differ by more than kCpuShareTolerance are
+// unpaired too, labelled with both shares: one trained beside another
+// process and the other alone, so their ratio measures the sharing, not the
+// schedule. The mean and CI are over the matched pairs (the level is the
+// weakest among them); with none matched, over all pairs, labelled unpaired
+// with both sides' hardware.
 //
 // Verdict method: per schedule, a two-sided one-sample t-test of its paired
 // deltas (one per seed it shares with the baseline) against 0; the p-values of
@@ -56,6 +60,10 @@ namespace prism {
 // The familywise error rate the verdicts control.
 inline constexpr double kVerdictAlpha = 0.05;
 
+// The largest difference of cpu_share (a fraction of the cores) at which two
+// CPU trials' tokens/s still pair (see the top).
+inline constexpr double kCpuShareTolerance = 0.15;
+
 // OutcomeState is how a finished trial ended. Only completed trials enter the
 // statistics; diverged and failed ones are counted.
 enum class OutcomeState { kCompleted, kDiverged, kFailed };
@@ -75,6 +83,9 @@ struct TrialOutcome {
   // ("" when unknown).
   std::string worker_id;
   std::string device;
+  // The share of its cores a CPU trial got while stepping (TrialMetrics);
+  // 0 when unknown.
+  double cpu_share = 0.0;
   // The val curve, steps ascending.
   std::vector<int64_t> val_steps;
   std::vector<double> val_losses;

@@ -139,6 +139,7 @@ v1::TrialMetrics ToTrialMetrics(const model::TrainResult& result) {
   m.set_diverged_step(result.diverged_step);
   m.set_wall_seconds(result.wall_seconds);
   m.set_device(result.device);
+  m.set_cpu_share(result.cpu_share);
   return m;
 }
 

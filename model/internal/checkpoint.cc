@@ -35,9 +35,12 @@ namespace fs = std::filesystem;
 // Version 2 added the recipe and the training seconds, tokens, final train
 // loss and loss window. Version 1 still loads (for evaluation); it records no
 // recipe, so training never resumes from it.
-constexpr int64_t kFormatVersion = 3;
+// Version 3 added the attention kernel, version 4 the CPU seconds of the
+// steps.
+constexpr int64_t kFormatVersion = 4;
 constexpr int64_t kFirstRecipeVersion = 2;
 constexpr int64_t kFirstKernelVersion = 3;
+constexpr int64_t kFirstCpuSecondsVersion = 4;
 constexpr int kCurveColumns = 6;
 
 torch::Tensor CurveToTensor(const std::vector<CurvePoint>& curve) {
@@ -306,6 +309,8 @@ absl::Status SaveCheckpoint(const std::string& dir,
     archive.write("final_train_loss", c10::IValue(checkpoint.final_train_loss));
     archive.write("train_seconds", c10::IValue(checkpoint.train_seconds));
     archive.write("train_tokens", c10::IValue(checkpoint.train_tokens));
+    archive.write("train_cpu_seconds",
+                  c10::IValue(checkpoint.train_cpu_seconds));
     archive.write("window_loss", c10::IValue(checkpoint.window_loss));
     archive.write("window_seconds", c10::IValue(checkpoint.window_seconds));
     archive.write("window_steps", c10::IValue(checkpoint.window_steps));
@@ -378,6 +383,10 @@ absl::StatusOr<std::optional<Checkpoint>> LoadCheckpoint(
     if (version >= kFirstKernelVersion) {
       checkpoint.attention_kernel =
           Read(archive, "attention_kernel").toStringRef();
+    }
+    if (version >= kFirstCpuSecondsVersion) {
+      checkpoint.train_cpu_seconds =
+          Read(archive, "train_cpu_seconds").toDouble();
     }
   } catch (const c10::Error& e) {
     return absl::DataLossError(absl::StrCat(

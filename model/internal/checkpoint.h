@@ -64,6 +64,9 @@ struct Checkpoint {
   // whole trial: TrainResult::tokens_per_second is their ratio.
   double train_seconds = 0.0;
   int64_t train_tokens = 0;
+  // The process CPU seconds of those steps (TrainResult::cpu_share); -1
+  // when unknown (a CUDA run, or a checkpoint before format version 4).
+  double train_cpu_seconds = -1.0;
   // The train-loss window since the last train point (summed loss, seconds
   // and steps), so the next point averages the same steps as without resume.
   double window_loss = 0.0;

@@ -392,7 +392,7 @@ absl::StatusOr<v1::Trial> CompleteTrial(
         "last_step = MAX(last_step, ?4), started_ms = CASE WHEN started_ms = "
         "0 THEN ?5 ELSE started_ms END, finished_ms = ?5, lease_deadline_ms = "
         "0, (",
-        kRankingColumns, ") = (?7, ?8, ?9, ?10, ?11, ?12) WHERE id = ?6");
+        kRankingColumns, ") = (", RankingPlaceholders(7), ") WHERE id = ?6");
     PRISM_ASSIGN_OR_RETURN(Query q, c->Prepare(sql.c_str()));
     q.Bind(1, static_cast<int64_t>(state));
     q.BindBlob(2, metrics_blob);

@@ -6,6 +6,7 @@
 
 #include "absl/base/config.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/status_macros.h"
 
 namespace prism::storage::internal {
@@ -254,6 +255,7 @@ absl::StatusOr<TrialOutcome> OutcomeFromRow(const Query& q) {
   o.is_baseline = q.Int(3) != 0;
   o.worker_id = q.Text(10);
   if (!q.IsNull(11)) o.device = q.Text(11);
+  if (!q.IsNull(12)) o.cpu_share = q.Double(12);
   switch (q.Int(9)) {
     case v1::TRIAL_DIVERGED:
       o.state = OutcomeState::kDiverged;
@@ -284,6 +286,15 @@ void BindRankingColumns(const v1::TrialMetrics& metrics, int first, Query* q) {
   q->Bind(first + 3, int64_t{metrics.diverged() ? 1 : 0});
   q->BindBlob(first + 4, EncodeDoubles(metrics.attention_distance()));
   q->BindText(first + 5, metrics.device());
+  q->Bind(first + 6, metrics.cpu_share());
+}
+
+std::string RankingPlaceholders(int first) {
+  std::vector<std::string> marks;
+  for (int i = 0; i < kRankingColumnCount; ++i) {
+    marks.push_back(absl::StrCat("?", first + i));
+  }
+  return absl::StrJoin(marks, ", ");
 }
 
 }  // namespace prism::storage::internal

@@ -52,7 +52,7 @@ v1::LossPoint LossPointFromRow(const Query& q);
 inline constexpr char kOutcomeColumns[] =
     "id, schedule, seed, is_baseline, final_val_loss, min_val_loss, "
     "tokens_per_second, attention_distance, val_curve, state, worker_id, "
-    "device";
+    "device, cpu_share";
 // OutcomeFromRow reads a row of kOutcomeColumns of a finished (completed,
 // diverged or failed) trial; only a completed trial's metrics are read.
 // DataLoss when a completed row has no ranking columns (its metrics did not
@@ -63,12 +63,15 @@ absl::StatusOr<TrialOutcome> OutcomeFromRow(const Query& q);
 // of its TrialMetrics so ranking never parses the message: REAL
 // final_val_loss, min_val_loss, tokens_per_second; INTEGER diverged (0 or 1);
 // BLOB attention_distance (little-endian float64 per layer); TEXT device (the
-// trainer's, for pairing tokens/s on hardware). All NULL until the trial
-// finishes.
+// trainer's, for pairing tokens/s on hardware); REAL cpu_share (v7: the
+// share of its cores a CPU trial got, for the same pairing). All NULL until
+// the trial finishes.
 inline constexpr char kRankingColumns[] =
     "final_val_loss, min_val_loss, tokens_per_second, diverged, "
-    "attention_distance, device";
-inline constexpr int kRankingColumnCount = 6;
+    "attention_distance, device, cpu_share";
+inline constexpr int kRankingColumnCount = 7;
+// RankingPlaceholders is "?first, ?first+1, ..." for the kRankingColumns.
+std::string RankingPlaceholders(int first);
 // BindRankingColumns binds the kRankingColumns values of `metrics`, in that
 // order, to parameters `first` to `first + kRankingColumnCount - 1` of `q`.
 void BindRankingColumns(const v1::TrialMetrics& metrics, int first, Query* q);

@@ -174,15 +174,24 @@ constexpr char kSchemaV6[] = R"sql(
 ALTER TABLE trials ADD COLUMN device TEXT;
 )sql";
 
+// v7: trials.cpu_share, the share of its cores a CPU trial got
+// (TrialMetrics), so the ranking pairs tokens/s only between trials that had
+// their cores alike (see ranking.h). The backfill of every ranking column
+// moves here from v6 (it writes this column too; it is idempotent, so a
+// database an earlier binary took to v6 is simply filled again).
+constexpr char kSchemaV7[] = R"sql(
+ALTER TABLE trials ADD COLUMN cpu_share REAL;
+)sql";
+
 // BackfillRankingColumns fills the ranking columns of every trial that
 // has a metrics message, parsing it with the generated TrialMetrics. A
 // message that does not parse leaves the row's columns NULL (and a warning),
 // so ranking its experiment fails with DataLoss as it did before v4, while
 // the rest of the database stays usable.
 absl::Status BackfillRankingColumns(Connection* conn) {
-  static const std::string update_sql =
-      absl::StrCat("UPDATE trials SET (", kRankingColumns,
-                   ") = (?1, ?2, ?3, ?4, ?5, ?6) WHERE id = ?7");
+  static const std::string update_sql = absl::StrCat(
+      "UPDATE trials SET (", kRankingColumns, ") = (", RankingPlaceholders(1),
+      ") WHERE id = ?", kRankingColumnCount + 1);
   // Batches keep memory flat on a large file; no statement reads trials
   // while the updates write it.
   constexpr int64_t kBatch = 1000;
@@ -227,7 +236,8 @@ const std::vector<Migration>& Migrations() {
       {3, "workers.stopped_ms", kSchemaV3, nullptr},
       {4, "trials ranking columns", kSchemaV4, nullptr},
       {5, "experiments adaptive seeds", kSchemaV5, nullptr},
-      {6, "trials.device", kSchemaV6, BackfillRankingColumns},
+      {6, "trials.device", kSchemaV6, nullptr},
+      {7, "trials.cpu_share", kSchemaV7, BackfillRankingColumns},
   };
   return *migrations;
 }

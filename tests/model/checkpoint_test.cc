@@ -45,6 +45,7 @@ Checkpoint SmallCheckpoint(const std::string& recipe) {
   c.final_train_loss = 3.2500001;
   c.train_seconds = 3.875;
   c.train_tokens = 12 * 4 * 32;
+  c.train_cpu_seconds = 7.25;
   c.window_loss = 6.5;
   c.window_seconds = 0.625;
   c.window_steps = 2;
@@ -96,6 +97,7 @@ TEST(CheckpointTest, SavesAndLoadsEveryField) {
   EXPECT_EQ(c.final_train_loss, want.final_train_loss);
   EXPECT_EQ(c.train_seconds, want.train_seconds);
   EXPECT_EQ(c.train_tokens, want.train_tokens);
+  EXPECT_EQ(c.train_cpu_seconds, want.train_cpu_seconds);
   EXPECT_EQ(c.window_loss, want.window_loss);
   EXPECT_EQ(c.window_seconds, want.window_seconds);
   EXPECT_EQ(c.window_steps, want.window_steps);

@@ -137,6 +137,10 @@ TEST_F(TrainerTest, ReportsEveryMetricOfATrial) {
       r->mfu, r->flops_per_token * r->tokens_per_second / r->peak_matmul_flops);
   EXPECT_GT(r->peak_memory_bytes, 0);
   EXPECT_EQ(r->device, "cpu (2 threads)");
+  // The process's CPU seconds over stepping seconds x 2 threads: above 0,
+  // and not far above 1 (the worker's own threads add a little).
+  EXPECT_GT(r->cpu_share, 0.0);
+  EXPECT_LT(r->cpu_share, 1.5);
 
   ASSERT_EQ(r->milestones.size(), 2u);
   EXPECT_GE(r->milestones[0].step, 1);
@@ -295,6 +299,8 @@ TEST_F(TrainerTest, RunResumedFromItsFinalCheckpointReportsTheWholeTrial) {
   EXPECT_FALSE(again->stopped);
   EXPECT_GT(again->tokens_per_second, 0.0);
   EXPECT_EQ(again->tokens_per_second, done->tokens_per_second);
+  EXPECT_GT(again->cpu_share, 0.0);
+  EXPECT_EQ(again->cpu_share, done->cpu_share);  // from the checkpoint
   EXPECT_EQ(again->final_train_loss, done->final_train_loss);
   EXPECT_EQ(again->final_val_loss, done->final_val_loss);
   EXPECT_EQ(again->min_val_loss, done->min_val_loss);

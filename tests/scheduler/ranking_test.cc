@@ -450,6 +450,48 @@ TEST(RankSchedulesTest, ThroughputFallsBackToTheSameDeviceThenUnpaired) {
   EXPECT_FALSE(c.throughput_ratio.has_bounds);
 }
 
+// Shared sets the share of its cores a CPU trial got.
+TrialOutcome Shared(TrialOutcome t, double cpu_share) {
+  t.cpu_share = cpu_share;
+  return t;
+}
+
+TEST(RankSchedulesTest, ThroughputDoesNotPairCpuTrialsThatSharedTheirCores) {
+  const std::vector<TrialOutcome> trials = {
+      // The baseline trained beside another trial (half the cores each).
+      Shared(Ran(Trial(1, "12x12", 1, 3.0, {}, 1000), "w1", kCpu), 0.5),
+      Shared(Ran(Trial(2, "12x12", 2, 3.0, {}, 1000), "w1", kCpu), 0.5),
+      // A: seed 1 also beside another (0.5 vs 0.6: within 0.15, pairs);
+      // seed 2 alone, twice as fast for it (0.97 vs 0.5: not paired).
+      Shared(Ran(Trial(3, kA, 1, 3.0, {}, 1100), "w1", kCpu), 0.6),
+      Shared(Ran(Trial(4, kA, 2, 3.0, {}, 2000), "w1", kCpu), 0.97),
+      // B: alone on both seeds: nothing pairs, so both count, unpaired,
+      // labelled with the shares.
+      Shared(Ran(Trial(5, kB, 1, 3.0, {}, 1900), "w1", kCpu), 0.96),
+      Shared(Ran(Trial(6, kB, 2, 3.0, {}, 2100), "w1", kCpu), 0.96),
+      // C: one side unknown (0): paired as before.
+      Shared(Ran(Trial(7, kC, 1, 3.0, {}, 1500), "w1", kCpu), 0.0),
+  };
+  const Ranking r = RankSchedules(Shape(), "12x12", trials);
+  const RankedRow& a = RowOf(r, kA);
+  EXPECT_EQ(a.throughput_pairing, ThroughputPairing::kWorker);
+  EXPECT_EQ(a.throughput_pairs, 2);
+  EXPECT_EQ(a.throughput_ratio.n, 1);
+  EXPECT_NEAR(a.throughput_ratio.mean, 1.1, 1e-12);
+
+  const RankedRow& b = RowOf(r, kB);
+  EXPECT_EQ(b.throughput_pairing, ThroughputPairing::kUnpaired);
+  EXPECT_EQ(b.throughput_ratio.n, 2);
+  EXPECT_NEAR(b.throughput_ratio.mean, 2.0, 1e-12);
+  EXPECT_EQ(b.throughput_hardware,
+            "cpu (4 threads) at 96% of its cores vs cpu (4 threads) at 50% of "
+            "its cores");
+
+  const RankedRow& c = RowOf(r, kC);
+  EXPECT_EQ(c.throughput_pairing, ThroughputPairing::kWorker);
+  EXPECT_NEAR(c.throughput_ratio.mean, 1.5, 1e-12);
+}
+
 TEST(RankSchedulesTest, ThroughputNeedsTokensPerSecondOnBothSides) {
   const std::vector<TrialOutcome> trials = {
       Ran(Trial(1, "12x12", 1, 3.0, {}, 0.0), "w1", kCpu),

@@ -266,6 +266,7 @@ TEST(SqliteStoreMigrationTest, AV3DatabaseRanksTheSameAfterGainingColumns) {
   baseline.add_milestones()->set_target(3.4);
   baseline.mutable_milestones(0)->set_step(90);
   baseline.set_device("cuda:0");
+  baseline.set_cpu_share(0.75);
   v1::TrialMetrics prism_metrics;
   prism_metrics.set_final_val_loss(3.3604);
   prism_metrics.set_min_val_loss(3.36);
@@ -315,6 +316,7 @@ TEST(SqliteStoreMigrationTest, AV3DatabaseRanksTheSameAfterGainingColumns) {
   EXPECT_THAT(b.val_losses, ElementsAre(3.5f, 3.3748f));
   // The device comes from the metrics (v6), the worker from its column.
   EXPECT_EQ(b.device, "cuda:0");
+  EXPECT_EQ(b.cpu_share, 0.75);  // and the share of the cores (v7)
   EXPECT_EQ(b.worker_id, "w1");
   const TrialOutcome& p = (*outcomes)[1];
   EXPECT_EQ(p.trial_id, 2);
@@ -595,6 +597,7 @@ TEST_F(SqliteStoreTest, CompleteStoresValCurveAndIsIdempotent) {
   m.add_milestones()->set_target(3.3);
   m.mutable_milestones(0)->set_step(80);
   m.set_device("cuda:0");
+  m.set_cpu_share(0.5);
   m.set_final_train_loss(3.0);
   const AttemptRef ref{t.id(), 1, "w1"};
   absl::StatusOr<v1::Trial> done = store_->CompleteTrial(
@@ -627,6 +630,7 @@ TEST_F(SqliteStoreTest, CompleteStoresValCurveAndIsIdempotent) {
   // Where it ran, for pairing tokens/s on hardware.
   EXPECT_EQ(o.worker_id, "w1");
   EXPECT_EQ(o.device, "cuda:0");
+  EXPECT_EQ(o.cpu_share, 0.5);
   EXPECT_EQ(*store_->CountFinished(id), 1);
   // The only trial finished: the experiment is done and the worker idle.
   EXPECT_EQ(store_->GetExperiment(id)->state(), v1::EXPERIMENT_DONE);

@@ -42,6 +42,8 @@ const peakRaised = (m) => num(m.measuredPeakMatmulFlops) > 0
   && num(m.measuredPeakMatmulFlops) < num(m.peakMatmulFlops);
 // attentionText is "fused (avx512)": the kernel the trial trained with and
 // the fused kernel's instruction set (trials from before it was recorded: a dash).
+// The share of its cores a CPU trial got while stepping (TrialMetrics.cpu_share).
+const shareText = (m) => (num(m.cpuShare) ? num(m.cpuShare).toFixed(2) : '\u2014');
 const attentionText = (m) => (m.attentionKernel ? `${m.attentionKernel}${m.isa ? ` (${m.isa})` : ''}` : '\u2014');
 const mfuText = (m) => (num(m.mfu) ? `${percent(m.mfu, 2)}${peakRaised(m) ? ' (above the measured peak)' : ''}` : kDash);
 const measuredPeakText = (m) => {
@@ -70,6 +72,7 @@ function metricsTable(trial, baseline) {
     row('Peak memory', bytes(m.peakMemoryBytes), b && bytes(b.peakMemoryBytes)),
     row('Wall time', duration(m.wallSeconds), b && duration(b.wallSeconds)),
     row('Device', m.device || '\u2014', b && (b.device || '\u2014')),
+    row('CPU share', shareText(m), b && shareText(b)),
     row('Attention kernel', attentionText(m), b && attentionText(b)),
     m.diverged ? row('Diverged at step', integer(m.divergedStep), null) : null,
   ].filter(Boolean);
