@@ -144,15 +144,31 @@ absl::StatusOr<Surrogate> Surrogate::Fit(
   // mt19937_64's output is fixed by the standard, so the ensemble is the
   // same on every platform; the modulo bias is below 1e-17 for any n here.
   std::mt19937_64 rng(options.seed);
+  std::vector<std::vector<double>> ensemble;
   for (int b = 0; b < options.bootstrap; ++b) {
     std::vector<int> counts(n, 0);
     for (int i = 0; i < n; ++i) ++counts[rng() % static_cast<uint64_t>(n)];
     std::optional<std::vector<double>> replicate = fit(counts);
     // A resample of a single distinct schedule has nothing to fit.
-    if (replicate.has_value()) s.ensemble_.push_back(*std::move(replicate));
+    if (replicate.has_value()) ensemble.push_back(*std::move(replicate));
   }
-  if (s.ensemble_.size() < 2) {
+  if (ensemble.size() < 2) {
     return absl::InternalError("the surrogate's bootstrap fits failed");
+  }
+  const size_t m = ensemble.size();
+  std::vector<double> mean(k + 1, 0.0);
+  for (const std::vector<double>& c : ensemble) {
+    for (size_t a = 0; a <= k; ++a) mean[a] += c[a] / static_cast<double>(m);
+  }
+  s.ensemble_size_ = static_cast<int>(m);
+  s.covariance_.assign(k + 1, std::vector<double>(k + 1, 0.0));
+  for (const std::vector<double>& c : ensemble) {
+    for (size_t a = 0; a <= k; ++a) {
+      for (size_t b = 0; b <= k; ++b) {
+        s.covariance_[a][b] +=
+            (c[a] - mean[a]) * (c[b] - mean[b]) / static_cast<double>(m - 1);
+      }
+    }
   }
   return s;
 }
@@ -171,17 +187,20 @@ SurrogatePrediction Surrogate::Predict(
     const std::vector<double>& features) const {
   SurrogatePrediction p;
   p.delta = Evaluate(full_, features);
-  double sum = 0.0;
-  std::vector<double> values;
-  values.reserve(ensemble_.size());
-  for (const std::vector<double>& c : ensemble_) {
-    values.push_back(Evaluate(c, features));
-    sum += values.back();
+  std::vector<double> z(center_.size() + 1, 0.0);
+  z[0] = 1.0;
+  for (size_t j = 0; j < center_.size() && j < features.size(); ++j) {
+    z[j + 1] = (features[j] - center_[j]) * inverse_scale_[j];
   }
-  const double mean = sum / static_cast<double>(values.size());
-  double squares = 0.0;
-  for (double v : values) squares += (v - mean) * (v - mean);
-  p.sd = std::sqrt(squares / static_cast<double>(values.size() - 1));
+  double variance = 0.0;
+  for (size_t a = 0; a < z.size(); ++a) {
+    if (z[a] == 0.0) continue;
+    double row = 0.0;
+    for (size_t b = 0; b < z.size(); ++b) row += covariance_[a][b] * z[b];
+    variance += z[a] * row;
+  }
+  // Rounding can take an exact 0 a hair below it.
+  p.sd = std::sqrt(std::max(0.0, variance));
   return p;
 }
 
@@ -189,7 +208,7 @@ std::string Surrogate::Describe() const {
   return absl::StrFormat(
       "bootstrap ensemble of %d ridge regressions (lambda %g, standardized "
       "schedule features) fitted on %d schedules, residual sd %.4g",
-      static_cast<int>(ensemble_.size()), lambda_, observations_, residual_sd_);
+      ensemble_size_, lambda_, observations_, residual_sd_);
 }
 
 }  // namespace prism

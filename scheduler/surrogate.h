@@ -111,8 +111,12 @@ class Surrogate {
   // feature constant over the observations.
   std::vector<double> center_;
   std::vector<double> inverse_scale_;
-  std::vector<double> full_;                   // intercept first
-  std::vector<std::vector<double>> ensemble_;  // the bootstrap fits
+  std::vector<double> full_;  // intercept first
+  int ensemble_size_ = 0;
+  // The sample covariance of the bootstrap fits' coefficients: a linear
+  // prediction z'b has the ensemble variance z' covariance_ z, so Predict
+  // costs O(features^2) rather than O(ensemble x features).
+  std::vector<std::vector<double>> covariance_;
 };
 
 }  // namespace prism
