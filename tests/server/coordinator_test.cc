@@ -938,6 +938,23 @@ class AdaptiveSeedsTest : public ServiceTest {
     return n;
   }
 
+  // CompleteInStorageOnly leases the next trial and completes it in the
+  // store directly, as if the coordinator died before deciding on it.
+  void CompleteInStorageOnly(const std::string& worker, const LossFn& loss) {
+    const v1::TrialTask task = Lease(worker_token_, worker);
+    ASSERT_NE(task.trial().id(), 0);
+    v1::TrialMetrics metrics;
+    metrics.set_final_val_loss(
+        loss(task.trial().schedule(), task.trial().seed()));
+    metrics.set_steps(100);
+    ASSERT_TRUE(
+        coordinator_->store()
+            ->CompleteTrial(storage::AttemptRef{task.trial().id(),
+                                                task.trial().attempt(), worker},
+                            metrics, {}, clock_.NowMs())
+            .ok());
+  }
+
   // SeedsBySchedule returns every trial's seed, by schedule.
   std::map<std::string, std::vector<int64_t>> SeedsBySchedule(int64_t id) {
     v1::ListTrialsRequest req;
@@ -1069,18 +1086,7 @@ TEST_F(AdaptiveSeedsTest, ARoundACrashInterruptedRunsAtTheNextStart) {
   EXPECT_EQ(RunQueued(worker, loss, /*limit=*/3), 3);
   // The last trial of the round completes in storage only, as if the
   // coordinator died before its seeds decision.
-  const v1::TrialTask task = Lease(worker_token_, worker);
-  ASSERT_NE(task.trial().id(), 0);
-  v1::TrialMetrics metrics;
-  metrics.set_final_val_loss(
-      loss(task.trial().schedule(), task.trial().seed()));
-  metrics.set_steps(100);
-  ASSERT_TRUE(
-      coordinator_->store()
-          ->CompleteTrial(storage::AttemptRef{task.trial().id(),
-                                              task.trial().attempt(), worker},
-                          metrics, {}, clock_.NowMs())
-          .ok());
+  CompleteInStorageOnly(worker, loss);
   v1::Experiment e = GetExperiment(id);
   EXPECT_EQ(e.state(), v1::EXPERIMENT_ACTIVE);  // not done: seeds undecided
   EXPECT_EQ(e.counts().total(), 4);
@@ -1184,18 +1190,7 @@ TEST_F(GuidedTest, RestartsNeitherLoseNorRepeatDecisions) {
   EXPECT_EQ(RunQueued(worker, WiderFirstIsBetter, /*limit=*/11), 11);
   // The initial design's last trial completes in storage only, as if the
   // coordinator died before its decision.
-  const v1::TrialTask task = Lease(worker_token_, worker);
-  ASSERT_NE(task.trial().id(), 0);
-  v1::TrialMetrics metrics;
-  metrics.set_final_val_loss(
-      WiderFirstIsBetter(task.trial().schedule(), task.trial().seed()));
-  metrics.set_steps(100);
-  ASSERT_TRUE(
-      coordinator_->store()
-          ->CompleteTrial(storage::AttemptRef{task.trial().id(),
-                                              task.trial().attempt(), worker},
-                          metrics, {}, clock_.NowMs())
-          .ok());
+  CompleteInStorageOnly(worker, WiderFirstIsBetter);
   EXPECT_EQ(GetExperiment(id).state(), v1::EXPERIMENT_ACTIVE);
   EXPECT_EQ(GetExperiment(id).counts().total(), 12);
 
