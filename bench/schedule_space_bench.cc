@@ -1,16 +1,19 @@
-// Schedule space and ranking benchmarks (Google Benchmark). Results and the
-// exact command are recorded in bench/RESULTS.md, section "Schedule space".
+// Schedule space, ranking and suggestion benchmarks (Google Benchmark). Results
+// and the exact command are recorded in bench/RESULTS.md, section "Schedule
+// space".
 //
 //   ninja -C build schedule_space_bench
 //   build/bench/schedule_space_bench --benchmark_min_time=1
 #include <cstdint>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
 #include "benchmark/benchmark.h"
 #include "scheduler/ranking.h"
 #include "scheduler/space.h"
+#include "scheduler/suggest.h"
 
 namespace prism {
 namespace {
@@ -135,6 +138,58 @@ void BM_RankSchedules(benchmark::State& state) {
   state.counters["trials"] = static_cast<double>(trials.size());
 }
 BENCHMARK(BM_RankSchedules)->Arg(100)->Arg(1000)->Unit(benchmark::kMillisecond);
+
+// One Suggest: fit the surrogate on `observed` schedules x 3 seeds of the
+// 768/12/12 space (deltas linear in the features plus noise) and score the
+// untried rest, every one of the 12,376, or (Args {-1}) draw and score 4,096
+// of the 1536/24/24 space's 7.9 million. Args: observed schedules.
+void BM_Suggest(benchmark::State& state) {
+  const bool huge = state.range(0) < 0;
+  const int observed = huge ? 40 : static_cast<int>(state.range(0));
+  const SpaceSpec spec =
+      huge ? Space(1536, 24, 24, false) : Space(768, 12, 12, false);
+  const std::string baseline =
+      Schedule::Uniform(spec.base_heads, spec.layers).ToString();
+  std::mt19937_64 rng(7);
+  std::uniform_real_distribution<double> noise(-0.002, 0.002);
+  std::vector<TrialOutcome> trials;
+  std::set<std::string> tried = {baseline};
+  int64_t id = 0;
+  const std::vector<Schedule> sample = *SampleSchedules(spec, observed, 3);
+  for (const Schedule& s : sample) {
+    const std::vector<double> f =
+        ScheduleFeatures(spec.d_model, spec.base_heads, s);
+    tried.insert(s.ToString());
+    for (int seed = 0; seed < 3; ++seed) {
+      for (const bool is_baseline : {true, false}) {
+        TrialOutcome t;
+        t.trial_id = ++id;
+        t.schedule = is_baseline ? baseline : s.ToString();
+        t.seed = seed;
+        t.is_baseline = is_baseline;
+        t.final_val_loss = 3.3 +
+                           (is_baseline ? 0.0 : 0.01 * (f.back() - f[0] / 8)) +
+                           noise(rng);
+        trials.push_back(std::move(t));
+      }
+    }
+  }
+  const Ranking ranking = RankSchedules(spec, baseline, trials);
+  size_t scored = 0;
+  for (auto _ : state) {
+    absl::StatusOr<SuggestionSet> s =
+        SuggestSchedules(spec, ranking, tried, 10, 1);
+    scored = s->pool.schedules.size();
+    benchmark::DoNotOptimize(s);
+  }
+  state.counters["candidates"] = static_cast<double>(scored);
+}
+BENCHMARK(BM_Suggest)
+    ->Arg(10)
+    ->Arg(40)
+    ->Arg(200)
+    ->Arg(-1)
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace prism

@@ -147,6 +147,17 @@ int ShowExperiment(RpcClient& client, int64_t id, Format format) {
       }
       std::cout << "\n";
     }
+    if (experiment.spec().strategy() == v1::STRATEGY_GUIDED) {
+      const v1::GuidedPolicy& g = experiment.spec().guided();
+      std::cout << "guided search: " << experiment.spec().samples()
+                << " schedules, initial design " << g.initial() << ", "
+                << g.parallel() << " in flight; " << experiment.seeds_added()
+                << " trials added";
+      if (!experiment.seeds_note().empty()) {
+        std::cout << "; last decision: " << Printable(experiment.seeds_note());
+      }
+      std::cout << "\n";
+    }
     std::cout << "\n";
   }
   TrialsTable(trials).Print(std::cout, format);

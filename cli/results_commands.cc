@@ -1,5 +1,5 @@
-// `prism results`, `prism compare`, `prism trial`, `prism watch`: the CLI
-// face of ResultsService.
+// `prism results`, `prism compare`, `prism suggest`, `prism trial`,
+// `prism watch`: the CLI face of ResultsService.
 #include <iostream>
 #include <map>
 #include <memory>
@@ -105,6 +105,31 @@ int Compare(const CompareOptions& o) {
                       request, &response);
   if (!status.ok()) return ReportError("compare", status);
   PrintCompare(response, *format, std::cout);
+  return kExitOk;
+}
+
+struct SuggestOptions {
+  ClientOptions client;
+  int64_t experiment = 0;
+  int n = 10;
+  std::string format = "text";
+};
+
+int Suggest(const SuggestOptions& o) {
+  absl::StatusOr<Format> format = ParseFormat(o.format);
+  if (!format.ok()) return ReportError("suggest", format.status());
+  absl::StatusOr<std::unique_ptr<RpcClient>> client =
+      RpcClient::Connect(o.client);
+  if (!client.ok()) return ReportError("suggest", client.status());
+  v1::SuggestRequest request;
+  request.set_experiment_id(o.experiment);
+  request.set_n(o.n);
+  v1::SuggestResponse response;
+  absl::Status status =
+      (*client)->Call(&v1::ResultsService::Stub::Suggest, (*client)->results(),
+                      request, &response);
+  if (!status.ok()) return ReportError("suggest", status);
+  PrintSuggestions(response, *format, std::cout);
   return kExitOk;
 }
 
@@ -370,6 +395,20 @@ void RegisterResultsCommands(CLI::App& app, Action* action) {
     cmd->add_option("--format", o->format, "text, json or csv");
     AddClientOptions(cmd, &o->client);
     cmd->callback([o, action] { *action = [o] { return Compare(*o); }; });
+  }
+  {
+    CLI::App* cmd = app.add_subcommand(
+        "suggest",
+        "Suggest untried schedules to train next: a surrogate fitted on the "
+        "experiment's finished schedules predicts each one's paired delta vs "
+        "the baseline with an uncertainty; ranked by the lower confidence "
+        "bound (needs 5 finished schedules)");
+    auto o = std::make_shared<SuggestOptions>();
+    cmd->add_option("--experiment", o->experiment, "Experiment id")->required();
+    cmd->add_option("--n", o->n, "How many suggestions (1..1000, default 10)");
+    cmd->add_option("--format", o->format, "text, json or csv");
+    AddClientOptions(cmd, &o->client);
+    cmd->callback([o, action] { *action = [o] { return Suggest(*o); }; });
   }
   {
     CLI::App* cmd = app.add_subcommand(

@@ -90,6 +90,14 @@ std::string CompareMethod();
 void PrintCompare(const v1::CompareResponse& response, Format format,
                   std::ostream& out);
 
+// SuggestionsTable: rank, schedule, principles, predicted delta vs the
+// baseline, its uncertainty (sd) and the lower confidence bound.
+Table SuggestionsTable(const v1::SuggestResponse& response);
+// PrintSuggestions prints a Suggest response: in text the table, what its
+// columns mean and the method line; in CSV the table; in JSON the response.
+void PrintSuggestions(const v1::SuggestResponse& response, Format format,
+                      std::ostream& out);
+
 }  // namespace prism::cli
 
 #endif  // PRISM_CLI_VIEWS_H_

@@ -49,6 +49,7 @@
 #include <string>
 #include <vector>
 
+#include "scheduler/least_squares.h"
 #include "scheduler/principles.h"
 
 namespace prism {
@@ -106,35 +107,6 @@ struct PrincipleAnalysis {
 // kTooFewSchedules.
 PrincipleAnalysis AnalyzePrinciples(
     const std::vector<ScheduleDelta>& schedules);
-
-// The small dense solver under it, exposed for tests.
-
-// A design matrix by columns: columns[j][i] is row i of column j.
-using Columns = std::vector<std::vector<double>>;
-
-// ColumnRank returns the number of linearly independent columns, by modified
-// Gram-Schmidt: a column whose norm left after removing the span of the
-// columns kept before it is <= 1e-9 of its own norm adds nothing. 0 for no
-// columns.
-int ColumnRank(const Columns& columns);
-
-// LeastSquaresFit is the solution of a weighted least-squares problem.
-struct LeastSquaresFit {
-  std::vector<double> coefficients;     // one per column
-  std::vector<double> standard_errors;  // sqrt(sigma^2 [(X'WX)^-1]_jj)
-  double residual_variance = 0.0;       // sum w_i r_i^2 / dof
-  int dof = 0;                          // rows - columns
-};
-
-// FitWeightedLeastSquares minimizes sum_i w_i (y_i - sum_j x_ij b_j)^2 by a
-// QR decomposition (modified Gram-Schmidt) of the design with its rows scaled
-// by sqrt(w_i). Every column and `weights` must have y's length, and weights
-// must be > 0. Returns nullopt when they do not, when there are no columns,
-// when rows <= columns (no degree of freedom for sigma^2) or when the columns
-// are linearly dependent (ColumnRank < columns).
-std::optional<LeastSquaresFit> FitWeightedLeastSquares(
-    const Columns& columns, const std::vector<double>& y,
-    const std::vector<double>& weights);
 
 }  // namespace prism
 

@@ -114,9 +114,9 @@ Coordinator::Coordinator(const CoordinatorOptions& options,
   results_ = std::make_unique<ResultsManager>(store_.get(), results_options);
   seeds_ = std::make_unique<SeedPlanner>(store_.get(), clock_);
   // Each finished trial refreshes the experiment's ranking in the
-  // background, so the next Rank finds it warm, and, under a seeds policy,
-  // decides at once which schedules get another seed (before the worker's
-  // next Lease, which then finds them queued).
+  // background, so the next Rank finds it warm, and, under a seeds policy
+  // or the guided strategy, decides at once which trials to add (before the
+  // worker's next Lease, which then finds them queued).
   queue_ = std::make_unique<QueueManager>(
       store_.get(), clock_, &events_, ingest_.get(), queue_options,
       [results = results_.get(), seeds = seeds_.get()](int64_t experiment_id) {

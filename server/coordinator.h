@@ -11,8 +11,8 @@
 //   (*c)->grpc_address();                    // "127.0.0.1:40113"
 //   (*c)->Shutdown();                        // drain, stop, close
 //
-// Start runs every open adaptive-seeds round again (server/seeds.h), extends
-// every live lease by a full lease period (workers could not
+// Start runs every open adaptive-seeds or guided round again (server/seeds.h),
+// extends every live lease by a full lease period (workers could not
 // heartbeat while the coordinator was down) before it serves. Shutdown ends
 // watch streams, stops both servers, lets the report writer commit what it
 // holds, and closes the database.

@@ -128,11 +128,19 @@ absl::StatusOr<ApiRequest> ParseApiRequest(absl::string_view path,
     return r;
   }
   if (top == "experiments" && has_id &&
-      (n == 2 || (n == 3 && (parts[2] == "rank" || parts[2] == "trials")))) {
+      (n == 2 || (n == 3 && (parts[2] == "rank" || parts[2] == "trials" ||
+                             parts[2] == "suggest")))) {
     PRISM_ASSIGN_OR_RETURN(int64_t id, PathId(parts[1], "experiment"));
     if (n == 2) {
       v1::GetExperimentRequest r;
       r.set_id(id);
+      return r;
+    }
+    if (parts[2] == "suggest") {
+      v1::SuggestRequest r;
+      r.set_experiment_id(id);
+      PRISM_ASSIGN_OR_RETURN(int count, IntParam(params, "n"));
+      r.set_n(HasParam(params, "n") ? count : kDefaultApiSuggestions);
       return r;
     }
     return parts[2] == "rank" ? ParseRank(id, params)

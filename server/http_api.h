@@ -32,15 +32,18 @@ struct EventStreamRequest {
 };
 
 // ApiRequest is one API call, as the RPC request it is answered by.
-using ApiRequest = std::variant<v1::WhoAmIRequest, v1::ListExperimentsRequest,
-                                v1::GetExperimentRequest, v1::RankRequest,
-                                v1::ListTrialsRequest, v1::GetTrialRequest,
-                                v1::ListWorkersRequest, EventStreamRequest>;
+using ApiRequest = std::variant<
+    v1::WhoAmIRequest, v1::ListExperimentsRequest, v1::GetExperimentRequest,
+    v1::RankRequest, v1::ListTrialsRequest, v1::GetTrialRequest,
+    v1::ListWorkersRequest, EventStreamRequest, v1::SuggestRequest>;
+
+// The suggestions GET /api/v1/experiments/{id}/suggest returns without n=.
+inline constexpr int kDefaultApiSuggestions = 10;
 
 // ParseApiRequest returns the call that `path` and `params` make. NotFound
 // "no such path: PATH" when the path is no API route; InvalidArgument naming
-// the value for an id that is not a positive integer, a page_size that is
-// not an integer, or an unknown sort, state or principle.
+// the value for an id that is not a positive integer, a page_size or n that
+// is not an integer, or an unknown sort, state or principle.
 absl::StatusOr<ApiRequest> ParseApiRequest(absl::string_view path,
                                            const ApiParams& params);
 

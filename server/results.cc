@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <optional>
+#include <set>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -11,6 +12,7 @@
 #include "scheduler/ranking.h"
 #include "scheduler/schedule.h"
 #include "scheduler/statistics.h"
+#include "scheduler/suggest.h"
 #include "server/convert.h"
 
 namespace prism::server {
@@ -381,6 +383,49 @@ absl::StatusOr<v1::CompareResponse> ResultsManager::Compare(
   std::optional<double> p_value;
   response.set_verdict(PairVerdict(deltas, &p_value));
   if (p_value.has_value()) response.set_p_value(*p_value);
+  return response;
+}
+
+absl::StatusOr<v1::SuggestResponse> ResultsManager::Suggest(
+    const v1::SuggestRequest& request) {
+  if (request.n() < 1 || request.n() > kMaxSuggestions) {
+    return absl::InvalidArgumentError(absl::StrCat("n must be between 1 and ",
+                                                   kMaxSuggestions, " (got ",
+                                                   request.n(), ")"));
+  }
+  PRISM_ASSIGN_OR_RETURN(v1::Experiment experiment,
+                         store_->GetExperiment(request.experiment_id()));
+  PRISM_ASSIGN_OR_RETURN(std::shared_ptr<const Analysis> analysis,
+                         Analyze(experiment));
+  PRISM_ASSIGN_OR_RETURN(std::vector<storage::TrialKey> keys,
+                         store_->ListTrialKeys(experiment.id()));
+  const SpaceSpec space = SpaceForSpec(experiment.spec());
+  std::set<std::string> tried = {
+      Schedule::Uniform(space.base_heads, space.layers).ToString()};
+  for (const storage::TrialKey& k : keys) tried.insert(k.schedule);
+  // Seeded by the state, so the same state suggests the same schedules.
+  absl::StatusOr<SuggestionSet> set =
+      SuggestSchedules(space, analysis->ranking, tried, request.n(),
+                       experiment.spec().sample_seed() + tried.size());
+  if (!set.ok()) {
+    return absl::Status(set.status().code(),
+                        absl::StrCat("experiment ", experiment.id(), ": ",
+                                     set.status().message()));
+  }
+  v1::SuggestResponse response;
+  for (const Suggestion& x : set->suggestions) {
+    v1::Suggestion* out = response.add_suggestions();
+    out->set_schedule(x.schedule);
+    out->set_predicted_delta(x.predicted_delta);
+    out->set_uncertainty(x.uncertainty);
+    out->set_acquisition(x.acquisition);
+    *out->mutable_principles() = ReportSchedule(space, x.schedule);
+  }
+  response.set_method(set->method);
+  response.set_observed_schedules(set->observed);
+  response.set_candidates(static_cast<int64_t>(set->pool.schedules.size()));
+  response.set_sampled(set->pool.sampled);
+  response.set_space_size(set->pool.space_size.ToString());
   return response;
 }
 

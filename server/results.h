@@ -1,8 +1,9 @@
 // ResultsManager: the analysis face — rank an experiment's schedules against
 // the uniform baseline (scheduler/ranking.h over storage's finished
 // trials: completed ones in the statistics, diverged and failed counted), a
-// trial with its curves and its same-seed baseline's, and two schedules
-// compared side by side.
+// trial with its curves and its same-seed baseline's, two schedules
+// compared side by side, and untried schedules suggested by a surrogate
+// fitted on the ranking (scheduler/suggest.h).
 //
 // Rankings are cached per experiment and versioned by the number of
 // finished trials (which grows as trials end), so a finished trial invalidates
@@ -93,6 +94,13 @@ class ResultsManager {
   // schedules; NotFound when either has no completed trial.
   absl::StatusOr<v1::CompareResponse> Compare(
       const v1::CompareRequest& request);
+  // Suggest returns the n untried schedules the surrogate ranks best, from
+  // the cached ranking and the experiment's trials (see SuggestRequest and
+  // scheduler/suggest.h). InvalidArgument for n outside 1..kMaxSuggestions;
+  // NotFound for an unknown experiment; FailedPrecondition "experiment 7:
+  // the surrogate needs at least 5 finished schedules ... (there are 2)".
+  absl::StatusOr<v1::SuggestResponse> Suggest(
+      const v1::SuggestRequest& request);
 
  private:
   // Analysis is one experiment's ranking, kept in domain form: only the

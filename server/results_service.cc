@@ -154,6 +154,14 @@ grpc::Status ResultsServiceImpl::Compare(grpc::ServerContext* ctx,
   });
 }
 
+grpc::Status ResultsServiceImpl::Suggest(grpc::ServerContext* ctx,
+                                         const v1::SuggestRequest* req,
+                                         v1::SuggestResponse* resp) {
+  return Serve(auth_, ctx, Permission::kRead, [&](const Caller&) {
+    return Assign(results_->Suggest(*req), resp);
+  });
+}
+
 grpc::ServerWriteReactor<v1::ExperimentEvent>* ResultsServiceImpl::Watch(
     grpc::CallbackServerContext* ctx, const v1::WatchRequest* req) {
   v1::ExperimentEvent first;

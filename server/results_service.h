@@ -1,4 +1,4 @@
-// ResultsService over gRPC: Rank, GetTrial and Compare on the sync API
+// ResultsService over gRPC: Rank, GetTrial, Compare and Suggest on the sync API
 // (thin handlers over ResultsManager), and Watch on the callback API as a
 // ServerWriteReactor fed by the EventBus — it first sends the experiment's
 // current state, then every event, and ends when the client cancels or the
@@ -43,6 +43,8 @@ class ResultsServiceImpl final
                         v1::GetTrialResponse* resp) override;
   grpc::Status Compare(grpc::ServerContext* ctx, const v1::CompareRequest* req,
                        v1::CompareResponse* resp) override;
+  grpc::Status Suggest(grpc::ServerContext* ctx, const v1::SuggestRequest* req,
+                       v1::SuggestResponse* resp) override;
   grpc::ServerWriteReactor<v1::ExperimentEvent>* Watch(
       grpc::CallbackServerContext* ctx, const v1::WatchRequest* req) override;
 

@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "base/status_macros.h"
 #include "scheduler/adaptive_seeds.h"
+#include "scheduler/guided.h"
 #include "scheduler/ranking.h"
 #include "scheduler/schedule.h"
 #include "server/convert.h"
@@ -33,6 +34,48 @@ bool Finished(v1::TrialState s) {
          s == v1::TRIAL_FAILED;
 }
 
+// RoundPlan is what one round adds, and its summary for users.
+struct RoundPlan {
+  std::vector<storage::NewTrial> trials;
+  std::string note;
+};
+
+// Decide makes the experiment's decision: guided search's when that is its
+// strategy, adaptive seeds' otherwise.
+absl::StatusOr<RoundPlan> Decide(const v1::ExperimentSpec& spec,
+                                 const SpaceSpec& space,
+                                 const std::string& baseline,
+                                 const std::vector<SeedTrial>& trials,
+                                 const Ranking& ranking) {
+  RoundPlan plan;
+  if (spec.strategy() == v1::STRATEGY_GUIDED) {
+    GuidedPlan guided;
+    guided.space = space;
+    guided.baseline = baseline;
+    guided.budget = spec.samples();
+    guided.initial = spec.guided().initial();
+    guided.parallel = spec.guided().parallel();
+    guided.seed = spec.sample_seed();
+    PRISM_ASSIGN_OR_RETURN(GuidedDecision d,
+                           DecideGuided(guided, trials, ranking));
+    for (const GuidedAddition& a : d.additions) {
+      for (int64_t seed : spec.seeds()) {
+        plan.trials.push_back(storage::NewTrial{a.schedule, seed, false});
+      }
+    }
+    plan.note = DescribeGuidedDecision(guided, d);
+    return plan;
+  }
+  const std::vector<int64_t> sequence(spec.seeds().begin(), spec.seeds().end());
+  const SeedDecision decision =
+      DecideSeeds(sequence, baseline, trials, ranking);
+  for (const SeedAddition& a : decision.additions) {
+    plan.trials.push_back(storage::NewTrial{a.schedule, a.seed, a.is_baseline});
+  }
+  plan.note = DescribeSeedDecision(decision);
+  return plan;
+}
+
 }  // namespace
 
 SeedPlanner::SeedPlanner(storage::Store* store, const Clock* clock)
@@ -41,7 +84,7 @@ SeedPlanner::SeedPlanner(storage::Store* store, const Clock* clock)
 absl::StatusOr<int> SeedPlanner::TrialFinished(int64_t experiment_id) {
   PRISM_ASSIGN_OR_RETURN(v1::Experiment e,
                          store_->GetExperiment(experiment_id));
-  if (!e.spec().has_seeds_policy() || !Unfinished(e)) return 0;
+  if (!storage::DecidedByCoordinator(e.spec()) || !Unfinished(e)) return 0;
   return Round(e);
 }
 
@@ -52,7 +95,9 @@ absl::StatusOr<int> SeedPlanner::ReconcileAll() {
     PRISM_ASSIGN_OR_RETURN(storage::ExperimentPage page,
                            store_->ListExperiments("", 100, after));
     for (const v1::Experiment& e : page.experiments) {
-      if (!e.spec().has_seeds_policy() || !Unfinished(e)) continue;
+      if (!storage::DecidedByCoordinator(e.spec()) || !Unfinished(e)) {
+        continue;
+      }
       // One experiment that cannot be decided (e.g. a trial whose ranking
       // columns are lost) must not keep the coordinator from starting.
       absl::StatusOr<int> n = Round(e);
@@ -75,8 +120,6 @@ absl::StatusOr<int> SeedPlanner::Round(const v1::Experiment& experiment) {
   const SpaceSpec space = SpaceForSpec(experiment.spec());
   const std::string baseline =
       Schedule::Uniform(space.base_heads, space.layers).ToString();
-  const std::vector<int64_t> sequence(experiment.spec().seeds().begin(),
-                                      experiment.spec().seeds().end());
   for (int attempt = 0; attempt < kMaxRoundAttempts; ++attempt) {
     PRISM_ASSIGN_OR_RETURN(std::vector<storage::TrialKey> keys,
                            store_->ListTrialKeys(id));
@@ -94,20 +137,18 @@ absl::StatusOr<int> SeedPlanner::Round(const v1::Experiment& experiment) {
     }
     // A trial finished between the two reads: read both again.
     if (finished != static_cast<int64_t>(outcomes.size())) continue;
-    const SeedDecision decision = DecideSeeds(
-        sequence, baseline, trials, RankSchedules(space, baseline, outcomes));
+    PRISM_ASSIGN_OR_RETURN(RoundPlan decision,
+                           Decide(experiment.spec(), space, baseline, trials,
+                                  RankSchedules(space, baseline, outcomes)));
     // Nothing to add while trials are pending: the round that matters
     // comes when one of them finishes.
-    if (decision.additions.empty() && any_pending) return 0;
+    if (decision.trials.empty() && any_pending) return 0;
     storage::SeedRound round;
     round.experiment_id = id;
     round.seen_trials = static_cast<int64_t>(keys.size());
     round.seen_finished = finished;
-    for (const SeedAddition& a : decision.additions) {
-      round.trials.push_back(
-          storage::NewTrial{a.schedule, a.seed, a.is_baseline});
-    }
-    round.note = DescribeSeedDecision(decision);
+    round.trials = std::move(decision.trials);
+    round.note = std::move(decision.note);
     round.now_ms = clock_->NowMs();
     absl::StatusOr<storage::SeedRoundResult> result =
         store_->ApplySeedRound(round);
@@ -120,9 +161,9 @@ absl::StatusOr<int> SeedPlanner::Round(const v1::Experiment& experiment) {
         .Kv("state", v1::ExperimentState_Name(result->state));
     return result->added;
   }
-  return absl::AbortedError(absl::StrCat(
-      "experiment ", id, ": trials kept finishing during ", kMaxRoundAttempts,
-      " seeds decisions; the next one retries"));
+  return absl::AbortedError(
+      absl::StrCat("experiment ", id, ": trials kept finishing during ",
+                   kMaxRoundAttempts, " decisions; the next one retries"));
 }
 
 }  // namespace prism::server

@@ -1,7 +1,9 @@
-// SeedPlanner: adaptive seeds in the coordinator (ExperimentSpec.seeds_policy).
+// SeedPlanner: the coordinator's own trial decisions — adaptive seeds
+// (ExperimentSpec.seeds_policy) and guided search (STRATEGY_GUIDED).
 // When a trial of such an experiment finishes, it ranks the experiment's
 // finished trials (scheduler/ranking.h, as ResultsService.Rank does), decides
-// which schedules get their next seed (scheduler/adaptive_seeds.h) and applies
+// which schedules get their next seed (scheduler/adaptive_seeds.h), or which
+// new schedules to train on every seed (scheduler/guided.h), and applies
 // the decision with Store::ApplySeedRound, which also ends the experiment
 // when nothing is pending and nothing was added.
 //
@@ -10,7 +12,8 @@
 // that finished meanwhile makes it decide again), and a (schedule, seed) is
 // stored once; so a round run twice adds nothing the second time, and one a
 // crash interrupted is simply run again: ReconcileAll, at coordinator start,
-// runs a round for every unfinished experiment with a seeds policy.
+// runs a round for every unfinished experiment with a seeds policy or the
+// guided strategy.
 //
 //   SeedPlanner seeds(store, clock);
 //   seeds.ReconcileAll();            // at start
@@ -35,15 +38,15 @@ class SeedPlanner {
   SeedPlanner(storage::Store* store, const Clock* clock);
 
   // TrialFinished runs a round for the experiment when its spec has a seeds
-  // policy and it is active or paused; returns the trials added (0 for any
-  // other experiment). NotFound for an unknown experiment; Aborted when the
-  // experiment kept changing under every attempt (the next finished trial,
-  // or a restart, runs the round again).
+  // policy or the guided strategy and it is active or paused; returns the
+  // trials added (0 for any other experiment). NotFound for an unknown
+  // experiment; Aborted when the experiment kept changing under every attempt
+  // (the next finished trial, or a restart, runs the round again).
   absl::StatusOr<int> TrialFinished(int64_t experiment_id);
   // ReconcileAll runs a round for every active or paused experiment with a
-  // seeds policy; returns the trials added in all. A round that fails is
-  // logged and skipped (a later finished trial or the next start retries);
-  // only a failure to list the experiments is returned.
+  // seeds policy or the guided strategy; returns the trials added in all. A
+  // round that fails is logged and skipped (a later finished trial or the next
+  // start retries); only a failure to list the experiments is returned.
   absl::StatusOr<int> ReconcileAll();
 
  private:

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <limits>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -18,6 +19,8 @@
 #include "google/protobuf/stubs/common.h"
 #include "google/protobuf/text_format.h"
 #include "scheduler/adaptive_seeds.h"
+#include "scheduler/guided.h"
+#include "scheduler/surrogate.h"
 #include "server/auth.h"
 #include "server/convert.h"
 
@@ -246,6 +249,48 @@ absl::Status PlannedSeeds(const v1::ExperimentSpec& spec,
   return absl::OkStatus();
 }
 
+// CheckGuided checks STRATEGY_GUIDED's settings (and that nothing else
+// chooses the schedules) and returns the policy with its defaults filled in.
+absl::StatusOr<v1::GuidedPolicy> ResolveGuided(const v1::ExperimentSpec& spec,
+                                               int seeds, int64_t max_trials) {
+  if (!spec.schedules().empty()) {
+    return Invalid(
+        "schedules cannot be listed with STRATEGY_GUIDED: it "
+        "chooses the schedules itself");
+  }
+  if (spec.has_seeds_policy()) {
+    return Invalid("seeds_policy cannot be combined with STRATEGY_GUIDED");
+  }
+  if (spec.samples() <= 0) {
+    return Invalid("samples (the schedule budget) must be positive for ",
+                   absl::StrCat("STRATEGY_GUIDED (got ", spec.samples(), ")"));
+  }
+  // The search grows to samples schedules and the baseline, on every seed.
+  if ((static_cast<int64_t>(spec.samples()) + 1) * seeds > max_trials) {
+    return Invalid(
+        absl::StrCat("samples ", spec.samples(), " and the baseline x ", seeds,
+                     " seeds exceeds the limit of ", max_trials, " trials"));
+  }
+  v1::GuidedPolicy g = spec.guided();
+  if (g.initial() < 0 || g.parallel() < 0) {
+    return Invalid("guided.initial and guided.parallel must not be negative");
+  }
+  if (g.initial() == 0) g.set_initial(DefaultGuidedInitial(spec.samples()));
+  if (g.initial() < kMinSurrogateSchedules) {
+    return Invalid(
+        absl::StrCat("guided.initial must be at least ", kMinSurrogateSchedules,
+                     " (the surrogate's minimum of finished schedules; got ",
+                     g.initial(), ")"));
+  }
+  if (spec.samples() < g.initial()) {
+    return Invalid(absl::StrCat("samples (", spec.samples(),
+                                ") is below guided.initial (", g.initial(),
+                                "): the budget must cover the initial design"));
+  }
+  if (g.parallel() == 0) g.set_parallel(kDefaultGuidedParallel);
+  return g;
+}
+
 std::string DescribeSpace(const SpaceSpec& s) {
   return absl::StrCat("d_model ", s.d_model, ", ", s.layers, " layers, ",
                       s.base_heads, " base heads, runs ", s.min_run, "..",
@@ -428,7 +473,20 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
                               ? v1::STRATEGY_GRID
                               : spec.strategy();
   std::vector<Schedule> schedules;
-  if (!spec.schedules().empty()) {
+  if (spec.has_guided() && strategy != v1::STRATEGY_GUIDED) {
+    return Invalid("guided is set but strategy is not STRATEGY_GUIDED");
+  }
+  const std::string baseline_text =
+      Schedule::Uniform(plan.shape.base_heads, plan.shape.layers).ToString();
+  std::optional<v1::GuidedPolicy> guided;
+  if (strategy == v1::STRATEGY_GUIDED) {
+    PRISM_ASSIGN_OR_RETURN(guided,
+                           ResolveGuided(spec, seeds, options.max_trials));
+    PRISM_ASSIGN_OR_RETURN(
+        schedules, GuidedInitialDesign(plan.space, baseline_text,
+                                       guided->initial(), spec.sample_seed()));
+    if (schedules.empty()) return NoScheduleLeft(plan.space);
+  } else if (!spec.schedules().empty()) {
     PRISM_ASSIGN_OR_RETURN(schedules, ExplicitSchedules(spec, plan.space));
   } else if (strategy == v1::STRATEGY_RANDOM) {
     if (spec.samples() <= 0) {
@@ -461,6 +519,7 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
   plan.spec.set_min_run(plan.space.min_run);
   plan.spec.set_max_run(plan.space.max_run);
   plan.spec.set_strategy(strategy);
+  if (guided.has_value()) *plan.spec.mutable_guided() = *guided;
   *plan.spec.mutable_seeds() = {all_seeds.begin(), all_seeds.end()};
   plan.spec.set_max_attempts(spec.max_attempts() > 0
                                  ? spec.max_attempts()

@@ -15,6 +15,7 @@
 #include "base/status_macros.h"
 #include "prism/v1/prism.pb.h"
 #include "storage/internal/sqlite.h"
+#include "storage/store.h"
 
 namespace prism::storage {
 namespace {
@@ -260,7 +261,7 @@ class Checker {
       e.cadence.steps = spec.budget().steps();
       e.cadence.log_every = std::max<int64_t>(1, spec.budget().log_every());
       e.cadence.eval_every = std::max<int64_t>(1, spec.budget().eval_every());
-      e.adaptive_seeds = spec.has_seeds_policy();
+      e.adaptive_seeds = DecidedByCoordinator(spec);
     }
     result_.experiments = static_cast<int64_t>(experiments_.size());
     return absl::OkStatus();

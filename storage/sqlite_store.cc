@@ -202,7 +202,7 @@ absl::StatusOr<CreatedExperiment> SqliteStore::CreateExperiment(
     q.Bind(6, static_cast<int64_t>(e.max_attempts));
     q.Bind(7, e.now_ms);
     q.Bind(8, e.now_ms);
-    q.Bind(9, static_cast<int64_t>(e.spec.has_seeds_policy() ? 1 : 0));
+    q.Bind(9, static_cast<int64_t>(DecidedByCoordinator(e.spec) ? 1 : 0));
     PRISM_RETURN_IF_ERROR(q.Run());
     created.id = c->last_insert_rowid();
   }

@@ -52,6 +52,14 @@ struct TokenInfo {
   v1::Role role = v1::ROLE_UNSPECIFIED;
 };
 
+// DecidedByCoordinator is true for an experiment that a drained trial queue
+// does not end, because the coordinator decides whether trials are still to
+// be added (ApplySeedRound): one with a seeds policy or STRATEGY_GUIDED. Its
+// experiments row has adaptive_seeds = 1.
+inline bool DecidedByCoordinator(const v1::ExperimentSpec& spec) {
+  return spec.has_seeds_policy() || spec.strategy() == v1::STRATEGY_GUIDED;
+}
+
 struct NewTrial {
   std::string schedule;  // canonical form
   int64_t seed = 0;

@@ -159,6 +159,8 @@ ALTER TABLE trials ADD COLUMN attention_distance BLOB;
 // seeds policy: a drained trial queue does not make it done (the coordinator
 // decides, in ApplySeedRound, whether seeds are still to be added);
 // seeds_added and seeds_note record what those decisions added and why.
+// STRATEGY_GUIDED experiments use the same three columns for its decisions
+// (store.h's DecidedByCoordinator).
 constexpr char kSchemaV5[] = R"sql(
 ALTER TABLE experiments ADD COLUMN adaptive_seeds INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE experiments ADD COLUMN seeds_added INTEGER NOT NULL DEFAULT 0;

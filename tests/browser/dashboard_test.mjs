@@ -9,7 +9,8 @@
 //     over RPC, each row's verdict, speed-up seed counts and tokens/s pairing
 //     are the RPC's, and the principle-effects chart drew its bars (canvas
 //     pixels of the series colours, not just a canvas element); each principle's
-//     effect (or "not estimable" and why) is the RPC's;
+//     effect (or "not estimable" and why) is the RPC's; the suggestion card
+//     gives the coordinator's reason for having none yet (too few schedules);
 //   * a click on a schedule opens its trial: loss, learning-rate and
 //     attention-distance curves drawn against the baseline's, metrics shown.
 // Screenshots go to --artifacts (printed). Every process it started is
@@ -346,6 +347,13 @@ async function run() {
   }
   const glyphs = await page.locator('#leaderboard-table canvas.staircase').count();
   check(glyphs === rows, `every row draws its staircase (${glyphs})`);
+  // The suggestion card: with fewer finished schedules than the surrogate
+  // needs it shows the coordinator's reason, the JSON API's error verbatim.
+  const suggestApi = await api(ready.http, token, `/api/v1/experiments/${experimentId}/suggest`);
+  check(suggestApi.status === 400 && /needs at least 5 finished schedules .*\(there (is|are) \d\)/
+    .test(suggestApi.body?.error || ''), `suggest API: HTTP ${suggestApi.status} ${suggestApi.body?.error}`);
+  const reason = await page.locator('#suggestions #suggestions-reason').textContent();
+  check(reason === suggestApi.body.error, `suggestion card says why it has none: '${reason}'`);
   await screenshot(page, 'leaderboard');
 
   // Into a non-baseline trial.

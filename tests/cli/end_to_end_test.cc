@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "base/status_macros.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
@@ -20,9 +21,9 @@ using ::testing::UnorderedElementsAre;
 
 constexpr int kSteps = 20;
 
-// The tiny preset's principled grid: 4 Prism schedules plus the baseline.
-const char kTinyGrid[] = R"pb(
-  name: "e2e tiny grid"
+// Every experiment here: the tiny preset, kSteps steps, a train point per
+// step, a val point every 10.
+const char kTinyBudget[] = R"pb(
   model { preset: "tiny" }
   budget {
     steps: 20
@@ -32,6 +33,11 @@ const char kTinyGrid[] = R"pb(
     log_every: 1
     checkpoint_every: 10
   }
+)pb";
+
+// The tiny preset's principled grid: 4 Prism schedules plus the baseline.
+const char kTinyGrid[] = R"pb(
+  name: "e2e tiny grid"
   principles: [ PRINCIPLE_SMOOTH, PRINCIPLE_BASELINE, PRINCIPLE_POW2 ]
   seeds: 1
 )pb";
@@ -42,7 +48,8 @@ TEST(EndToEndTest, SubmitTrainAndRankWithTwoWorkers) {
   ASSERT_TRUE(cluster.StartWorker().ok());
   ASSERT_TRUE(cluster.StartWorker().ok());
 
-  absl::StatusOr<int64_t> id = cluster.SubmitSpec(kTinyGrid);
+  absl::StatusOr<int64_t> id =
+      cluster.SubmitSpec(std::string(kTinyBudget) + kTinyGrid);
   ASSERT_TRUE(id.ok()) << id.status();
   absl::StatusOr<v1::Experiment> done =
       cluster.WaitForExperiment(*id, absl::Minutes(4));
@@ -176,28 +183,25 @@ TEST(EndToEndTest, SubmitTrainAndRankWithTwoWorkers) {
   EXPECT_THAT(stopped.out, Not(HasSubstr(" idle ")));
 }
 
+// RunShortExperiment starts the cluster's coordinator and one worker,
+// submits kTinyBudget with `fields` and waits until the experiment ends.
+absl::StatusOr<v1::Experiment> RunShortExperiment(LocalCluster& cluster,
+                                                  const std::string& fields) {
+  PRISM_RETURN_IF_ERROR(cluster.StartCoordinator());
+  PRISM_RETURN_IF_ERROR(cluster.StartWorker().status());
+  PRISM_ASSIGN_OR_RETURN(int64_t id,
+                         cluster.SubmitSpec(std::string(kTinyBudget) + fields));
+  return cluster.WaitForExperiment(id, absl::Minutes(4));
+}
+
 TEST(EndToEndTest, AnAdaptiveExperimentAddsSeedsAndEnds) {
   LocalCluster cluster;
-  ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
-  ASSERT_TRUE(cluster.StartWorker().ok());
-  absl::StatusOr<int64_t> id = cluster.SubmitSpec(R"pb(
+  absl::StatusOr<v1::Experiment> done = RunShortExperiment(cluster, R"pb(
     name: "e2e adaptive"
-    model { preset: "tiny" }
-    budget {
-      steps: 20
-      batch_size: 4
-      eval_every: 10
-      eval_batches: 2
-      log_every: 5
-      checkpoint_every: 10
-    }
     schedules: "2x2,4x4"
     seeds_policy { min: 2 max: 3 }
   )pb");
-  ASSERT_TRUE(id.ok()) << id.status();
-  absl::StatusOr<v1::Experiment> done =
-      cluster.WaitForExperiment(*id, absl::Minutes(4));
-  ASSERT_TRUE(done.ok()) << done.status();
+  ASSERT_TRUE(done.ok()) << done.status() << cluster.Logs();
   EXPECT_EQ(done->state(), v1::EXPERIMENT_DONE) << cluster.Logs();
   // 2 seeds for the schedule and the baseline, and a third for both unless
   // the schedule was resolved on two.
@@ -207,10 +211,66 @@ TEST(EndToEndTest, AnAdaptiveExperimentAddsSeedsAndEnds) {
       << done->seeds_added();
   EXPECT_THAT(done->seeds_note(), HasSubstr("0 waiting"));
 
-  CommandResult status = cluster.Run({"status", std::to_string(*id)});
+  CommandResult status = cluster.Run({"status", std::to_string(done->id())});
   ASSERT_EQ(status.status, 0) << status.err;
   EXPECT_THAT(status.out, HasSubstr("adaptive seeds 2..3 per schedule: "));
   EXPECT_THAT(status.out, HasSubstr("last decision: added no seed"));
+}
+
+TEST(EndToEndTest, AGuidedSearchEndsAtItsBudgetAndSuggestsTheRest) {
+  LocalCluster cluster;
+  absl::StatusOr<v1::Experiment> done = RunShortExperiment(cluster, R"pb(
+    name: "e2e guided"
+    strategy: STRATEGY_GUIDED
+    samples: 7
+    guided { initial: 5 }
+    seeds: 1
+  )pb");
+  ASSERT_TRUE(done.ok()) << done.status() << cluster.Logs();
+  EXPECT_EQ(done->state(), v1::EXPERIMENT_DONE) << cluster.Logs();
+  // The baseline, 5 initial schedules, then a suggestion and an exploration.
+  EXPECT_EQ(done->counts().total(), 8);
+  EXPECT_EQ(done->counts().completed(), 8);
+  EXPECT_EQ(done->seeds_added(), 2);
+  EXPECT_THAT(done->seeds_note(), HasSubstr("budget reached"));
+
+  const std::string experiment = std::to_string(done->id());
+  CommandResult status = cluster.Run({"status", experiment});
+  ASSERT_EQ(status.status, 0) << status.err;
+  EXPECT_THAT(status.out, HasSubstr("guided search: 7 schedules, initial "
+                                    "design 5, 2 in flight; 2 trials added"));
+
+  CommandResult suggest =
+      cluster.Run({"suggest", "--experiment", experiment, "--n", "3"});
+  ASSERT_EQ(suggest.status, 0) << suggest.err;
+  EXPECT_THAT(suggest.out, HasSubstr("predicted_delta"));
+  EXPECT_THAT(suggest.out, HasSubstr("lower confidence bound"));
+  EXPECT_THAT(suggest.out, HasSubstr("fitted on 7 schedules"));
+  absl::StatusOr<std::vector<v1::Trial>> trials =
+      cluster.ListTrials(done->id());
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  CommandResult json = cluster.Run({"suggest", "--experiment", experiment,
+                                    "--n", "1000", "--format", "json"});
+  ASSERT_EQ(json.status, 0) << json.err;
+  v1::SuggestResponse all;
+  ASSERT_TRUE(google::protobuf::util::JsonStringToMessage(json.out, &all).ok())
+      << json.out;
+  // The 21 - 8 untried schedules of the tiny space, none of the tried ones.
+  EXPECT_EQ(all.suggestions_size(), 13);
+  std::set<std::string> tried;
+  for (const v1::Trial& t : *trials) tried.insert(t.schedule());
+  EXPECT_EQ(tried.size(), 8u);
+  for (const v1::Suggestion& x : all.suggestions()) {
+    EXPECT_EQ(tried.count(x.schedule()), 0u) << x.schedule();
+  }
+
+  CommandResult bad =
+      cluster.Run({"suggest", "--experiment", experiment, "--n", "0"});
+  EXPECT_EQ(bad.status, 2);
+  EXPECT_THAT(bad.err, HasSubstr("n must be between 1 and 1000 (got 0)"));
+  CommandResult unknown = cluster.Run({"suggest", "--experiment", "999"});
+  EXPECT_EQ(unknown.status, 2);
+  EXPECT_THAT(unknown.err, HasSubstr("not found"));
 }
 
 }  // namespace

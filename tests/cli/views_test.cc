@@ -360,5 +360,34 @@ TEST(ViewsTest, CompareShowsBsVerdictItsPValueAndTheMethod) {
             "4x6,\"2x3,4x3\",3,-0.0123,0.0100,better,0.031\n");
 }
 
+TEST(ViewsTest, SuggestionsShowPredictionUncertaintyAndTheMethod) {
+  v1::SuggestResponse response;
+  v1::Suggestion* x = response.add_suggestions();
+  x->set_schedule("1x1,4x5");
+  x->set_predicted_delta(-0.02131);
+  x->set_uncertainty(0.00412);
+  x->set_acquisition(-0.02543);
+  x->mutable_principles()->set_pow2(true);
+  response.set_method("bootstrap ensemble of 64 ridge regressions");
+
+  std::ostringstream text;
+  PrintSuggestions(response, Format::kText, text);
+  EXPECT_THAT(text.str(), HasSubstr("predicted_delta"));
+  EXPECT_THAT(text.str(), HasSubstr("-0.0213"));
+  EXPECT_THAT(text.str(), HasSubstr("0.0041"));
+  EXPECT_THAT(text.str(), HasSubstr("-0.0254"));
+  EXPECT_THAT(text.str(), HasSubstr("bootstrap ensemble of 64 ridge"));
+
+  std::ostringstream csv;
+  PrintSuggestions(response, Format::kCsv, csv);
+  EXPECT_EQ(csv.str(),
+            "rank,schedule,principles,predicted_delta,uncertainty,lcb\n"
+            "1,\"1x1,4x5\",pow2,-0.0213,0.0041,-0.0254\n");
+
+  std::ostringstream json;
+  PrintSuggestions(response, Format::kJson, json);
+  EXPECT_THAT(json.str(), HasSubstr("\"predictedDelta\": -0.02131"));
+}
+
 }  // namespace
 }  // namespace prism::cli

@@ -45,6 +45,7 @@ constexpr int UNAUTH = grpc::StatusCode::UNAUTHENTICATED;
 constexpr int DENIED = grpc::StatusCode::PERMISSION_DENIED;
 constexpr int INVALID = grpc::StatusCode::INVALID_ARGUMENT;
 constexpr int NOT_FOUND = grpc::StatusCode::NOT_FOUND;
+constexpr int PRECONDITION = grpc::StatusCode::FAILED_PRECONDITION;
 
 // The rules of server/auth.h, as rows of expected codes.
 constexpr Expect kReadRule = {UNAUTH, UNAUTH, OK, OK, OK, OK, OK};
@@ -334,6 +335,15 @@ const std::vector<Row>& Rows() {
                      req.set_schedule_b("2x2,4x4");
                    }),
        {UNAUTH, UNAUTH, NOT_FOUND, NOT_FOUND, NOT_FOUND, NOT_FOUND, NOT_FOUND}},
+      // Read; the world's experiment has too few finished schedules.
+      {"ResultsService.Suggest",
+       PRISM_UNARY(results, Suggest, v1::SuggestRequest, v1::SuggestResponse,
+                   {
+                     req.set_experiment_id(w.experiment);
+                     req.set_n(3);
+                   }),
+       {UNAUTH, UNAUTH, PRECONDITION, PRECONDITION, PRECONDITION, PRECONDITION,
+        PRECONDITION}},
       {"ResultsService.Watch",
        [](Matrix& m, const World& w, const std::string& token) {
          v1::WatchRequest req;
@@ -372,7 +382,10 @@ struct Route {
   Expect expect;
   bool cookie = false;  // the token as the prism_token cookie, not a header
 };
-constexpr std::array<Route, 13> kRoutes = {{
+// Suggest answers 400 (FAILED_PRECONDITION) to whoever may read: the
+// world's experiment has too few finished schedules.
+constexpr Expect kHttpSuggest = {401, 401, 400, 400, 400, 400, 400};
+constexpr std::array<Route, 14> kRoutes = {{
     {"/api/v1/whoami", kHttpRead},
     {"/api/v1/experiments", kHttpRead},
     {"/api/v1/experiments/{E}", kHttpRead},
@@ -380,6 +393,7 @@ constexpr std::array<Route, 13> kRoutes = {{
     {"/api/v1/experiments/{E}/trials", kHttpRead},
     {"/api/v1/trials/{T}", kHttpRead},
     {"/api/v1/workers", kHttpRead},
+    {"/api/v1/experiments/{E}/suggest", kHttpSuggest},
     {"/api/v1/events?experiment={E}", kHttpRead},
     {"/api/v1/whoami", kHttpRead, /*cookie=*/true},
     {"/api/v1/events?experiment={E}", kHttpRead, /*cookie=*/true},
@@ -387,7 +401,7 @@ constexpr std::array<Route, 13> kRoutes = {{
     {"/", kHttpPublic},
     {"/static/js/main.js", kHttpPublic},
 }};
-constexpr int kApiRoutes = 8;
+constexpr int kApiRoutes = 9;
 static_assert(std::variant_size_v<ApiRequest> == kApiRoutes,
               "http_api.h has a new API route: add it to kRoutes");
 

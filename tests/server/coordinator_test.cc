@@ -3,11 +3,13 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <set>
 #include <thread>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "proto/worker_protocol.h"
+#include "scheduler/schedule.h"
 #include "tests/server/coordinator_fixture.h"
 
 namespace prism::server::testing {
@@ -936,6 +938,23 @@ class AdaptiveSeedsTest : public ServiceTest {
     return n;
   }
 
+  // CompleteInStorageOnly leases the next trial and completes it in the
+  // store directly, as if the coordinator died before deciding on it.
+  void CompleteInStorageOnly(const std::string& worker, const LossFn& loss) {
+    const v1::TrialTask task = Lease(worker_token_, worker);
+    ASSERT_NE(task.trial().id(), 0);
+    v1::TrialMetrics metrics;
+    metrics.set_final_val_loss(
+        loss(task.trial().schedule(), task.trial().seed()));
+    metrics.set_steps(100);
+    ASSERT_TRUE(
+        coordinator_->store()
+            ->CompleteTrial(storage::AttemptRef{task.trial().id(),
+                                                task.trial().attempt(), worker},
+                            metrics, {}, clock_.NowMs())
+            .ok());
+  }
+
   // SeedsBySchedule returns every trial's seed, by schedule.
   std::map<std::string, std::vector<int64_t>> SeedsBySchedule(int64_t id) {
     v1::ListTrialsRequest req;
@@ -1067,18 +1086,7 @@ TEST_F(AdaptiveSeedsTest, ARoundACrashInterruptedRunsAtTheNextStart) {
   EXPECT_EQ(RunQueued(worker, loss, /*limit=*/3), 3);
   // The last trial of the round completes in storage only, as if the
   // coordinator died before its seeds decision.
-  const v1::TrialTask task = Lease(worker_token_, worker);
-  ASSERT_NE(task.trial().id(), 0);
-  v1::TrialMetrics metrics;
-  metrics.set_final_val_loss(
-      loss(task.trial().schedule(), task.trial().seed()));
-  metrics.set_steps(100);
-  ASSERT_TRUE(
-      coordinator_->store()
-          ->CompleteTrial(storage::AttemptRef{task.trial().id(),
-                                              task.trial().attempt(), worker},
-                          metrics, {}, clock_.NowMs())
-          .ok());
+  CompleteInStorageOnly(worker, loss);
   v1::Experiment e = GetExperiment(id);
   EXPECT_EQ(e.state(), v1::EXPERIMENT_ACTIVE);  // not done: seeds undecided
   EXPECT_EQ(e.counts().total(), 4);
@@ -1099,6 +1107,171 @@ TEST_F(AdaptiveSeedsTest, BadPoliciesAreRefusedWithOneLine) {
   EXPECT_THAT(status.error_message(),
               HasSubstr("seeds_policy.min must be at least 2"));
   EXPECT_EQ(CountExperiments(), 0);
+}
+
+// GuidedTest drives STRATEGY_GUIDED experiments on the tiny preset's space
+// (d_model 128, 6 layers, 4 base heads: 21 schedules) through the same fake
+// worker, with a loss that falls as the first layer gets wider heads.
+class GuidedTest : public AdaptiveSeedsTest {
+ protected:
+  static v1::ExperimentSpec Guided(int samples, int initial) {
+    v1::ExperimentSpec spec = Spec({}, {1, 2});
+    spec.set_strategy(v1::STRATEGY_GUIDED);
+    spec.set_samples(samples);
+    spec.set_sample_seed(5);
+    if (initial > 0) spec.mutable_guided()->set_initial(initial);
+    return spec;
+  }
+
+  // Loss: 3.0 minus 0.01 per halving of the first layer's head count.
+  static double WiderFirstIsBetter(const std::string& schedule, int64_t seed) {
+    const int first = ParseSchedule(schedule)->heads(0);
+    return 3.0 - 0.01 * std::log2(4.0 / first) + 0.001 * (seed % 2);
+  }
+
+  absl::StatusOr<v1::SuggestResponse> Suggest(int64_t id, int n) {
+    v1::SuggestRequest req;
+    req.set_experiment_id(id);
+    req.set_n(n);
+    v1::SuggestResponse resp;
+    auto ctx = Ctx(viewer_);
+    const grpc::Status s = results_->Suggest(ctx.get(), req, &resp);
+    if (!s.ok()) {
+      return absl::Status(static_cast<absl::StatusCode>(s.error_code()),
+                          s.error_message());
+    }
+    return resp;
+  }
+};
+
+TEST_F(GuidedTest, PlantsTheInitialDesignThenAlternatesUntilTheBudget) {
+  const int64_t id = Submit(alice_, Guided(/*samples=*/9, /*initial=*/5));
+  ASSERT_GT(id, 0);
+  v1::Experiment e = GetExperiment(id);
+  EXPECT_EQ(e.counts().total(), 12);  // baseline + 5 schedules, 2 seeds
+  EXPECT_EQ(e.spec().guided().initial(), 5);
+  EXPECT_EQ(e.spec().guided().parallel(), 2);
+  const std::string worker = Register(worker_token_);
+  // The initial design finishes: a suggestion and an exploration follow.
+  EXPECT_EQ(RunQueued(worker, WiderFirstIsBetter, /*limit=*/12), 12);
+  e = GetExperiment(id);
+  EXPECT_EQ(e.counts().total(), 16);
+  EXPECT_EQ(e.seeds_added(), 4);
+  EXPECT_THAT(e.seeds_note(), HasSubstr("guided: added suggestion "));
+  EXPECT_THAT(e.seeds_note(), HasSubstr(" and exploration "));
+  EXPECT_THAT(e.seeds_note(), HasSubstr("7 of 9 schedules tried, 2 in flight"));
+
+  EXPECT_EQ(RunQueued(worker, WiderFirstIsBetter), 8);
+  e = GetExperiment(id);
+  EXPECT_EQ(e.state(), v1::EXPERIMENT_DONE);
+  EXPECT_EQ(e.counts().total(), 20);
+  EXPECT_EQ(e.counts().completed(), 20);
+  EXPECT_EQ(e.seeds_added(), 8);
+  EXPECT_THAT(e.seeds_note(), HasSubstr("budget reached"));
+  const auto seeds = SeedsBySchedule(id);
+  EXPECT_EQ(seeds.size(), 10u);  // 9 schedules and the baseline
+  for (const auto& [schedule, list] : seeds) {
+    EXPECT_THAT(list, ElementsAre(1, 2)) << schedule;
+  }
+  // The suggestions that remain are the 11 schedules never tried.
+  absl::StatusOr<v1::SuggestResponse> next = Suggest(id, 100);
+  ASSERT_TRUE(next.ok()) << next.status();
+  EXPECT_EQ(next->suggestions_size(), 11);
+  EXPECT_EQ(next->observed_schedules(), 9);
+  for (const v1::Suggestion& x : next->suggestions()) {
+    EXPECT_EQ(seeds.count(x.schedule()), 0u) << x.schedule();
+  }
+}
+
+TEST_F(GuidedTest, RestartsNeitherLoseNorRepeatDecisions) {
+  const int64_t id = Submit(alice_, Guided(/*samples=*/9, /*initial=*/5));
+  ASSERT_GT(id, 0);
+  const std::string worker = Register(worker_token_);
+  EXPECT_EQ(RunQueued(worker, WiderFirstIsBetter, /*limit=*/11), 11);
+  // The initial design's last trial completes in storage only, as if the
+  // coordinator died before its decision.
+  CompleteInStorageOnly(worker, WiderFirstIsBetter);
+  EXPECT_EQ(GetExperiment(id).state(), v1::EXPERIMENT_ACTIVE);
+  EXPECT_EQ(GetExperiment(id).counts().total(), 12);
+
+  Restart();
+  EXPECT_EQ(GetExperiment(id).counts().total(), 16);
+  const std::string note = GetExperiment(id).seeds_note();
+  Restart();  // decided again on the same state: nothing added
+  EXPECT_EQ(GetExperiment(id).counts().total(), 16);
+  EXPECT_EQ(GetExperiment(id).seeds_note(), note);
+  while (RunQueued(worker, WiderFirstIsBetter, /*limit=*/1) == 1) Restart();
+
+  const v1::Experiment e = GetExperiment(id);
+  EXPECT_EQ(e.state(), v1::EXPERIMENT_DONE);
+  EXPECT_EQ(e.counts().total(), 20);
+  EXPECT_EQ(e.seeds_added(), 8);
+  EXPECT_EQ(SeedsBySchedule(id).size(), 10u);
+}
+
+TEST_F(GuidedTest, BadSettingsAreRefusedWithOneLine) {
+  struct Case {
+    v1::ExperimentSpec spec;
+    const char* message;
+  };
+  std::vector<Case> cases;
+  cases.push_back({Guided(3, 5), "samples (3) is below guided.initial (5)"});
+  cases.push_back({Guided(9, 2), "guided.initial must be at least 5"});
+  cases.push_back({Guided(0, 0), "samples (the schedule budget) must be"});
+  cases.push_back({Guided(9, 5), "schedules cannot be listed"});
+  cases.back().spec.add_schedules("2x2,4x4");
+  cases.push_back({Guided(9, 5), "seeds_policy cannot be combined"});
+  cases.back().spec.mutable_seeds_policy()->set_min(2);
+  cases.back().spec.mutable_seeds_policy()->set_max(3);
+  cases.push_back({Guided(9, 5), "guided is set but strategy is not"});
+  cases.back().spec.set_strategy(v1::STRATEGY_RANDOM);
+  for (const Case& c : cases) {
+    grpc::Status status;
+    EXPECT_EQ(Submit(alice_, c.spec, &status), 0) << c.message;
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(status.error_message(), HasSubstr(c.message));
+  }
+  EXPECT_EQ(CountExperiments(), 0);
+}
+
+TEST_F(GuidedTest, SuggestNamesWhatItNeedsThenProposesOnlyUntriedSchedules) {
+  absl::StatusOr<v1::SuggestResponse> r = Suggest(999, 3);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kNotFound);
+  const std::vector<std::string> listed = {"1x1,4x5", "2x1,4x5",     "1x2,4x4",
+                                           "2x2,4x4", "1x1,2x1,4x4", "2x3,4x3"};
+  const int64_t id = Submit(alice_, Spec(listed, {1, 2}));
+  for (int n : {0, 1001}) {
+    r = Suggest(id, n);
+    EXPECT_EQ(r.status().code(), absl::StatusCode::kInvalidArgument) << n;
+    EXPECT_THAT(r.status().message(), HasSubstr("n must be between 1 and"));
+  }
+  const std::string worker = Register(worker_token_);
+  // Trials lease in id order: seed 1's baseline and first two schedules.
+  EXPECT_EQ(RunQueued(worker, WiderFirstIsBetter, /*limit=*/3), 3);
+  r = Suggest(id, 3);
+  EXPECT_EQ(r.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(r.status().message(),
+              HasSubstr("the surrogate needs at least 5 finished schedules"));
+  EXPECT_THAT(r.status().message(), HasSubstr("(there are 2)"));
+
+  EXPECT_EQ(RunQueued(worker, WiderFirstIsBetter), 11);
+  r = Suggest(id, 100);
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(r->observed_schedules(), 6);
+  EXPECT_EQ(r->candidates(), 14);  // 21 - 6 listed - the baseline
+  EXPECT_EQ(r->space_size(), "21");
+  EXPECT_FALSE(r->sampled());
+  ASSERT_EQ(r->suggestions_size(), 14);
+  std::set<std::string> seen(listed.begin(), listed.end());
+  seen.insert("4x6");
+  for (const v1::Suggestion& x : r->suggestions()) {
+    EXPECT_TRUE(seen.insert(x.schedule()).second) << x.schedule();
+    EXPECT_EQ(x.principles().schedule(), x.schedule());
+    EXPECT_GT(x.uncertainty(), 0.0);
+  }
+  EXPECT_THAT(r->method(), HasSubstr("lower confidence bound"));
+  // The widest first layer is the best guess among the untried ones.
+  EXPECT_EQ(ParseSchedule(r->suggestions(0).schedule())->heads(0), 1);
 }
 
 }  // namespace

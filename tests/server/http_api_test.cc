@@ -73,6 +73,25 @@ TEST(HttpApiTest, UnknownPathsAreNotFoundAndBadValuesInvalid) {
             absl::StatusCode::kInvalidArgument);
 }
 
+TEST(HttpApiTest, SuggestTakesNOrDefaultsToTen) {
+  absl::StatusOr<ApiRequest> r =
+      ParseApiRequest("/api/v1/experiments/4/suggest", {{"n", "3"}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(std::get<v1::SuggestRequest>(*r).experiment_id(), 4);
+  EXPECT_EQ(std::get<v1::SuggestRequest>(*r).n(), 3);
+  r = ParseApiRequest("/api/v1/experiments/4/suggest", {});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(std::get<v1::SuggestRequest>(*r).n(), kDefaultApiSuggestions);
+  // n=0 reaches the coordinator, which names the range.
+  r = ParseApiRequest("/api/v1/experiments/4/suggest", {{"n", "0"}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(std::get<v1::SuggestRequest>(*r).n(), 0);
+  EXPECT_THAT(ParseApiRequest("/api/v1/experiments/4/suggest", {{"n", "many"}})
+                  .status()
+                  .message(),
+              HasSubstr("n='many' is not an integer"));
+}
+
 TEST(HttpApiTest, ARepeatedParameterCountsByItsFirstValue) {
   absl::StatusOr<ApiRequest> r = ParseApiRequest(
       "/api/v1/experiments", {{"page_size", "3"}, {"page_size", "x"}});

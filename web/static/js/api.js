@@ -17,10 +17,12 @@ export class AuthError extends Error {
 }
 
 export class ApiError extends Error {
-  constructor(status, message) {
+  // reason is the coordinator's own error text, without the path and status.
+  constructor(status, message, reason = '') {
     super(message);
     this.name = 'ApiError';
     this.status = status;
+    this.reason = reason;
   }
 }
 
@@ -90,7 +92,7 @@ export async function getJson(path, params = {}) {
   }
   if (!response.ok) {
     const reason = (body && body.error) || text || response.statusText;
-    throw new ApiError(response.status, `${url.pathname}: ${reason} (HTTP ${response.status})`);
+    throw new ApiError(response.status, `${url.pathname}: ${reason} (HTTP ${response.status})`, reason);
   }
   if (body === null) {
     throw new ApiError(response.status, `${url.pathname}: the response is not JSON`);
@@ -103,6 +105,7 @@ export const api = {
   experiments: (params) => getJson('/api/v1/experiments', params),
   experiment: (id) => getJson(`/api/v1/experiments/${encodeURIComponent(id)}`),
   rank: (id, params) => getJson(`/api/v1/experiments/${encodeURIComponent(id)}/rank`, params),
+  suggest: (id, params) => getJson(`/api/v1/experiments/${encodeURIComponent(id)}/suggest`, params),
   trials: (id, params) => getJson(`/api/v1/experiments/${encodeURIComponent(id)}/trials`, params),
   trial: (id) => getJson(`/api/v1/trials/${encodeURIComponent(id)}`, { with_baseline: 1 }),
   workers: () => getJson('/api/v1/workers'),

@@ -3,7 +3,8 @@
 // its head-count staircase with principle badges, val loss and the paired
 // delta vs the uniform baseline with their 95% intervals; plus the principle
 // effects (the regression's effect of violating each with its interval, or
-// why it is not estimable) and their chart. Live over the experiment's event
+// why it is not estimable) and their chart; and the schedules a surrogate
+// suggests training next (suggestions.js). Live over the experiment's event
 // stream.
 
 import { api } from '../api.js';
@@ -15,6 +16,7 @@ import {
 } from '../format.js';
 import { layerHeads, staircase } from '../staircase.js';
 import { isLive } from '../live.js';
+import { suggestionsCard } from '../suggestions.js';
 import {
   badge, empty, keyValues, pageQuery, pageState, pager, progressBar, section, stateBadge, table,
 } from '../ui.js';
@@ -216,10 +218,10 @@ export async function render(ctx) {
   const apply = (changes) => ctx.navigate(`/experiments/${id}`, { ...base, page: paging.token,
                                                                    trail: ctx.query.trail, ...changes });
   const load = async () => {
-    const rank = await api.rank(id, {
+    const [rank, suggestions] = await Promise.all([api.rank(id, {
       require: state.require.join(','), sort: state.sort, descending: state.desc ? 1 : '',
       page_size: kPageSize, page_token: paging.token,
-    });
+    }), suggestionsCard(id)]);
     if (!ctx.isCurrent()) return;
     const experiment = rank.experiment || { id };
     const rows = rank.schedules || [];
@@ -283,7 +285,8 @@ export async function render(ctx) {
                 shown: rows.length, offset: paging.trail.length * kPageSize, total,
                 hasNext: Boolean(rank.nextPageToken), onFirst: () => go('first'),
                 onPrev: () => go('prev'), onNext: () => go('next'),
-              }) : null));
+              }) : null),
+            suggestions);
     if (effects.drawChart) effects.drawChart();
     return experiment;
   };
