@@ -782,30 +782,18 @@ absl::StatusOr<std::string> SqliteStore::ScalerTag(const std::string& backend,
                                                    const std::string& proposed,
                                                    int64_t now_ms) {
   absl::MutexLock lock(&write_mu_);
-  Connection* c = writer_.get();
-  PRISM_ASSIGN_OR_RETURN(Transaction txn,
-                         Transaction::Begin(c, Transaction::Kind::kWrite));
-  {
-    PRISM_ASSIGN_OR_RETURN(
-        Query q, c->Prepare("INSERT INTO scalers (backend, tag, created_ms) "
-                            "VALUES (?, ?, ?) ON CONFLICT (backend) DO "
-                            "NOTHING"));
-    q.BindText(1, backend);
-    q.BindText(2, proposed);
-    q.Bind(3, now_ms);
-    PRISM_RETURN_IF_ERROR(q.Run());
-  }
-  std::string tag;
-  {
-    PRISM_ASSIGN_OR_RETURN(
-        Query q, c->Prepare("SELECT tag FROM scalers WHERE backend = ?"));
-    q.BindText(1, backend);
-    PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
-    if (!row) return absl::InternalError("scaler tag vanished after insert");
-    tag = q.Text(0);
-  }
-  PRISM_RETURN_IF_ERROR(txn.Commit());
-  return tag;
+  // One statement: the stored tag, or `proposed` once stored.
+  PRISM_ASSIGN_OR_RETURN(
+      Query q, writer_->Prepare("INSERT INTO scalers (backend, tag, "
+                                "created_ms) VALUES (?, ?, ?) ON CONFLICT "
+                                "(backend) DO UPDATE SET tag = scalers.tag "
+                                "RETURNING tag"));
+  q.BindText(1, backend);
+  q.BindText(2, proposed);
+  q.Bind(3, now_ms);
+  PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+  if (!row) return absl::InternalError("no scaler tag after its upsert");
+  return q.Text(0);
 }
 
 absl::Status SqliteStore::RecordScalerJob(const std::string& backend,

@@ -62,12 +62,19 @@ TEST(SubprocessTest, StopKillsAChildThatOutlivesTheGrace) {
   EXPECT_EQ(child->Stop(absl::Milliseconds(200)), 128 + SIGKILL);
 }
 
-TEST(SubprocessTest, RunToCompletionReturnsTheStatusAndBothOutputs) {
-  ::prism::testing::TempDir dir("prism_run_to_completion");
+// Shell runs `script` with its outputs in `dir`.
+SpawnOptions Shell(const ::prism::testing::TempDir& dir,
+                   const std::string& script) {
   SpawnOptions o;
-  o.argv = {"/bin/sh", "-c", "echo out; echo err >&2; exit 3"};
+  o.argv = {"/bin/sh", "-c", script};
   o.stdout_path = dir.File("out");
   o.stderr_path = dir.File("err");
+  return o;
+}
+
+TEST(SubprocessTest, RunToCompletionReturnsTheStatusAndBothOutputs) {
+  ::prism::testing::TempDir dir("prism_run_to_completion");
+  const SpawnOptions o = Shell(dir, "echo out; echo err >&2; exit 3");
   for (int run = 0; run < 2; ++run) {  // the files are emptied each time
     CommandOutput r = RunToCompletion(o, absl::Seconds(30));
     EXPECT_EQ(r.status, 3);
@@ -78,11 +85,8 @@ TEST(SubprocessTest, RunToCompletionReturnsTheStatusAndBothOutputs) {
 
 TEST(SubprocessTest, RunToCompletionKillsACommandThatOutlivesItsTimeout) {
   ::prism::testing::TempDir dir("prism_run_to_completion");
-  SpawnOptions o;
-  o.argv = {"/bin/sh", "-c", "exec sleep 30"};
-  o.stdout_path = dir.File("out");
-  o.stderr_path = dir.File("err");
-  CommandOutput r = RunToCompletion(o, absl::Milliseconds(100));
+  CommandOutput r =
+      RunToCompletion(Shell(dir, "exec sleep 30"), absl::Milliseconds(100));
   EXPECT_EQ(r.status, -1);
   EXPECT_NE(r.err.find("did not end within"), std::string::npos) << r.err;
 }
