@@ -59,6 +59,10 @@ absl::Status ValidateOptions(const CoordinatorOptions& o) {
   PRISM_RETURN_IF_ERROR(SplitHostPort(o.http_address).status());
   if (o.job_backend != nullptr) {
     PRISM_RETURN_IF_ERROR(ValidateScalerOptions(o.scaler));
+    if (!o.scaler_coordinator_address.empty()) {
+      PRISM_RETURN_IF_ERROR(
+          SplitHostPort(o.scaler_coordinator_address).status());
+    }
   }
   return absl::OkStatus();
 }

@@ -156,15 +156,20 @@ absl::Status Scaler::Tick() {
   // hold nothing), then workers idle for the grace.
   int64_t surplus = spare - queue.waiting;
   auto cancel = [&](const std::string& id, const char* why) {
-    absl::Status s = backend_->Cancel(id);
-    Log(s.ok() ? LogLevel::kInfo : LogLevel::kWarning,
-        s.ok() ? "cancelled worker job" : "cannot cancel worker job")
+    idle_since_ms_.erase(id);
+    if (absl::Status s = backend_->Cancel(id); !s.ok()) {
+      // The next tick lists the jobs again and decides afresh.
+      Log(LogLevel::kWarning, "cannot cancel worker job")
+          .Kv("backend", backend_->name())
+          .Kv("job", id)
+          .Kv("error", s.message());
+      return;
+    }
+    --surplus;
+    Log(LogLevel::kInfo, "cancelled worker job")
         .Kv("backend", backend_->name())
         .Kv("job", id)
-        .Kv("why", why)
-        .Kv("error", s.ok() ? "" : s.message());
-    if (s.ok()) --surplus;
-    idle_since_ms_.erase(id);
+        .Kv("why", why);
   };
   for (auto it = pending.rbegin(); it != pending.rend() && surplus > 0; ++it) {
     cancel(*it, "pending, nothing waits");
