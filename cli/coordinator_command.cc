@@ -27,6 +27,7 @@
 #include "base/log.h"
 #include "cli/command.h"
 #include "cli/output.h"
+#include "cli/slurm_jobs.h"
 #include "server/coordinator.h"
 
 namespace prism::cli {
@@ -38,7 +39,43 @@ struct CoordinatorFlags {
   server::CoordinatorOptions options;
   std::string ready_file;
   std::string log_level = "info";
+  // Queue-driven worker jobs (--scale slurm).
+  std::string scale = "none";
+  SlurmJobsOptions slurm;
+  int scale_interval_seconds = 10;
+  int scale_idle_seconds = 60;
 };
+
+// AddJobBackend sets options.job_backend for --scale. InvalidArgument
+// naming the flag or what the default batch script needs.
+absl::Status AddJobBackend(CoordinatorFlags& flags) {
+  if (flags.scale == "none") return absl::OkStatus();
+  if (flags.scale != "slurm") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--scale must be none or slurm (got '", flags.scale, "')"));
+  }
+  server::ScalerOptions& s = flags.options.scaler;
+  s.interval = absl::Seconds(flags.scale_interval_seconds);
+  s.idle_grace = absl::Seconds(flags.scale_idle_seconds);
+  if (flags.slurm.template_path.empty()) {
+    flags.slurm.template_path = DefaultSlurmTemplate();
+    // The default script refuses to start without these; say so now rather
+    // than through a stream of failed jobs.
+    const bool token = std::getenv("PRISM_TOKEN_FILE") != nullptr ||
+                       std::getenv("PRISM_TOKEN") != nullptr;
+    if (!token || std::getenv("PRISM_CHECKPOINTS") == nullptr) {
+      return absl::InvalidArgumentError(
+          "--scale slurm with the default batch script needs "
+          "PRISM_TOKEN_FILE (a worker token) and PRISM_CHECKPOINTS (shared "
+          "storage) in the coordinator's environment, which its jobs get");
+    }
+  }
+  absl::StatusOr<std::unique_ptr<server::JobBackend>> backend =
+      NewSlurmJobs(flags.slurm);
+  if (!backend.ok()) return backend.status();
+  flags.options.job_backend = std::move(*backend);
+  return absl::OkStatus();
+}
 
 // DefaultWebRoot finds the dashboard: `web/` next to the binary's folder
 // (the build tree, where prism_web copies it), else the source tree's.
@@ -126,6 +163,9 @@ int RunCoordinator(CoordinatorFlags flags) {
     o.admin_token_env = env;
   }
   if (o.web_root.empty()) o.web_root = DefaultWebRoot();
+  if (absl::Status s = AddJobBackend(flags); !s.ok()) {
+    return ReportError("coordinator", s);
+  }
 
   // Installed before anything starts, so a signal during start-up is kept
   // and ends the run right after it.
@@ -264,6 +304,48 @@ void RegisterCoordinatorCommands(CLI::App& app, Action* action) {
   cmd->add_option("--log-level", flags->log_level,
                   "debug (logs every request), info, warning or error")
       ->capture_default_str();
+  // Scaling: worker jobs on Slurm while trials wait (server/scaler.h;
+  // deploy/README.md, "Queue-driven workers on Slurm").
+  const std::string scaling = "Scaling";
+  CLI::Option* scale =
+      cmd->add_option("--scale", flags->scale,
+                      "none, or slurm: submit a worker job (sbatch) per "
+                      "waiting trial up to --max-workers and cancel idle "
+                      "ones; the jobs get this process's environment "
+                      "(PRISM_TOKEN_FILE, PRISM_CHECKPOINTS, ...) and "
+                      "PRISM_COORDINATOR")
+          ->capture_default_str()
+          ->group(scaling);
+  auto scaling_option = [cmd, scale, &scaling](const std::string& name,
+                                               auto& value,
+                                               const std::string& help) {
+    return cmd->add_option(name, value, help)->needs(scale)->group(scaling);
+  };
+  scaling_option("--max-workers", o.scaler.max_workers,
+                 "Most worker jobs at once, pending and running")
+      ->capture_default_str();
+  scaling_option("--slurm-partition", flags->slurm.partition,
+                 "sbatch --partition (default: the cluster's)");
+  scaling_option("--slurm-account", flags->slurm.account,
+                 "sbatch --account (default: the user's)");
+  scaling_option("--slurm-template", flags->slurm.template_path,
+                 "Batch script each job runs (default: "
+                 "deploy/slurm/prism-workers.sbatch, from share/prism/slurm "
+                 "beside the binary or the source tree)");
+  scaling_option("--slurm-sbatch-arg", flags->slurm.sbatch_args,
+                 "An sbatch option for every job, e.g. --gres=none or "
+                 "--mem=8G (repeatable; options beat the script's #SBATCH "
+                 "lines)");
+  scaling_option("--scale-interval-seconds", flags->scale_interval_seconds,
+                 "How often the queue and the jobs are compared")
+      ->capture_default_str();
+  scaling_option("--scale-idle-seconds", flags->scale_idle_seconds,
+                 "A job whose worker was idle this long with nothing "
+                 "waiting is cancelled")
+      ->capture_default_str();
+  scaling_option("--scale-coordinator-address", o.scaler_coordinator_address,
+                 "HOST:PORT the jobs' workers dial (default: --listen, a "
+                 "wildcard host replaced by this host's name)");
   cmd->footer(
       "The first admin token comes from --admin-token-file, else env "
       "PRISM_ADMIN_TOKEN, else is generated and printed once. Logs are "

@@ -30,17 +30,15 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
-#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "cli/client.h"
 #include "cli/command.h"
+#include "cli/launcher.h"
 #include "cli/output.h"
 #include "cli/signals.h"
 #include "cli/subprocess.h"
 #include "cli/views.h"
 #include "fmt/format.h"
-#include "google/protobuf/struct.pb.h"
-#include "google/protobuf/util/json_util.h"
 #include "model/data.h"
 #include "model/trainer.h"
 #include "scheduler/presets.h"
@@ -71,109 +69,49 @@ bool Stopped(StopSignals& signals, absl::Duration d) {
   return signals.received() != 0 || signals.Wait(d) != 0;
 }
 
-struct Endpoints {
-  std::string grpc;
-  std::string http;
-};
-
-absl::StatusOr<Endpoints> ReadReadyFile(const std::string& path) {
-  absl::StatusOr<std::string> text = ReadTextFile(path);
-  if (!text.ok()) return text.status();
-  google::protobuf::Struct ready;
-  if (!google::protobuf::util::JsonStringToMessage(*text, &ready).ok()) {
-    return absl::InternalError(absl::StrCat("unreadable ready file ", path));
-  }
-  Endpoints endpoints;
-  const auto& fields = ready.fields();
-  if (auto it = fields.find("grpc"); it != fields.end()) {
-    endpoints.grpc = it->second.string_value();
-  }
-  if (auto it = fields.find("http"); it != fields.end()) {
-    endpoints.http = it->second.string_value();
-  }
-  if (endpoints.grpc.empty()) {
-    return absl::InternalError(absl::StrCat("no grpc address in ", path));
-  }
-  return endpoints;
-}
-
-// LogTail returns the last `lines` lines of a log file, for error messages.
-std::string LogTail(const std::string& path, int lines) {
-  absl::StatusOr<std::string> text = ReadTextFile(path);
-  if (!text.ok()) return "";
-  std::vector<std::string> all =
-      absl::StrSplit(*text, '\n', absl::SkipWhitespace());
-  const size_t start = all.size() > static_cast<size_t>(lines)
-                           ? all.size() - static_cast<size_t>(lines)
-                           : 0;
-  return absl::StrJoin(all.begin() + start, all.end(), " | ");
-}
-
 // Local is everything the run started; its destructor is the last line of
 // defence (Subprocess kills), Stop the orderly way.
 struct Local {
-  std::optional<Subprocess> coordinator;
-  std::vector<Subprocess> workers;
+  std::optional<LocalCoordinator> coordinator;
+  WorkerPool workers;
   std::string coordinator_log;
 
   void Stop() {
-    for (Subprocess& w : workers) (void)w.Signal(SIGTERM);
-    for (Subprocess& w : workers) w.Stop(kWorkerStopGrace);
-    if (coordinator.has_value()) coordinator->Stop(kCoordinatorStopGrace);
+    workers.Stop(kWorkerStopGrace);
+    if (coordinator.has_value()) {
+      coordinator->process.Stop(kCoordinatorStopGrace);
+    }
   }
 };
 
-absl::Status StartCoordinator(const fs::path& data, StopSignals& signals,
-                              Local& local, Endpoints* endpoints) {
-  const fs::path ready = data / "run" / "coordinator.ready.json";
-  std::error_code ignored;
-  fs::remove(ready, ignored);
+absl::Status StartLocalCoordinator(const fs::path& data, StopSignals& signals,
+                                   Local& local) {
   local.coordinator_log = (data / "logs" / "coordinator.log").string();
-  SpawnOptions spawn;
-  spawn.argv = {SelfExecutable(),
-                "coordinator",
-                "--db",
-                (data / "prism.db").string(),
-                "--listen",
-                "127.0.0.1:0",
-                "--http",
-                "127.0.0.1:0",
-                "--admin-token-file",
-                (data / "admin.token").string(),
-                "--ready-file",
-                ready.string()};
-  spawn.stdout_path = local.coordinator_log;
-  spawn.stderr_path = local.coordinator_log;
-  absl::StatusOr<Subprocess> child = Subprocess::Spawn(spawn);
-  if (!child.ok()) return child.status();
-  local.coordinator.emplace(*std::move(child));
-
-  const absl::Time deadline = absl::Now() + kCoordinatorStartTimeout;
-  while (!fs::exists(ready, ignored)) {
-    if (!local.coordinator->Running()) {
-      return absl::InternalError(
-          absl::StrCat("the coordinator exited during start-up: ",
-                       LogTail(local.coordinator_log, 3)));
-    }
-    if (absl::Now() > deadline) {
-      return absl::DeadlineExceededError(
-          absl::StrCat("the coordinator was not ready within ",
-                       absl::FormatDuration(kCoordinatorStartTimeout), "; see ",
-                       local.coordinator_log));
-    }
-    if (Stopped(signals, absl::Milliseconds(50))) {
-      return absl::CancelledError("interrupted");
-    }
-  }
-  absl::StatusOr<Endpoints> read = ReadReadyFile(ready.string());
-  if (!read.ok()) return read.status();
-  *endpoints = *read;
+  CoordinatorLaunch launch;
+  launch.binary = SelfExecutable();
+  launch.args = {"--db",
+                 (data / "prism.db").string(),
+                 "--listen",
+                 "127.0.0.1:0",
+                 "--http",
+                 "127.0.0.1:0",
+                 "--admin-token-file",
+                 (data / "admin.token").string()};
+  launch.log_path = local.coordinator_log;
+  launch.ready_file = (data / "run" / "coordinator.ready.json").string();
+  launch.timeout = kCoordinatorStartTimeout;
+  launch.stop_grace = kCoordinatorStopGrace;
+  launch.cancelled = [&signals] {
+    return Stopped(signals, absl::Milliseconds(50));
+  };
+  absl::StatusOr<LocalCoordinator> started = StartCoordinator(launch);
+  if (!started.ok()) return started.status();
+  local.coordinator.emplace(*std::move(started));
   return absl::OkStatus();
 }
 
 absl::Status StartWorkers(const RunOptions& o, const fs::path& data,
-                          const Endpoints& endpoints, const std::string& token,
-                          Local& local) {
+                          const std::string& token, Local& local) {
   const int cores =
       std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   // Every worker gets every core by default: while as many trials as
@@ -182,22 +120,18 @@ absl::Status StartWorkers(const RunOptions& o, const fs::path& data,
   // instead of leaving cores idle. A trial's shard count (one per thread)
   // is then the same whichever worker runs it and whatever runs beside it,
   // so reruns reproduce the same losses.
-  const int threads = o.threads > 0 ? o.threads : cores;
+  WorkerLaunch launch;
+  launch.binary = SelfExecutable();
+  launch.coordinator = local.coordinator->endpoints.grpc;
+  launch.token = token;
+  launch.threads = o.threads > 0 ? o.threads : cores;
+  launch.attention = o.attention;
+  launch.checkpoint_dir = (data / "checkpoints").string();
   for (int i = 0; i < o.workers; ++i) {
-    SpawnOptions spawn;
-    spawn.argv = {SelfExecutable(),   "worker",
-                  "--coordinator",    endpoints.grpc,
-                  "--threads",        absl::StrCat(threads),
-                  "--attention",      o.attention,
-                  "--checkpoint-dir", (data / "checkpoints").string()};
-    // The token travels in the environment, not argv, so ps cannot show it.
-    spawn.env = {absl::StrCat("PRISM_TOKEN=", token)};
-    spawn.stderr_path =
+    launch.log_path =
         (data / "logs" / absl::StrCat("worker-", i + 1, ".log")).string();
-    spawn.stdout_path = spawn.stderr_path;
-    absl::StatusOr<Subprocess> child = Subprocess::Spawn(spawn);
-    if (!child.ok()) return child.status();
-    local.workers.push_back(*std::move(child));
+    absl::StatusOr<int> started = local.workers.Start(launch);
+    if (!started.ok()) return started.status();
   }
   return absl::OkStatus();
 }
@@ -296,12 +230,11 @@ absl::Status Follow(RpcClient& client, int64_t id, StopSignals& signals,
     if (Stopped(signals, kPollInterval)) {
       return absl::CancelledError("interrupted");
     }
-    if (!local.coordinator->Running()) {
+    if (!local.coordinator->process.Running()) {
       return absl::InternalError(absl::StrCat(
           "the coordinator exited: ", LogTail(local.coordinator_log, 3)));
     }
-    if (std::none_of(local.workers.begin(), local.workers.end(),
-                     [](Subprocess& w) { return w.Running(); })) {
+    if (local.workers.Running() == 0) {
       return absl::InternalError(
           "every worker exited; see the logs under <data-dir>/logs");
     }
@@ -454,8 +387,10 @@ int Run(const RunOptions& o) {
   if (!corpus.ok()) return ReportError("run", corpus.status());
 
   Local local;
-  Endpoints endpoints;
-  absl::Status status = StartCoordinator(data, signals, local, &endpoints);
+  absl::Status status = StartLocalCoordinator(data, signals, local);
+  const Endpoints endpoints = local.coordinator.has_value()
+                                  ? local.coordinator->endpoints
+                                  : Endpoints{};
   absl::StatusOr<std::string> admin_token;
   std::unique_ptr<RpcClient> client;
   int64_t experiment_id = 0;
@@ -473,7 +408,7 @@ int Run(const RunOptions& o) {
     status = client->Call(&v1::AuthService::Stub::CreateToken, client->auth(),
                           request, &worker_token);
     if (status.ok()) {
-      status = StartWorkers(o, data, endpoints, worker_token.token(), local);
+      status = StartWorkers(o, data, worker_token.token(), local);
     }
   }
   if (status.ok()) {
@@ -511,7 +446,7 @@ int Run(const RunOptions& o) {
                 << " --token-file " << ShellPath(data / "admin.token") << "\n";
       std::cout.flush();
       while (!Stopped(signals, absl::Seconds(1)) &&
-             local.coordinator->Running()) {
+             local.coordinator->process.Running()) {
       }
     } else {
       std::cout << "\n" << LookAgain(data, experiment_id);

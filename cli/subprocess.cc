@@ -7,11 +7,15 @@
 #include <unistd.h>
 
 #include <cerrno>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <map>
+#include <sstream>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 
 extern char** environ;
@@ -216,6 +220,54 @@ std::string SelfExecutable() {
   const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
   if (n <= 0) return "prism";
   return std::string(path, static_cast<size_t>(n));
+}
+
+namespace {
+
+std::string ReadWhole(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::ostringstream content;
+  content << in.rdbuf();
+  return content.str();
+}
+
+}  // namespace
+
+std::string FindProgram(const std::string& name) {
+  const char* env = std::getenv("PATH");
+  const std::string path = absl::StrCat(env != nullptr ? env : "",
+                                        ":/usr/sbin:/sbin:/usr/local/sbin");
+  for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
+    const std::string candidate = absl::StrCat(dir, "/", name);
+    if (access(candidate.c_str(), X_OK) == 0) return candidate;
+  }
+  return "";
+}
+
+CommandOutput RunToCompletion(const SpawnOptions& options,
+                              absl::Duration timeout) {
+  CommandOutput result;
+  for (const std::string& path : {options.stdout_path, options.stderr_path}) {
+    if (!path.empty()) unlink(path.c_str());
+  }
+  absl::StatusOr<Subprocess> child = Subprocess::Spawn(options);
+  if (!child.ok()) {
+    result.err = std::string(child.status().message());
+    return result;
+  }
+  absl::StatusOr<int> status = child->Wait(timeout);
+  if (status.ok()) {
+    result.status = *status;
+  } else {
+    child->Stop(absl::ZeroDuration());
+  }
+  result.out = ReadWhole(options.stdout_path);
+  result.err = ReadWhole(options.stderr_path);
+  if (!status.ok()) {
+    absl::StrAppend(&result.err, "\n", options.argv[0], " did not end within ",
+                    absl::FormatDuration(timeout), "; killed");
+  }
+  return result;
 }
 
 }  // namespace prism::cli

@@ -79,6 +79,24 @@ class Subprocess {
 // SelfExecutable returns the path of the running binary (/proc/self/exe).
 std::string SelfExecutable();
 
+// FindProgram returns the absolute path of `name` on PATH or in the sbin
+// directories (which a non-root PATH may lack), or "" when there is none.
+std::string FindProgram(const std::string& name);
+
+// CommandOutput is what a command run to completion left behind.
+struct CommandOutput {
+  int status = -1;  // exit status as Subprocess::Wait gives it; -1: see err
+  std::string out;
+  std::string err;
+};
+
+// RunToCompletion runs `options` (whose stdout_path and stderr_path must be
+// set: they are emptied first, then read back) and waits up to `timeout`.
+// status is -1 when it could not start (err says why) or did not end in time
+// (it is killed, and err says so after what it wrote).
+CommandOutput RunToCompletion(const SpawnOptions& options,
+                              absl::Duration timeout);
+
 }  // namespace prism::cli
 
 #endif  // PRISM_CLI_SUBPROCESS_H_

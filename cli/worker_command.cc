@@ -35,6 +35,7 @@ struct WorkerCommandOptions {
   bool keep_checkpoints = false;
   int max_trials = 0;
   double idle_exit_seconds = 0;
+  std::string worker_id;
 };
 
 std::string HostName() {
@@ -67,6 +68,7 @@ int RunWorker(const WorkerCommandOptions& o) {
   options.keep_checkpoints = o.keep_checkpoints;
   options.max_trials = o.max_trials;
   options.idle_exit = absl::Seconds(o.idle_exit_seconds);
+  options.worker_id = o.worker_id;
 
   StopSignals signals;
   const std::string address = ResolveCoordinator(o.client);
@@ -149,6 +151,10 @@ void RegisterWorkerCommands(CLI::App& app, Action* action) {
   cmd->add_option("--idle-exit-seconds", o->idle_exit_seconds,
                   "Exit after the queue was empty this long (0: never)")
       ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--worker-id", o->worker_id,
+                  "Register under this id (default: the coordinator picks "
+                  "one). The Slurm script passes slurm-$SLURM_JOB_ID, which "
+                  "`prism coordinator --scale slurm` looks for");
   cmd->footer(
       "A spec without shard paths trains on the demo corpus, prepared under "
       "env PRISM_DATA_DIR (default ./prism-data). SIGINT/SIGTERM: checkpoint "

@@ -16,8 +16,9 @@ PACKAGES=(
   fortunes fortunes-min
   nodejs npm chromium
   # Deploy tests (tests/deploy/): a one-node Slurm 22.05 cluster for the
-  # batch script, systemd-analyze for the units, PyYAML for the manifests.
-  slurmctld slurmd slurm-client munge systemd python3-yaml
+  # batch script, systemd-analyze for the units, PyYAML for the manifests,
+  # ip (netns, veth, bridge) for several hosts on one machine.
+  slurmctld slurmd slurm-client munge systemd python3-yaml iproute2
 )
 # `kubectl kustomize` renders deploy/k8s: Debian's kubernetes-client, unless
 # some kubectl is already on PATH (another vendor's package of it owns

@@ -1,6 +1,7 @@
 #include "server/coordinator.h"
 
 #include <grpcpp/grpcpp.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <utility>
@@ -56,6 +57,13 @@ absl::Status ValidateOptions(const CoordinatorOptions& o) {
   }
   PRISM_RETURN_IF_ERROR(SplitHostPort(o.grpc_address).status());
   PRISM_RETURN_IF_ERROR(SplitHostPort(o.http_address).status());
+  if (o.job_backend != nullptr) {
+    PRISM_RETURN_IF_ERROR(ValidateScalerOptions(o.scaler));
+    if (!o.scaler_coordinator_address.empty()) {
+      PRISM_RETURN_IF_ERROR(
+          SplitHostPort(o.scaler_coordinator_address).status());
+    }
+  }
   return absl::OkStatus();
 }
 
@@ -150,6 +158,21 @@ Coordinator::Coordinator(const CoordinatorOptions& options,
   http_ = std::make_unique<HttpServer>(
       auth_.get(), experiments_.get(), results_.get(), queue_.get(), &events_,
       &metrics_, [this] { return SampleGauges(); }, http_options);
+  if (options.job_backend != nullptr) {
+    scaler_ = std::make_unique<Scaler>(
+        options.scaler, options.job_backend.get(), store_.get(),
+        [this]() -> absl::StatusOr<QueueSnapshot> {
+          QueueSnapshot snapshot;
+          PRISM_ASSIGN_OR_RETURN(snapshot.waiting, store_->CountQueued());
+          PRISM_ASSIGN_OR_RETURN(v1::ListWorkersResponse workers,
+                                 queue_->ListWorkers());
+          for (const v1::Worker& w : workers.workers()) {
+            snapshot.workers[w.id()] = w.state();
+          }
+          return snapshot;
+        },
+        clock_);
+  }
 }
 
 Coordinator::~Coordinator() { Shutdown(); }
@@ -222,6 +245,25 @@ absl::Status Coordinator::Start() {
   }
 
   expiry_thread_ = std::thread([this] { ExpiryLoop(); });
+  if (scaler_ != nullptr) {
+    PRISM_RETURN_IF_ERROR(scaler_->Init());
+    std::string dial = options_.scaler_coordinator_address;
+    if (dial.empty()) {
+      dial = grpc_address_;
+      if (grpc_host.first == "0.0.0.0" || grpc_host.first == "[::]" ||
+          grpc_host.first.empty()) {
+        char host[256] = {};
+        gethostname(host, sizeof(host) - 1);
+        dial = absl::StrCat(host, ":", grpc_port);
+      }
+    }
+    scaler_->Start(dial);
+    Log(LogLevel::kInfo, "scaler started")
+        .Kv("backend", options_.job_backend->name())
+        .Kv("jobs", scaler_->job_name())
+        .Kv("max_workers", options_.scaler.max_workers)
+        .Kv("workers_dial", dial);
+  }
   // The first Rank after a start should not pay for reading every trial.
   results_->WarmUp();
   started_ = true;
@@ -239,6 +281,7 @@ void Coordinator::Shutdown() {
     absl::MutexLock lock(&mu_);
     stopping_ = true;
   }
+  if (scaler_ != nullptr) scaler_->Stop();
   if (expiry_thread_.joinable()) expiry_thread_.join();
   // Watchers first, so their streams end and do not hold the servers open.
   events_.Shutdown();

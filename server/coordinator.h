@@ -11,6 +11,10 @@
 //   (*c)->grpc_address();                    // "127.0.0.1:40113"
 //   (*c)->Shutdown();                        // drain, stop, close
 //
+// With a job backend, Start also starts the Scaler once the servers serve
+// (it adopts its jobs of an earlier run first); Shutdown stops it and
+// leaves the jobs running.
+//
 // Start runs every open adaptive-seeds or guided round again (server/seeds.h),
 // extends every live lease by a full lease period (workers could not
 // heartbeat while the coordinator was down) before it serves. Shutdown ends
@@ -40,6 +44,7 @@
 #include "server/metrics.h"
 #include "server/queue.h"
 #include "server/results.h"
+#include "server/scaler.h"
 #include "server/seeds.h"
 #include "storage/store.h"
 
@@ -74,6 +79,12 @@ struct CoordinatorOptions {
   // "normal" or "full": what an acknowledged write survives (see
   // storage::SqliteStoreOptions::Durability).
   std::string durability = "normal";
+  // Queue-driven worker jobs (server/scaler.h); nullptr submits none.
+  std::shared_ptr<JobBackend> job_backend;
+  ScalerOptions scaler;
+  // The address the jobs' workers dial; "": the gRPC address it listens
+  // on, a wildcard host (0.0.0.0, [::]) replaced by this host's name.
+  std::string scaler_coordinator_address;
 };
 
 // ValidateOptions returns InvalidArgument naming the first bad option.
@@ -132,6 +143,7 @@ class Coordinator {
   std::unique_ptr<ExperimentManager> experiments_;
   std::unique_ptr<ResultsManager> results_;
   std::unique_ptr<SeedPlanner> seeds_;
+  std::unique_ptr<Scaler> scaler_;
   std::unique_ptr<ExperimentServiceImpl> experiment_service_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::unique_ptr<ResultsServiceImpl> results_service_;

@@ -778,4 +778,65 @@ absl::StatusOr<std::vector<v1::Worker>> SqliteStore::ListWorkers() {
   return workers;
 }
 
+absl::StatusOr<std::string> SqliteStore::ScalerTag(const std::string& backend,
+                                                   const std::string& proposed,
+                                                   int64_t now_ms) {
+  absl::MutexLock lock(&write_mu_);
+  // One statement: the stored tag, or `proposed` once stored.
+  PRISM_ASSIGN_OR_RETURN(
+      Query q, writer_->Prepare("INSERT INTO scalers (backend, tag, "
+                                "created_ms) VALUES (?, ?, ?) ON CONFLICT "
+                                "(backend) DO UPDATE SET tag = scalers.tag "
+                                "RETURNING tag"));
+  q.BindText(1, backend);
+  q.BindText(2, proposed);
+  q.Bind(3, now_ms);
+  PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+  if (!row) return absl::InternalError("no scaler tag after its upsert");
+  return q.Text(0);
+}
+
+absl::Status SqliteStore::RecordScalerJob(const std::string& backend,
+                                          const std::string& job_id,
+                                          int64_t now_ms) {
+  absl::MutexLock lock(&write_mu_);
+  PRISM_ASSIGN_OR_RETURN(
+      Query q,
+      writer_->Prepare("INSERT INTO scaler_jobs (backend, job_id, "
+                       "recorded_ms) VALUES (?, ?, ?) ON CONFLICT DO NOTHING"));
+  q.BindText(1, backend);
+  q.BindText(2, job_id);
+  q.Bind(3, now_ms);
+  return q.Run();
+}
+
+absl::Status SqliteStore::EndScalerJob(const std::string& backend,
+                                       const std::string& job_id,
+                                       int64_t now_ms) {
+  absl::MutexLock lock(&write_mu_);
+  PRISM_ASSIGN_OR_RETURN(
+      Query q, writer_->Prepare("UPDATE scaler_jobs SET ended_ms = ? WHERE "
+                                "backend = ? AND job_id = ? AND ended_ms = 0"));
+  q.Bind(1, now_ms);
+  q.BindText(2, backend);
+  q.BindText(3, job_id);
+  return q.Run();
+}
+
+absl::StatusOr<std::vector<std::string>> SqliteStore::ListOpenScalerJobs(
+    const std::string& backend) {
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
+  PRISM_ASSIGN_OR_RETURN(
+      Query q, r->Prepare("SELECT job_id FROM scaler_jobs WHERE backend = ? "
+                          "AND ended_ms = 0 ORDER BY job_id"));
+  q.BindText(1, backend);
+  std::vector<std::string> ids;
+  while (true) {
+    PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    ids.push_back(q.Text(0));
+  }
+  return ids;
+}
+
 }  // namespace prism::storage

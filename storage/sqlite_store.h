@@ -48,7 +48,7 @@ class ReaderPool;
 }  // namespace internal
 
 // kSchemaVersion is the newest schema this binary knows.
-inline constexpr int kSchemaVersion = 7;
+inline constexpr int kSchemaVersion = 8;
 
 // SqliteStoreOptions are the choices SqliteStore::Open takes.
 struct SqliteStoreOptions {
@@ -165,6 +165,17 @@ class SqliteStore final : public Store {
   absl::Status TouchWorker(const WorkerUpdate& update) override;
   absl::Status StopWorker(const std::string& id, int64_t now_ms) override;
   absl::StatusOr<std::vector<v1::Worker>> ListWorkers() override;
+
+  absl::StatusOr<std::string> ScalerTag(const std::string& backend,
+                                        const std::string& proposed,
+                                        int64_t now_ms) override;
+  absl::Status RecordScalerJob(const std::string& backend,
+                               const std::string& job_id,
+                               int64_t now_ms) override;
+  absl::Status EndScalerJob(const std::string& backend,
+                            const std::string& job_id, int64_t now_ms) override;
+  absl::StatusOr<std::vector<std::string>> ListOpenScalerJobs(
+      const std::string& backend) override;
 
  private:
   friend class SqliteStoreTestPeer;  // reads the writer's settings

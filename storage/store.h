@@ -365,6 +365,26 @@ class Store {
   // ListWorkers returns every worker (state is left for the caller to
   // derive from last_heartbeat_unix_ms and stopped_unix_ms).
   virtual absl::StatusOr<std::vector<v1::Worker>> ListWorkers() = 0;
+
+  // --- scaler (server/scaler.h) ---------------------------------------------
+  // ScalerTag returns the tag `backend`'s worker jobs carry for this
+  // database, storing `proposed` first when there is none yet.
+  virtual absl::StatusOr<std::string> ScalerTag(const std::string& backend,
+                                                const std::string& proposed,
+                                                int64_t now_ms) = 0;
+  // RecordScalerJob records a job (submitted, or adopted from the
+  // scheduler's listing) as open; recording an open job again changes
+  // nothing.
+  virtual absl::Status RecordScalerJob(const std::string& backend,
+                                       const std::string& job_id,
+                                       int64_t now_ms) = 0;
+  // EndScalerJob records that the scheduler no longer lists the job.
+  virtual absl::Status EndScalerJob(const std::string& backend,
+                                    const std::string& job_id,
+                                    int64_t now_ms) = 0;
+  // ListOpenScalerJobs returns the ids of `backend`'s jobs not yet ended.
+  virtual absl::StatusOr<std::vector<std::string>> ListOpenScalerJobs(
+      const std::string& backend) = 0;
 };
 
 }  // namespace prism::storage

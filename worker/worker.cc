@@ -487,7 +487,9 @@ Worker::Worker(WorkerOptions options, CoordinatorClient* client,
       client_(client),
       launcher_(launcher),
       backoff_seed_(options_.seed != 0 ? options_.seed
-                                       : std::random_device{}()) {}
+                                       : std::random_device{}()) {
+  worker_id_ = options_.worker_id;
+}
 
 absl::Status Worker::Register() {
   Backoff backoff(options_.backoff, backoff_seed_);

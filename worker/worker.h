@@ -60,7 +60,10 @@
 namespace prism::worker {
 
 struct WorkerOptions {
-  std::string host;               // reported at Register
+  std::string host;  // reported at Register
+  // The id to register as ("": the coordinator picks one), e.g. the batch
+  // job's `slurm-<job id>`, which the coordinator's scaler looks for.
+  std::string worker_id;
   WorkerResources resources;      // device, threads, checkpoint root
   bool keep_checkpoints = false;  // false: delete a trial's after Complete
   int max_trials = 0;             // stop after this many trials; 0: no limit

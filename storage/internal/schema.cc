@@ -185,6 +185,25 @@ constexpr char kSchemaV7[] = R"sql(
 ALTER TABLE trials ADD COLUMN cpu_share REAL;
 )sql";
 
+// v8: the scaler's state (server/scaler.h). scalers keeps the tag in every
+// worker job's name, so a restarted coordinator finds the jobs its earlier
+// run submitted; scaler_jobs records each job from its submission (or
+// adoption) until the scheduler no longer lists it.
+constexpr char kSchemaV8[] = R"sql(
+CREATE TABLE scalers (
+  backend TEXT PRIMARY KEY,  -- "slurm"
+  tag TEXT NOT NULL,
+  created_ms INTEGER NOT NULL
+);
+CREATE TABLE scaler_jobs (
+  backend TEXT NOT NULL,
+  job_id TEXT NOT NULL,
+  recorded_ms INTEGER NOT NULL,
+  ended_ms INTEGER NOT NULL DEFAULT 0,  -- 0 while the scheduler lists it
+  PRIMARY KEY (backend, job_id)
+) WITHOUT ROWID;
+)sql";
+
 // BackfillRankingColumns fills the ranking columns of every trial that
 // has a metrics message, parsing it with the generated TrialMetrics. A
 // message that does not parse leaves the row's columns NULL (and a warning),
@@ -240,6 +259,7 @@ const std::vector<Migration>& Migrations() {
       {5, "experiments adaptive seeds", kSchemaV5, nullptr},
       {6, "trials.device", kSchemaV6, nullptr},
       {7, "trials.cpu_share", kSchemaV7, BackfillRankingColumns},
+      {8, "scaler tag and jobs", kSchemaV8, nullptr},
   };
   return *migrations;
 }

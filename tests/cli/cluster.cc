@@ -13,8 +13,8 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
-#include "google/protobuf/struct.pb.h"
 #include "google/protobuf/util/json_util.h"
+#include "gtest/gtest.h"
 
 namespace prism::testing {
 
@@ -64,17 +64,7 @@ CommandResult RunBinary(const std::string& binary,
   spawn.env = env;
   spawn.stdout_path = files + ".out";
   spawn.stderr_path = files + ".err";
-  CommandResult result;
-  absl::StatusOr<cli::Subprocess> child = cli::Subprocess::Spawn(spawn);
-  if (!child.ok()) {
-    result.err = std::string(child.status().message());
-    return result;
-  }
-  absl::StatusOr<int> status = child->Wait(absl::Seconds(120));
-  result.status = status.ok() ? *status : -1;
-  result.out = ReadFile(spawn.stdout_path);
-  result.err = ReadFile(spawn.stderr_path);
-  return result;
+  return cli::RunToCompletion(spawn, absl::Seconds(120));
 }
 
 }  // namespace
@@ -95,61 +85,47 @@ LocalCluster::LocalCluster(CoordinatorFlags flags)
 LocalCluster::~LocalCluster() {
   // Workers first, so none is left waiting on a dead coordinator; the
   // Subprocess destructors SIGKILL anything that ignores SIGTERM.
-  for (cli::Subprocess& w : workers_) (void)w.Signal(SIGTERM);
-  for (cli::Subprocess& w : workers_) w.Stop(absl::Seconds(20));
-  if (coordinator_.has_value()) coordinator_->Stop(absl::Seconds(10));
+  workers_.Stop(absl::Seconds(20));
+  if (coordinator_.has_value()) coordinator_->process.Stop(absl::Seconds(10));
 }
 
 absl::Status LocalCluster::StartCoordinator(
     const std::vector<std::string>& env) {
   ++coordinator_starts_;
-  const std::string ready =
+  cli::CoordinatorLaunch launch;
+  launch.prefix = flags_.prefix;
+  launch.binary = PrismBinary();
+  launch.args = {
+      "--db",
+      db_path_,
+      "--listen",
+      grpc_address_.empty() ? flags_.listen_host + ":0" : grpc_address_,
+      "--http",
+      flags_.listen_host + ":0",
+      "--lease-seconds",
+      absl::StrCat(flags_.lease_seconds),
+      "--heartbeat-seconds",
+      absl::StrCat(flags_.heartbeat_seconds),
+      "--max-attempts",
+      absl::StrCat(flags_.max_attempts),
+      "--admin-token-file",
+      dir() + "/admin.token"};
+  launch.args.insert(launch.args.end(), flags_.args.begin(), flags_.args.end());
+  launch.env = env;
+  launch.log_path = dir() + "/coordinator.log";
+  launch.ready_file =
       absl::StrCat(dir(), "/ready-", coordinator_starts_, ".json");
-  cli::SpawnOptions spawn;
-  spawn.argv = {PrismBinary(),
-                "coordinator",
-                "--db",
-                db_path_,
-                "--listen",
-                grpc_address_.empty() ? "127.0.0.1:0" : grpc_address_,
-                "--http",
-                "127.0.0.1:0",
-                "--lease-seconds",
-                absl::StrCat(flags_.lease_seconds),
-                "--heartbeat-seconds",
-                absl::StrCat(flags_.heartbeat_seconds),
-                "--max-attempts",
-                absl::StrCat(flags_.max_attempts),
-                "--admin-token-file",
-                dir() + "/admin.token",
-                "--ready-file",
-                ready};
-  spawn.env = env;
-  spawn.stdout_path = dir() + "/coordinator.log";
-  spawn.stderr_path = dir() + "/coordinator.log";
-  absl::StatusOr<cli::Subprocess> child = cli::Subprocess::Spawn(spawn);
-  if (!child.ok()) return child.status();
-  coordinator_.emplace(*std::move(child));
-
-  const absl::Time deadline = absl::Now() + absl::Seconds(60);
-  while (!fs::exists(ready)) {
-    if (!coordinator_->Running()) {
-      return absl::InternalError(
-          absl::StrCat("coordinator exited during start-up:\n",
-                       Tail(dir() + "/coordinator.log", 20)));
-    }
-    if (absl::Now() > deadline) {
-      return absl::DeadlineExceededError("coordinator not ready in 60 s");
-    }
-    absl::SleepFor(absl::Milliseconds(20));
+  launch.stop_grace = absl::Seconds(10);
+  coordinator_.reset();
+  absl::StatusOr<cli::LocalCoordinator> started = cli::StartCoordinator(launch);
+  if (!started.ok()) {
+    return absl::Status(started.status().code(),
+                        absl::StrCat(started.status().message(), "\n",
+                                     Tail(launch.log_path, 20)));
   }
-  google::protobuf::Struct endpoints;
-  if (!google::protobuf::util::JsonStringToMessage(ReadFile(ready), &endpoints)
-           .ok()) {
-    return absl::InternalError(absl::StrCat("bad ready file ", ready));
-  }
-  grpc_address_ = endpoints.fields().at("grpc").string_value();
-  http_address_ = endpoints.fields().at("http").string_value();
+  coordinator_.emplace(*std::move(started));
+  grpc_address_ = coordinator_->endpoints.grpc;
+  http_address_ = coordinator_->endpoints.http;
   admin_token_ =
       std::string(absl::StripAsciiWhitespace(ReadFile(dir() + "/admin.token")));
   if (admin_token_.empty()) return absl::InternalError("no admin token");
@@ -161,8 +137,8 @@ absl::Status LocalCluster::StartCoordinator(
 
 void LocalCluster::KillCoordinator() {
   if (!coordinator_.has_value()) return;
-  (void)coordinator_->Signal(SIGKILL);
-  (void)coordinator_->Wait(absl::Seconds(30));
+  (void)coordinator_->process.Signal(SIGKILL);
+  (void)coordinator_->process.Wait(absl::Seconds(30));
 }
 
 absl::StatusOr<int> LocalCluster::StartWorker(
@@ -173,25 +149,24 @@ absl::StatusOr<int> LocalCluster::StartWorker(
 }
 
 absl::StatusOr<int> LocalCluster::StartWorker(const WorkerFlags& flags) {
-  const int index = static_cast<int>(workers_.size());
-  cli::SpawnOptions spawn;
-  spawn.argv = {
-      PrismBinary(), "worker", "--coordinator", grpc_address_, "--threads", "1",
-      // One kernel: tests compare curves bit for bit with `prism train`
-      // runs, and auto's timed choice may differ between processes.
-      "--attention", "fused", "--checkpoint-dir",
-      flags.checkpoint_dir.empty() ? checkpoint_dir() : flags.checkpoint_dir};
-  spawn.argv.insert(spawn.argv.end(), flags.args.begin(), flags.args.end());
+  cli::WorkerLaunch launch;
+  launch.prefix = flags.prefix;
+  launch.binary = PrismBinary();
+  launch.coordinator = grpc_address_;
+  launch.token = admin_token_;
+  launch.threads = 1;
+  // One kernel: tests compare curves bit for bit with `prism train` runs,
+  // and auto's timed choice may differ between processes.
+  launch.attention = "fused";
+  launch.checkpoint_dir =
+      flags.checkpoint_dir.empty() ? checkpoint_dir() : flags.checkpoint_dir;
+  launch.args = flags.args;
   // The demo corpus is prepared once per build tree and shared (preparing
   // it is safe when processes race).
-  spawn.env = {absl::StrCat("PRISM_TOKEN=", admin_token_), DataDirEnv()};
-  spawn.env.insert(spawn.env.end(), flags.env.begin(), flags.env.end());
-  spawn.stderr_path = absl::StrCat(dir(), "/worker-", index, ".log");
-  spawn.stdout_path = spawn.stderr_path;
-  absl::StatusOr<cli::Subprocess> child = cli::Subprocess::Spawn(spawn);
-  if (!child.ok()) return child.status();
-  workers_.push_back(*std::move(child));
-  return index;
+  launch.env = {DataDirEnv()};
+  launch.env.insert(launch.env.end(), flags.env.begin(), flags.env.end());
+  launch.log_path = absl::StrCat(dir(), "/worker-", workers_.size(), ".log");
+  return workers_.Start(launch);
 }
 
 CommandResult LocalCluster::Run(const std::vector<std::string>& args,
@@ -284,11 +259,68 @@ absl::StatusOr<v1::GetTrialResponse> LocalCluster::GetTrial(int64_t trial_id) {
 std::string LocalCluster::Logs() const {
   std::string out = absl::StrCat("--- coordinator.log\n",
                                  Tail(dir() + "/coordinator.log", 15), "\n");
-  for (size_t i = 0; i < workers_.size(); ++i) {
-    const std::string path = absl::StrCat(dir(), "/worker-", i, ".log");
-    absl::StrAppend(&out, "--- worker-", i, ".log\n", Tail(path, 15), "\n");
+  for (int i = 0; i < workers_.size(); ++i) {
+    absl::StrAppend(&out, "--- worker-", i, ".log\n",
+                    Tail(workers_.log_path(i), 15), "\n");
   }
   return out;
+}
+
+std::string RecipeSpec(const std::string& name,
+                       const std::vector<std::string>& schedules,
+                       const Recipe& r, int max_attempts) {
+  std::string spec = absl::StrCat(
+      "name: \"", name,
+      "\"\nmodel { preset: \"tiny\" }\nbudget {\n  steps: ", r.steps,
+      "\n  batch_size: 4\n  eval_every: ", r.eval_every,
+      "\n  eval_batches: 1\n  log_every: ", r.log_every,
+      "\n  checkpoint_every: ", r.checkpoint_every, "\n}\nseeds: 1\n");
+  for (const std::string& s : schedules) {
+    absl::StrAppend(&spec, "schedules: \"", s, "\"\n");
+  }
+  if (max_attempts > 0) absl::StrAppend(&spec, "max_attempts: ", max_attempts);
+  return spec;
+}
+
+std::map<int64_t, float> Reference(const LocalCluster& cluster,
+                                   const std::string& schedule,
+                                   const Recipe& r) {
+  static int counter = 0;
+  CommandResult run = RunPrism(
+      {"train",
+       "--preset",
+       "tiny",
+       "--schedule",
+       schedule,
+       "--seed",
+       "1",
+       "--steps",
+       absl::StrCat(r.steps),
+       "--batch-size",
+       "4",
+       "--eval-every",
+       absl::StrCat(r.eval_every),
+       "--eval-batches",
+       "1",
+       "--log-every",
+       absl::StrCat(r.log_every),
+       "--threads",
+       "1",
+       "--attention",
+       "fused",
+       "--format",
+       "json"},
+      {DataDirEnv()}, absl::StrCat(cluster.dir(), "/reference-", ++counter));
+  std::map<int64_t, float> curve;
+  v1::GetTrialResponse response;
+  EXPECT_EQ(run.status, 0) << run.err;
+  EXPECT_TRUE(
+      google::protobuf::util::JsonStringToMessage(run.out, &response).ok())
+      << run.out;
+  for (const v1::LossPoint& p : response.points()) {
+    if (p.split() == v1::SPLIT_VAL) curve[p.step()] = p.loss();
+  }
+  return curve;
 }
 
 std::vector<int64_t> StepsOf(const v1::GetTrialResponse& trial,

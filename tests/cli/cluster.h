@@ -1,6 +1,12 @@
 // LocalCluster: real `prism` processes on 127.0.0.1 in a temp dir, for the
 // integration tests: a coordinator (port 0, restartable on the same port and
-// database), workers, and one-shot CLI commands with captured output.
+// database), workers, and one-shot CLI commands with captured output. The
+// processes are started the way `prism run` starts its own (cli/launcher.h);
+// a launch prefix and another listen address put them in other network
+// namespaces (tests/deploy/netns_test.cc).
+//
+// Also the training recipe the fault matrix and the deploy tests share
+// (Recipe, RecipeSpec) and its uninterrupted reference curve (Reference).
 #ifndef PRISM_TESTS_CLI_CLUSTER_H_
 #define PRISM_TESTS_CLI_CLUSTER_H_
 
@@ -16,6 +22,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "cli/client.h"
+#include "cli/launcher.h"
 #include "cli/subprocess.h"
 #include "prism/v1/prism.pb.h"
 #include "tests/testing/temp_dir.h"
@@ -34,11 +41,7 @@ std::string DataDirEnv();
 void WriteFile(const std::string& path, const std::string& content);
 std::string ReadFile(const std::string& path);
 
-struct CommandResult {
-  int status = -1;
-  std::string out;
-  std::string err;
-};
+using CommandResult = cli::CommandOutput;
 
 // RunPrism runs the built `prism` with `args` (no shell) and `env` (KEY=VALUE
 // added to ours), capturing stdout and stderr in files named `files`.out and
@@ -52,13 +55,19 @@ struct CoordinatorFlags {
   int heartbeat_seconds = 5;
   int max_attempts = 3;
   std::string db_path;  // "": prism.db in the cluster's temp dir
+  // The host its gRPC and HTTP servers listen on (port 0 on the first
+  // start); `prefix` runs it through e.g. `ip netns exec NS`.
+  std::string listen_host = "127.0.0.1";
+  std::vector<std::string> prefix;
+  std::vector<std::string> args;  // added to the command line
 };
 
 // WorkerFlags are a worker's own settings beside the cluster's defaults.
 struct WorkerFlags {
-  std::vector<std::string> args;  // added to the command line
-  std::vector<std::string> env;   // KEY=VALUE, e.g. PRISM_FAILPOINTS=...
-  std::string checkpoint_dir;     // "": the cluster's shared one
+  std::vector<std::string> args;    // added to the command line
+  std::vector<std::string> env;     // KEY=VALUE, e.g. PRISM_FAILPOINTS=...
+  std::string checkpoint_dir;       // "": the cluster's shared one
+  std::vector<std::string> prefix;  // e.g. {"ip", "netns", "exec", "ns1"}
 };
 
 class LocalCluster {
@@ -73,18 +82,24 @@ class LocalCluster {
 
   const std::string& db_path() const { return db_path_; }
 
+  // AddCoordinatorArgs adds flags to every later coordinator start (e.g.
+  // ones naming files in dir()).
+  void AddCoordinatorArgs(const std::vector<std::string>& args) {
+    flags_.args.insert(flags_.args.end(), args.begin(), args.end());
+  }
+
   // StartCoordinator starts (or restarts, on the same port and database)
   // the coordinator with `env` added to its environment (e.g. failpoints)
   // and waits until it is ready.
   absl::Status StartCoordinator(const std::vector<std::string>& env = {});
-  cli::Subprocess& coordinator() { return *coordinator_; }
+  cli::Subprocess& coordinator() { return coordinator_->process; }
   // KillCoordinator SIGKILLs it and reaps it.
   void KillCoordinator();
 
   // StartWorker starts `prism worker` with one thread; returns its index.
   absl::StatusOr<int> StartWorker(const std::vector<std::string>& extra = {});
   absl::StatusOr<int> StartWorker(const WorkerFlags& flags);
-  cli::Subprocess& worker(int index) { return workers_[index]; }
+  cli::Subprocess& worker(int index) { return workers_.worker(index); }
 
   // Run runs `prism args...` to completion with the admin token in the
   // environment and the coordinator address unless `with_defaults` is false.
@@ -116,11 +131,33 @@ class LocalCluster {
   std::string grpc_address_;  // fixed after the first start
   std::string http_address_;
   std::string admin_token_;
-  std::optional<cli::Subprocess> coordinator_;
-  std::vector<cli::Subprocess> workers_;
+  std::optional<cli::LocalCoordinator> coordinator_;
+  cli::WorkerPool workers_;
   std::unique_ptr<cli::RpcClient> client_;
   int coordinator_starts_ = 0;
 };
+
+// Recipe: the tiny preset, short enough to run a dozen cases in a few
+// minutes, with checkpoints every 20 steps; seed 1, batch 4, one eval batch.
+struct Recipe {
+  int64_t steps = 60;
+  int64_t log_every = 5;
+  int64_t eval_every = 10;
+  int64_t checkpoint_every = 20;
+};
+
+// RecipeSpec returns the spec textproto training `schedules` with `r`
+// (max_attempts 0: the coordinator's default).
+std::string RecipeSpec(const std::string& name,
+                       const std::vector<std::string>& schedules,
+                       const Recipe& r = {}, int max_attempts = 0);
+
+// Reference trains `schedule` with `r` without interruption through
+// `prism train` (one thread, the fused kernel, as the cluster's workers)
+// and returns its val curve, step -> loss; a failed run is a test failure.
+std::map<int64_t, float> Reference(const LocalCluster& cluster,
+                                   const std::string& schedule,
+                                   const Recipe& r = {});
 
 // StepsOf returns the steps of a trial's points of one split, in the order
 // the coordinator returned them.

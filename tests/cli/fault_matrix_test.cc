@@ -39,80 +39,12 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-// The recipe of every case: the tiny preset, short enough to run a dozen
-// cases in a few minutes, with checkpoints every 20 steps.
-struct Recipe {
-  int64_t steps = 60;
-  int64_t log_every = 5;
-  int64_t eval_every = 10;
-  int64_t checkpoint_every = 20;
-};
-
 // ShortLease: a lost worker's trial goes back to the queue within seconds.
 CoordinatorFlags ShortLease() {
   CoordinatorFlags flags;
   flags.lease_seconds = 3;
   flags.heartbeat_seconds = 1;
   return flags;
-}
-
-std::string Spec(const std::string& name,
-                 const std::vector<std::string>& schedules,
-                 const Recipe& r = {}, int max_attempts = 0) {
-  std::string spec = absl::StrCat(
-      "name: \"", name,
-      "\"\nmodel { preset: \"tiny\" }\nbudget {\n  steps: ", r.steps,
-      "\n  batch_size: 4\n  eval_every: ", r.eval_every,
-      "\n  eval_batches: 1\n  log_every: ", r.log_every,
-      "\n  checkpoint_every: ", r.checkpoint_every, "\n}\nseeds: 1\n");
-  for (const std::string& s : schedules) {
-    absl::StrAppend(&spec, "schedules: \"", s, "\"\n");
-  }
-  if (max_attempts > 0) absl::StrAppend(&spec, "max_attempts: ", max_attempts);
-  return spec;
-}
-
-// Reference trains the recipe without interruption through `prism train`
-// and returns its val curve, step -> loss.
-std::map<int64_t, float> Reference(const LocalCluster& cluster,
-                                   const std::string& schedule,
-                                   const Recipe& r = {}) {
-  static int counter = 0;
-  CommandResult run = RunPrism(
-      {"train",
-       "--preset",
-       "tiny",
-       "--schedule",
-       schedule,
-       "--seed",
-       "1",
-       "--steps",
-       absl::StrCat(r.steps),
-       "--batch-size",
-       "4",
-       "--eval-every",
-       absl::StrCat(r.eval_every),
-       "--eval-batches",
-       "1",
-       "--log-every",
-       absl::StrCat(r.log_every),
-       "--threads",
-       "1",
-       "--attention",
-       "fused",
-       "--format",
-       "json"},
-      {DataDirEnv()}, absl::StrCat(cluster.dir(), "/reference-", ++counter));
-  std::map<int64_t, float> curve;
-  v1::GetTrialResponse response;
-  EXPECT_EQ(run.status, 0) << run.err;
-  EXPECT_TRUE(
-      google::protobuf::util::JsonStringToMessage(run.out, &response).ok())
-      << run.out;
-  for (const v1::LossPoint& p : response.points()) {
-    if (p.split() == v1::SPLIT_VAL) curve[p.step()] = p.loss();
-  }
-  return curve;
 }
 
 // WaitForStep polls until some trial of the experiment is running at or
@@ -267,7 +199,8 @@ void StartOneTrial(LocalCluster& cluster, const std::string& name, int64_t* id,
                    int* worker, const WorkerFlags& flags = {},
                    const std::vector<std::string>& coordinator_env = {}) {
   ASSERT_TRUE(cluster.StartCoordinator(coordinator_env).ok()) << cluster.Logs();
-  absl::StatusOr<int64_t> submitted = cluster.SubmitSpec(Spec(name, {"4x6"}));
+  absl::StatusOr<int64_t> submitted =
+      cluster.SubmitSpec(RecipeSpec(name, {"4x6"}));
   ASSERT_TRUE(submitted.ok()) << submitted.status();
   *id = *submitted;
   absl::StatusOr<int> started = cluster.StartWorker(flags);
@@ -430,7 +363,7 @@ TEST(FaultMatrixTest, FullCheckpointDiskFailsThatTrialAndNoOther) {
   }
   ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
   absl::StatusOr<int64_t> id = cluster.SubmitSpec(
-      Spec("full disk", {"4x6", "2x3,4x3"}, {}, /*max_attempts=*/1));
+      RecipeSpec("full disk", {"4x6", "2x3,4x3"}, {}, /*max_attempts=*/1));
   ASSERT_TRUE(id.ok()) << id.status();
   WorkerFlags starved;
   starved.checkpoint_dir = small;
@@ -477,9 +410,10 @@ TEST(FaultMatrixTest, CoordinatorKilledDuringSubmitKeepsTheWholeExperiment) {
   Recipe short_recipe;
   short_recipe.steps = 20;
   // Committed, but the answer never left: the client sees an error.
-  EXPECT_FALSE(
-      cluster.SubmitSpec(Spec("submit kill", {"4x6", "2x3,4x3"}, short_recipe))
-          .ok());
+  EXPECT_FALSE(cluster
+                   .SubmitSpec(RecipeSpec("submit kill", {"4x6", "2x3,4x3"},
+                                          short_recipe))
+                   .ok());
   ASSERT_NO_FATAL_FAILURE(RestartAfterDeath(cluster));
   // All of it or nothing: here all of it, queued.
   absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(1);
@@ -565,7 +499,7 @@ TEST(FaultMatrixTest, CoordinatorRestartsShorterThanALeaseSupersedeNoWorker) {
   recipe.steps = 100;
   recipe.eval_every = 25;
   absl::StatusOr<int64_t> id =
-      cluster.SubmitSpec(Spec("restarts", {"4x6", "2x3,4x3"}, recipe));
+      cluster.SubmitSpec(RecipeSpec("restarts", {"4x6", "2x3,4x3"}, recipe));
   ASSERT_TRUE(id.ok()) << id.status();
   ASSERT_TRUE(cluster.StartWorker().ok());
   ASSERT_TRUE(cluster.StartWorker().ok());
@@ -623,7 +557,7 @@ TEST(FaultMatrixTest, FullDatabaseDiskAnswersUnavailableAndRecovers) {
   // a write is refused: that is the moment the disk is really full.
   const std::string filler = mount_dir + "/filler";
   FillDisk(filler);
-  std::string flood = Spec("flood", {"4x6"});
+  std::string flood = RecipeSpec("flood", {"4x6"});
   for (int seed = 2; seed <= 200; ++seed) {
     absl::StrAppend(&flood, "seeds: ", seed, "\n");
   }

@@ -1,72 +1,18 @@
 #include "cli/subprocess.h"
 
-#include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 #include <string>
 
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gtest/gtest.h"
-#include "tests/testing/temp_dir.h"
+#include "tests/testing/child_lines.h"
 
 namespace prism::cli {
 namespace {
 
-// ChildLines is a FIFO a shell child writes a line to whenever the test must
-// wait for it (`echo ready > $FIFO`); Next blocks until that line arrives.
-// The test holds a write end itself, so the FIFO never reads as closed
-// between the child's writes and Next waits for data only.
-class ChildLines {
- public:
-  ChildLines() : path_(dir_.File("lines")) {
-    EXPECT_EQ(mkfifo(path_.c_str(), 0600), 0) << path_;
-    read_fd_ = open(path_.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    write_fd_ = open(path_.c_str(), O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-    EXPECT_GE(read_fd_, 0);
-    EXPECT_GE(write_fd_, 0);
-  }
-  ~ChildLines() {
-    if (read_fd_ >= 0) close(read_fd_);
-    if (write_fd_ >= 0) close(write_fd_);
-  }
-  ChildLines(const ChildLines&) = delete;
-  ChildLines& operator=(const ChildLines&) = delete;
-
-  const std::string& path() const { return path_; }
-
-  // Next returns the child's next line, or "" when none came in `timeout`.
-  std::string Next(absl::Duration timeout) {
-    const absl::Time deadline = absl::Now() + timeout;
-    while (true) {
-      const size_t end = pending_.find('\n');
-      if (end != std::string::npos) {
-        const std::string line = pending_.substr(0, end);
-        pending_.erase(0, end + 1);
-        return line;
-      }
-      const absl::Duration left = deadline - absl::Now();
-      if (left <= absl::ZeroDuration()) return "";
-      pollfd p = {read_fd_, POLLIN, 0};
-      if (poll(&p, 1, static_cast<int>(absl::ToInt64Milliseconds(left)) + 1) >
-          0) {
-        char buffer[256];
-        const ssize_t n = read(read_fd_, buffer, sizeof buffer);
-        if (n > 0) pending_.append(buffer, static_cast<size_t>(n));
-      }
-    }
-  }
-
- private:
-  ::prism::testing::TempDir dir_{"prism_subprocess_test"};
-  std::string path_;
-  int read_fd_ = -1;
-  int write_fd_ = -1;
-  std::string pending_;
-};
+using ::prism::testing::ChildLines;
 
 // SpawnTermCounter starts a shell child that exits with the number of
 // SIGTERMs it received: it says "ready" once its trap is set and "term" each
@@ -114,6 +60,40 @@ TEST(SubprocessTest, StopKillsAChildThatOutlivesTheGrace) {
   // Once the child ignores SIGTERM: before, SIGTERM itself would end it.
   ASSERT_EQ(lines.Next(absl::Seconds(10)), "ready");
   EXPECT_EQ(child->Stop(absl::Milliseconds(200)), 128 + SIGKILL);
+}
+
+// Shell runs `script` with its outputs in `dir`.
+SpawnOptions Shell(const ::prism::testing::TempDir& dir,
+                   const std::string& script) {
+  SpawnOptions o;
+  o.argv = {"/bin/sh", "-c", script};
+  o.stdout_path = dir.File("out");
+  o.stderr_path = dir.File("err");
+  return o;
+}
+
+TEST(SubprocessTest, RunToCompletionReturnsTheStatusAndBothOutputs) {
+  ::prism::testing::TempDir dir("prism_run_to_completion");
+  const SpawnOptions o = Shell(dir, "echo out; echo err >&2; exit 3");
+  for (int run = 0; run < 2; ++run) {  // the files are emptied each time
+    CommandOutput r = RunToCompletion(o, absl::Seconds(30));
+    EXPECT_EQ(r.status, 3);
+    EXPECT_EQ(r.out, "out\n");
+    EXPECT_EQ(r.err, "err\n");
+  }
+}
+
+TEST(SubprocessTest, RunToCompletionKillsACommandThatOutlivesItsTimeout) {
+  ::prism::testing::TempDir dir("prism_run_to_completion");
+  CommandOutput r =
+      RunToCompletion(Shell(dir, "exec sleep 30"), absl::Milliseconds(100));
+  EXPECT_EQ(r.status, -1);
+  EXPECT_NE(r.err.find("did not end within"), std::string::npos) << r.err;
+}
+
+TEST(SubprocessTest, FindProgramSearchesThePathAndSbin) {
+  EXPECT_EQ(FindProgram("sh").front(), '/');
+  EXPECT_EQ(FindProgram("no-such-program-here"), "");
 }
 
 }  // namespace

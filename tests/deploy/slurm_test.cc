@@ -4,7 +4,9 @@
 // count and memory `slurmd -C` reads off it, and a coordinator on loopback.
 // The batch script is submitted unchanged, with the CPU overrides an operator
 // would give on the command line (sbatch options beat #SBATCH lines) and in
-// the environment (PRISM_DEVICE, PRISM_IDLE_EXIT_SECONDS).
+// the environment (PRISM_DEVICE, PRISM_IDLE_EXIT_SECONDS): once by hand as
+// an array, once by `prism coordinator --scale slurm` itself (the scaler,
+// server/scaler.h), job by job.
 //
 // No root needed: munged, slurmctld and slurmd all run as the test's own user
 // (SlurmUser and SlurmdUser are that user, munged has a key of its own), and
@@ -32,7 +34,6 @@
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
-#include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "tests/cli/cluster.h"
 
@@ -42,19 +43,8 @@ namespace {
 namespace fs = std::filesystem;
 using ::testing::HasSubstr;
 
-// The tiny recipe the fault matrix uses: checkpoints every 20 steps.
-constexpr int64_t kSteps = 60;
-constexpr int64_t kLogEvery = 5;
-constexpr int64_t kEvalEvery = 10;
-
-std::string Spec() {
-  return absl::StrCat("name: \"slurm\"\nmodel { preset: \"tiny\" }\n",
-                      "budget {\n  steps: ", kSteps,
-                      "\n  batch_size: 4\n  eval_every: ", kEvalEvery,
-                      "\n  eval_batches: 1\n  log_every: ", kLogEvery,
-                      "\n  checkpoint_every: 20\n}\nseeds: 1\n",
-                      "schedules: \"4x6\"\nschedules: \"2x2,4x4\"\n");
-}
+// The fault matrix's recipe: 60 steps, checkpoints every 20.
+constexpr Recipe kRecipe{};
 
 // CheckpointSteps returns the steps of the `msg=checkpoint` lines of a
 // worker log, in order.
@@ -71,58 +61,6 @@ std::vector<int64_t> CheckpointSteps(const std::string& log) {
     }
   }
   return steps;
-}
-
-// Reference trains the recipe without interruption through `prism train`
-// and returns its val curve, step -> loss.
-std::map<int64_t, float> Reference(const LocalCluster& cluster,
-                                   const std::string& schedule) {
-  CommandResult run = RunPrism({"train",
-                                "--preset",
-                                "tiny",
-                                "--schedule",
-                                schedule,
-                                "--seed",
-                                "1",
-                                "--steps",
-                                absl::StrCat(kSteps),
-                                "--batch-size",
-                                "4",
-                                "--eval-every",
-                                absl::StrCat(kEvalEvery),
-                                "--eval-batches",
-                                "1",
-                                "--log-every",
-                                absl::StrCat(kLogEvery),
-                                "--threads",
-                                "1",
-                                "--attention",
-                                "fused",
-                                "--format",
-                                "json"},
-                               {DataDirEnv()}, cluster.dir() + "/reference");
-  std::map<int64_t, float> curve;
-  v1::GetTrialResponse response;
-  EXPECT_EQ(run.status, 0) << run.err;
-  EXPECT_TRUE(
-      google::protobuf::util::JsonStringToMessage(run.out, &response).ok())
-      << run.out;
-  for (const v1::LossPoint& p : response.points()) {
-    if (p.split() == v1::SPLIT_VAL) curve[p.step()] = p.loss();
-  }
-  return curve;
-}
-
-// FindProgram returns the absolute path of `name` on PATH (or in the sbin
-// directories, which a non-root PATH may lack), or "".
-std::string FindProgram(const std::string& name) {
-  std::string path = std::getenv("PATH") != nullptr ? std::getenv("PATH") : "";
-  absl::StrAppend(&path, ":/usr/sbin:/sbin:/usr/local/sbin");
-  for (absl::string_view dir : absl::StrSplit(path, ':', absl::SkipEmpty())) {
-    const std::string candidate = absl::StrCat(dir, "/", name);
-    if (access(candidate.c_str(), X_OK) == 0) return candidate;
-  }
-  return "";
 }
 
 // FreePort returns a loopback TCP port nobody listens on right now.
@@ -151,19 +89,7 @@ CommandResult RunTool(const std::vector<std::string>& argv,
   spawn.env = env;
   spawn.stdout_path = files + ".out";
   spawn.stderr_path = files + ".err";
-  fs::remove(spawn.stdout_path);
-  fs::remove(spawn.stderr_path);
-  CommandResult result;
-  absl::StatusOr<cli::Subprocess> child = cli::Subprocess::Spawn(spawn);
-  if (!child.ok()) {
-    result.err = std::string(child.status().message());
-    return result;
-  }
-  absl::StatusOr<int> status = child->Wait(absl::Seconds(60));
-  result.status = status.ok() ? *status : -1;
-  result.out = ReadFile(spawn.stdout_path);
-  result.err = ReadFile(spawn.stderr_path);
-  return result;
+  return cli::RunToCompletion(spawn, absl::Seconds(60));
 }
 
 std::string Tail(const std::string& text, size_t lines) {
@@ -183,7 +109,7 @@ class SlurmCluster {
   std::string Start() {
     for (const char* tool : {"munged", "mungekey", "slurmctld", "slurmd",
                              "sbatch", "squeue", "scancel", "sinfo"}) {
-      std::string path = FindProgram(tool);
+      std::string path = cli::FindProgram(tool);
       if (path.empty()) {
         return absl::StrCat(
             tool,
@@ -290,9 +216,7 @@ class SlurmCluster {
   // queue to drain, then stops the daemons.
   void Stop() {
     if (daemons_.count("slurmctld") > 0 && daemons_.at("slurmctld").Running()) {
-      for (const std::string& job : jobs_) {
-        (void)Tool({"scancel", "--full", job});
-      }
+      (void)Tool({"scancel", "--full", "--user", user_});
       WaitFor([&] { return QueueEmpty(); }, absl::Seconds(60));
     }
     for (const char* name : {"slurmd", "slurmctld", "munged"}) {
@@ -316,9 +240,6 @@ class SlurmCluster {
     all.insert(all.end(), env.begin(), env.end());
     return RunTool(argv, all, File(absl::StrCat("tool-", ++counter)));
   }
-
-  // Submitted records a job for Stop to cancel.
-  void Submitted(const std::string& job) { jobs_.push_back(job); }
 
   // States returns "<job id> <state>" for every job in the queue.
   std::vector<std::string> Queue() {
@@ -378,7 +299,6 @@ class SlurmCluster {
   int cpus_ = 0;
   int64_t memory_mb_ = 0;
   std::map<std::string, cli::Subprocess> daemons_;
-  std::vector<std::string> jobs_;
 };
 
 // Unavailable skips, or fails where PRISM_REQUIRE_SLURM is set.
@@ -390,49 +310,95 @@ class SlurmCluster {
     GTEST_SKIP() << "Slurm cannot run here: " << (why);                \
   } while (0)
 
-TEST(SlurmTest, BatchArrayWorkersFinishAnExperimentAndATermedOneHandsBack) {
+// SlurmTest: the daemons in a temp dir of their own, which outlive the
+// test's LocalCluster (declared in the test body, so stopped first: no
+// coordinator is left submitting while Stop drains the queue).
+class SlurmTest : public ::testing::Test {
+ protected:
+  // StartSlurm starts the daemons. Returns "" or why Slurm cannot run the
+  // test here.
+  std::string StartSlurm() {
+    std::string why = slurm_.Start();
+    // Two jobs of one core each must run at once.
+    if (why.empty() && slurm_.cpus() < 2) {
+      why = absl::StrCat("the node has ", slurm_.cpus(),
+                         " CPU; the test runs two 1-CPU jobs");
+    }
+    return why;
+  }
+
+  // CpuOptions are the sbatch overrides that run the batch script on this
+  // CPU-only node, as deploy/README.md tells operators.
+  std::vector<std::string> CpuOptions(const LocalCluster& cluster) const {
+    return {"--gres=none", "--cpus-per-task=1",
+            absl::StrCat(
+                "--mem=", std::min<int64_t>(1024, slurm_.memory_mb() / 4), "M"),
+            absl::StrCat("--chdir=", cluster.dir())};
+  }
+
+  // JobEnv is the environment the batch script reads (sbatch passes the
+  // submitter's on), beside PRISM_COORDINATOR.
+  std::vector<std::string> JobEnv(const LocalCluster& cluster,
+                                  int idle_exit_seconds) const {
+    std::vector<std::string> env = slurm_.Env();
+    for (std::string var :
+         {absl::StrCat("PRISM_TOKEN_FILE=", cluster.dir(), "/worker.token"),
+          absl::StrCat("PRISM_CHECKPOINTS=", cluster.checkpoint_dir()),
+          absl::StrCat("PRISM_BIN=", PrismBinary()),
+          std::string("PRISM_DEVICE=cpu"),
+          // The workers' kernel, as the reference's (the job's environment
+          // reaches `prism worker`).
+          std::string("PRISM_ATTENTION=fused"),
+          absl::StrCat("PRISM_IDLE_EXIT_SECONDS=", idle_exit_seconds),
+          DataDirEnv()}) {
+      env.push_back(std::move(var));
+    }
+    return env;
+  }
+
+  // WriteWorkerToken writes a worker token to <dir>/worker.token.
+  static void WriteWorkerToken(LocalCluster& cluster) {
+    CommandResult token = cluster.Run(
+        {"token", "create", "--user", "slurm-workers", "--role", "worker"});
+    ASSERT_EQ(token.status, 0) << token.err;
+    WriteFile(cluster.dir() + "/worker.token", token.out);
+  }
+
+  TempDir slurm_dir_{"prism_slurm"};
+  SlurmCluster slurm_{slurm_dir_.path()};
+};
+
+TEST_F(SlurmTest, BatchArrayWorkersFinishAnExperimentAndATermedOneHandsBack) {
+  const std::string why = StartSlurm();
+  if (!why.empty()) SLURM_UNAVAILABLE(why);
   LocalCluster cluster([] {
     CoordinatorFlags flags;
     flags.lease_seconds = 5;
     flags.heartbeat_seconds = 1;
     return flags;
   }());
-  SlurmCluster slurm(cluster.dir());
-  const std::string why = slurm.Start();
-  if (!why.empty()) SLURM_UNAVAILABLE(why);
-  // Two array tasks of one core each must run at once.
-  if (slurm.cpus() < 2) {
-    SLURM_UNAVAILABLE(absl::StrCat("the node has ", slurm.cpus(),
-                                   " CPU; the test runs two 1-CPU tasks"));
-  }
-
+  SlurmCluster& slurm = slurm_;
   ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
-  CommandResult token = cluster.Run(
-      {"token", "create", "--user", "slurm-workers", "--role", "worker"});
-  ASSERT_EQ(token.status, 0) << token.err;
-  WriteFile(cluster.dir() + "/worker.token", token.out);
-  absl::StatusOr<int64_t> id = cluster.SubmitSpec(Spec());
+  WriteWorkerToken(cluster);
+  absl::StatusOr<int64_t> id =
+      cluster.SubmitSpec(RecipeSpec("slurm", {"4x6", "2x2,4x4"}));
   ASSERT_TRUE(id.ok()) << id.status();
 
   // The script as it is in the repo; CPU overrides on the command line and
-  // in the environment, as deploy/README.md tells operators.
-  const int64_t mem_mb = std::min<int64_t>(1024, slurm.memory_mb() / 4);
-  CommandResult submitted = slurm.Tool(
-      {"sbatch", "--parsable", "--array=0-1", "--gres=none",
-       "--cpus-per-task=1", absl::StrCat("--mem=", mem_mb, "M"),
-       absl::StrCat("--output=", cluster.dir(), "/slurm-%A_%a.log"),
-       absl::StrCat("--chdir=", cluster.dir()),
-       std::string(PRISM_SOURCE_DIR) + "/deploy/slurm/prism-workers.sbatch"},
-      {absl::StrCat("PRISM_COORDINATOR=", cluster.grpc_address()),
-       absl::StrCat("PRISM_TOKEN_FILE=", cluster.dir(), "/worker.token"),
-       absl::StrCat("PRISM_CHECKPOINTS=", cluster.checkpoint_dir()),
-       absl::StrCat("PRISM_BIN=", PrismBinary()), "PRISM_DEVICE=cpu",
-       // The workers' kernel, as the reference's (the job's environment
-       // reaches `prism worker`).
-       "PRISM_ATTENTION=fused", "PRISM_IDLE_EXIT_SECONDS=20", DataDirEnv()});
+  // in the environment.
+  std::vector<std::string> sbatch = {
+      "sbatch", "--parsable", "--array=0-1",
+      absl::StrCat("--output=", cluster.dir(), "/slurm-%A_%a.log")};
+  for (const std::string& option : CpuOptions(cluster)) {
+    sbatch.push_back(option);
+  }
+  sbatch.push_back(std::string(PRISM_SOURCE_DIR) +
+                   "/deploy/slurm/prism-workers.sbatch");
+  std::vector<std::string> env = JobEnv(cluster, /*idle_exit_seconds=*/20);
+  env.push_back(absl::StrCat("PRISM_COORDINATOR=", cluster.grpc_address()));
+  CommandResult submitted = slurm.Tool(sbatch, env);
   ASSERT_EQ(submitted.status, 0) << submitted.err << slurm.Logs();
   const std::string job(absl::StripAsciiWhitespace(submitted.out));
-  slurm.Submitted(job);
   auto job_log = [&](int task) {
     return ReadFile(
         absl::StrCat(cluster.dir(), "/slurm-", job, "_", task, ".log"));
@@ -496,9 +462,10 @@ TEST(SlurmTest, BatchArrayWorkersFinishAnExperimentAndATermedOneHandsBack) {
     ASSERT_TRUE(trial.ok()) << trial.status();
     // No gap and nothing twice: every step of the cadence once.
     EXPECT_EQ(StepsOf(*trial, v1::SPLIT_TRAIN),
-              Range(kLogEvery, kSteps, kLogEvery))
+              Range(kRecipe.log_every, kRecipe.steps, kRecipe.log_every))
         << t.schedule();
-    EXPECT_EQ(StepsOf(*trial, v1::SPLIT_VAL), Range(0, kSteps, kEvalEvery))
+    EXPECT_EQ(StepsOf(*trial, v1::SPLIT_VAL),
+              Range(0, kRecipe.steps, kRecipe.eval_every))
         << t.schedule();
     if (t.id() == held) {
       ASSERT_EQ(trial->trial().attempts_size(), 2) << logs();
@@ -531,6 +498,104 @@ TEST(SlurmTest, BatchArrayWorkersFinishAnExperimentAndATermedOneHandsBack) {
   CommandResult check = cluster.CheckDb();
   EXPECT_EQ(check.status, 0) << check.out << check.err;
   EXPECT_THAT(check.out, HasSubstr("every invariant holds"));
+}
+
+// Lines counts the lines of `log` that contain `text`.
+int Lines(const std::string& log, const std::string& text) {
+  int n = 0;
+  for (absl::string_view line : absl::StrSplit(log, '\n')) {
+    n += absl::StrContains(line, text) ? 1 : 0;
+  }
+  return n;
+}
+
+TEST_F(SlurmTest, ScalerRunsFourTrialsOnTwoJobsAndCancelsThemOnceIdle) {
+  const std::string why = StartSlurm();
+  if (!why.empty()) SLURM_UNAVAILABLE(why);
+  // The coordinator submits the unchanged default script (found in the
+  // source tree) with the CPU overrides; the workers' own idle exit is far
+  // off, so the jobs end only because the scaler cancels them.
+  CoordinatorFlags flags;
+  flags.lease_seconds = 5;
+  flags.heartbeat_seconds = 1;
+  flags.args = {"--scale",
+                "slurm",
+                "--max-workers",
+                "2",
+                "--scale-interval-seconds",
+                "1",
+                "--scale-idle-seconds",
+                "3"};
+  LocalCluster cluster(flags);
+  for (const std::string& option : CpuOptions(cluster)) {
+    cluster.AddCoordinatorArgs({absl::StrCat("--slurm-sbatch-arg=", option)});
+  }
+  cluster.AddCoordinatorArgs({absl::StrCat(
+      "--slurm-sbatch-arg=--output=", cluster.dir(), "/job-%j.log")});
+  const std::vector<std::string> env =
+      JobEnv(cluster, /*idle_exit_seconds=*/600);
+  ASSERT_TRUE(cluster.StartCoordinator(env).ok()) << cluster.Logs();
+  WriteWorkerToken(cluster);
+  const Recipe recipe{/*steps=*/20, /*log_every=*/5, /*eval_every=*/10,
+                      /*checkpoint_every=*/10};
+  absl::StatusOr<int64_t> id = cluster.SubmitSpec(
+      RecipeSpec("scaled", {"4x6", "2x2,4x4", "1x2,4x4", "2x3,4x3"}, recipe));
+  ASSERT_TRUE(id.ok()) << id.status();
+  const std::string log_path = cluster.dir() + "/coordinator.log";
+  auto logs = [&] {
+    std::string out = cluster.Logs();
+    for (const auto& entry : fs::directory_iterator(cluster.dir())) {
+      const std::string name = entry.path().filename().string();
+      if (absl::StartsWith(name, "job-")) {
+        absl::StrAppend(&out, "--- ", name, "\n",
+                        Tail(ReadFile(entry.path().string()), 10), "\n");
+      }
+    }
+    return absl::StrCat(out, slurm_.Logs());
+  };
+
+  // The most jobs the queue ever held, and how many run now.
+  size_t most = 0;
+  auto running = [&] {
+    const std::vector<std::string> queue = slurm_.Queue();
+    most = std::max(most, queue.size());
+    return Lines(absl::StrJoin(queue, "\n"), " R");
+  };
+  // Both jobs run while trials wait: a coordinator restart now must find
+  // the two, not submit more.
+  ASSERT_TRUE(
+      SlurmCluster::WaitFor([&] { return running() == 2; }, absl::Minutes(2)))
+      << logs();
+  cluster.coordinator().Stop(absl::Seconds(20));
+  ASSERT_TRUE(cluster.StartCoordinator(env).ok()) << cluster.Logs();
+
+  absl::StatusOr<v1::Experiment> done =
+      cluster.WaitForExperiment(*id, absl::Minutes(4));
+  ASSERT_TRUE(done.ok()) << done.status() << logs();
+  EXPECT_EQ(done->state(), v1::EXPERIMENT_DONE);
+  EXPECT_EQ(done->counts().completed(), 4) << logs();
+  // Idle with nothing waiting: cancelled, and the queue drains.
+  ASSERT_TRUE(SlurmCluster::WaitFor(
+      [&] { return running() == 0 && slurm_.QueueEmpty(); }, absl::Minutes(1)))
+      << logs();
+  EXPECT_LE(most, 2u);
+  const std::string log = ReadFile(log_path);
+  EXPECT_EQ(Lines(log, "msg=\"submitted worker job\""), 2) << logs();
+  EXPECT_EQ(Lines(log, "msg=\"cancelled worker job\""), 2) << logs();
+  EXPECT_EQ(Lines(log, "msg=\"scaler adopted worker job\""), 0) << logs();
+  // The only workers were the two jobs', registered as slurm-<job id>.
+  v1::ListWorkersResponse workers;
+  ASSERT_TRUE(cluster.client()
+                  .Call(&v1::WorkerService::Stub::ListWorkers,
+                        cluster.client().workers(), v1::ListWorkersRequest(),
+                        &workers)
+                  .ok());
+  EXPECT_EQ(workers.workers_size(), 2) << workers.ShortDebugString();
+  for (const v1::Worker& w : workers.workers()) {
+    EXPECT_TRUE(absl::StartsWith(w.id(), "slurm-")) << w.id();
+  }
+  CommandResult check = cluster.CheckDb();
+  EXPECT_EQ(check.status, 0) << check.out << check.err;
 }
 
 }  // namespace

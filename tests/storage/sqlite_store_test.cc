@@ -131,6 +131,25 @@ TEST_F(SqliteStoreTest, NewFileGetsEveryMigrationInWalMode) {
             0);
 }
 
+TEST_F(SqliteStoreTest, TheScalerTagIsKeptAndJobsStayOpenUntilEnded) {
+  EXPECT_EQ(*store_->ScalerTag("slurm", "aaaa", 1), "aaaa");
+  store_.reset();
+  store_ = OpenOrDie(path_);
+  // The first tag stays: later starts find the same jobs.
+  EXPECT_EQ(*store_->ScalerTag("slurm", "bbbb", 2), "aaaa");
+  ASSERT_TRUE(store_->RecordScalerJob("slurm", "7", 3).ok());
+  ASSERT_TRUE(store_->RecordScalerJob("slurm", "8", 3).ok());
+  ASSERT_TRUE(store_->RecordScalerJob("slurm", "7", 4).ok());  // again
+  ASSERT_TRUE(store_->EndScalerJob("slurm", "8", 5).ok());
+  EXPECT_EQ(*store_->ListOpenScalerJobs("slurm"),
+            std::vector<std::string>{"7"});
+  EXPECT_TRUE(store_->ListOpenScalerJobs("other")->empty());
+  EXPECT_EQ(QueryInt(path_,
+                     "SELECT ended_ms FROM scaler_jobs WHERE job_id = "
+                     "'8'"),
+            5);
+}
+
 TEST_F(SqliteStoreTest, ReopeningAppliesNoMigrationTwiceAndKeepsData) {
   const int64_t id =
       CreateOrDie(MakeExperiment("alice", {"4x4", "2x2,4x2"}, {1, 2}));
