@@ -3,40 +3,27 @@
 #include "server/grpc_edge.h"
 
 namespace prism::server {
-namespace {
 
-// FinishNow runs a short handler inline and finishes the call with it.
-template <typename Fn>
-grpc::ServerUnaryReactor* FinishNow(AuthManager* auth,
-                                    grpc::CallbackServerContext* ctx,
-                                    Permission permission, Fn&& fn) {
-  grpc::ServerUnaryReactor* reactor = ctx->DefaultReactor();
-  reactor->Finish(Serve(auth, ctx, permission, std::forward<Fn>(fn)));
-  return reactor;
-}
-
-}  // namespace
-
-grpc::ServerUnaryReactor* WorkerServiceImpl::Register(
-    grpc::CallbackServerContext* ctx, const v1::RegisterRequest* req,
-    v1::RegisterResponse* resp) {
-  return FinishNow(auth_, ctx, Permission::kWork, [&](const Caller& caller) {
+grpc::Status WorkerServiceImpl::Register(grpc::ServerContext* ctx,
+                                         const v1::RegisterRequest* req,
+                                         v1::RegisterResponse* resp) {
+  return Serve(auth_, ctx, Permission::kWork, [&](const Caller& caller) {
     return Assign(queue_->Register(caller, *req), resp);
   });
 }
 
-grpc::ServerUnaryReactor* WorkerServiceImpl::Lease(
-    grpc::CallbackServerContext* ctx, const v1::LeaseRequest* req,
-    v1::LeaseResponse* resp) {
-  return FinishNow(auth_, ctx, Permission::kWork, [&](const Caller& caller) {
+grpc::Status WorkerServiceImpl::Lease(grpc::ServerContext* ctx,
+                                      const v1::LeaseRequest* req,
+                                      v1::LeaseResponse* resp) {
+  return Serve(auth_, ctx, Permission::kWork, [&](const Caller& caller) {
     return Assign(queue_->Lease(caller, *req), resp);
   });
 }
 
-grpc::ServerUnaryReactor* WorkerServiceImpl::Heartbeat(
-    grpc::CallbackServerContext* ctx, const v1::HeartbeatRequest* req,
-    v1::HeartbeatResponse* resp) {
-  return FinishNow(auth_, ctx, Permission::kWork, [&](const Caller& caller) {
+grpc::Status WorkerServiceImpl::Heartbeat(grpc::ServerContext* ctx,
+                                          const v1::HeartbeatRequest* req,
+                                          v1::HeartbeatResponse* resp) {
+  return Serve(auth_, ctx, Permission::kWork, [&](const Caller& caller) {
     return Assign(queue_->Heartbeat(caller, *req), resp);
   });
 }
@@ -60,42 +47,42 @@ grpc::ServerUnaryReactor* WorkerServiceImpl::Report(
   return reactor;
 }
 
-grpc::ServerUnaryReactor* WorkerServiceImpl::Complete(
-    grpc::CallbackServerContext* ctx, const v1::CompleteRequest* req,
-    v1::CompleteResponse* resp) {
-  return FinishNow(auth_, ctx, Permission::kWork, [&](const Caller& caller) {
+grpc::Status WorkerServiceImpl::Complete(grpc::ServerContext* ctx,
+                                         const v1::CompleteRequest* req,
+                                         v1::CompleteResponse* resp) {
+  return Serve(auth_, ctx, Permission::kWork, [&](const Caller& caller) {
     return Assign(queue_->Complete(caller, *req), resp);
   });
 }
 
-grpc::ServerUnaryReactor* WorkerServiceImpl::Fail(
-    grpc::CallbackServerContext* ctx, const v1::FailRequest* req,
-    v1::FailResponse* resp) {
-  return FinishNow(auth_, ctx, Permission::kWork, [&](const Caller& caller) {
+grpc::Status WorkerServiceImpl::Fail(grpc::ServerContext* ctx,
+                                     const v1::FailRequest* req,
+                                     v1::FailResponse* resp) {
+  return Serve(auth_, ctx, Permission::kWork, [&](const Caller& caller) {
     return Assign(queue_->Fail(caller, *req), resp);
   });
 }
 
-grpc::ServerUnaryReactor* WorkerServiceImpl::Start(
-    grpc::CallbackServerContext* ctx, const v1::StartRequest* req,
-    v1::StartResponse* resp) {
-  return FinishNow(auth_, ctx, Permission::kWork, [&](const Caller& caller) {
+grpc::Status WorkerServiceImpl::Start(grpc::ServerContext* ctx,
+                                      const v1::StartRequest* req,
+                                      v1::StartResponse* resp) {
+  return Serve(auth_, ctx, Permission::kWork, [&](const Caller& caller) {
     return Assign(queue_->Start(caller, *req), resp);
   });
 }
 
-grpc::ServerUnaryReactor* WorkerServiceImpl::Deregister(
-    grpc::CallbackServerContext* ctx, const v1::DeregisterRequest* req,
-    v1::DeregisterResponse* resp) {
-  return FinishNow(auth_, ctx, Permission::kWork, [&](const Caller& caller) {
+grpc::Status WorkerServiceImpl::Deregister(grpc::ServerContext* ctx,
+                                           const v1::DeregisterRequest* req,
+                                           v1::DeregisterResponse* resp) {
+  return Serve(auth_, ctx, Permission::kWork, [&](const Caller& caller) {
     return Assign(queue_->Deregister(caller, *req), resp);
   });
 }
 
-grpc::ServerUnaryReactor* WorkerServiceImpl::ListWorkers(
-    grpc::CallbackServerContext* ctx, const v1::ListWorkersRequest*,
-    v1::ListWorkersResponse* resp) {
-  return FinishNow(auth_, ctx, Permission::kRead, [&](const Caller&) {
+grpc::Status WorkerServiceImpl::ListWorkers(grpc::ServerContext* ctx,
+                                            const v1::ListWorkersRequest*,
+                                            v1::ListWorkersResponse* resp) {
+  return Serve(auth_, ctx, Permission::kRead, [&](const Caller&) {
     return Assign(queue_->ListWorkers(), resp);
   });
 }
