@@ -3,7 +3,8 @@
 BUILD ?= build
 JOBS ?= $(shell nproc)
 
-.PHONY: configure build prism run test test-unit format-check clean
+.PHONY: configure build prism run test test-unit format-check clean \
+	check-thread-safety test-asan test-tsan
 
 configure:
 	@cmake -S . -B $(BUILD) -G Ninja -DCMAKE_BUILD_TYPE=Release >/dev/null
@@ -24,6 +25,42 @@ test: format-check build
 
 test-unit: build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS) -L unit
+
+# Clang's thread-safety analysis over every library the prism binary links:
+# a GUARDED_BY field touched without its mutex fails the build.
+check-thread-safety:
+	@CC=clang CXX=clang++ cmake -S . -B build-tsa -G Ninja \
+	  -DCMAKE_BUILD_TYPE=Debug -DPRISM_THREAD_SAFETY=ON \
+	  -DPRISM_BUILD_TESTS=OFF -DPRISM_BUILD_BENCH=OFF >/dev/null
+	cmake --build build-tsa -j $(JOBS) --target prism
+	@echo "check-thread-safety: clang -Wthread-safety clean"
+
+# ASan + UBSan over the unit and integration tests (LibTorch, gRPC and
+# OpenBLAS themselves are not instrumented).
+test-asan:
+	@cmake -S . -B build-asan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DPRISM_SANITIZE=address -DPRISM_BUILD_BENCH=OFF >/dev/null
+	cmake --build build-asan -j $(JOBS)
+	ASAN_OPTIONS=detect_leaks=1:abort_on_error=1 \
+	UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1 \
+	  ctest --test-dir build-asan --output-on-failure -j $(JOBS) \
+	  -L 'unit|integration'
+
+# TSan over the coordinator's, the worker's and the storage tests, binary by
+# binary (ctest names tests by case, not by binary).
+TSAN_TESTS = server_coordinator_test server_queue_test server_limits_test \
+	server_results_test server_http_test sqlite_store_test backup_test \
+	worker_test report_buffer_test
+test-tsan:
+	@cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
+	  -DPRISM_SANITIZE=thread -DPRISM_BUILD_BENCH=OFF >/dev/null
+	cmake --build build-tsan -j $(JOBS) --target $(TSAN_TESTS)
+	@for t in $(TSAN_TESTS); do \
+	  echo "test-tsan: $$t"; \
+	  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1 \
+	    $$(find build-tsan/tests -name $$t -type f) --gtest_brief=1 || exit 1; \
+	done
+	@echo "test-tsan: clean"
 
 format-check:
 	@git ls-files '*.cc' '*.h' | xargs clang-format --dry-run --Werror

@@ -26,13 +26,29 @@
 //       minutes; every minute points/s, report and Rank latency and the
 //       process RSS; at the end the totals, the acknowledged points missing
 //       from the database, and storage::CheckDatabase on the file.
+//   coordinator_bench hostile [--seconds 60] [--workers 64]
+//                             [--watch-streams 1000] [--slow-connections 200]
+//       64 paced reporting workers (100 points every 100 ms) while hostile
+//       clients all push at the limits at once: 1,000 Watch streams on the
+//       reporting experiment (10 viewers), maximal ScheduleService.List
+//       pages, oversized specs (300,000 seeds, 200,000 schedules, a 5 MiB
+//       spec text, a 1 MiB name) and 32 MiB HTTP bodies, 200 slow HTTP
+//       connections that drip a header byte a second, and one dashboard API
+//       call a second. Every 10 s: points/s, report p50/p99, open watches,
+//       events/s, RSS; exits 0 when RSS stayed under --rss-bound-mib, the
+//       report p99 under 50 ms, no oversized spec was accepted and no
+//       acknowledged point is missing.
 //
 // Simulated workers emit what a trainer with log_every 1 would (val at step
 // 0, then train steps 1, 2, ...) into an experiment whose budget never ends,
 // so `prism db check` holds on a bench database.
 //
 // Results go in bench/RESULTS.md ("Coordinator").
+#include <arpa/inet.h>
 #include <grpcpp/grpcpp.h>
+#include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -46,6 +62,7 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <mutex>
 #include <string>
 #include <thread>
 #include <vector>
@@ -53,6 +70,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "base/log.h"
+#include "cli/launcher.h"
 #include "fmt/format.h"
 #include "prism/v1/prism.grpc.pb.h"
 #include "scheduler/ranking.h"
@@ -60,6 +78,7 @@
 #include "scheduler/space.h"
 #include "server/convert.h"
 #include "server/coordinator.h"
+#include "server/schedule_service.h"
 #include "storage/check.h"
 #include "storage/sqlite_store.h"
 
@@ -838,9 +857,9 @@ struct Rss {
   double anon = -1;
   double file = -1;
 
-  static Rss Read() {
+  static Rss Read(const std::string& process = "self") {
     Rss rss;
-    std::ifstream status("/proc/self/status");
+    std::ifstream status("/proc/" + process + "/status");
     std::string line;
     while (std::getline(status, line)) {
       for (auto [key, field] :
@@ -1072,6 +1091,462 @@ int Soak(const SoakOptions& o) {
   return clean ? 0 : 1;
 }
 
+// --- hostile
+// -------------------------------------------------------------------
+
+struct HostileOptions {
+  int seconds = 60;
+  int workers = 64;
+  int interval_ms = 100;
+  int points_per_report = 100;
+  int watch_streams = 1000;  // attempted, over watch_users users
+  int watch_users = 10;
+  int list_threads = 4;       // maximal ScheduleService.List pages
+  int oversized_threads = 2;  // oversized specs and oversized HTTP bodies
+  int slow_connections = 200;
+  int64_t rss_bound_mib = 1024;
+  std::string prism = std::string(PRISM_BINARY_DIR) + "/cli/prism";
+};
+
+// HostileCounters are what the hostile clients got, shared by their threads.
+struct HostileCounters {
+  std::atomic<int64_t> watch_open{0};
+  std::atomic<int64_t> watch_refused{0};
+  std::atomic<int64_t> watch_events{0};
+  std::atomic<int64_t> watch_cut{0};  // ended by the server mid-stream
+  std::atomic<int64_t> list_pages{0};
+  std::atomic<int64_t> list_bytes_max{0};
+  std::atomic<int64_t> list_errors{0};
+  std::atomic<int64_t> specs_refused{0};
+  std::atomic<int64_t> specs_accepted{0};
+  std::atomic<int64_t> bodies_refused{0};
+  std::atomic<int64_t> bodies_other{0};
+  std::atomic<int64_t> slow_open{0};
+  std::atomic<int64_t> slow_closed_by_server{0};
+  std::atomic<int64_t> points{0};
+  std::atomic<int64_t> report_errors{0};
+  LatencyRecorder report_ms;
+  LatencyRecorder dashboard_ms;
+  std::atomic<int64_t> dashboard_errors{0};
+};
+
+// OversizedSpecs are specs each limit refuses: too many seeds, too many
+// explicit schedules, a spec text past max_spec_bytes, a name past
+// max_string_bytes.
+std::vector<v1::SubmitRequest> OversizedSpecs() {
+  std::vector<v1::SubmitRequest> specs(4);
+  for (v1::SubmitRequest& r : specs) {
+    r.mutable_spec()->mutable_model()->set_preset("tiny");
+  }
+  for (int s = 1; s <= 300'000; ++s) specs[0].mutable_spec()->add_seeds(s);
+  specs[1].mutable_spec()->add_seeds(1);
+  for (int i = 0; i < 200'000; ++i) {
+    specs[1].mutable_spec()->add_schedules("4x6");
+  }
+  specs[2].set_spec_text(std::string(int64_t{5} << 20, '#'));
+  specs[3].mutable_spec()->add_seeds(1);
+  specs[3].mutable_spec()->set_name(std::string(1 << 20, 'n'));
+  return specs;
+}
+
+// SlowConnection sends an HTTP request one byte every `gap`, never ending
+// its headers (slowloris); false once the server has closed it.
+class SlowConnection {
+ public:
+  SlowConnection(const std::string& host, int port) {
+    fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    inet_pton(AF_INET, host.c_str(), &addr.sin_addr);
+    if (fd_ < 0 ||
+        connect(fd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0) {
+      Close();
+    }
+  }
+  ~SlowConnection() { Close(); }
+  bool open() const { return fd_ >= 0; }
+
+  // Drip sends the next byte; false when the server has closed the socket.
+  bool Drip() {
+    if (fd_ < 0) return false;
+    static constexpr char kRequest[] =
+        "GET /api/v1/experiments HTTP/1.1\r\nHost: 127.0.0.1\r\nX-Slow: ";
+    const char byte =
+        sent_ < sizeof kRequest - 1 ? kRequest[sent_] : 'a' + sent_ % 26;
+    ++sent_;
+    if (send(fd_, &byte, 1, MSG_NOSIGNAL) != 1) {
+      Close();
+      return false;
+    }
+    char buffer[256];
+    const ssize_t n = recv(fd_, buffer, sizeof buffer, MSG_DONTWAIT);
+    if (n == 0) {  // orderly close (a 408 or a timeout) by the server
+      Close();
+      return false;
+    }
+    return true;
+  }
+
+ private:
+  void Close() {
+    if (fd_ >= 0) close(fd_);
+    fd_ = -1;
+  }
+  int fd_ = -1;
+  size_t sent_ = 0;
+};
+
+// CreateTokenOver issues a token through the AuthService as the admin.
+std::string CreateTokenOver(v1::AuthService::Stub* auth,
+                            const std::string& user, v1::Role role) {
+  v1::CreateTokenRequest req;
+  req.set_user(user);
+  req.set_role(role);
+  v1::CreateTokenResponse resp;
+  grpc::Status s = auth->CreateToken(SetupCtx(kAdminToken).get(), req, &resp);
+  if (!s.ok()) {
+    std::cerr << "coordinator_bench: CreateToken: " << s.error_message()
+              << "\n";
+    std::exit(1);
+  }
+  return resp.token();
+}
+
+int Hostile(const HostileOptions& o) {
+  TempDir dir;
+  const std::string db = dir.File("prism.db");
+  // The coordinator runs as its own process, with its default limits, so
+  // its RSS is its own and not the clients'.
+  cli::CoordinatorLaunch launch;
+  launch.binary = o.prism;
+  launch.args = {"--db",
+                 db,
+                 "--listen",
+                 "127.0.0.1:0",
+                 "--http",
+                 "127.0.0.1:0",
+                 "--lease-seconds",
+                 "600",
+                 "--heartbeat-seconds",
+                 "60",
+                 "--log-level",
+                 "warning"};
+  launch.env = {absl::StrCat("PRISM_ADMIN_TOKEN=", kAdminToken)};
+  launch.log_path = dir.File("coordinator.log");
+  launch.ready_file = dir.File("ready.json");
+  absl::StatusOr<cli::LocalCoordinator> c = cli::StartCoordinator(launch);
+  if (!c.ok()) {
+    std::cerr << "coordinator_bench: " << c.status() << "\n";
+    return 1;
+  }
+  const std::string grpc_address = c->endpoints.grpc;
+  const std::string pid = std::to_string(c->process.pid());
+  auto auth = v1::AuthService::NewStub(NewChannel(grpc_address, -1));
+  const std::string worker_token =
+      CreateTokenOver(auth.get(), "farm", v1::ROLE_WORKER);
+  const std::string user_token =
+      CreateTokenOver(auth.get(), "mallory", v1::ROLE_USER);
+  std::vector<std::string> viewer_tokens;
+  for (int u = 0; u < o.watch_users; ++u) {
+    viewer_tokens.push_back(CreateTokenOver(
+        auth.get(), absl::StrCat("viewer", u), v1::ROLE_VIEWER));
+  }
+  auto experiments =
+      v1::ExperimentService::NewStub(NewChannel(grpc_address, -2));
+  v1::SubmitRequest ingest;
+  ingest.mutable_spec()->mutable_model()->set_preset("tiny");
+  ingest.mutable_spec()->mutable_budget()->set_steps(kIngestSteps);
+  ingest.mutable_spec()->mutable_budget()->set_log_every(1);
+  ingest.mutable_spec()->mutable_budget()->set_eval_every(
+      static_cast<int32_t>(kIngestSteps));
+  for (int s = 1; s <= (o.workers + 20) / 21; ++s) {
+    ingest.mutable_spec()->add_seeds(s);
+  }
+  v1::SubmitResponse submitted;
+  grpc::Status submit_status =
+      experiments->Submit(SetupCtx(user_token).get(), ingest, &submitted);
+  if (!submit_status.ok()) {
+    std::cerr << "coordinator_bench: Submit: " << submit_status.error_message()
+              << "\n";
+    return 1;
+  }
+  const int64_t ingest_id = submitted.experiment().id();
+  const std::string http = c->endpoints.http;
+  const std::string http_host = http.substr(0, http.rfind(':'));
+  const int http_port = std::stoi(http.substr(http.rfind(':') + 1));
+
+  HostileCounters k;
+  std::vector<int64_t> acked(o.workers), trial_ids(o.workers);
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false}, stop{false}, failed_setup{false};
+  std::vector<std::thread> threads;
+  for (int w = 0; w < o.workers; ++w) {
+    threads.emplace_back([&, w] {
+      ReportingWorker worker(grpc_address, w, worker_token,
+                             o.points_per_report);
+      if (!worker.Start()) failed_setup = true;
+      trial_ids[w] = worker.trial_id();
+      ++ready;
+      while (!go) std::this_thread::yield();
+      Clock::time_point next =
+          Clock::now() +
+          std::chrono::milliseconds(o.interval_ms * w / o.workers);
+      while (!stop && !failed_setup && worker.HasSteps()) {
+        std::this_thread::sleep_until(next);
+        next += std::chrono::milliseconds(o.interval_ms);
+        int64_t stored = 0;
+        const Clock::time_point t0 = Clock::now();
+        grpc::Status s = worker.Report(&stored);
+        k.report_ms.Record(Ms(Clock::now() - t0));
+        acked[w] += stored;
+        k.points += stored;
+        if (!s.ok()) ++k.report_errors;
+      }
+    });
+  }
+  // Watchers: one thread and one channel each, spread over the users, on
+  // the experiment the workers report into (every report is an event).
+  std::mutex contexts_mu;
+  std::vector<grpc::ClientContext*> contexts;
+  for (int i = 0; i < o.watch_streams; ++i) {
+    threads.emplace_back([&, i] {
+      ++ready;
+      while (!go) std::this_thread::yield();
+      auto stub =
+          v1::ResultsService::NewStub(NewChannel(grpc_address, o.workers + i));
+      std::unique_ptr<grpc::ClientContext> ctx =
+          Ctx(viewer_tokens[i % viewer_tokens.size()]);
+      {
+        std::lock_guard<std::mutex> lock(contexts_mu);
+        if (stop) return;
+        contexts.push_back(ctx.get());
+      }
+      v1::WatchRequest req;
+      req.set_experiment_id(ingest_id);
+      std::unique_ptr<grpc::ClientReader<v1::ExperimentEvent>> reader =
+          stub->Watch(ctx.get(), req);
+      v1::ExperimentEvent event;
+      bool opened = false;
+      while (reader->Read(&event)) {
+        if (!opened) ++k.watch_open;
+        opened = true;
+        ++k.watch_events;
+      }
+      const grpc::Status s = reader->Finish();
+      if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+        ++(opened ? k.watch_cut : k.watch_refused);
+      }
+      std::lock_guard<std::mutex> lock(contexts_mu);
+      contexts.erase(std::find(contexts.begin(), contexts.end(), ctx.get()));
+    });
+  }
+  // Maximal List pages: the largest page size over a 64-layer space.
+  for (int i = 0; i < o.list_threads; ++i) {
+    threads.emplace_back([&, i] {
+      auto stub =
+          v1::ScheduleService::NewStub(NewChannel(grpc_address, 100'000 + i));
+      v1::ListSchedulesRequest req;
+      req.mutable_space()->set_d_model(4096);
+      req.mutable_space()->set_layers(64);
+      req.mutable_space()->set_base_heads(64);
+      req.set_page_size(server::kMaxSchedulePageSize);
+      ++ready;
+      while (!go) std::this_thread::yield();
+      while (!stop) {
+        v1::ListSchedulesResponse resp;
+        grpc::ClientContext ctx;
+        ctx.AddMetadata("authorization", "Bearer " + viewer_tokens[0]);
+        if (stub->List(&ctx, req, &resp).ok()) {
+          ++k.list_pages;
+          const int64_t bytes = static_cast<int64_t>(resp.ByteSizeLong());
+          int64_t max = k.list_bytes_max.load();
+          while (bytes > max &&
+                 !k.list_bytes_max.compare_exchange_weak(max, bytes)) {
+          }
+          req.set_page_token(resp.next_page_token());
+        } else {
+          ++k.list_errors;
+        }
+      }
+    });
+  }
+  // Oversized specs over gRPC and oversized bodies over HTTP.
+  const std::vector<v1::SubmitRequest> oversized = OversizedSpecs();
+  for (int i = 0; i < o.oversized_threads; ++i) {
+    threads.emplace_back([&, i] {
+      auto stub =
+          v1::ExperimentService::NewStub(NewChannel(grpc_address, 200'000 + i));
+      ++ready;
+      while (!go) std::this_thread::yield();
+      for (size_t n = 0; !stop; ++n) {
+        v1::SubmitResponse resp;
+        grpc::Status s = stub->Submit(Ctx(user_token).get(),
+                                      oversized[n % oversized.size()], &resp);
+        ++(s.ok() ? k.specs_accepted : k.specs_refused);
+      }
+    });
+    threads.emplace_back([&] {
+      const std::string body(int64_t{32} << 20, 'x');
+      ++ready;
+      while (!go) std::this_thread::yield();
+      while (!stop) {
+        httplib::Client client(http_host, http_port);
+        httplib::Result r =
+            client.Post("/api/v1/experiments", body, "application/json");
+        ++(r && r->status == 413 ? k.bodies_refused : k.bodies_other);
+      }
+    });
+  }
+  // Slow connections: each drips a byte a second into headers it never
+  // ends.
+  threads.emplace_back([&] {
+    std::vector<std::unique_ptr<SlowConnection>> slow;
+    ++ready;
+    while (!go) std::this_thread::yield();
+    for (int i = 0; i < o.slow_connections; ++i) {
+      slow.push_back(std::make_unique<SlowConnection>(http_host, http_port));
+      if (slow.back()->open()) ++k.slow_open;
+    }
+    while (!stop) {
+      for (auto& s : slow) {
+        if (s->open() && !s->Drip()) ++k.slow_closed_by_server;
+      }
+      for (int t = 0; t < 10 && !stop; ++t) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
+  });
+  // The dashboard as a person uses it meanwhile: one API call a second.
+  threads.emplace_back([&] {
+    ++ready;
+    while (!go) std::this_thread::yield();
+    while (!stop) {
+      httplib::Client client(http_host, http_port);
+      client.set_connection_timeout(10);
+      client.set_read_timeout(10);
+      const Clock::time_point t0 = Clock::now();
+      httplib::Result r = client.Get(
+          "/api/v1/experiments",
+          httplib::Headers{{"Authorization", "Bearer " + viewer_tokens[0]}});
+      if (r && r->status == 200) {
+        k.dashboard_ms.Record(Ms(Clock::now() - t0));
+      } else {
+        ++k.dashboard_errors;
+      }
+      std::this_thread::sleep_for(std::chrono::seconds(1));
+    }
+  });
+
+  const int clients = static_cast<int>(threads.size());
+  while (ready < clients)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (failed_setup) {
+    stop = go = true;
+    for (std::thread& t : threads) t.join();
+    return 1;
+  }
+  const Rss before = Rss::Read(pid);
+  std::cout << fmt::format(
+      "hostile: {} s; {} workers each reporting {} points every {} ms into "
+      "experiment {}; at once: {} Watch streams attempted on it by {} "
+      "viewers, {} threads of maximal ScheduleService.List pages (page size "
+      "{}, 4096/64/64), {} threads of oversized specs and {} of 32 MiB HTTP "
+      "bodies, {} slow HTTP connections (a byte a second), one dashboard call "
+      "a second\n",
+      o.seconds, o.workers, o.points_per_report, o.interval_ms, ingest_id,
+      o.watch_streams, o.watch_users, o.list_threads,
+      server::kMaxSchedulePageSize, o.oversized_threads, o.oversized_threads,
+      o.slow_connections);
+  std::cout << fmt::format(
+      "RSS is the coordinator process's (pid {}), MiB total (anonymous + "
+      "file-backed); before the load: {}\n",
+      pid, before.ToString());
+  std::cout << fmt::format("{:>5} {:>9} {:>19} {:>7} {:>9} {:>22}\n", "s",
+                           "points/s", "report p50 / p99 ms", "watches",
+                           "events/s", "RSS (anon + file)");
+  const Clock::time_point start = Clock::now();
+  go = true;
+  LatencyCounts report_total;
+  double rss_max = before.total;
+  int64_t events_last = 0, points_last = 0;
+  const int windows = std::max(1, o.seconds / 10);
+  for (int wnd = 1; wnd <= windows; ++wnd) {
+    std::this_thread::sleep_until(start + std::chrono::seconds(10 * wnd));
+    const LatencyCounts window = k.report_ms.Take();
+    report_total.Add(window);
+    const Rss rss = Rss::Read(pid);
+    rss_max = std::max(rss_max, rss.total);
+    const int64_t events = k.watch_events.load(), points = k.points.load();
+    std::cout << fmt::format(
+                     "{:>5} {:>9.0f} {:>8.3f} / {:<8.3f} {:>7} {:>9.0f} {:>22}",
+                     10 * wnd, (points - points_last) / 10.0,
+                     window.Percentile(50), window.Percentile(99),
+                     k.watch_open.load() - k.watch_cut.load(),
+                     (events - events_last) / 10.0, rss.ToString())
+              << std::endl;
+    events_last = events;
+    points_last = points;
+  }
+  {
+    std::lock_guard<std::mutex> lock(contexts_mu);
+    stop = true;
+    for (grpc::ClientContext* ctx : contexts) ctx->TryCancel();
+  }
+  for (std::thread& t : threads) t.join();
+  report_total.Add(k.report_ms.Take());
+  const LatencyCounts dashboard = k.dashboard_ms.Take();
+  std::cout << fmt::format(
+      "reports: {} points acknowledged, p50 {:.3f} ms, p99 {:.3f} ms, max "
+      "{:.1f} ms, {} failed\n",
+      k.points.load(), report_total.Percentile(50), report_total.Percentile(99),
+      report_total.max_ms, k.report_errors.load());
+  std::cout << fmt::format(
+      "watch: {} opened, {} refused (RESOURCE_EXHAUSTED at open), {} cut off "
+      "behind, {} events received\n",
+      k.watch_open.load(), k.watch_refused.load(), k.watch_cut.load(),
+      k.watch_events.load());
+  std::cout << fmt::format(
+      "list: {} maximal pages, largest {:.1f} MiB, {} errors\n",
+      k.list_pages.load(), k.list_bytes_max.load() / 1048576.0,
+      k.list_errors.load());
+  std::cout << fmt::format(
+      "oversized: {} specs refused, {} accepted; {} HTTP bodies refused with "
+      "413, {} answered otherwise\n",
+      k.specs_refused.load(), k.specs_accepted.load(), k.bodies_refused.load(),
+      k.bodies_other.load());
+  std::cout << fmt::format(
+      "slow connections: {} opened, {} closed by the server; dashboard "
+      "calls: {} answered (p50 {:.1f} ms, max {:.1f} ms), {} failed\n",
+      k.slow_open.load(), k.slow_closed_by_server.load(), dashboard.n,
+      dashboard.Percentile(50), dashboard.max_ms, k.dashboard_errors.load());
+
+  const Rss after = Rss::Read(pid);
+  auto results = v1::ResultsService::NewStub(NewChannel(grpc_address, -3));
+  int64_t acked_points = 0, stored = 0;
+  for (int w = 0; w < o.workers; ++w) {
+    acked_points += acked[w];
+    v1::GetTrialRequest req;
+    req.set_trial_id(trial_ids[w]);
+    v1::GetTrialResponse resp;
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", absl::StrCat("Bearer ", kAdminToken));
+    if (results->GetTrial(&ctx, req, &resp).ok()) stored += resp.points_size();
+  }
+  std::cout << fmt::format(
+      "RSS: {} before, peak {:.1f}, {} at the end (bound {} MiB); "
+      "acknowledged {} points, in the database {}: lost {}\n",
+      before.ToString(), rss_max, after.ToString(), o.rss_bound_mib,
+      acked_points, stored, acked_points - stored);
+  c->process.Stop(absl::Seconds(20));
+  const bool held = rss_max < static_cast<double>(o.rss_bound_mib) &&
+                    report_total.Percentile(99) < 50.0 &&
+                    k.specs_accepted == 0 && acked_points == stored;
+  std::cout << (held ? "hostile: every bound held\n"
+                     : "hostile: a bound did not hold\n");
+  return held ? 0 : 1;
+}
+
 }  // namespace
 }  // namespace prism::bench
 
@@ -1135,8 +1610,28 @@ int main(int argc, char** argv) {
   soak->add_option("--rank-trials", soak_options.rank_trials,
                    "completed trials of the experiment the readers rank")
       ->capture_default_str();
+  prism::bench::HostileOptions hostile_options;
+  CLI::App* hostile = app.add_subcommand(
+      "hostile",
+      "Reporting workers while hostile clients try every limit at once");
+  hostile->add_option("--seconds", hostile_options.seconds)
+      ->check(CLI::Range(10, 3600))
+      ->capture_default_str();
+  hostile->add_option("--workers", hostile_options.workers)
+      ->capture_default_str();
+  hostile->add_option("--watch-streams", hostile_options.watch_streams)
+      ->capture_default_str();
+  hostile->add_option("--slow-connections", hostile_options.slow_connections)
+      ->capture_default_str();
+  hostile->add_option("--prism", hostile_options.prism, "the prism binary")
+      ->capture_default_str();
+  hostile
+      ->add_option("--rss-bound-mib", hostile_options.rss_bound_mib,
+                   "the whole process's RSS must stay under this")
+      ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   prism::SetLogLevel(prism::LogLevel::kWarning);
+  if (hostile->parsed()) return prism::bench::Hostile(hostile_options);
   if (ingest->parsed())
     return prism::bench::Ingest(load, durability, rounds, optuna);
   if (lease->parsed()) return prism::bench::Lease(leases);

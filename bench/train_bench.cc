@@ -18,6 +18,17 @@
 // instruction set the CPU has (the fused kernel's and GELU's level; auto
 // then chooses between that fused kernel and masked softmax), so an AVX-512
 // host measures what an AVX2-only or baseline host would run.
+//
+// Those rows change only our kernels; OpenBLAS and ATen keep the host's
+// widest code. `--host-level avx2|baseline` emulates a whole host of that
+// level instead: train_bench runs itself again with OPENBLAS_CORETYPE
+// (Haswell for avx2, Prescott, OpenBLAS's oldest x86-64 kernels, for
+// baseline) and ATEN_CPU_CAPABILITY (avx2, default) set, which every row
+// and the reference's Python process inherit, every Prism row trains with
+// PRISM_ISA at that level, and the matmul peak is that level's.
+#include <unistd.h>
+
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -72,7 +83,36 @@ struct Options {
   std::string python = "/usr/bin/python3";
   bool ablations = true;
   bool isa_levels = true;
+  std::string host_level;  // "" = this host as it is
 };
+
+// HostLevelEnv is the environment that makes this process's BLAS and ATen
+// run as on a host whose widest instruction set is `level`; InvalidArgument
+// for a level that is not one of the kernels' or that this CPU cannot run.
+absl::StatusOr<std::vector<std::pair<std::string, std::string>>> HostLevelEnv(
+    const std::string& level) {
+  absl::StatusOr<prism::model::internal::Isa> isa =
+      prism::model::internal::ParseIsa(level);
+  if (!isa.ok()) return isa.status();
+  const std::vector<prism::model::internal::Isa>& supported =
+      prism::model::internal::SupportedIsas();
+  if (std::find(supported.begin(), supported.end(), *isa) == supported.end()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--host-level ", level, ": this CPU cannot run it"));
+  }
+  switch (*isa) {
+    case prism::model::internal::Isa::kAvx512:
+      return std::vector<std::pair<std::string, std::string>>{
+          {"OPENBLAS_CORETYPE", "SkylakeX"}, {"ATEN_CPU_CAPABILITY", "avx512"}};
+    case prism::model::internal::Isa::kAvx2:
+      return std::vector<std::pair<std::string, std::string>>{
+          {"OPENBLAS_CORETYPE", "Haswell"}, {"ATEN_CPU_CAPABILITY", "avx2"}};
+    case prism::model::internal::Isa::kBaseline:
+      break;
+  }
+  return std::vector<std::pair<std::string, std::string>>{
+      {"OPENBLAS_CORETYPE", "Prescott"}, {"ATEN_CPU_CAPABILITY", "default"}};
+}
 
 struct Config {
   std::string name;
@@ -170,13 +210,16 @@ double RunReference(const Options& o, const prism::ModelShape& shape,
   return tps;
 }
 
-// IsaNames lists the instruction sets this CPU runs, widest first.
-std::vector<std::string> IsaNames() {
+// IsaNames lists the instruction sets this CPU runs, widest first, from
+// `widest` down when it is set.
+std::vector<std::string> IsaNames(const std::string& widest = "") {
   std::vector<std::string> names;
   for (prism::model::internal::Isa isa :
        prism::model::internal::SupportedIsas()) {
     names.insert(names.begin(), prism::model::internal::IsaName(isa));
   }
+  auto from = std::find(names.begin(), names.end(), widest);
+  if (from != names.end()) names.erase(names.begin(), from);
   return names;
 }
 
@@ -200,7 +243,29 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-ablations", o.ablations, "skip the ablations");
   app.add_flag("!--no-isa-levels", o.isa_levels,
                "skip the uniform schedule at each instruction set");
+  app.add_option("--host-level", o.host_level,
+                 "emulate a whole host of this level (avx512, avx2, "
+                 "baseline): BLAS, ATen and our kernels");
   CLI11_PARSE(app, argc, argv);
+  if (!o.host_level.empty()) {
+    absl::StatusOr<std::vector<std::pair<std::string, std::string>>> env =
+        HostLevelEnv(o.host_level);
+    if (!env.ok()) {
+      std::cerr << "train_bench: " << env.status().message() << "\n";
+      return 2;
+    }
+    // OpenBLAS picks its kernels when it is loaded, so the variables take
+    // effect only in a new process: run this one again with them set.
+    const char* current = std::getenv("OPENBLAS_CORETYPE");
+    if (current == nullptr || env->front().second != current) {
+      for (const auto& [name, value] : *env) {
+        setenv(name.c_str(), value.c_str(), 1);
+      }
+      execv("/proc/self/exe", argv);
+      std::cerr << "train_bench: cannot run itself again\n";
+      return 1;
+    }
+  }
 
   absl::StatusOr<prism::ModelShape> shape = prism::FindPreset(o.preset);
   if (!shape.ok()) {
@@ -221,6 +286,13 @@ int main(int argc, char** argv) {
   std::cout << fmt::format("cpu flags: {}; instruction sets: {}\n",
                            prism::model::internal::CpuFlags(),
                            absl::StrJoin(IsaNames(), " "));
+  if (!o.host_level.empty()) {
+    std::cout << fmt::format(
+        "emulated host level: {} (OPENBLAS_CORETYPE={} ATEN_CPU_CAPABILITY={}, "
+        "PRISM_ISA={} for every prism row)\n",
+        o.host_level, std::getenv("OPENBLAS_CORETYPE"),
+        std::getenv("ATEN_CPU_CAPABILITY"), o.host_level);
+  }
   const std::string threads = std::to_string(o.threads);
 
   auto ours = [&](std::string name, std::string schedule, std::string attention,
@@ -230,6 +302,7 @@ int main(int argc, char** argv) {
     c.schedule = std::move(schedule);
     c.attention = std::move(attention);
     c.threading = std::move(threading);
+    c.isa = o.host_level;
     return c;
   };
   auto reference = [&](std::string name, std::string env, std::string args) {
@@ -246,7 +319,7 @@ int main(int argc, char** argv) {
     configs.push_back(ours(absl::StrCat("prism ", s), s, "auto", "shards"));
   }
   if (o.isa_levels) {
-    for (const std::string& isa : IsaNames()) {
+    for (const std::string& isa : IsaNames(o.host_level)) {
       // What a host with only this level would run: auto chooses between
       // the fused kernel at this level and masked softmax.
       Config c = ours(absl::StrCat("prism auto, PRISM_ISA=", isa), uniform,
