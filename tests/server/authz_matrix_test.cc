@@ -79,6 +79,7 @@ struct World {
   std::string worker_id;          // registered by the worker token ("farm")
   std::string foreign_worker_id;  // registered by another worker ("farm2")
   v1::Trial trial;                // leased by worker_id
+  std::string owner_token_id;     // the id of the owner's token
 };
 
 // Access to the fixture's protected members for the row callables.
@@ -371,6 +372,28 @@ const std::vector<Row>& Rows() {
       {"AuthService.WhoAmI",
        PRISM_UNARY(auth, WhoAmI, v1::WhoAmIRequest, v1::WhoAmIResponse, {}),
        kReadRule},
+      // Everyone lists (their own); revoking another user's token reads
+      // as unknown unless the caller is an admin; the one admin token is
+      // the last usable one.
+      {"AuthService.ListTokens",
+       PRISM_UNARY(auth, ListTokens, v1::ListTokensRequest,
+                   v1::ListTokensResponse, {}),
+       kReadRule},
+      {"AuthService.RevokeToken (unknown id)",
+       PRISM_UNARY(auth, RevokeToken, v1::RevokeTokenRequest,
+                   v1::RevokeTokenResponse, { req.set_id("000000000000"); }),
+       {UNAUTH, UNAUTH, NOT_FOUND, NOT_FOUND, NOT_FOUND, NOT_FOUND,
+        NOT_FOUND}},
+      {"AuthService.RevokeToken (the owner's token)",
+       PRISM_UNARY(auth, RevokeToken, v1::RevokeTokenRequest,
+                   v1::RevokeTokenResponse,
+                   { req.set_id(w.owner_token_id); }),
+       {UNAUTH, UNAUTH, NOT_FOUND, NOT_FOUND, OK, NOT_FOUND, OK}},
+      {"AuthService.RevokeToken (the caller's own token)",
+       PRISM_UNARY(auth, RevokeToken, v1::RevokeTokenRequest,
+                   v1::RevokeTokenResponse,
+                   { req.set_id(storage::TokenIdOf(Sha256Hex(token))); }),
+       {UNAUTH, UNAUTH, OK, OK, OK, OK, PRECONDITION}},
   }));
   return *rows;
 }
@@ -440,6 +463,7 @@ class AuthzMatrixTest : public Matrix,
     tokens_[kOwner] = Token("alice", v1::ROLE_USER);
     tokens_[kOther] = Token("bob", v1::ROLE_USER);
     tokens_[kAdmin] = kAdminToken;
+    world_.owner_token_id = storage::TokenIdOf(Sha256Hex(tokens_[kOwner]));
     world_.experiment = Submit(tokens_[kOwner], Spec({"2x2,4x4"}, {1}));
     ASSERT_NE(world_.experiment, 0);
     world_.worker_id = Register(tokens_[kWorker]);
