@@ -16,12 +16,14 @@
 namespace prism::cli {
 namespace {
 
-struct WorkersOptions {
+// FormatOptions are the flags of a command that only reads: where to
+// connect and how to print.
+struct FormatOptions {
   ClientOptions client;
   std::string format = "text";
 };
 
-int Workers(const WorkersOptions& o) {
+int Workers(const FormatOptions& o) {
   absl::StatusOr<Format> format = ParseFormat(o.format);
   if (!format.ok()) return ReportError("workers", format.status());
   absl::StatusOr<std::unique_ptr<RpcClient>> client =
@@ -90,12 +92,7 @@ int CreateToken(const TokenOptions& o) {
   return kExitOk;
 }
 
-struct TokenListOptions {
-  ClientOptions client;
-  std::string format = "text";
-};
-
-int ListTokens(const TokenListOptions& o) {
+int ListTokens(const FormatOptions& o) {
   absl::StatusOr<Format> format = ParseFormat(o.format);
   if (!format.ok()) return ReportError("token list", format.status());
   absl::StatusOr<std::unique_ptr<RpcClient>> client =
@@ -142,12 +139,7 @@ int RevokeToken(const TokenRevokeOptions& o) {
   return kExitOk;
 }
 
-struct WhoAmIOptions {
-  ClientOptions client;
-  std::string format = "text";
-};
-
-int WhoAmI(const WhoAmIOptions& o) {
+int WhoAmI(const FormatOptions& o) {
   absl::StatusOr<Format> format = ParseFormat(o.format, /*allow_csv=*/false);
   if (!format.ok()) return ReportError("whoami", format.status());
   absl::StatusOr<std::unique_ptr<RpcClient>> client =
@@ -173,14 +165,14 @@ void RegisterAccessCommands(CLI::App& app, Action* action) {
   {
     CLI::App* cmd = app.add_subcommand(
         "workers", "List the workers registered with the coordinator");
-    auto o = std::make_shared<WorkersOptions>();
+    auto o = std::make_shared<FormatOptions>();
     cmd->add_option("--format", o->format, "text, json or csv");
     AddClientOptions(cmd, &o->client);
     cmd->callback([o, action] { *action = [o] { return Workers(*o); }; });
   }
+  CLI::App* token = app.add_subcommand("token", "Manage bearer tokens");
+  token->require_subcommand(1);
   {
-    CLI::App* token = app.add_subcommand("token", "Manage bearer tokens");
-    token->require_subcommand(1);
     CLI::App* cmd = token->add_subcommand(
         "create", "Create a token for a user (admin only); prints it once");
     auto o = std::make_shared<TokenOptions>();
@@ -195,17 +187,15 @@ void RegisterAccessCommands(CLI::App& app, Action* action) {
     cmd->callback([o, action] { *action = [o] { return CreateToken(*o); }; });
   }
   {
-    CLI::App* token = app.get_subcommand("token");
     CLI::App* cmd = token->add_subcommand(
         "list",
         "List tokens without their secrets (admin: all; others: their own)");
-    auto o = std::make_shared<TokenListOptions>();
+    auto o = std::make_shared<FormatOptions>();
     cmd->add_option("--format", o->format, "text, json or csv");
     AddClientOptions(cmd, &o->client);
     cmd->callback([o, action] { *action = [o] { return ListTokens(*o); }; });
   }
   {
-    CLI::App* token = app.get_subcommand("token");
     CLI::App* cmd = token->add_subcommand(
         "revoke",
         "Revoke a token by its id from prism token list (admin, or the "
@@ -219,7 +209,7 @@ void RegisterAccessCommands(CLI::App& app, Action* action) {
   {
     CLI::App* cmd =
         app.add_subcommand("whoami", "Show the user and role of your token");
-    auto o = std::make_shared<WhoAmIOptions>();
+    auto o = std::make_shared<FormatOptions>();
     cmd->add_option("--format", o->format, "text or json");
     AddClientOptions(cmd, &o->client);
     cmd->callback([o, action] { *action = [o] { return WhoAmI(*o); }; });
