@@ -21,9 +21,9 @@
 // is the database's only writer, so no revocation happens behind its back).
 // A token's last use is kept in memory, moved at most once per
 // last_used_interval_ms, and written by FlushLastUsed (the coordinator calls
-// it every second and at shutdown; ListTokens calls it first): the database
-// sees at most one last-use write per token per interval, and never one on
-// an RPC's path.
+// it from its lease-expiry loop, every second by default, and at shutdown;
+// ListTokens calls it first): the database sees at most one last-use write
+// per token per interval, batched, and authenticating a call never writes.
 //
 //   absl::StatusOr<Caller> caller = auth.Authenticate("Bearer prism_...",
 //                                                     "10.0.0.7");
