@@ -1,5 +1,5 @@
-// `prism workers`, `prism token create`, `prism whoami`: the fleet and the
-// team's tokens.
+// `prism workers`, `prism token create|list|revoke`, `prism whoami`: the
+// fleet and the team's tokens.
 #include <iostream>
 #include <memory>
 #include <string>
@@ -16,12 +16,14 @@
 namespace prism::cli {
 namespace {
 
-struct WorkersOptions {
+// FormatOptions are the flags of a command that only reads: where to
+// connect and how to print.
+struct FormatOptions {
   ClientOptions client;
   std::string format = "text";
 };
 
-int Workers(const WorkersOptions& o) {
+int Workers(const FormatOptions& o) {
   absl::StatusOr<Format> format = ParseFormat(o.format);
   if (!format.ok()) return ReportError("workers", format.status());
   absl::StatusOr<std::unique_ptr<RpcClient>> client =
@@ -47,6 +49,7 @@ struct TokenOptions {
   ClientOptions client;
   std::string user;
   std::string role;
+  std::string expires_in;  // "" : the coordinator's default
   std::string format = "text";
 };
 
@@ -55,10 +58,19 @@ int CreateToken(const TokenOptions& o) {
   if (!format.ok()) return ReportError("token create", format.status());
   absl::StatusOr<v1::Role> role = ParseEnumValue<v1::Role>(o.role, "role");
   if (!role.ok()) return ReportError("token create", role.status());
+  v1::CreateTokenRequest request;
+  if (!o.expires_in.empty()) {
+    absl::StatusOr<int64_t> seconds = ParseDurationSeconds(o.expires_in);
+    if (seconds.ok() && *seconds == 0) {
+      seconds = absl::InvalidArgumentError(
+          "--expires-in must be positive (omit it for the default)");
+    }
+    if (!seconds.ok()) return ReportError("token create", seconds.status());
+    request.set_expires_in_seconds(*seconds);
+  }
   absl::StatusOr<std::unique_ptr<RpcClient>> client =
       RpcClient::Connect(o.client);
   if (!client.ok()) return ReportError("token create", client.status());
-  v1::CreateTokenRequest request;
   request.set_user(o.user);
   request.set_role(*role);
   v1::CreateTokenResponse response;
@@ -71,18 +83,63 @@ int CreateToken(const TokenOptions& o) {
   }
   // The token alone on stdout, so `$(prism token create ...)` captures it.
   std::cout << response.token() << "\n";
-  std::cerr << "token for " << response.user() << " (role "
-            << EnumValueName(response.role())
+  std::cerr << "token " << response.id() << " for " << response.user()
+            << " (role " << EnumValueName(response.role()) << ", "
+            << (response.expires_unix_ms() == 0
+                    ? std::string("never expires")
+                    : "expires " + FormatUtc(response.expires_unix_ms()))
             << "); it is shown only once: only its hash is stored\n";
   return kExitOk;
 }
 
-struct WhoAmIOptions {
+int ListTokens(const FormatOptions& o) {
+  absl::StatusOr<Format> format = ParseFormat(o.format);
+  if (!format.ok()) return ReportError("token list", format.status());
+  absl::StatusOr<std::unique_ptr<RpcClient>> client =
+      RpcClient::Connect(o.client);
+  if (!client.ok()) return ReportError("token list", client.status());
+  v1::ListTokensResponse response;
+  absl::Status status =
+      (*client)->Call(&v1::AuthService::Stub::ListTokens, (*client)->auth(),
+                      v1::ListTokensRequest(), &response);
+  if (!status.ok()) return ReportError("token list", status);
+  if (*format == Format::kJson) {
+    std::cout << ProtoJson(response);
+  } else {
+    TokensTable(response, absl::ToUnixMillis(absl::Now()))
+        .Print(std::cout, *format);
+  }
+  return kExitOk;
+}
+
+struct TokenRevokeOptions {
   ClientOptions client;
+  std::string id;
   std::string format = "text";
 };
 
-int WhoAmI(const WhoAmIOptions& o) {
+int RevokeToken(const TokenRevokeOptions& o) {
+  absl::StatusOr<Format> format = ParseFormat(o.format, /*allow_csv=*/false);
+  if (!format.ok()) return ReportError("token revoke", format.status());
+  absl::StatusOr<std::unique_ptr<RpcClient>> client =
+      RpcClient::Connect(o.client);
+  if (!client.ok()) return ReportError("token revoke", client.status());
+  v1::RevokeTokenRequest request;
+  request.set_id(o.id);
+  v1::RevokeTokenResponse response;
+  absl::Status status = (*client)->Call(&v1::AuthService::Stub::RevokeToken,
+                                        (*client)->auth(), request, &response);
+  if (!status.ok()) return ReportError("token revoke", status);
+  if (*format == Format::kJson) {
+    std::cout << ProtoJson(response);
+  } else {
+    std::cout << "revoked token " << response.token().id() << " of "
+              << Printable(response.token().user()) << "\n";
+  }
+  return kExitOk;
+}
+
+int WhoAmI(const FormatOptions& o) {
   absl::StatusOr<Format> format = ParseFormat(o.format, /*allow_csv=*/false);
   if (!format.ok()) return ReportError("whoami", format.status());
   absl::StatusOr<std::unique_ptr<RpcClient>> client =
@@ -108,28 +165,51 @@ void RegisterAccessCommands(CLI::App& app, Action* action) {
   {
     CLI::App* cmd = app.add_subcommand(
         "workers", "List the workers registered with the coordinator");
-    auto o = std::make_shared<WorkersOptions>();
+    auto o = std::make_shared<FormatOptions>();
     cmd->add_option("--format", o->format, "text, json or csv");
     AddClientOptions(cmd, &o->client);
     cmd->callback([o, action] { *action = [o] { return Workers(*o); }; });
   }
+  CLI::App* token = app.add_subcommand("token", "Manage bearer tokens");
+  token->require_subcommand(1);
   {
-    CLI::App* token = app.add_subcommand("token", "Manage bearer tokens");
-    token->require_subcommand(1);
     CLI::App* cmd = token->add_subcommand(
         "create", "Create a token for a user (admin only); prints it once");
     auto o = std::make_shared<TokenOptions>();
     cmd->add_option("--user", o->user, "User name")->required();
     cmd->add_option("--role", o->role, "admin, user, worker or viewer")
         ->required();
+    cmd->add_option("--expires-in", o->expires_in,
+                    "Lifetime, e.g. 12h or 30d (default: the coordinator's "
+                    "--token-max-lifetime; none when that is 0)");
     cmd->add_option("--format", o->format, "text (the token only) or json");
     AddClientOptions(cmd, &o->client);
     cmd->callback([o, action] { *action = [o] { return CreateToken(*o); }; });
   }
   {
+    CLI::App* cmd = token->add_subcommand(
+        "list",
+        "List tokens without their secrets (admin: all; others: their own)");
+    auto o = std::make_shared<FormatOptions>();
+    cmd->add_option("--format", o->format, "text, json or csv");
+    AddClientOptions(cmd, &o->client);
+    cmd->callback([o, action] { *action = [o] { return ListTokens(*o); }; });
+  }
+  {
+    CLI::App* cmd = token->add_subcommand(
+        "revoke",
+        "Revoke a token by its id from prism token list (admin, or the "
+        "token's user); refused for the last usable admin token");
+    auto o = std::make_shared<TokenRevokeOptions>();
+    cmd->add_option("ID", o->id, "Token id (12 hex digits)")->required();
+    cmd->add_option("--format", o->format, "text or json");
+    AddClientOptions(cmd, &o->client);
+    cmd->callback([o, action] { *action = [o] { return RevokeToken(*o); }; });
+  }
+  {
     CLI::App* cmd =
         app.add_subcommand("whoami", "Show the user and role of your token");
-    auto o = std::make_shared<WhoAmIOptions>();
+    auto o = std::make_shared<FormatOptions>();
     cmd->add_option("--format", o->format, "text or json");
     AddClientOptions(cmd, &o->client);
     cmd->callback([o, action] { *action = [o] { return WhoAmI(*o); }; });

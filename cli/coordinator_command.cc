@@ -44,7 +44,31 @@ struct CoordinatorFlags {
   SlurmJobsOptions slurm;
   int scale_interval_seconds = 10;
   int scale_idle_seconds = 60;
+  // Durations as typed ("30d"), parsed by ApplyAuthFlags.
+  std::string token_max_lifetime = "0";
+  std::string auth_failure_window = "60s";
 };
+
+// ApplyAuthFlags parses the auth durations into options.auth.
+// InvalidArgument naming the flag.
+absl::Status ApplyAuthFlags(CoordinatorFlags& flags) {
+  server::AuthOptions& auth = flags.options.auth;
+  absl::StatusOr<int64_t> lifetime =
+      ParseDurationSeconds(flags.token_max_lifetime);
+  if (!lifetime.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--token-max-lifetime: ", lifetime.status().message()));
+  }
+  auth.max_lifetime_seconds = *lifetime;
+  absl::StatusOr<int64_t> window =
+      ParseDurationSeconds(flags.auth_failure_window);
+  if (!window.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--auth-failure-window: ", window.status().message()));
+  }
+  auth.throttle.window_ms = *window * 1000;
+  return absl::OkStatus();
+}
 
 // AddJobBackend sets options.job_backend for --scale. InvalidArgument
 // naming the flag or what the default batch script needs.
@@ -164,6 +188,9 @@ int RunCoordinator(CoordinatorFlags flags) {
   }
   if (o.web_root.empty()) o.web_root = DefaultWebRoot();
   if (absl::Status s = AddJobBackend(flags); !s.ok()) {
+    return ReportError("coordinator", s);
+  }
+  if (absl::Status s = ApplyAuthFlags(flags); !s.ok()) {
     return ReportError("coordinator", s);
   }
 
@@ -296,6 +323,26 @@ void RegisterCoordinatorCommands(CLI::App& app, Action* action) {
   cmd->add_option("--admin-token-file", o.admin_token_file,
                   "First admin token of a new database: read from this file "
                   "if it exists, else generated and written here (mode 0600)");
+  cmd->add_option("--token-max-lifetime", flags->token_max_lifetime,
+                  "Longest lifetime a token may get, and the lifetime of one "
+                  "created without --expires-in, e.g. 90d (0: no limit)")
+      ->capture_default_str();
+  cmd->add_option("--auth-max-failures", o.auth.throttle.max_failures,
+                  "Failed authentications a client address may make per "
+                  "--auth-failure-window before it is refused (gRPC "
+                  "RESOURCE_EXHAUSTED, HTTP 429) until the window ends "
+                  "(0: no limit)")
+      ->capture_default_str();
+  cmd->add_option("--auth-failure-window", flags->auth_failure_window,
+                  "The window of --auth-max-failures, e.g. 60s or 15m")
+      ->capture_default_str();
+  cmd->add_option("--auth-max-peers", o.auth.throttle.max_peers,
+                  "Client addresses whose failures are remembered at once "
+                  "(the oldest is forgotten first)")
+      ->capture_default_str();
+  cmd->add_flag("--metrics-open", o.metrics_open,
+                "Serve /metrics without a token (default: any role's token, "
+                "as a Bearer header or the dashboard's cookie)");
   cmd->add_option("--web-root", o.web_root,
                   "Dashboard assets directory (default: web/ beside the "
                   "build, else the source tree's)");

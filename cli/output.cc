@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "base/json.h"
 #include "fmt/format.h"
 
@@ -220,6 +221,49 @@ std::string FormatDuration(double seconds) {
   if (s < 60) return fmt::format("{}s", s);
   if (s < 3600) return fmt::format("{}:{:02}", s / 60, s % 60);
   return fmt::format("{}:{:02}:{:02}", s / 3600, (s / 60) % 60, s % 60);
+}
+
+std::string FormatUtc(int64_t unix_ms) {
+  return absl::FormatTime("%Y-%m-%dT%H:%M:%SZ", absl::FromUnixMillis(unix_ms),
+                          absl::UTCTimeZone());
+}
+
+absl::StatusOr<int64_t> ParseDurationSeconds(absl::string_view text) {
+  const auto invalid = [&text] {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "duration '", text,
+        "' is not a whole number of seconds with a unit s, m, h or d (e.g. "
+        "90m, 12h, 30d)"));
+  };
+  if (text.empty()) return invalid();
+  int64_t unit = 1;
+  switch (text.back()) {
+    case 's':
+      break;
+    case 'm':
+      unit = 60;
+      break;
+    case 'h':
+      unit = 3600;
+      break;
+    case 'd':
+      unit = 86400;
+      break;
+    default:
+      if (!absl::ascii_isdigit(text.back())) return invalid();
+  }
+  absl::string_view digits = text;
+  if (!absl::ascii_isdigit(digits.back())) digits.remove_suffix(1);
+  int64_t n = 0;
+  // A 100-year cap keeps n * unit (and later * 1000 for ms) far from
+  // overflow.
+  constexpr int64_t kMaxSeconds = int64_t{100} * 365 * 86400;
+  if (digits.empty() ||
+      !std::all_of(digits.begin(), digits.end(), absl::ascii_isdigit) ||
+      !absl::SimpleAtoi(digits, &n) || n > kMaxSeconds / unit) {
+    return invalid();
+  }
+  return n * unit;
 }
 
 Progress::Progress(std::string label, int64_t total,

@@ -102,6 +102,14 @@ class Progress {
 // FormatDuration renders seconds as "1:05:03", "4:07" or "12s".
 std::string FormatDuration(double seconds);
 
+// FormatUtc renders a Unix time in ms as "2026-12-01T20:14:03Z".
+std::string FormatUtc(int64_t unix_ms);
+
+// ParseDurationSeconds parses "45s", "90m", "12h", "30d" or bare seconds
+// ("3600"); InvalidArgument for anything else (negative, fractional, over
+// 100 years).
+absl::StatusOr<int64_t> ParseDurationSeconds(absl::string_view text);
+
 }  // namespace prism::cli
 
 #endif  // PRISM_CLI_OUTPUT_H_

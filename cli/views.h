@@ -40,6 +40,10 @@ Table TrialsTable(const v1::ListTrialsResponse& response);
 // WorkersTable: id, host, device, threads, state, trial, heartbeat age,
 // tokens/s, user.
 Table WorkersTable(const v1::ListWorkersResponse& response, int64_t now_ms);
+// TokensTable: id, user, role, state (active, expired or revoked at now_ms),
+// created, expires, last used and revoked times (UTC, ISO 8601; empty for
+// never).
+Table TokensTable(const v1::ListTokensResponse& response, int64_t now_ms);
 // RankingTable: rank, schedule, principles, val loss mean and 95% CI
 // half-width, paired delta vs baseline and CI, verdict and Holm-adjusted p,
 // speed-up, tokens/s ratio, seeds completed, paired, diverged and failed.

@@ -9,16 +9,31 @@
 //   worker  read and the WorkerService (register, lease, heartbeat, report,
 //           complete, fail);
 //   viewer  read only.
-// Failures are Unauthenticated (no/unknown token) or PermissionDenied (the
-// role may not), each with a message naming what is missing.
+// Failures are Unauthenticated (no/unknown/expired/revoked token, each with
+// its own message), PermissionDenied (the role may not), or
+// ResourceExhausted (too many failures from the peer: auth_throttle.h).
 //
-//   absl::StatusOr<Caller> caller = auth.Authenticate("Bearer prism_...");
+// Tokens may expire (CreateToken's expires_in_seconds, capped by
+// AuthOptions::max_lifetime_seconds) and be revoked. Known tokens are cached
+// by hash; expiry is checked against the clock on every call, and
+// RevokeToken drops the cache entry in the same call that writes the
+// revocation, so the next call with the token is refused (the coordinator
+// is the database's only writer, so no revocation happens behind its back).
+// A token's last use is kept in memory, moved at most once per
+// last_used_interval_ms, and written by FlushLastUsed (the coordinator calls
+// it from its lease-expiry loop, every second by default, and at shutdown;
+// ListTokens calls it first): the database sees at most one last-use write
+// per token per interval, batched, and authenticating a call never writes.
+//
+//   absl::StatusOr<Caller> caller = auth.Authenticate("Bearer prism_...",
+//                                                     "10.0.0.7");
 //   PRISM_RETURN_IF_ERROR(Authorize(*caller, Permission::kSubmit));
 //
 // Thread-safety: AuthManager is thread-safe; the free functions are pure.
 #ifndef PRISM_SERVER_AUTH_H_
 #define PRISM_SERVER_AUTH_H_
 
+#include <cstdint>
 #include <optional>
 #include <string>
 
@@ -29,6 +44,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 #include "prism/v1/prism.pb.h"
+#include "server/auth_throttle.h"
 #include "server/clock.h"
 #include "storage/store.h"
 
@@ -81,21 +97,50 @@ struct BootstrapResult {
   std::string source;  // "file", "env", "generated"
 };
 
+inline constexpr int64_t kDefaultLastUsedIntervalMs = 60 * 1000;
+
+struct AuthOptions {
+  // The longest lifetime a token may be given, and the lifetime of one
+  // created without expires_in_seconds; 0: no limit, no default expiry.
+  int64_t max_lifetime_seconds = 0;
+  int64_t last_used_interval_ms = kDefaultLastUsedIntervalMs;
+  AuthThrottleOptions throttle;
+};
+
 class AuthManager {
  public:
-  AuthManager(storage::Store* store, const Clock* clock);
+  AuthManager(storage::Store* store, const Clock* clock,
+              AuthOptions options = AuthOptions());
 
-  // Authenticate resolves an authorization value ("Bearer <token>").
-  // Unauthenticated when it is missing, malformed or unknown.
-  absl::StatusOr<Caller> Authenticate(absl::string_view authorization);
-  // AuthenticateToken resolves a bare token.
-  absl::StatusOr<Caller> AuthenticateToken(absl::string_view token);
+  // Authenticate resolves an authorization value ("Bearer <token>") sent
+  // from `peer` (PeerHost form; "" for an in-process caller, never
+  // throttled). Unauthenticated when it is missing, malformed, unknown,
+  // expired or revoked; ResourceExhausted while the peer is throttled. A
+  // presented token that fails counts against the peer; no token does not
+  // (a dashboard before login sends none).
+  absl::StatusOr<Caller> Authenticate(absl::string_view authorization,
+                                      absl::string_view peer = "");
+  // AuthenticateToken resolves a bare token, as Authenticate.
+  absl::StatusOr<Caller> AuthenticateToken(absl::string_view token,
+                                           absl::string_view peer = "");
 
   // CreateToken issues a token for (user, role). PermissionDenied unless the
-  // caller is an admin; InvalidArgument for an empty/odd user name or an
-  // unspecified role.
+  // caller is an admin; InvalidArgument for an empty/odd user name, an
+  // unspecified role, or a negative lifetime or one over the maximum.
   absl::StatusOr<v1::CreateTokenResponse> CreateToken(
       const Caller& caller, const v1::CreateTokenRequest& request);
+  // ListTokens returns every token for an admin, the caller's own for
+  // anyone else (after FlushLastUsed).
+  absl::StatusOr<v1::ListTokensResponse> ListTokens(const Caller& caller);
+  // RevokeToken revokes the token `id` names, effective on its next use.
+  // InvalidArgument unless the id is 12 lowercase hex digits; NotFound when
+  // no token has it or (not to reveal ids) it is another user's and the
+  // caller is no admin; FailedPrecondition for the last usable admin token.
+  absl::StatusOr<v1::RevokeTokenResponse> RevokeToken(
+      const Caller& caller, const v1::RevokeTokenRequest& request);
+  // FlushLastUsed writes the last uses recorded since the previous flush;
+  // on failure they are kept for the next one.
+  absl::Status FlushLastUsed();
 
   // Bootstrap creates the first admin token ("admin", ROLE_ADMIN) when the
   // database has no token yet. InvalidArgument for an empty token file, a
@@ -106,12 +151,28 @@ class AuthManager {
   absl::StatusOr<BootstrapResult> Bootstrap(const BootstrapOptions& options);
 
  private:
+  struct CachedToken {
+    Caller caller;
+    std::string id;
+    int64_t expires_ms = 0;    // 0: never
+    int64_t last_used_ms = 0;  // as last recorded (not every use)
+  };
+  // Resolve checks `hash` against the cache, else the store (caching a
+  // usable token), and records its use.
+  absl::StatusOr<Caller> Resolve(const std::string& hash, int64_t now_ms);
+
   storage::Store* const store_;
   const Clock* const clock_;
+  const AuthOptions options_;
+  AuthThrottle throttle_;
   absl::Mutex mu_;
-  // Known token hashes. Tokens cannot be revoked in schema v1, so a positive
-  // answer never goes stale; this keeps the database off every RPC's path.
-  absl::flat_hash_map<std::string, Caller> cache_ ABSL_GUARDED_BY(mu_);
+  // Usable (not revoked) tokens by hash, so the database stays off every
+  // RPC's path; RevokeToken erases its entry.
+  absl::flat_hash_map<std::string, CachedToken> cache_ ABSL_GUARDED_BY(mu_);
+  // Revocations so far: a lookup that raced one reads the row again.
+  int64_t revocations_ ABSL_GUARDED_BY(mu_) = 0;
+  // Last uses not yet written, by hash.
+  absl::flat_hash_map<std::string, int64_t> unflushed_ ABSL_GUARDED_BY(mu_);
 };
 
 }  // namespace prism::server

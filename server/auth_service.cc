@@ -21,4 +21,20 @@ grpc::Status AuthServiceImpl::WhoAmI(grpc::ServerContext* ctx,
   });
 }
 
+grpc::Status AuthServiceImpl::ListTokens(grpc::ServerContext* ctx,
+                                         const v1::ListTokensRequest*,
+                                         v1::ListTokensResponse* resp) {
+  return Serve(auth_, ctx, Permission::kRead, [&](const Caller& caller) {
+    return Assign(auth_->ListTokens(caller), resp);
+  });
+}
+
+grpc::Status AuthServiceImpl::RevokeToken(grpc::ServerContext* ctx,
+                                          const v1::RevokeTokenRequest* req,
+                                          v1::RevokeTokenResponse* resp) {
+  return Serve(auth_, ctx, Permission::kRead, [&](const Caller& caller) {
+    return Assign(auth_->RevokeToken(caller, *req), resp);
+  });
+}
+
 }  // namespace prism::server

@@ -1,5 +1,6 @@
-// AuthService over gRPC (sync API): CreateToken (admin only) and WhoAmI
-// (any valid token).
+// AuthService over gRPC (sync API): CreateToken (admin only), WhoAmI,
+// ListTokens and RevokeToken (any valid token; AuthManager decides whose
+// tokens each caller sees and may revoke).
 //
 // Thread-safety: handlers run concurrently on gRPC's threads.
 #ifndef PRISM_SERVER_AUTH_SERVICE_H_
@@ -19,6 +20,12 @@ class AuthServiceImpl final : public v1::AuthService::Service {
                            v1::CreateTokenResponse* resp) override;
   grpc::Status WhoAmI(grpc::ServerContext* ctx, const v1::WhoAmIRequest* req,
                       v1::WhoAmIResponse* resp) override;
+  grpc::Status ListTokens(grpc::ServerContext* ctx,
+                          const v1::ListTokensRequest* req,
+                          v1::ListTokensResponse* resp) override;
+  grpc::Status RevokeToken(grpc::ServerContext* ctx,
+                           const v1::RevokeTokenRequest* req,
+                           v1::RevokeTokenResponse* resp) override;
 
  private:
   AuthManager* const auth_;

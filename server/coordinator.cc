@@ -55,6 +55,21 @@ absl::Status ValidateOptions(const CoordinatorOptions& o) {
     return absl::InvalidArgumentError(absl::StrCat(
         "--durability must be normal or full (got '", o.durability, "')"));
   }
+  if (o.auth.max_lifetime_seconds < 0) {
+    return absl::InvalidArgumentError(
+        "--token-max-lifetime must not be negative (0: no limit)");
+  }
+  if (o.auth.throttle.max_failures < 0) {
+    return absl::InvalidArgumentError(
+        "--auth-max-failures must not be negative (0: no limit)");
+  }
+  if (o.auth.throttle.window_ms < 1000) {
+    return absl::InvalidArgumentError(
+        "--auth-failure-window must be at least 1s");
+  }
+  if (o.auth.throttle.max_peers < 1) {
+    return absl::InvalidArgumentError("--auth-max-peers must be at least 1");
+  }
   PRISM_RETURN_IF_ERROR(SplitHostPort(o.grpc_address).status());
   PRISM_RETURN_IF_ERROR(SplitHostPort(o.http_address).status());
   if (o.job_backend != nullptr) {
@@ -108,7 +123,7 @@ Coordinator::Coordinator(const CoordinatorOptions& options,
                          std::unique_ptr<storage::Store> store,
                          const Clock* clock)
     : options_(options), clock_(clock), store_(std::move(store)) {
-  auth_ = std::make_unique<AuthManager>(store_.get(), clock_);
+  auth_ = std::make_unique<AuthManager>(store_.get(), clock_, options.auth);
   ingest_ = std::make_unique<IngestWriter>(store_.get(), IngestOptions{});
   const Limits& limits = options.limits;
   QueueOptions queue_options;
@@ -152,6 +167,7 @@ Coordinator::Coordinator(const CoordinatorOptions& options,
   auth_service_ = std::make_unique<AuthServiceImpl>(auth_.get());
   HttpOptions http_options;
   http_options.web_root = options.web_root;
+  http_options.metrics_open = options.metrics_open;
   http_options.max_event_streams = limits.max_event_streams;
   http_options.max_event_streams_per_user = limits.max_event_streams_per_user;
   http_options.max_stream_buffer_bytes = limits.max_stream_buffer_bytes;
@@ -292,6 +308,7 @@ void Coordinator::Shutdown() {
   }
   // Every acknowledged report is committed; commit what is still queued.
   ingest_->Shutdown();
+  FlushTokenUses();
   if (started_) Log(LogLevel::kInfo, "coordinator stopped");
 }
 
@@ -332,6 +349,14 @@ void Coordinator::ExpiryLoop() {
       Log(LogLevel::kError, "lease expiry failed")
           .Kv("error", expired.status().ToString());
     }
+    FlushTokenUses();
+  }
+}
+
+void Coordinator::FlushTokenUses() {
+  if (absl::Status flushed = auth_->FlushLastUsed(); !flushed.ok()) {
+    Log(LogLevel::kWarning, "recording token last use failed")
+        .Kv("error", flushed.ToString());
   }
 }
 

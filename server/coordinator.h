@@ -15,6 +15,9 @@
 // (it adopts its jobs of an earlier run first); Shutdown stops it and
 // leaves the jobs running.
 //
+// The expiry loop also writes the tokens' recorded last uses, as does
+// Shutdown.
+//
 // Start runs every open adaptive-seeds or guided round again (server/seeds.h),
 // extends every live lease by a full lease period (workers could not
 // heartbeat while the coordinator was down) before it serves. Shutdown ends
@@ -72,6 +75,9 @@ struct CoordinatorOptions {
   std::string admin_token_file;
   std::string admin_token_env;  // PRISM_ADMIN_TOKEN's value, if any
   std::string web_root;         // "" serves no dashboard
+  // Token lifetimes, last-use recording and failed-auth throttling.
+  AuthOptions auth;
+  bool metrics_open = false;  // serve /metrics without a token
   // The bounds on every input (server/limits.h): message size, trials,
   // seeds, strings, pages, streams, experiments per user, priorities...
   Limits limits;
@@ -131,6 +137,8 @@ class Coordinator {
   absl::Status Bootstrap();
   Metrics::Snapshot SampleGauges();
   void ExpiryLoop();
+  // FlushTokenUses writes the tokens' last uses (logging a failure).
+  void FlushTokenUses();
 
   const CoordinatorOptions options_;
   const Clock* const clock_;

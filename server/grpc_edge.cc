@@ -8,7 +8,8 @@ absl::StatusOr<Caller> AuthenticateCall(AuthManager* auth,
   auto it = metadata.find("authorization");
   if (it == metadata.end()) return auth->Authenticate("");
   return auth->Authenticate(
-      absl::string_view(it->second.data(), it->second.size()));
+      absl::string_view(it->second.data(), it->second.size()),
+      PeerHost(ctx->peer()));
 }
 
 }  // namespace prism::server

@@ -24,7 +24,8 @@
 
 namespace prism::server {
 
-// AuthenticateCall reads the call's `authorization` metadata.
+// AuthenticateCall reads the call's `authorization` metadata; failures count
+// against the call's peer address (auth_throttle.h).
 absl::StatusOr<Caller> AuthenticateCall(AuthManager* auth,
                                         const grpc::ServerContextBase* ctx);
 

@@ -86,13 +86,15 @@ std::string CookieValue(const httplib::Request& req, absl::string_view name) {
 }
 
 // AuthenticateRequest checks the Authorization header, or else the token
-// cookie the dashboard sets.
+// cookie the dashboard sets; failures count against the remote address.
 absl::StatusOr<Caller> AuthenticateRequest(AuthManager* auth,
                                            const httplib::Request& req) {
   const std::string header = req.get_header_value("Authorization");
   const std::string cookie = CookieValue(req, kTokenCookie);
-  return header.empty() && !cookie.empty() ? auth->AuthenticateToken(cookie)
-                                           : auth->Authenticate(header);
+  const std::string peer = PeerHost(req.remote_addr);
+  return header.empty() && !cookie.empty()
+             ? auth->AuthenticateToken(cookie, peer)
+             : auth->Authenticate(header, peer);
 }
 
 // RouteLabel keeps /metrics cardinality bounded: ids become {id}.
@@ -106,6 +108,7 @@ std::string RouteLabel(const std::string& path) {
   std::string label = absl::StrJoin(parts, "/");
   static const char* kKnown[] = {"/",
                                  "/metrics",
+                                 "/healthz",
                                  "/api/v1/whoami",
                                  "/api/v1/experiments",
                                  "/api/v1/experiments/{id}",
@@ -263,9 +266,19 @@ void HttpServer::Route() {
     res.set_content(*body, kJson);
   });
 
-  s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+  s.Get("/metrics", [this](const httplib::Request& req,
+                           httplib::Response& res) {
+    if (!options_.metrics_open) {
+      absl::StatusOr<Caller> caller = AuthenticateRequest(auth_, req);
+      absl::Status allowed =
+          caller.ok() ? Authorize(*caller, Permission::kRead) : caller.status();
+      if (!allowed.ok()) return WriteError(res, allowed);
+    }
     res.set_content(metrics_->Render(gauges_()),
                     "text/plain; version=0.0.4; charset=utf-8");
+  });
+  s.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain; charset=utf-8");
   });
 
   const std::string web_root = options_.web_root;

@@ -23,7 +23,9 @@
 //       max_event_streams are open, or max_event_streams_per_user of the
 //       caller's; a client more than max_stream_buffer_bytes behind is
 //       cut off
-//   GET /metrics                                Prometheus text (no auth)
+//   GET /metrics                                Prometheus text (any
+//       role; no auth with metrics_open)
+//   GET /healthz                                "ok" (no auth: probes)
 //   GET /, GET /static/...                      the dashboard (no auth)
 //
 // API routes need `Authorization: Bearer <token>` or a `prism_token` cookie
@@ -80,6 +82,7 @@ struct HttpOptions {
   int max_event_streams_per_user = 4;
   int64_t max_stream_buffer_bytes = int64_t{16} << 20;
   int64_t max_request_body_bytes = int64_t{64} << 10;
+  bool metrics_open = false;  // serve /metrics without a token
 };
 
 class HttpServer {

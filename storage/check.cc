@@ -241,6 +241,46 @@ class Checker {
     PRISM_RETURN_IF_ERROR(CheckPoints());
     for (const auto& [id, t] : trials_) CheckAttempts(t, &result_.problems);
     CheckExperiments();
+    return CheckTokens();
+  }
+
+  // CheckTokens checks the v9 token columns: an id is its hash's first 12
+  // digits, and a database with tokens keeps a usable admin token (the
+  // first admin token is only made for an empty table, so without one
+  // nobody can create or revoke tokens any more).
+  absl::Status CheckTokens() {
+    {
+      PRISM_ASSIGN_OR_RETURN(
+          Query q, c_->Prepare("SELECT COUNT(*) FROM pragma_table_info("
+                               "'tokens') WHERE name = 'revoked_ms'"));
+      PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row || q.Int(0) == 0) return absl::OkStatus();  // before v9
+    }
+    {
+      PRISM_ASSIGN_OR_RETURN(Query q,
+                             c_->Prepare("SELECT id FROM tokens WHERE id != "
+                                         "substr(hash, 1, 12) ORDER BY id"));
+      while (true) {
+        PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+        if (!row) break;
+        result_.problems.push_back(
+            absl::StrCat("token '", q.Text(0),
+                         "': its id is not the first 12 digits of its hash"));
+      }
+    }
+    PRISM_ASSIGN_OR_RETURN(
+        Query q,
+        c_->Prepare("SELECT COUNT(*), COUNT(CASE WHEN role = ? AND revoked_ms "
+                    "= 0 AND (expires_ms = 0 OR expires_ms > CAST((julianday("
+                    "'now') - 2440587.5) * 86400000 AS INTEGER)) THEN 1 END) "
+                    "FROM tokens"));
+    q.Bind(1, static_cast<int64_t>(v1::ROLE_ADMIN));
+    PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (row && q.Int(0) > 0 && q.Int(1) == 0) {
+      result_.problems.push_back(
+          "tokens: no usable admin token (each is revoked or expired), so "
+          "nobody can create or revoke tokens");
+    }
     return absl::OkStatus();
   }
 

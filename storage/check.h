@@ -12,7 +12,9 @@
 //     has exactly one open attempt, its current one on its worker, and no
 //     other trial has any; a finished trial's last attempt ended the same way;
 //   * experiments: every trial's seed has a baseline trial; a done experiment
-//     has no unfinished trial, and an active or paused one has some.
+//     has no unfinished trial, and an active or paused one has some;
+//   * tokens (schema v9 on): each id is its hash's first 12 digits, and a
+//     database with tokens has an admin token neither revoked nor expired.
 //
 //   absl::StatusOr<DatabaseCheck> check = CheckDatabase("/data/prism.db");
 //   for (const std::string& p : check->problems) std::cout << p << "\n";

@@ -121,9 +121,39 @@ absl::StatusOr<int> SqliteStore::SchemaVersion() {
 
 // --- users and tokens -------------------------------------------------------
 
+namespace {
+
+constexpr char kTokenColumns[] =
+    "id, user, role, created_ms, expires_ms, last_used_ms, revoked_ms";
+
+// TokenRow reads kTokenColumns, from column 0.
+v1::TokenInfo TokenRow(const Query& q) {
+  v1::TokenInfo t;
+  t.set_id(q.Text(0));
+  t.set_user(q.Text(1));
+  t.set_role(static_cast<v1::Role>(q.Int(2)));
+  t.set_created_unix_ms(q.Int(3));
+  t.set_expires_unix_ms(q.Int(4));
+  t.set_last_used_unix_ms(q.Int(5));
+  t.set_revoked_unix_ms(q.Int(6));
+  return t;
+}
+
+absl::StatusOr<v1::TokenInfo> ReadToken(Connection* c, const std::string& id) {
+  static const std::string sql =
+      absl::StrCat("SELECT ", kTokenColumns, " FROM tokens WHERE id = ?");
+  PRISM_ASSIGN_OR_RETURN(Query q, c->Prepare(sql.c_str()));
+  q.BindText(1, id);
+  PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+  if (!row) return absl::NotFoundError(absl::StrCat("no token with id ", id));
+  return TokenRow(q);
+}
+
+}  // namespace
+
 absl::Status SqliteStore::CreateToken(const std::string& token_hash,
                                       const std::string& user, v1::Role role,
-                                      int64_t now_ms) {
+                                      int64_t now_ms, int64_t expires_ms) {
   absl::MutexLock lock(&write_mu_);
   Connection* c = writer_.get();
   PRISM_ASSIGN_OR_RETURN(Transaction txn,
@@ -137,13 +167,16 @@ absl::Status SqliteStore::CreateToken(const std::string& token_hash,
     PRISM_RETURN_IF_ERROR(q.Run());
   }
   {
-    PRISM_ASSIGN_OR_RETURN(
-        Query q, c->Prepare("INSERT INTO tokens (hash, user, role, created_ms) "
-                            "VALUES (?, ?, ?, ?)"));
+    PRISM_ASSIGN_OR_RETURN(Query q,
+                           c->Prepare("INSERT INTO tokens (hash, user, role, "
+                                      "created_ms, id, expires_ms) "
+                                      "VALUES (?, ?, ?, ?, ?, ?)"));
     q.BindText(1, token_hash);
     q.BindText(2, user);
     q.Bind(3, static_cast<int64_t>(role));
     q.Bind(4, now_ms);
+    q.BindText(5, TokenIdOf(token_hash));
+    q.Bind(6, expires_ms);
     PRISM_RETURN_IF_ERROR(q.Run());
   }
   return txn.Commit();
@@ -153,11 +186,13 @@ absl::StatusOr<TokenInfo> SqliteStore::LookupToken(
     const std::string& token_hash) {
   PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
   PRISM_ASSIGN_OR_RETURN(
-      Query q, r->Prepare("SELECT user, role FROM tokens WHERE hash = ?"));
+      Query q, r->Prepare("SELECT id, user, role, expires_ms, revoked_ms "
+                          "FROM tokens WHERE hash = ?"));
   q.BindText(1, token_hash);
   PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
   if (!row) return absl::NotFoundError("unknown token");
-  return TokenInfo{q.Text(0), static_cast<v1::Role>(q.Int(1))};
+  return TokenInfo{q.Text(0), q.Text(1), static_cast<v1::Role>(q.Int(2)),
+                   q.Int(3), q.Int(4)};
 }
 
 absl::StatusOr<int64_t> SqliteStore::CountTokens() {
@@ -165,6 +200,86 @@ absl::StatusOr<int64_t> SqliteStore::CountTokens() {
   PRISM_ASSIGN_OR_RETURN(Query q, r->Prepare("SELECT COUNT(*) FROM tokens"));
   PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
   return row ? q.Int(0) : 0;
+}
+
+absl::StatusOr<std::vector<v1::TokenInfo>> SqliteStore::ListTokens(
+    const std::string& user) {
+  static const std::string sql =
+      absl::StrCat("SELECT ", kTokenColumns,
+                   " FROM tokens WHERE ? = '' OR user = ? "
+                   "ORDER BY created_ms, rowid");
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
+  PRISM_ASSIGN_OR_RETURN(Query q, r->Prepare(sql.c_str()));
+  q.BindText(1, user);
+  q.BindText(2, user);
+  std::vector<v1::TokenInfo> tokens;
+  while (true) {
+    PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) return tokens;
+    tokens.push_back(TokenRow(q));
+  }
+}
+
+absl::StatusOr<v1::TokenInfo> SqliteStore::GetToken(const std::string& id) {
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
+  return ReadToken(r.get(), id);
+}
+
+absl::StatusOr<v1::TokenInfo> SqliteStore::RevokeToken(const std::string& id,
+                                                       int64_t now_ms) {
+  absl::MutexLock lock(&write_mu_);
+  Connection* c = writer_.get();
+  PRISM_ASSIGN_OR_RETURN(Transaction txn,
+                         Transaction::Begin(c, Transaction::Kind::kWrite));
+  PRISM_ASSIGN_OR_RETURN(v1::TokenInfo token, ReadToken(c, id));
+  if (token.revoked_unix_ms() != 0) return token;
+  const bool usable =
+      token.expires_unix_ms() == 0 || token.expires_unix_ms() > now_ms;
+  if (token.role() == v1::ROLE_ADMIN && usable) {
+    PRISM_ASSIGN_OR_RETURN(
+        Query q, c->Prepare("SELECT COUNT(*) FROM tokens WHERE role = ? AND "
+                            "revoked_ms = 0 AND (expires_ms = 0 OR "
+                            "expires_ms > ?) AND id != ?"));
+    q.Bind(1, static_cast<int64_t>(v1::ROLE_ADMIN));
+    q.Bind(2, now_ms);
+    q.BindText(3, id);
+    PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row || q.Int(0) == 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "token ", id,
+          " is the last usable admin token; create another admin token "
+          "before revoking it"));
+    }
+  }
+  {
+    PRISM_ASSIGN_OR_RETURN(
+        Query q, c->Prepare("UPDATE tokens SET revoked_ms = ? WHERE id = ?"));
+    q.Bind(1, now_ms);
+    q.BindText(2, id);
+    PRISM_RETURN_IF_ERROR(q.Run());
+  }
+  PRISM_RETURN_IF_ERROR(txn.Commit());
+  token.set_revoked_unix_ms(now_ms);
+  return token;
+}
+
+absl::Status SqliteStore::RecordTokensUsed(
+    const std::vector<std::pair<std::string, int64_t>>& used) {
+  if (used.empty()) return absl::OkStatus();
+  absl::MutexLock lock(&write_mu_);
+  Connection* c = writer_.get();
+  PRISM_ASSIGN_OR_RETURN(Transaction txn,
+                         Transaction::Begin(c, Transaction::Kind::kWrite));
+  PRISM_ASSIGN_OR_RETURN(
+      Query q, c->Prepare("UPDATE tokens SET last_used_ms = ? WHERE hash = ? "
+                          "AND last_used_ms < ?"));
+  for (const auto& [hash, ms] : used) {
+    q.Bind(1, ms);
+    q.BindText(2, hash);
+    q.Bind(3, ms);
+    PRISM_RETURN_IF_ERROR(q.Run());
+  }
+  return txn.Commit();
 }
 
 // --- experiments ------------------------------------------------------------

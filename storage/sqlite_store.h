@@ -1,12 +1,13 @@
 // SqliteStore: the Store on one SQLite file.
 //
-// Schema v6 (versioned migrations in a `schema_migrations` table, applied in
+// Schema v9 (versioned migrations in a `schema_migrations` table, applied in
 // one transaction at Open, idempotent): users, tokens (SHA-256 hashes only),
 // experiments (resolved spec as a binary proto), trials (unique per
 // (experiment, schedule, seed, config fingerprint); at completion the
 // metrics message, the ranking fields copied out of it into columns and a
 // compact val-curve blob, so ranking neither scans points nor parses
-// messages; v5: experiments' adaptive-seeds columns; v6: trials.device),
+// messages; v5: experiments' adaptive-seeds columns; v6: trials.device;
+// v9: tokens' id, expiry, revocation and last use),
 // trial_attempts, points (PRIMARY KEY (trial_id, split, step), WITHOUT ROWID)
 // and workers.
 //
@@ -33,6 +34,7 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/base/thread_annotations.h"
@@ -48,7 +50,7 @@ class ReaderPool;
 }  // namespace internal
 
 // kSchemaVersion is the newest schema this binary knows.
-inline constexpr int kSchemaVersion = 8;
+inline constexpr int kSchemaVersion = 9;
 
 // SqliteStoreOptions are the choices SqliteStore::Open takes.
 struct SqliteStoreOptions {
@@ -88,9 +90,16 @@ class SqliteStore final : public Store {
 
   absl::Status CreateToken(const std::string& token_hash,
                            const std::string& user, v1::Role role,
-                           int64_t now_ms) override;
+                           int64_t now_ms, int64_t expires_ms) override;
   absl::StatusOr<TokenInfo> LookupToken(const std::string& token_hash) override;
   absl::StatusOr<int64_t> CountTokens() override;
+  absl::StatusOr<std::vector<v1::TokenInfo>> ListTokens(
+      const std::string& user) override;
+  absl::StatusOr<v1::TokenInfo> GetToken(const std::string& id) override;
+  absl::StatusOr<v1::TokenInfo> RevokeToken(const std::string& id,
+                                            int64_t now_ms) override;
+  absl::Status RecordTokensUsed(
+      const std::vector<std::pair<std::string, int64_t>>& used) override;
 
   absl::StatusOr<CreatedExperiment> CreateExperiment(
       const NewExperiment& experiment) override;

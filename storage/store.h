@@ -38,6 +38,7 @@
 #include <map>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
@@ -47,10 +48,19 @@
 
 namespace prism::storage {
 
+// TokenInfo is what authenticating a token needs from its row.
 struct TokenInfo {
+  std::string id;  // the first 12 hex digits of the hash (v1::TokenInfo.id)
   std::string user;
   v1::Role role = v1::ROLE_UNSPECIFIED;
+  int64_t expires_ms = 0;  // 0: never
+  int64_t revoked_ms = 0;  // 0: not revoked
 };
+
+// TokenIdOf returns the id of the token whose SHA-256 hex is `token_hash`.
+inline std::string TokenIdOf(const std::string& token_hash) {
+  return token_hash.substr(0, 12);
+}
 
 // DecidedByCoordinator is true for an experiment that a drained trial queue
 // does not end, because the coordinator decides whether trials are still to
@@ -186,14 +196,32 @@ class Store {
 
   // --- users and tokens ---------------------------------------------------
   // CreateToken stores `token_hash` (never the token) for `user` (created if
-  // new). AlreadyExists if the hash is taken.
+  // new), expiring at `expires_ms` (0: never), its id TokenIdOf(hash).
+  // AlreadyExists if the hash or the id is taken.
   virtual absl::Status CreateToken(const std::string& token_hash,
                                    const std::string& user, v1::Role role,
-                                   int64_t now_ms) = 0;
-  // LookupToken returns who holds the token with this hash; NotFound if none.
+                                   int64_t now_ms, int64_t expires_ms) = 0;
+  // LookupToken returns who holds the token with this hash, revoked and
+  // expired ones included; NotFound if none.
   virtual absl::StatusOr<TokenInfo> LookupToken(
       const std::string& token_hash) = 0;
+  // CountTokens counts every token row, revoked and expired ones included.
   virtual absl::StatusOr<int64_t> CountTokens() = 0;
+  // ListTokens returns `user`'s tokens (everyone's when empty), oldest first.
+  virtual absl::StatusOr<std::vector<v1::TokenInfo>> ListTokens(
+      const std::string& user) = 0;
+  // GetToken returns the token with this id; NotFound if none.
+  virtual absl::StatusOr<v1::TokenInfo> GetToken(const std::string& id) = 0;
+  // RevokeToken marks the token revoked at now_ms and returns it; NotFound
+  // if there is no such id; OK and unchanged when it already was revoked;
+  // FailedPrecondition when it is the last admin token still usable (not
+  // revoked, not expired at now_ms), which would lock every admin out.
+  virtual absl::StatusOr<v1::TokenInfo> RevokeToken(const std::string& id,
+                                                    int64_t now_ms) = 0;
+  // RecordTokensUsed sets last_used_ms of each (hash, ms) pair, in one
+  // transaction, never moving it back; hashes with no row are skipped.
+  virtual absl::Status RecordTokensUsed(
+      const std::vector<std::pair<std::string, int64_t>>& used) = 0;
 
   // --- experiments --------------------------------------------------------
   // CreateExperiment stores the experiment and its trials in one

@@ -204,6 +204,19 @@ CREATE TABLE scaler_jobs (
 ) WITHOUT ROWID;
 )sql";
 
+// v9: token lifecycle. id names a token in `prism token list/revoke`
+// without its secret (the hash's first 12 hex digits, unique so a revoke
+// can never hit two tokens); expires_ms and revoked_ms are 0 for never;
+// last_used_ms is written at most once a minute per token (server/auth.h).
+constexpr char kSchemaV9[] = R"sql(
+ALTER TABLE tokens ADD COLUMN id TEXT NOT NULL DEFAULT '';
+UPDATE tokens SET id = substr(hash, 1, 12);
+CREATE UNIQUE INDEX tokens_by_id ON tokens(id);
+ALTER TABLE tokens ADD COLUMN expires_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tokens ADD COLUMN revoked_ms INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE tokens ADD COLUMN last_used_ms INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 // BackfillRankingColumns fills the ranking columns of every trial that
 // has a metrics message, parsing it with the generated TrialMetrics. A
 // message that does not parse leaves the row's columns NULL (and a warning),
@@ -260,6 +273,7 @@ const std::vector<Migration>& Migrations() {
       {6, "trials.device", kSchemaV6, nullptr},
       {7, "trials.cpu_share", kSchemaV7, BackfillRankingColumns},
       {8, "scaler tag and jobs", kSchemaV8, nullptr},
+      {9, "tokens id, expiry, revocation, last use", kSchemaV9, nullptr},
   };
   return *migrations;
 }

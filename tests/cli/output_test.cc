@@ -24,6 +24,23 @@ Table WithMissingValues() {
   return t;
 }
 
+TEST(DurationTest, UnitsParseToSecondsAndAnythingElseIsRefused) {
+  EXPECT_EQ(*ParseDurationSeconds("45s"), 45);
+  EXPECT_EQ(*ParseDurationSeconds("90m"), 5400);
+  EXPECT_EQ(*ParseDurationSeconds("12h"), 43200);
+  EXPECT_EQ(*ParseDurationSeconds("30d"), 2592000);
+  EXPECT_EQ(*ParseDurationSeconds("3600"), 3600);
+  EXPECT_EQ(*ParseDurationSeconds("0"), 0);
+  for (const char* bad :
+       {"", "d", "-1d", "1.5h", "12x", "h12", "1 h", "99999999999d"}) {
+    absl::StatusOr<int64_t> parsed = ParseDurationSeconds(bad);
+    EXPECT_TRUE(absl::IsInvalidArgument(parsed.status())) << bad;
+  }
+  EXPECT_THAT(ParseDurationSeconds("soon").status().message(),
+              HasSubstr("'soon'"));
+  EXPECT_EQ(FormatUtc(1'700'000'000'000), "2023-11-14T22:13:20Z");
+}
+
 TEST(PrintableTest, EscapesControlCharactersAndKeepsUtf8) {
   EXPECT_EQ(Printable("plain name-1.x"), "plain name-1.x");
   EXPECT_EQ(Printable("Jos\xc3\xa9 \xe2\x9c\x93"), "Jos\xc3\xa9 \xe2\x9c\x93");

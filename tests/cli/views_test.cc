@@ -71,6 +71,32 @@ v1::RankResponse OneSeedRanking() {
   return response;
 }
 
+TEST(ViewsTest, TokensTableShowsStateAndLeavesNeverEmpty) {
+  v1::ListTokensResponse tokens;
+  v1::TokenInfo* active = tokens.add_tokens();
+  active->set_id("aaaaaaaaaaaa");
+  active->set_user("ann");
+  active->set_role(v1::ROLE_USER);
+  active->set_created_unix_ms(1'700'000'000'000);
+  v1::TokenInfo* expired = tokens.add_tokens();
+  *expired = *active;
+  expired->set_id("bbbbbbbbbbbb");
+  expired->set_expires_unix_ms(1'700'000'060'000);
+  v1::TokenInfo* revoked = tokens.add_tokens();
+  *revoked = *expired;
+  revoked->set_id("cccccccccccc");
+  revoked->set_revoked_unix_ms(1'700'000'030'000);
+  std::ostringstream csv;
+  TokensTable(tokens, /*now_ms=*/1'700'000'060'000).Print(csv, Format::kCsv);
+  EXPECT_EQ(csv.str(),
+            "id,user,role,state,created,expires,last_used,revoked\n"
+            "aaaaaaaaaaaa,ann,user,active,2023-11-14T22:13:20Z,,,\n"
+            "bbbbbbbbbbbb,ann,user,expired,2023-11-14T22:13:20Z,"
+            "2023-11-14T22:14:20Z,,\n"
+            "cccccccccccc,ann,user,revoked,2023-11-14T22:13:20Z,"
+            "2023-11-14T22:14:20Z,,2023-11-14T22:13:50Z\n");
+}
+
 TEST(ViewsTest, RankingTextShowsDashesAndSaysWhyOnce) {
   std::ostringstream out;
   PrintRanking(OneSeedRanking(), Format::kText, out);

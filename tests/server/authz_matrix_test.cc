@@ -61,7 +61,8 @@ constexpr Expect kAdminRule = {UNAUTH, UNAUTH, DENIED, DENIED,
 constexpr Expect ForeignWorkerRule(int admin) {
   return {UNAUTH, UNAUTH, DENIED, DENIED, DENIED, DENIED, admin};
 }
-// HTTP: the same in status codes; the dashboard and /metrics are public.
+// HTTP: the same in status codes; the dashboard and /healthz are public,
+// /metrics needs a token unless --metrics-open.
 constexpr Expect kHttpRead = {401, 401, 200, 200, 200, 200, 200};
 constexpr Expect kHttpPublic = {200, 200, 200, 200, 200, 200, 200};
 
@@ -79,6 +80,7 @@ struct World {
   std::string worker_id;          // registered by the worker token ("farm")
   std::string foreign_worker_id;  // registered by another worker ("farm2")
   v1::Trial trial;                // leased by worker_id
+  std::string owner_token_id;     // the id of the owner's token
 };
 
 // Access to the fixture's protected members for the row callables.
@@ -371,6 +373,28 @@ const std::vector<Row>& Rows() {
       {"AuthService.WhoAmI",
        PRISM_UNARY(auth, WhoAmI, v1::WhoAmIRequest, v1::WhoAmIResponse, {}),
        kReadRule},
+      // Everyone lists (their own); revoking another user's token reads
+      // as unknown unless the caller is an admin; the one admin token is
+      // the last usable one.
+      {"AuthService.ListTokens",
+       PRISM_UNARY(auth, ListTokens, v1::ListTokensRequest,
+                   v1::ListTokensResponse, {}),
+       kReadRule},
+      {"AuthService.RevokeToken (unknown id)",
+       PRISM_UNARY(auth, RevokeToken, v1::RevokeTokenRequest,
+                   v1::RevokeTokenResponse, { req.set_id("000000000000"); }),
+       {UNAUTH, UNAUTH, NOT_FOUND, NOT_FOUND, NOT_FOUND, NOT_FOUND,
+        NOT_FOUND}},
+      {"AuthService.RevokeToken (the owner's token)",
+       PRISM_UNARY(auth, RevokeToken, v1::RevokeTokenRequest,
+                   v1::RevokeTokenResponse,
+                   { req.set_id(w.owner_token_id); }),
+       {UNAUTH, UNAUTH, NOT_FOUND, NOT_FOUND, OK, NOT_FOUND, OK}},
+      {"AuthService.RevokeToken (the caller's own token)",
+       PRISM_UNARY(auth, RevokeToken, v1::RevokeTokenRequest,
+                   v1::RevokeTokenResponse,
+                   { req.set_id(storage::TokenIdOf(Sha256Hex(token))); }),
+       {UNAUTH, UNAUTH, OK, OK, OK, OK, PRECONDITION}},
   }));
   return *rows;
 }
@@ -385,7 +409,7 @@ struct Route {
 // Suggest answers 400 (FAILED_PRECONDITION) to whoever may read: the
 // world's experiment has too few finished schedules.
 constexpr Expect kHttpSuggest = {401, 401, 400, 400, 400, 400, 400};
-constexpr std::array<Route, 14> kRoutes = {{
+constexpr std::array<Route, 16> kRoutes = {{
     {"/api/v1/whoami", kHttpRead},
     {"/api/v1/experiments", kHttpRead},
     {"/api/v1/experiments/{E}", kHttpRead},
@@ -397,7 +421,9 @@ constexpr std::array<Route, 14> kRoutes = {{
     {"/api/v1/events?experiment={E}", kHttpRead},
     {"/api/v1/whoami", kHttpRead, /*cookie=*/true},
     {"/api/v1/events?experiment={E}", kHttpRead, /*cookie=*/true},
-    {"/metrics", kHttpPublic},
+    {"/metrics", kHttpRead},
+    {"/metrics", kHttpRead, /*cookie=*/true},
+    {"/healthz", kHttpPublic},
     {"/", kHttpPublic},
     {"/static/js/main.js", kHttpPublic},
 }};
@@ -440,6 +466,7 @@ class AuthzMatrixTest : public Matrix,
     tokens_[kOwner] = Token("alice", v1::ROLE_USER);
     tokens_[kOther] = Token("bob", v1::ROLE_USER);
     tokens_[kAdmin] = kAdminToken;
+    world_.owner_token_id = storage::TokenIdOf(Sha256Hex(tokens_[kOwner]));
     world_.experiment = Submit(tokens_[kOwner], Spec({"2x2,4x4"}, {1}));
     ASSERT_NE(world_.experiment, 0);
     world_.worker_id = Register(tokens_[kWorker]);

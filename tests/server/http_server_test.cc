@@ -22,6 +22,7 @@ namespace prism::server::testing {
 namespace {
 
 using ::testing::HasSubstr;
+using ::testing::Not;
 
 std::string Json(const google::protobuf::Message& m) {
   std::string out;
@@ -232,7 +233,7 @@ TEST_F(HttpTest, BadIdsAre400AndUnknownPathsAndIds404) {
 
 TEST_F(HttpTest, MetricsParseAsPrometheusText) {
   Finished();
-  auto res = client_->Get("/metrics");
+  auto res = Get("/metrics", viewer_);
   ASSERT_TRUE(res);
   EXPECT_EQ(res->status, 200);
   const std::regex sample(
@@ -255,6 +256,56 @@ TEST_F(HttpTest, MetricsParseAsPrometheusText) {
   EXPECT_THAT(res->body, HasSubstr("prism_queue_depth 0"));
   EXPECT_THAT(res->body, HasSubstr("prism_rpc_duration_seconds_count{method=\"/"
                                    "prism.v1.WorkerService/Complete\"} 2"));
+}
+
+TEST_F(HttpTest, MetricsNeedATokenAndHealthzDoesNot) {
+  auto refused = client_->Get("/metrics");
+  ASSERT_TRUE(refused);
+  EXPECT_EQ(refused->status, 401);
+  EXPECT_THAT(refused->body, HasSubstr("missing credentials"));
+  EXPECT_THAT(refused->body, Not(HasSubstr("prism_")));
+  httplib::Headers cookie = {{"Cookie", "prism_token=" + worker_token_}};
+  EXPECT_EQ(client_->Get("/metrics", cookie)->status, 200);
+  auto health = client_->Get("/healthz");
+  ASSERT_TRUE(health);
+  EXPECT_EQ(health->status, 200);
+  EXPECT_EQ(health->body, "ok\n");
+}
+
+TEST_F(HttpTest, RepeatedBadTokensFromAnAddressGet429) {
+  for (int i = 0; i < kDefaultAuthMaxFailures; ++i) {
+    EXPECT_EQ(Get("/api/v1/whoami", "prism_guess")->status, 401) << i;
+  }
+  // Now even a good token from this address waits for the window's end.
+  auto limited = Get("/api/v1/whoami", viewer_);
+  ASSERT_TRUE(limited);
+  EXPECT_EQ(limited->status, 429);
+  EXPECT_THAT(limited->body, HasSubstr("too many failed authentications"));
+  EXPECT_EQ(Get("/metrics", viewer_)->status, 429);
+  // gRPC calls from the same address count against it too.
+  v1::WhoAmIResponse who;
+  EXPECT_EQ(
+      auth_->WhoAmI(Ctx(viewer_).get(), v1::WhoAmIRequest(), &who).error_code(),
+      grpc::StatusCode::RESOURCE_EXHAUSTED);
+  clock_.Advance(kDefaultAuthFailureWindowSeconds * 1000);
+  EXPECT_EQ(Get("/api/v1/whoami", viewer_)->status, 200);
+}
+
+class HttpMetricsOpenTest : public HttpTest {
+ protected:
+  void Customize(CoordinatorOptions* o) override {
+    HttpTest::Customize(o);
+    o->metrics_open = true;
+  }
+};
+
+TEST_F(HttpMetricsOpenTest, MetricsOpenServesThemWithoutAToken) {
+  auto res = client_->Get("/metrics");
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200);
+  EXPECT_THAT(res->body, HasSubstr("prism_queue_depth 0"));
+  // The API still needs one.
+  EXPECT_EQ(client_->Get("/api/v1/whoami")->status, 401);
 }
 
 TEST_F(HttpTest, EventStreamStartsWithTheExperiment) {

@@ -152,6 +152,29 @@ TEST_F(CheckTest, ExperimentsMustAddUp) {
               ElementsAre(HasSubstr("seed 1 has no baseline trial")));
 }
 
+TEST_F(CheckTest, TokensKeepTheirIdsAndAUsableAdminToken) {
+  EXPECT_THAT(Problems(), ElementsAre());  // no tokens yet: nothing to keep
+  ASSERT_TRUE(store_
+                  ->CreateToken(std::string(64, 'a'), "admin", v1::ROLE_ADMIN,
+                                1, /*expires_ms=*/0)
+                  .ok());
+  ASSERT_TRUE(store_
+                  ->CreateToken(std::string(64, 'b'), "bob", v1::ROLE_USER, 1,
+                                /*expires_ms=*/0)
+                  .ok());
+  EXPECT_THAT(Problems(), ElementsAre());
+  Sql("UPDATE tokens SET revoked_ms = 5 WHERE user = 'admin'");
+  EXPECT_THAT(Problems(), ElementsAre(HasSubstr("no usable admin token")));
+  Sql("UPDATE tokens SET revoked_ms = 0, expires_ms = 2 WHERE user = "
+      "'admin'");
+  EXPECT_THAT(Problems(), ElementsAre(HasSubstr("no usable admin token")));
+  Sql("UPDATE tokens SET expires_ms = 0;"
+      "UPDATE tokens SET id = 'bbbbbbbbbbbc' WHERE user = 'bob'");
+  EXPECT_THAT(Problems(), ElementsAre(HasSubstr(
+                              "token 'bbbbbbbbbbbc': its id is not the first "
+                              "12 digits of its hash")));
+}
+
 TEST_F(CheckTest, ItReadsBesideALiveWriterWithoutChangingTheFile) {
   Report({5, 10}, {0, 10});
   // The store keeps the file open for writing; the check only reads.

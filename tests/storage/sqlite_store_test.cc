@@ -474,16 +474,100 @@ TEST_F(SqliteStoreTest, IdenticalTrialsAreCreatedOnce) {
   EXPECT_EQ(QueryInt(path_, "SELECT COUNT(*) FROM trials"), 2);
 }
 
+// Hashes of the tokens in the token tests: distinct ids (first 12 digits).
+constexpr char kBobHash[] = "b0b000000000aaaa";
+constexpr char kEveHash[] = "e7e000000000aaaa";
+
 TEST_F(SqliteStoreTest, TokensAreLookedUpByHash) {
-  ASSERT_TRUE(store_->CreateToken("abc123", "bob", v1::ROLE_USER, 1).ok());
-  absl::StatusOr<TokenInfo> info = store_->LookupToken("abc123");
+  ASSERT_TRUE(store_
+                  ->CreateToken(kBobHash, "bob", v1::ROLE_USER, 1,
+                                /*expires_ms=*/500)
+                  .ok());
+  absl::StatusOr<TokenInfo> info = store_->LookupToken(kBobHash);
   ASSERT_TRUE(info.ok());
+  EXPECT_EQ(info->id, "b0b000000000");
   EXPECT_EQ(info->user, "bob");
   EXPECT_EQ(info->role, v1::ROLE_USER);
+  EXPECT_EQ(info->expires_ms, 500);
+  EXPECT_EQ(info->revoked_ms, 0);
   EXPECT_TRUE(absl::IsNotFound(store_->LookupToken("other").status()));
-  EXPECT_EQ(store_->CreateToken("abc123", "eve", v1::ROLE_ADMIN, 1).code(),
+  EXPECT_EQ(store_->CreateToken(kBobHash, "eve", v1::ROLE_ADMIN, 1, 0).code(),
+            absl::StatusCode::kAlreadyExists);
+  // Another hash with the same first 12 digits would make ids ambiguous.
+  EXPECT_EQ(store_->CreateToken("b0b000000000bbbb", "eve", v1::ROLE_ADMIN, 1, 0)
+                .code(),
             absl::StatusCode::kAlreadyExists);
   EXPECT_EQ(*store_->CountTokens(), 1);
+}
+
+TEST_F(SqliteStoreTest, TokensAreListedRevokedAndTheirLastUseOnlyMovesOn) {
+  ASSERT_TRUE(store_->CreateToken(kBobHash, "bob", v1::ROLE_USER, 10, 0).ok());
+  ASSERT_TRUE(
+      store_->CreateToken(kEveHash, "eve", v1::ROLE_ADMIN, 20, 900).ok());
+  absl::StatusOr<std::vector<v1::TokenInfo>> all = store_->ListTokens("");
+  ASSERT_TRUE(all.ok()) << all.status();
+  ASSERT_EQ(all->size(), 2u);
+  EXPECT_EQ((*all)[0].id(), "b0b000000000");
+  EXPECT_EQ((*all)[1].user(), "eve");
+  EXPECT_EQ((*all)[1].created_unix_ms(), 20);
+  EXPECT_EQ((*all)[1].expires_unix_ms(), 900);
+  EXPECT_EQ(store_->ListTokens("bob")->size(), 1u);
+  EXPECT_TRUE(store_->ListTokens("nobody")->empty());
+
+  ASSERT_TRUE(store_->RecordTokensUsed({{kBobHash, 300}, {"gone", 5}}).ok());
+  ASSERT_TRUE(store_->RecordTokensUsed({{kBobHash, 200}}).ok());
+  EXPECT_EQ(store_->GetToken("b0b000000000")->last_used_unix_ms(), 300);
+
+  absl::StatusOr<v1::TokenInfo> revoked =
+      store_->RevokeToken("b0b000000000", 400);
+  ASSERT_TRUE(revoked.ok()) << revoked.status();
+  EXPECT_EQ(revoked->revoked_unix_ms(), 400);
+  EXPECT_EQ(store_->LookupToken(kBobHash)->revoked_ms, 400);
+  EXPECT_EQ(store_->RevokeToken("b0b000000000", 450)->revoked_unix_ms(), 400);
+  EXPECT_TRUE(absl::IsNotFound(store_->GetToken("000000000000").status()));
+  EXPECT_TRUE(
+      absl::IsNotFound(store_->RevokeToken("000000000000", 1).status()));
+  // Eve's is the only admin token: refused while usable, allowed once it
+  // has expired (it locks nobody out any more).
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      store_->RevokeToken("e7e000000000", 899).status()));
+  EXPECT_EQ(store_->GetToken("e7e000000000")->revoked_unix_ms(), 0);
+  EXPECT_TRUE(store_->RevokeToken("e7e000000000", 900).ok());
+}
+
+TEST(SqliteStoreMigrationTest, V8TokensGetTheirIdAndNeverExpire) {
+  TempDir dir;
+  const std::string path = dir.File("v8.db");
+  const std::string hash(64, 'c');
+  {
+    absl::StatusOr<std::unique_ptr<internal::Connection>> conn =
+        internal::Connection::Open(path, internal::Connection::Options{});
+    ASSERT_TRUE(conn.ok()) << conn.status();
+    ASSERT_TRUE(internal::Migrate(conn->get(), 8).ok());
+    ASSERT_TRUE((*conn)
+                    ->Exec(absl::StrCat("INSERT INTO users VALUES ('admin', 1);"
+                                        "INSERT INTO tokens VALUES ('",
+                                        hash, "', 'admin', 1, 7);")
+                               .c_str())
+                    .ok());
+  }
+  EXPECT_EQ(QueryInt(path, "SELECT MAX(version) FROM schema_migrations"), 8);
+  std::unique_ptr<SqliteStore> store = OpenOrDie(path);
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(*store->SchemaVersion(), 9);
+  absl::StatusOr<TokenInfo> info = store->LookupToken(hash);
+  ASSERT_TRUE(info.ok()) << info.status();
+  EXPECT_EQ(info->id, std::string(12, 'c'));
+  EXPECT_EQ(info->role, v1::ROLE_ADMIN);
+  EXPECT_EQ(info->expires_ms, 0);
+  EXPECT_EQ(info->revoked_ms, 0);
+  absl::StatusOr<v1::TokenInfo> listed = store->GetToken(std::string(12, 'c'));
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->created_unix_ms(), 7);
+  EXPECT_EQ(listed->last_used_unix_ms(), 0);
+  // The migrated token is the last admin token: it stays unrevokable.
+  EXPECT_TRUE(absl::IsFailedPrecondition(
+      store->RevokeToken(std::string(12, 'c'), 10).status()));
 }
 
 TEST_F(SqliteStoreTest, LeaseTakesLowestQueuedTrialAndCountsAttempts) {
