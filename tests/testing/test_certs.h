@@ -13,6 +13,7 @@
 
 #include <cstdlib>
 #include <string>
+#include <vector>
 
 namespace prism::testing {
 
@@ -28,11 +29,15 @@ struct TestCerts {
   std::string other_key;  // a key that belongs to no certificate above
 };
 
-inline TestCerts MakeTestCerts(const std::string& dir) {
+// MakeTestCerts writes them to `dir`; the server certificate also names
+// every one of `names` (host names or IPv4 addresses).
+inline TestCerts MakeTestCerts(const std::string& dir,
+                               const std::vector<std::string>& names = {}) {
   const std::string script =
-      std::string(PRISM_SOURCE_DIR) + "/deploy/tls/make-certs.sh";
-  const std::string command = "'" + script + "' '" + dir + "' >/dev/null && '" +
-                              script + "' '" + dir + "/other' >/dev/null";
+      "'" + std::string(PRISM_SOURCE_DIR) + "/deploy/tls/make-certs.sh'";
+  std::string command = script + " '" + dir + "'";
+  for (const std::string& name : names) command += " '" + name + "'";
+  command += " >/dev/null && " + script + " '" + dir + "/other' >/dev/null";
   TestCerts certs;
   if (std::system(command.c_str()) != 0) {
     certs.error = "failed: " + command;
