@@ -205,20 +205,27 @@ seeds: [1, 2]
 priority: 1
 `;
 
-async function run() {
-  const readyFile = path.join(tmp, 'ready.json');
-  const tokenFile = path.join(tmp, 'admin.token');
-  start('coordinator', ['coordinator', '--db', path.join(tmp, 'prism.db'), '--listen', '127.0.0.1:0',
-                        '--http', '127.0.0.1:0', '--ready-file', readyFile, '--admin-token-file', tokenFile,
-                        ...(args['web-root'] ? ['--web-root', args['web-root']] : [])]);
-  const ready = await waitFor('the coordinator ready file', 60_000, async () => {
+// startCoordinator starts `prism coordinator` on a new database named after
+// `name`, with `extra` flags; resolves to its ready file's endpoints, its
+// admin token and the token's file once it serves.
+async function startCoordinator(name, extra = []) {
+  const readyFile = path.join(tmp, `${name}.ready.json`);
+  const tokenFile = path.join(tmp, `${name}.admin.token`);
+  start(name, ['coordinator', '--db', path.join(tmp, `${name}.db`), '--listen', '127.0.0.1:0',
+               '--http', '127.0.0.1:0', '--ready-file', readyFile, '--admin-token-file', tokenFile,
+               ...(args['web-root'] ? ['--web-root', args['web-root']] : []), ...extra]);
+  const ready = await waitFor(`the ${name} ready file`, 60_000, async () => {
     try {
       return JSON.parse(fs.readFileSync(readyFile, 'utf8'));
     } catch {
       return null;
     }
   });
-  const token = fs.readFileSync(tokenFile, 'utf8').trim();
+  return { ready, token: fs.readFileSync(tokenFile, 'utf8').trim(), tokenFile };
+}
+
+async function run() {
+  const { ready, token, tokenFile } = await startCoordinator('coordinator');
   check(ready.grpc && ready.http, `coordinator ready: grpc ${ready.grpc}, http ${ready.http}`);
   const client = ['--coordinator', ready.grpc, '--token-file', tokenFile];
 
@@ -399,20 +406,8 @@ async function run() {
 async function checkHttpsSession() {
   const certs = path.join(tmp, 'tls');
   await execFileAsync(path.join(args.source, 'deploy/tls/make-certs.sh'), [certs], { timeout: 60_000 });
-  const readyFile = path.join(tmp, 'ready-tls.json');
-  const tokenFile = path.join(tmp, 'admin-tls.token');
-  start('coordinator-tls', ['coordinator', '--db', path.join(tmp, 'prism-tls.db'), '--listen', '127.0.0.1:0',
-                            '--http', '127.0.0.1:0', '--ready-file', readyFile, '--admin-token-file', tokenFile,
-                            '--tls-cert', path.join(certs, 'server.pem'), '--tls-key', path.join(certs, 'server.key'),
-                            ...(args['web-root'] ? ['--web-root', args['web-root']] : [])]);
-  const ready = await waitFor('the TLS coordinator ready file', 60_000, async () => {
-    try {
-      return JSON.parse(fs.readFileSync(readyFile, 'utf8'));
-    } catch {
-      return null;
-    }
-  });
-  const token = fs.readFileSync(tokenFile, 'utf8').trim();
+  const { ready, token } = await startCoordinator(
+      'coordinator-tls', ['--tls-cert', path.join(certs, 'server.pem'), '--tls-key', path.join(certs, 'server.key')]);
   // The certificate is from the test's own CA, which Chromium does not know.
   const context = await chromium.launchPersistentContext(path.join(tmp, 'chromium-tls-profile'), {
     executablePath: chromiumPath, headless: true, args: kChromiumArgs, ignoreHTTPSErrors: true,
