@@ -1,5 +1,8 @@
 #include "cli/client.h"
 
+#include <grpc/support/log.h>
+
+#include <atomic>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
@@ -10,6 +13,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
+#include "base/log.h"
 #include "proto/grpc_status.h"
 
 namespace prism::cli {
@@ -46,11 +50,38 @@ void AddClientOptions(CLI::App* command, ClientOptions* options) {
       absl::StrCat("File holding the bearer token (env PRISM_TOKEN_FILE; "
                    "default ",
                    kDefaultTokenFile, " when present)"));
+  const std::string tls = "TLS";
+  command
+      ->add_option("--tls-ca", options->tls.ca,
+                   "Verify the coordinator's certificate against this CA "
+                   "(PEM; env PRISM_TLS_CA); dials TLS")
+      ->group(tls);
+  command
+      ->add_option("--tls-cert", options->tls.cert,
+                   "Client certificate (PEM; env PRISM_TLS_CERT) for a "
+                   "coordinator that wants one (--tls-client-ca)")
+      ->group(tls);
+  command
+      ->add_option("--tls-key", options->tls.key,
+                   "The client certificate's private key (PEM; env "
+                   "PRISM_TLS_KEY)")
+      ->group(tls);
 }
 
 std::string ResolveCoordinator(const ClientOptions& options) {
   if (!options.coordinator.empty()) return options.coordinator;
   return EnvOr("PRISM_COORDINATOR", kDefaultCoordinator);
+}
+
+absl::StatusOr<TlsPem> ResolveTls(const ClientOptions& options) {
+  auto flag_or_env = [](const std::string& flag, const char* env) {
+    return flag.empty() ? EnvOr(env, "") : flag;
+  };
+  TlsFiles files;
+  files.ca = flag_or_env(options.tls.ca, "PRISM_TLS_CA");
+  files.cert = flag_or_env(options.tls.cert, "PRISM_TLS_CERT");
+  files.key = flag_or_env(options.tls.key, "PRISM_TLS_KEY");
+  return LoadTlsFiles(files, "--tls-ca");
 }
 
 absl::StatusOr<std::string> ResolveToken(const ClientOptions& options) {
@@ -75,19 +106,20 @@ namespace {
 // NewChannel accepts responses of any size: the coordinator bounds what it
 // sends (--max-message-bytes, 64 MiB by default), and gRPC's default 4 MiB
 // receive limit would refuse a whole curve or a big page it sent.
-std::shared_ptr<grpc::Channel> NewChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> NewChannel(const std::string& address,
+                                          const TlsPem& tls) {
   grpc::ChannelArguments args;
   args.SetMaxReceiveMessageSize(-1);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
-                                   args);
+  return grpc::CreateCustomChannel(address, ChannelCredentialsFor(tls), args);
 }
 
 }  // namespace
 
-RpcClient::RpcClient(std::string address, std::string token)
+RpcClient::RpcClient(std::string address, std::string token, const TlsPem& tls)
     : address_(std::move(address)),
       authorization_("Bearer " + std::move(token)),
-      channel_(NewChannel(address_)),
+      tls_(!tls.empty()),
+      channel_(NewChannel(address_, tls)),
       experiments_(v1::ExperimentService::NewStub(channel_)),
       workers_(v1::WorkerService::NewStub(channel_)),
       results_(v1::ResultsService::NewStub(channel_)),
@@ -98,7 +130,9 @@ absl::StatusOr<std::unique_ptr<RpcClient>> RpcClient::Connect(
     const ClientOptions& options) {
   absl::StatusOr<std::string> token = ResolveToken(options);
   if (!token.ok()) return token.status();
-  return std::make_unique<RpcClient>(ResolveCoordinator(options), *token);
+  absl::StatusOr<TlsPem> tls = ResolveTls(options);
+  if (!tls.ok()) return tls.status();
+  return std::make_unique<RpcClient>(ResolveCoordinator(options), *token, *tls);
 }
 
 std::unique_ptr<grpc::ClientContext> RpcClient::NewContext(
@@ -118,16 +152,57 @@ absl::Status RpcClient::Check(const grpc::Status& status) const {
   // terminal; every status the coordinator sent carries its message as is.
   if (IsCoordinatorStatus(status)) return converted;
   if (absl::IsUnavailable(converted)) {
-    return absl::UnavailableError(
-        absl::StrCat("cannot reach coordinator at ", address_,
-                     " (is it running? set --coordinator or "
-                     "PRISM_COORDINATOR)"));
+    // gRPC says why a handshake failed after this marker, as OpenSSL put it
+    // ("certificate verify failed"): worth the line, unlike the rest.
+    constexpr absl::string_view kHandshake = "handshake failed: ";
+    const absl::string_view grpc_message = status.error_message();
+    if (const size_t at = grpc_message.find(kHandshake);
+        at != grpc_message.npos) {
+      absl::string_view why = grpc_message.substr(at + kHandshake.size());
+      if (const size_t openssl = why.rfind("::"); openssl != why.npos) {
+        why = why.substr(openssl + 2);
+      }
+      return absl::UnavailableError(absl::StrCat(
+          "TLS handshake with coordinator at ", address_, " failed: ", why,
+          " (does --tls-ca or PRISM_TLS_CA name the CA that signed its "
+          "certificate, for the name dialled? does it want a client "
+          "certificate, --tls-cert and --tls-key?)"));
+    }
+    return absl::UnavailableError(absl::StrCat(
+        "cannot reach coordinator at ", address_,
+        tls_ ? " over TLS (is it running? does it want a client "
+               "certificate: --tls-cert and --tls-key, or PRISM_TLS_CERT and "
+               "PRISM_TLS_KEY?)"
+             : " (is it running? set --coordinator or PRISM_COORDINATOR; "
+               "if it serves TLS, give its CA with --tls-ca or "
+               "PRISM_TLS_CA)"));
   }
   if (absl::IsDeadlineExceeded(converted)) {
     return absl::DeadlineExceededError(
         absl::StrCat("coordinator at ", address_, " did not answer in time"));
   }
   return converted;
+}
+
+namespace {
+
+std::atomic<LogLevel> g_grpc_errors_at{LogLevel::kDebug};
+
+void ForwardGrpcLog(gpr_log_func_args* args) {
+  const LogLevel level = args->severity == GPR_LOG_SEVERITY_ERROR
+                             ? g_grpc_errors_at.load()
+                             : LogLevel::kDebug;
+  if (!LogEnabled(level)) return;
+  Log(level, "grpc")
+      .Kv("text", args->message)
+      .Kv("source", absl::StrCat(args->file, ":", args->line));
+}
+
+}  // namespace
+
+void RouteGrpcLogs(LogLevel errors_at) {
+  g_grpc_errors_at = errors_at;
+  gpr_set_log_function(ForwardGrpcLog);
 }
 
 absl::StatusOr<std::string> ReadTextFile(const std::string& path) {

@@ -4,8 +4,8 @@
 // and the mapping of gRPC errors to one-line messages and exit statuses.
 //
 //   ClientOptions opts;
-//   AddClientOptions(cmd, &opts);          // --coordinator --token
-//   --token-file
+//   AddClientOptions(cmd, &opts);  // --coordinator --token --token-file
+//                                  // --tls-ca --tls-cert --tls-key
 //   ...
 //   absl::StatusOr<std::unique_ptr<RpcClient>> c = RpcClient::Connect(opts);
 //   v1::Experiment e;
@@ -16,12 +16,17 @@
 // Defaults: the coordinator is --coordinator, else $PRISM_COORDINATOR, else
 // 127.0.0.1:50051. The token is --token, else the content of --token-file,
 // else $PRISM_TOKEN, else $PRISM_TOKEN_FILE, else ./prism-data/admin.token
-// when it exists (what `prism run` and a local coordinator write).
+// when it exists (what `prism run` and a local coordinator write). TLS:
+// --tls-ca, --tls-cert and --tls-key, else $PRISM_TLS_CA, $PRISM_TLS_CERT
+// and $PRISM_TLS_KEY; with none of them the channel is plaintext, as a
+// coordinator without --tls-cert serves (proto/tls.h).
 //
 // Error mapping (cli/output.h ExitStatusFor): InvalidArgument, NotFound,
 // FailedPrecondition, Unauthenticated, PermissionDenied -> exit 2 with the
 // coordinator's message; Unavailable -> exit 1 with "cannot reach
-// coordinator at ADDR".
+// coordinator at ADDR" with a hint at the TLS flags (a plaintext channel to
+// a TLS coordinator fails the same way), or "TLS handshake with coordinator
+// at ADDR failed: <OpenSSL's reason>".
 //
 // Thread-safety: an RpcClient may be shared by threads (gRPC stubs are
 // thread-safe); ClientOptions are plain values.
@@ -37,7 +42,9 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
+#include "base/log.h"
 #include "prism/v1/prism.grpc.pb.h"
+#include "proto/tls.h"
 
 namespace CLI {
 class App;
@@ -53,13 +60,19 @@ struct ClientOptions {
   std::string coordinator;  // HOST:PORT; "" takes the default
   std::string token;
   std::string token_file;
+  TlsFiles tls;  // --tls-ca, --tls-cert, --tls-key
 };
 
-// AddClientOptions adds --coordinator, --token and --token-file to `command`.
+// AddClientOptions adds --coordinator, --token, --token-file, --tls-ca,
+// --tls-cert and --tls-key to `command`.
 void AddClientOptions(CLI::App* command, ClientOptions* options);
 
 // ResolveCoordinator returns the address to dial (see the defaults above).
 std::string ResolveCoordinator(const ClientOptions& options);
+
+// ResolveTls returns the TLS files' contents (see the defaults above);
+// LoadTlsFiles's errors.
+absl::StatusOr<TlsPem> ResolveTls(const ClientOptions& options);
 
 // ResolveToken returns the bearer token (see the defaults above), trimmed.
 // InvalidArgument when a named token file cannot be read or is empty, or when
@@ -68,10 +81,13 @@ absl::StatusOr<std::string> ResolveToken(const ClientOptions& options);
 
 class RpcClient {
  public:
-  RpcClient(std::string address, std::string token);
+  // RpcClient dials `address` in plaintext, or over TLS when `tls` is not
+  // empty.
+  RpcClient(std::string address, std::string token, const TlsPem& tls = {});
 
-  // Connect resolves the address and token and creates the channel (it
-  // connects lazily, on the first call). Returns ResolveToken's errors.
+  // Connect resolves the address, token and TLS files and creates the
+  // channel (it connects lazily, on the first call). Returns ResolveToken's
+  // and ResolveTls's errors.
   static absl::StatusOr<std::unique_ptr<RpcClient>> Connect(
       const ClientOptions& options);
 
@@ -105,6 +121,7 @@ class RpcClient {
  private:
   const std::string address_;
   const std::string authorization_;
+  const bool tls_;
   std::shared_ptr<grpc::Channel> channel_;
   std::unique_ptr<v1::ExperimentService::Stub> experiments_;
   std::unique_ptr<v1::WorkerService::Stub> workers_;
@@ -112,6 +129,12 @@ class RpcClient {
   std::unique_ptr<v1::AuthService::Stub> auth_;
   std::unique_ptr<v1::ScheduleService::Stub> schedules_;
 };
+
+// RouteGrpcLogs turns gRPC's own stderr lines (its errors, such as a failed
+// TLS handshake) into logfmt lines, msg=grpc, at `errors_at`: main sets
+// kDebug, as a one-shot command's failure is the one line ReportError
+// prints; the coordinator and workers log them as warnings.
+void RouteGrpcLogs(LogLevel errors_at);
 
 // ReadTextFile returns a file's content; InvalidArgument naming the file and
 // the OS error when it cannot be read.

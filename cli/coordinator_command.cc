@@ -25,6 +25,7 @@
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 #include "base/log.h"
+#include "cli/client.h"
 #include "cli/command.h"
 #include "cli/output.h"
 #include "cli/slurm_jobs.h"
@@ -182,6 +183,7 @@ int RunCoordinator(CoordinatorFlags flags) {
                            "' (use debug, info, warning or error)")));
   }
   SetLogLevel(level);
+  RouteGrpcLogs(LogLevel::kWarning);
   server::CoordinatorOptions& o = flags.options;
   if (const char* env = std::getenv("PRISM_ADMIN_TOKEN"); env != nullptr) {
     o.admin_token_env = env;
@@ -346,6 +348,21 @@ void RegisterCoordinatorCommands(CLI::App& app, Action* action) {
   cmd->add_option("--web-root", o.web_root,
                   "Dashboard assets directory (default: web/ beside the "
                   "build, else the source tree's)");
+  // TLS (proto/tls.h; deploy/README.md, "TLS"). Files are checked before
+  // anything starts; a bad one is one line naming it, exit 2.
+  const std::string tls = "TLS";
+  cmd->add_option("--tls-cert", o.tls.cert,
+                  "Certificate (PEM, chain) for gRPC and the dashboard: both "
+                  "serve TLS only (HTTPS); needs --tls-key")
+      ->group(tls);
+  cmd->add_option("--tls-key", o.tls.key,
+                  "The certificate's private key (PEM, unencrypted)")
+      ->group(tls);
+  cmd->add_option("--tls-client-ca", o.tls.ca,
+                  "Mutual TLS: every gRPC client (workers, the CLI) must "
+                  "present a certificate this CA (PEM) signed; the "
+                  "dashboard asks for none. Needs --tls-cert")
+      ->group(tls);
   cmd->add_option("--ready-file", flags->ready_file,
                   "Write {\"grpc\":..., \"http\":...} here once serving");
   cmd->add_option("--log-level", flags->log_level,
@@ -395,7 +412,9 @@ void RegisterCoordinatorCommands(CLI::App& app, Action* action) {
                  "wildcard host replaced by this host's name)");
   cmd->footer(
       "The first admin token comes from --admin-token-file, else env "
-      "PRISM_ADMIN_TOKEN, else is generated and printed once. Logs are "
+      "PRISM_ADMIN_TOKEN, else is generated and printed once. Without "
+      "--tls-cert it serves plaintext (a warning when not on loopback). "
+      "Logs are "
       "logfmt lines on stderr. SIGINT/SIGTERM stop it gracefully.");
   cmd->callback([flags, action] {
     *action = [flags] { return RunCoordinator(*flags); };

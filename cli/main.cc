@@ -4,9 +4,11 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "cli/client.h"
 #include "cli/command.h"
 
 int main(int argc, char** argv) {
+  prism::cli::RouteGrpcLogs(prism::LogLevel::kDebug);
   CLI::App app{
       "Prism Search: find the best attention head schedules for decoder "
       "transformers, and run the experiments that prove them.",

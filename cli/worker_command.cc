@@ -48,8 +48,11 @@ int RunWorker(const WorkerCommandOptions& o) {
   // Every line says it came from a worker, so fleet logs mixed with the
   // coordinator's stay greppable.
   SetLogComponent("worker");
+  RouteGrpcLogs(LogLevel::kWarning);
   absl::StatusOr<std::string> token = ResolveToken(o.client);
   if (!token.ok()) return ReportError("worker", token.status());
+  absl::StatusOr<TlsPem> tls = ResolveTls(o.client);
+  if (!tls.ok()) return ReportError("worker", tls.status());
   absl::StatusOr<std::string> device = model::ResolveDevice(o.device);
   if (!device.ok()) return ReportError("worker", device.status());
   if (absl::Status s = model::CheckAttentionKernel(o.attention); !s.ok()) {
@@ -73,12 +76,13 @@ int RunWorker(const WorkerCommandOptions& o) {
   StopSignals signals;
   const std::string address = ResolveCoordinator(o.client);
   std::unique_ptr<worker::CoordinatorClient> client =
-      worker::NewGrpcCoordinatorClient(address, *token);
+      worker::NewGrpcCoordinatorClient(address, *token, *tls);
   std::unique_ptr<worker::TrainerLauncher> launcher =
       worker::NewModelTrainerLauncher();
   worker::Worker worker(options, client.get(), launcher.get());
   Log(LogLevel::kInfo, "start")
       .Kv("coordinator", address)
+      .Kv("tls", tls->empty() ? "off" : "on")
       .Kv("device", options.resources.device)
       .Kv("threads", options.resources.threads)
       .Kv("attention", options.resources.attention)

@@ -13,6 +13,8 @@ PACKAGES=(
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libsqlite3-dev libabsl-dev libfmt-dev libgtest-dev libgmock-dev
   libcli11-dev libcpp-httplib-dev libssl-dev
+  # The openssl CLI: deploy/tls/make-certs.sh, which the TLS tests run too.
+  openssl
   fortunes fortunes-min
   nodejs npm chromium
   # Deploy tests (tests/deploy/): a one-node Slurm 22.05 cluster for the

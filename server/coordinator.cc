@@ -6,6 +6,7 @@
 #include <chrono>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "base/log.h"
@@ -70,6 +71,10 @@ absl::Status ValidateOptions(const CoordinatorOptions& o) {
   if (o.auth.throttle.max_peers < 1) {
     return absl::InvalidArgumentError("--auth-max-peers must be at least 1");
   }
+  if (!o.tls.ca.empty() && o.tls.cert.empty()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--tls-client-ca ", o.tls.ca, " needs --tls-cert and --tls-key"));
+  }
   PRISM_RETURN_IF_ERROR(SplitHostPort(o.grpc_address).status());
   PRISM_RETURN_IF_ERROR(SplitHostPort(o.http_address).status());
   if (o.job_backend != nullptr) {
@@ -80,6 +85,11 @@ absl::Status ValidateOptions(const CoordinatorOptions& o) {
     }
   }
   return absl::OkStatus();
+}
+
+bool IsLoopbackHost(const std::string& host) {
+  return host == "localhost" || host == "[::1]" || host == "::1" ||
+         absl::StartsWith(host, "127.");
 }
 
 absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
@@ -98,6 +108,8 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
 absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
     const CoordinatorOptions& options, const Clock* clock) {
   PRISM_RETURN_IF_ERROR(ValidateOptions(options));
+  PRISM_ASSIGN_OR_RETURN(TlsPem tls,
+                         LoadTlsFiles(options.tls, "--tls-client-ca"));
   storage::SqliteStoreOptions store_options;
   store_options.durability =
       options.durability == "full"
@@ -106,23 +118,34 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
   PRISM_ASSIGN_OR_RETURN(
       std::unique_ptr<storage::SqliteStore> store,
       storage::SqliteStore::Open(options.db_path, store_options));
-  return Create(options, std::move(store), clock);
+  return Create(options, std::move(tls), std::move(store), clock);
 }
 
 absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
     const CoordinatorOptions& options, std::unique_ptr<storage::Store> store,
     const Clock* clock) {
   PRISM_RETURN_IF_ERROR(ValidateOptions(options));
+  PRISM_ASSIGN_OR_RETURN(TlsPem tls,
+                         LoadTlsFiles(options.tls, "--tls-client-ca"));
+  return Create(options, std::move(tls), std::move(store), clock);
+}
+
+absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
+    const CoordinatorOptions& options, TlsPem tls,
+    std::unique_ptr<storage::Store> store, const Clock* clock) {
   std::unique_ptr<Coordinator> c(
-      new Coordinator(options, std::move(store), clock));
+      new Coordinator(options, std::move(tls), std::move(store), clock));
   PRISM_RETURN_IF_ERROR(c->Bootstrap());
   return c;
 }
 
-Coordinator::Coordinator(const CoordinatorOptions& options,
+Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
                          std::unique_ptr<storage::Store> store,
                          const Clock* clock)
-    : options_(options), clock_(clock), store_(std::move(store)) {
+    : options_(options),
+      tls_(std::move(tls)),
+      clock_(clock),
+      store_(std::move(store)) {
   auth_ = std::make_unique<AuthManager>(store_.get(), clock_, options.auth);
   ingest_ = std::make_unique<IngestWriter>(store_.get(), IngestOptions{});
   const Limits& limits = options.limits;
@@ -171,6 +194,8 @@ Coordinator::Coordinator(const CoordinatorOptions& options,
   http_options.max_event_streams = limits.max_event_streams;
   http_options.max_event_streams_per_user = limits.max_event_streams_per_user;
   http_options.max_stream_buffer_bytes = limits.max_stream_buffer_bytes;
+  http_options.tls_cert_file = options.tls.cert;
+  http_options.tls_key_file = options.tls.key;
   http_ = std::make_unique<HttpServer>(
       auth_.get(), experiments_.get(), results_.get(), queue_.get(), &events_,
       &metrics_, [this] { return SampleGauges(); }, http_options);
@@ -218,8 +243,8 @@ absl::Status Coordinator::Start() {
   PRISM_ASSIGN_OR_RETURN(auto grpc_host, SplitHostPort(options_.grpc_address));
   grpc::ServerBuilder builder;
   int grpc_port = 0;
-  builder.AddListeningPort(options_.grpc_address,
-                           grpc::InsecureServerCredentials(), &grpc_port);
+  builder.AddListeningPort(options_.grpc_address, ServerCredentialsFor(tls_),
+                           &grpc_port);
   // Without this gRPC sets SO_REUSEPORT, and a second coordinator given the
   // same port would silently share it instead of failing to start.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
@@ -283,10 +308,25 @@ absl::Status Coordinator::Start() {
   // The first Rank after a start should not pay for reading every trial.
   results_->WarmUp();
   started_ = true;
+  const char* tls = tls_.cert.empty() ? "off"
+                    : tls_.ca.empty() ? "on"
+                                      : "mutual";
   Log(LogLevel::kInfo, "coordinator serving")
       .Kv("grpc", grpc_address_)
       .Kv("http", http_address_)
+      .Kv("tls", tls)
       .Kv("db", options_.db_path);
+  if (tls_.cert.empty()) {
+    for (const std::string& host : {grpc_host.first, http_host.first}) {
+      if (!IsLoopbackHost(host)) {
+        Log(LogLevel::kWarning,
+            "serving without TLS on a non-loopback address: tokens and "
+            "results cross the network in the clear (--tls-cert, --tls-key)")
+            .Kv("host", host);
+        break;
+      }
+    }
+  }
   return absl::OkStatus();
 }
 

@@ -37,6 +37,7 @@
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
+#include "proto/tls.h"
 #include "server/auth.h"
 #include "server/clock.h"
 #include "server/events.h"
@@ -91,6 +92,10 @@ struct CoordinatorOptions {
   // The address the jobs' workers dial; "": the gRPC address it listens
   // on, a wildcard host (0.0.0.0, [::]) replaced by this host's name.
   std::string scaler_coordinator_address;
+  // TLS (proto/tls.h): with a certificate and key both gRPC and HTTP serve
+  // TLS only; with a CA too (--tls-client-ca) every gRPC client must present
+  // a certificate it signed. None: plaintext, as before.
+  TlsFiles tls;
 };
 
 // ValidateOptions returns InvalidArgument naming the first bad option.
@@ -100,10 +105,16 @@ absl::Status ValidateOptions(const CoordinatorOptions& options);
 absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
     const std::string& address);
 
+// IsLoopbackHost is true for localhost, 127.x.y.z and ::1 (with or without
+// brackets): the hosts a coordinator may serve plaintext on without a
+// warning.
+bool IsLoopbackHost(const std::string& host);
+
 class Coordinator {
  public:
-  // Create opens the SQLite store at options.db_path and bootstraps the
-  // first admin token of a new database.
+  // Create reads the TLS files (LoadTlsFiles's errors, before any database
+  // is opened), opens the SQLite store at options.db_path and bootstraps
+  // the first admin token of a new database.
   static absl::StatusOr<std::unique_ptr<Coordinator>> Create(
       const CoordinatorOptions& options, const Clock* clock = SystemClock());
   // Create with an injected store (tests).
@@ -132,8 +143,11 @@ class Coordinator {
   Metrics* metrics() { return &metrics_; }
 
  private:
-  Coordinator(const CoordinatorOptions& options,
+  Coordinator(const CoordinatorOptions& options, TlsPem tls,
               std::unique_ptr<storage::Store> store, const Clock* clock);
+  static absl::StatusOr<std::unique_ptr<Coordinator>> Create(
+      const CoordinatorOptions& options, TlsPem tls,
+      std::unique_ptr<storage::Store> store, const Clock* clock);
   absl::Status Bootstrap();
   Metrics::Snapshot SampleGauges();
   void ExpiryLoop();
@@ -141,6 +155,7 @@ class Coordinator {
   void FlushTokenUses();
 
   const CoordinatorOptions options_;
+  const TlsPem tls_;
   const Clock* const clock_;
   std::unique_ptr<storage::Store> store_;
   Metrics metrics_;

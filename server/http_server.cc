@@ -85,6 +85,21 @@ std::string CookieValue(const httplib::Request& req, absl::string_view name) {
   return "";
 }
 
+// SessionCookie is the Set-Cookie value that gives (or, for "", expires)
+// the token cookie over TLS; "" when the token holds characters a cookie
+// cannot (it then travels in the header only).
+std::string SessionCookie(absl::string_view token) {
+  for (char c : token) {
+    if (c <= ' ' || c >= 0x7f || c == '"' || c == ',' || c == ';' ||
+        c == '\\') {
+      return "";
+    }
+  }
+  return absl::StrCat(kTokenCookie, "=", token,
+                      token.empty() ? "; Max-Age=0" : "",
+                      "; Path=/; Secure; HttpOnly; SameSite=Strict");
+}
+
 // AuthenticateRequest checks the Authorization header, or else the token
 // cookie the dashboard sets; failures count against the remote address.
 absl::StatusOr<Caller> AuthenticateRequest(AuthManager* auth,
@@ -117,7 +132,8 @@ std::string RouteLabel(const std::string& path) {
                                  "/api/v1/experiments/{id}/suggest",
                                  "/api/v1/trials/{id}",
                                  "/api/v1/workers",
-                                 "/api/v1/events"};
+                                 "/api/v1/events",
+                                 "/api/v1/logout"};
   for (const char* known : kKnown) {
     if (label == known) return label;
   }
@@ -167,7 +183,11 @@ HttpServer::HttpServer(AuthManager* auth, ExperimentManager* experiments,
       metrics_(metrics),
       gauges_(std::move(gauges)),
       options_(std::move(options)),
-      server_(std::make_unique<httplib::Server>()),
+      server_(options_.tls_cert_file.empty()
+                  ? std::make_unique<httplib::Server>()
+                  : std::make_unique<httplib::SSLServer>(
+                        options_.tls_cert_file.c_str(),
+                        options_.tls_key_file.c_str())),
       event_slots_(options_.max_event_streams, "max-event-streams",
                    options_.max_event_streams_per_user,
                    "max-event-streams-per-user") {
@@ -207,6 +227,11 @@ HttpServer::HttpServer(AuthManager* auth, ExperimentManager* experiments,
 HttpServer::~HttpServer() { Stop(); }
 
 absl::StatusOr<int> HttpServer::Bind(const std::string& host, int port) {
+  if (!server_->is_valid()) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "cannot serve HTTPS with --tls-cert ", options_.tls_cert_file,
+        " and --tls-key ", options_.tls_key_file));
+  }
   if (port == 0) {
     const int bound = server_->bind_to_any_port(host);
     if (bound < 0) {
@@ -263,8 +288,24 @@ void HttpServer::Route() {
     if (!request.ok()) return WriteError(res, request.status());
     absl::StatusOr<std::string> body = Answer(*request, *caller);
     if (!body.ok()) return WriteError(res, body.status());
+    const std::string header = req.get_header_value("Authorization");
+    absl::string_view bearer = header;
+    if (tls() && std::holds_alternative<v1::WhoAmIRequest>(*request) &&
+        absl::ConsumePrefix(&bearer, "Bearer ")) {
+      if (std::string cookie = SessionCookie(bearer); !cookie.empty()) {
+        res.set_header("Set-Cookie", cookie);
+      }
+    }
     res.set_content(*body, kJson);
   });
+  s.Post("/api/v1/logout",
+         [this](const httplib::Request&, httplib::Response& res) {
+           res.status = 204;
+           res.set_header("Set-Cookie", tls() ? SessionCookie("")
+                                              : absl::StrCat(kTokenCookie,
+                                                             "=; Path=/; "
+                                                             "Max-Age=0"));
+         });
 
   s.Get("/metrics", [this](const httplib::Request& req,
                            httplib::Response& res) {

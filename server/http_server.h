@@ -27,11 +27,15 @@
 //       role; no auth with metrics_open)
 //   GET /healthz                                "ok" (no auth: probes)
 //   GET /, GET /static/...                      the dashboard (no auth)
+//   POST /api/v1/logout                         204, expires the cookie
 //
 // API routes need `Authorization: Bearer <token>` or a `prism_token` cookie
-// (any role); otherwise 401. Errors are JSON {"error": "..."} with 400 (bad
-// input), 401, 403, 404 (unknown route or id), 413 (a body), 429 (over a
-// per-caller limit) or 500/503.
+// (any role); otherwise 401. Over TLS (tls_cert_file and tls_key_file
+// set: HTTPS only, a plaintext request gets no answer) a whoami authenticated
+// by the header answers with the cookie, `Secure; HttpOnly; SameSite=Strict`,
+// so no script can read it; over plain HTTP the dashboard sets it itself.
+// Errors are JSON {"error": "..."} with 400 (bad input), 401, 403, 404 (unknown
+// route or id), 413 (a body), 429 (over a per-caller limit) or 500/503.
 //
 // Every open event stream holds one of the pool's threads, and a stream only
 // learns that its client left when a write fails (the second write after the
@@ -83,6 +87,11 @@ struct HttpOptions {
   int64_t max_stream_buffer_bytes = int64_t{16} << 20;
   int64_t max_request_body_bytes = int64_t{64} << 10;
   bool metrics_open = false;  // serve /metrics without a token
+  // PEM certificate (chain) and private key files: HTTPS instead of HTTP.
+  // The coordinator checked them (proto/tls.h); Bind fails if they do not
+  // load.
+  std::string tls_cert_file;
+  std::string tls_key_file;
 };
 
 class HttpServer {
@@ -95,7 +104,8 @@ class HttpServer {
   ~HttpServer();
 
   // Bind listens on host:port (port 0 picks a free one) and returns the
-  // port. Unavailable when it cannot bind.
+  // port. Unavailable when it cannot bind; InvalidArgument when the TLS
+  // files do not load.
   absl::StatusOr<int> Bind(const std::string& host, int port);
   // Start serves on a background thread (after Bind) and returns once the
   // server accepts connections, so a Stop right after it is never missed.
@@ -105,6 +115,7 @@ class HttpServer {
 
  private:
   void Route();
+  bool tls() const { return !options_.tls_cert_file.empty(); }
   // Answer renders a parsed API call's JSON answer.
   absl::StatusOr<std::string> Answer(const ApiRequest& request,
                                      const Caller& caller);

@@ -26,6 +26,7 @@
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
 #include "prism/v1/prism.pb.h"
+#include "proto/tls.h"
 
 namespace prism::worker {
 
@@ -53,11 +54,12 @@ class CoordinatorClient {
 
 // NewGrpcCoordinatorClient returns a client for the coordinator at `address`
 // (HOST:PORT) that sends `authorization: Bearer <token>` with every call and
-// gives each call `rpc_timeout`. The channel connects lazily and reconnects on
-// its own after the coordinator restarts.
+// gives each call `rpc_timeout`, in plaintext or, when `tls` is not empty,
+// over TLS (proto/tls.h). The channel connects lazily and reconnects on its
+// own after the coordinator restarts.
 std::unique_ptr<CoordinatorClient> NewGrpcCoordinatorClient(
     const std::string& address, const std::string& token,
-    absl::Duration rpc_timeout = absl::Seconds(20));
+    const TlsPem& tls = {}, absl::Duration rpc_timeout = absl::Seconds(20));
 
 // IsTransient is true for the codes that mean "try again later": Unavailable,
 // DeadlineExceeded, Aborted, ResourceExhausted, Internal and Unknown (a

@@ -18,7 +18,8 @@ namespace {
 // NewChannel bounds gRPC's reconnect backoff (by default it grows to two
 // minutes): a worker must find a restarted coordinator within about a
 // second, well inside the grace the coordinator gives its lease.
-std::shared_ptr<grpc::Channel> NewChannel(const std::string& address) {
+std::shared_ptr<grpc::Channel> NewChannel(const std::string& address,
+                                          const TlsPem& tls) {
   grpc::ChannelArguments args;
   args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, v1::kMinReconnectBackoffMs);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
@@ -26,15 +27,14 @@ std::shared_ptr<grpc::Channel> NewChannel(const std::string& address) {
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, v1::kMaxReconnectBackoffMs);
   // The coordinator bounds what it sends (--max-message-bytes).
   args.SetMaxReceiveMessageSize(-1);
-  return grpc::CreateCustomChannel(address, grpc::InsecureChannelCredentials(),
-                                   args);
+  return grpc::CreateCustomChannel(address, ChannelCredentialsFor(tls), args);
 }
 
 class GrpcCoordinatorClient final : public CoordinatorClient {
  public:
   GrpcCoordinatorClient(const std::string& address, std::string token,
-                        absl::Duration rpc_timeout)
-      : stub_(v1::WorkerService::NewStub(NewChannel(address))),
+                        const TlsPem& tls, absl::Duration rpc_timeout)
+      : stub_(v1::WorkerService::NewStub(NewChannel(address, tls))),
         authorization_("Bearer " + std::move(token)),
         rpc_timeout_(rpc_timeout) {}
 
@@ -106,9 +106,10 @@ class GrpcCoordinatorClient final : public CoordinatorClient {
 }  // namespace
 
 std::unique_ptr<CoordinatorClient> NewGrpcCoordinatorClient(
-    const std::string& address, const std::string& token,
+    const std::string& address, const std::string& token, const TlsPem& tls,
     absl::Duration rpc_timeout) {
-  return std::make_unique<GrpcCoordinatorClient>(address, token, rpc_timeout);
+  return std::make_unique<GrpcCoordinatorClient>(address, token, tls,
+                                                 rpc_timeout);
 }
 
 bool IsTransient(const absl::Status& status) {

@@ -12,7 +12,11 @@
 //     effect (or "not estimable" and why) is the RPC's; the suggestion card
 //     gives the coordinator's reason for having none yet (too few schedules);
 //   * a click on a schedule opens its trial: loss, learning-rate and
-//     attention-distance curves drawn against the baseline's, metrics shown.
+//     attention-distance curves drawn against the baseline's, metrics shown;
+//   * over HTTPS (a second coordinator with deploy/tls/make-certs.sh's
+//     certificates) signing in leaves the token cookie to the server:
+//     HttpOnly, Secure, SameSite=Strict, unseen by scripts; signing out
+//     expires it.
 // Screenshots go to --artifacts (printed). Every process it started is
 // stopped on success and on failure.
 //
@@ -201,20 +205,27 @@ seeds: [1, 2]
 priority: 1
 `;
 
-async function run() {
-  const readyFile = path.join(tmp, 'ready.json');
-  const tokenFile = path.join(tmp, 'admin.token');
-  start('coordinator', ['coordinator', '--db', path.join(tmp, 'prism.db'), '--listen', '127.0.0.1:0',
-                        '--http', '127.0.0.1:0', '--ready-file', readyFile, '--admin-token-file', tokenFile,
-                        ...(args['web-root'] ? ['--web-root', args['web-root']] : [])]);
-  const ready = await waitFor('the coordinator ready file', 60_000, async () => {
+// startCoordinator starts `prism coordinator` on a new database named after
+// `name`, with `extra` flags; resolves to its ready file's endpoints, its
+// admin token and the token's file once it serves.
+async function startCoordinator(name, extra = []) {
+  const readyFile = path.join(tmp, `${name}.ready.json`);
+  const tokenFile = path.join(tmp, `${name}.admin.token`);
+  start(name, ['coordinator', '--db', path.join(tmp, `${name}.db`), '--listen', '127.0.0.1:0',
+               '--http', '127.0.0.1:0', '--ready-file', readyFile, '--admin-token-file', tokenFile,
+               ...(args['web-root'] ? ['--web-root', args['web-root']] : []), ...extra]);
+  const ready = await waitFor(`the ${name} ready file`, 60_000, async () => {
     try {
       return JSON.parse(fs.readFileSync(readyFile, 'utf8'));
     } catch {
       return null;
     }
   });
-  const token = fs.readFileSync(tokenFile, 'utf8').trim();
+  return { ready, token: fs.readFileSync(tokenFile, 'utf8').trim(), tokenFile };
+}
+
+async function run() {
+  const { ready, token, tokenFile } = await startCoordinator('coordinator');
   check(ready.grpc && ready.http, `coordinator ready: grpc ${ready.grpc}, http ${ready.http}`);
   const client = ['--coordinator', ready.grpc, '--token-file', tokenFile];
 
@@ -387,6 +398,45 @@ async function run() {
   await screenshot(page, 'trial');
 
   check(pageErrors.length === 0, `no JavaScript errors (${pageErrors.join('; ') || 'none'})`);
+  await checkHttpsSession();
+}
+
+// A TLS coordinator on an empty database: sign in, look at the cookie, sign
+// out.
+async function checkHttpsSession() {
+  const certs = path.join(tmp, 'tls');
+  await execFileAsync(path.join(args.source, 'deploy/tls/make-certs.sh'), [certs], { timeout: 60_000 });
+  const { ready, token } = await startCoordinator(
+      'coordinator-tls', ['--tls-cert', path.join(certs, 'server.pem'), '--tls-key', path.join(certs, 'server.key')]);
+  // The certificate is from the test's own CA, which Chromium does not know.
+  const context = await chromium.launchPersistentContext(path.join(tmp, 'chromium-tls-profile'), {
+    executablePath: chromiumPath, headless: true, args: kChromiumArgs, ignoreHTTPSErrors: true,
+  });
+  try {
+    const page = await context.newPage();
+    const errors = [];
+    page.on('pageerror', (err) => errors.push(err.message));
+    const base = `https://${ready.http}`;
+    const tokenCookie = async () => (await context.cookies(base)).find((c) => c.name === 'prism_token');
+    await page.goto(`${base}/#/`);
+    await waitForView(page, ['login']);
+    await page.fill('#token-input', token);
+    await page.click('#login-form button[type=submit]');
+    await waitForView(page);
+    const cookie = await tokenCookie();
+    check(cookie?.value === token && cookie.httpOnly && cookie.secure && cookie.sameSite === 'Strict',
+          `HTTPS: the server set the token cookie HttpOnly, Secure, SameSite=Strict (${JSON.stringify(
+              cookie && { httpOnly: cookie.httpOnly, secure: cookie.secure, sameSite: cookie.sameSite })})`);
+    check(!(await page.evaluate(() => document.cookie)).includes('prism_token'),
+          'HTTPS: scripts cannot read the token cookie');
+    await screenshot(page, 'https-queue');
+    await page.click('#sign-out');
+    await waitFor('the token cookie to expire after signing out', 15_000, async () => !(await tokenCookie()));
+    check(true, 'HTTPS: signing out expired the token cookie');
+    check(errors.length === 0, `HTTPS: no JavaScript errors (${errors.join('; ') || 'none'})`);
+  } finally {
+    await context.close();
+  }
 }
 
 let failed = false;

@@ -80,6 +80,25 @@ LocalCluster::LocalCluster(CoordinatorFlags flags)
       db_path_(flags_.db_path.empty() ? temp_.File("prism.db")
                                       : flags_.db_path) {
   fs::create_directories(checkpoint_dir());
+  if (flags_.tls || flags_.mutual_tls) {
+    certs_ = MakeTestCerts(temp_.File("tls"), flags_.tls_names);
+    EXPECT_TRUE(certs_.ok) << certs_.error;
+    flags_.args.insert(flags_.args.end(), {"--tls-cert", certs_.server_cert,
+                                           "--tls-key", certs_.server_key});
+    if (flags_.mutual_tls) {
+      flags_.args.insert(flags_.args.end(), {"--tls-client-ca", certs_.ca});
+    }
+  }
+}
+
+std::vector<std::string> LocalCluster::TlsEnv(bool client_cert) const {
+  if (!certs_.ok) return {};
+  std::vector<std::string> env = {absl::StrCat("PRISM_TLS_CA=", certs_.ca)};
+  if (flags_.mutual_tls && client_cert) {
+    env.push_back(absl::StrCat("PRISM_TLS_CERT=", certs_.client_cert));
+    env.push_back(absl::StrCat("PRISM_TLS_KEY=", certs_.client_key));
+  }
+  return env;
 }
 
 LocalCluster::~LocalCluster() {
@@ -130,7 +149,16 @@ absl::Status LocalCluster::StartCoordinator(
       std::string(absl::StripAsciiWhitespace(ReadFile(dir() + "/admin.token")));
   if (admin_token_.empty()) return absl::InternalError("no admin token");
   if (client_ == nullptr) {
-    client_ = std::make_unique<cli::RpcClient>(grpc_address_, admin_token_);
+    TlsFiles files;
+    if (certs_.ok) files.ca = certs_.ca;
+    if (flags_.mutual_tls) {
+      files.cert = certs_.client_cert;
+      files.key = certs_.client_key;
+    }
+    absl::StatusOr<TlsPem> tls = LoadTlsFiles(files, "--tls-ca");
+    if (!tls.ok()) return tls.status();
+    client_ =
+        std::make_unique<cli::RpcClient>(grpc_address_, admin_token_, *tls);
   }
   return absl::OkStatus();
 }
@@ -163,7 +191,8 @@ absl::StatusOr<int> LocalCluster::StartWorker(const WorkerFlags& flags) {
   launch.args = flags.args;
   // The demo corpus is prepared once per build tree and shared (preparing
   // it is safe when processes race).
-  launch.env = {DataDirEnv()};
+  launch.env = TlsEnv(flags.client_cert);
+  launch.env.push_back(DataDirEnv());
   launch.env.insert(launch.env.end(), flags.env.begin(), flags.env.end());
   launch.log_path = absl::StrCat(dir(), "/worker-", workers_.size(), ".log");
   return workers_.Start(launch);
@@ -174,8 +203,9 @@ CommandResult LocalCluster::Run(const std::vector<std::string>& args,
   static int counter = 0;
   std::vector<std::string> env;
   if (with_defaults) {
-    env = {absl::StrCat("PRISM_COORDINATOR=", grpc_address_),
-           absl::StrCat("PRISM_TOKEN=", admin_token_)};
+    env = TlsEnv();
+    env.push_back(absl::StrCat("PRISM_COORDINATOR=", grpc_address_));
+    env.push_back(absl::StrCat("PRISM_TOKEN=", admin_token_));
   }
   return RunPrism(args, env, absl::StrCat(dir(), "/cmd-", ++counter));
 }

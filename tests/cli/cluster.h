@@ -26,6 +26,7 @@
 #include "cli/subprocess.h"
 #include "prism/v1/prism.pb.h"
 #include "tests/testing/temp_dir.h"
+#include "tests/testing/test_certs.h"
 
 namespace prism::testing {
 
@@ -60,6 +61,13 @@ struct CoordinatorFlags {
   std::string listen_host = "127.0.0.1";
   std::vector<std::string> prefix;
   std::vector<std::string> args;  // added to the command line
+  // TLS: certificates made in the cluster's dir (tests/testing/test_certs.h),
+  // the coordinator started with --tls-cert/--tls-key, and the CA given to
+  // workers, Run and client(). mutual_tls adds --tls-client-ca, and workers,
+  // Run and client() present the client certificate.
+  bool tls = false;
+  bool mutual_tls = false;
+  std::vector<std::string> tls_names;  // beside 127.0.0.1 and localhost
 };
 
 // WorkerFlags are a worker's own settings beside the cluster's defaults.
@@ -68,6 +76,8 @@ struct WorkerFlags {
   std::vector<std::string> env;     // KEY=VALUE, e.g. PRISM_FAILPOINTS=...
   std::string checkpoint_dir;       // "": the cluster's shared one
   std::vector<std::string> prefix;  // e.g. {"ip", "netns", "exec", "ns1"}
+  // Under mutual TLS, whether it presents the client certificate.
+  bool client_cert = true;
 };
 
 class LocalCluster {
@@ -79,6 +89,12 @@ class LocalCluster {
   std::string checkpoint_dir() const { return temp_.File("checkpoints"); }
   const std::string& grpc_address() const { return grpc_address_; }
   const std::string& admin_token() const { return admin_token_; }
+  const std::string& http_address() const { return http_address_; }
+  // certs are the TLS files (ok is false without CoordinatorFlags::tls).
+  const TestCerts& certs() const { return certs_; }
+  // TlsEnv is PRISM_TLS_CA (and, under mutual TLS with `client_cert`,
+  // PRISM_TLS_CERT and PRISM_TLS_KEY) for a client; empty without TLS.
+  std::vector<std::string> TlsEnv(bool client_cert = true) const;
 
   const std::string& db_path() const { return db_path_; }
 
@@ -127,6 +143,7 @@ class LocalCluster {
  private:
   CoordinatorFlags flags_;
   TempDir temp_{"prism_it"};  // removed after the processes below stopped
+  TestCerts certs_;
   std::string db_path_;
   std::string grpc_address_;  // fixed after the first start
   std::string http_address_;

@@ -194,6 +194,29 @@ absl::StatusOr<v1::Experiment> RunShortExperiment(LocalCluster& cluster,
   return cluster.WaitForExperiment(id, absl::Minutes(4));
 }
 
+// Over mutual TLS: the worker verifies the coordinator with the CA and
+// presents its client certificate; the CLI does both through PRISM_TLS_*.
+TEST(EndToEndTest, AnExperimentCompletesOverMutualTls) {
+  CoordinatorFlags flags;
+  flags.mutual_tls = true;
+  LocalCluster cluster(flags);
+  absl::StatusOr<v1::Experiment> done = RunShortExperiment(
+      cluster, R"pb(
+        name: "e2e tls" schedules: "2x2,4x4" seeds: 1
+      )pb");
+  ASSERT_TRUE(done.ok()) << done.status() << cluster.Logs();
+  EXPECT_EQ(done->state(), v1::EXPERIMENT_DONE) << cluster.Logs();
+  EXPECT_EQ(done->counts().total(), 2);
+  EXPECT_EQ(done->counts().completed(), 2);
+  EXPECT_THAT(ReadFile(cluster.dir() + "/coordinator.log"),
+              HasSubstr("tls=mutual"));
+  EXPECT_THAT(ReadFile(cluster.dir() + "/worker-0.log"), HasSubstr("tls=on"));
+  CommandResult results =
+      cluster.Run({"results", "--experiment", std::to_string(done->id())});
+  ASSERT_EQ(results.status, 0) << results.err;
+  EXPECT_THAT(results.out, HasSubstr("2x2,4x4"));
+}
+
 TEST(EndToEndTest, AnAdaptiveExperimentAddsSeedsAndEnds) {
   LocalCluster cluster;
   absl::StatusOr<v1::Experiment> done = RunShortExperiment(cluster, R"pb(

@@ -9,13 +9,16 @@ any kubectl on PATH) and checks every container of every workload:
   - ports: every --listen/--http port is a named containerPort, every
     containerPort is one of them, Services target ports that exist;
   - probes: on declared ports; an httpGet path answers 200 from a real
-    coordinator started here;
+    coordinator started here (with TLS, from deploy/tls/make-certs.sh's
+    certificates, for an HTTPS probe);
   - GPUs: --device cuda[:N] exactly when nvidia.com/gpu is requested;
   - images: built by deploy/k8s/Dockerfile{,.cuda}, whose ENTRYPOINT is
     prism, whose user is the pod's runAsUser, and which install the
     dashboard where --web-root points;
   - volumes: every mount names a volume, every claim a rendered PVC, every
-    file the process writes lies on a writable mount;
+    file the process writes lies on a writable mount, every secret volume
+    and every TLS file flag (--tls-cert, --tls-key, --tls-ca) names a
+    secret and key that deploy/README.md creates;
   - hardening: non-root, allowPrivilegeEscalation false, all capabilities
     dropped, read-only root filesystem, seccomp RuntimeDefault, a
     NetworkPolicy that selects the pods and opens the ports they use, and a
@@ -30,6 +33,7 @@ import os
 import posixpath
 import re
 import shutil
+import ssl
 import subprocess
 import sys
 import tempfile
@@ -78,15 +82,47 @@ def under(path, mount):
     return path == mount or path.startswith(mount.rstrip("/") + "/")
 
 
-def start_coordinator(prism, tmp):
-    """A coordinator on loopback; returns (process, http address)."""
+def secret_keys(readme, name):
+    """The keys of secret `name` as deploy/README.md's `kubectl create
+    secret` commands make it (None when it makes no such secret)."""
+    keys = None
+    for chunk in readme.split("kubectl")[1:]:
+        lines = chunk.splitlines()
+        command = lines[0]
+        for line in lines[1:]:
+            if not command.endswith("\\"):
+                break
+            command = command[:-1] + line
+        match = re.match(r"\s+(?:-n \S+ )?create secret (tls|generic) (\S+)",
+                         command)
+        if match is None or match.group(2) != name:
+            continue
+        keys = keys or set()
+        if match.group(1) == "tls":
+            keys |= {"tls.crt", "tls.key"}
+        keys |= set(re.findall(r"--from-(?:literal|file)=([^=\s]+)=",
+                               command))
+    return keys
+
+
+def start_coordinator(prism, deploy, tmp, tls):
+    """A coordinator on loopback, with TLS certificates from make-certs.sh
+    when `tls`; returns (process, http address, CA file or None)."""
     ready = os.path.join(tmp, "ready.json")
     log = open(os.path.join(tmp, "coordinator.log"), "w")
-    proc = subprocess.Popen(
-        [prism, "coordinator", "--db", os.path.join(tmp, "prism.db"),
-         "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
-         "--admin-token-file", os.path.join(tmp, "admin.token"),
-         "--ready-file", ready], stdout=log, stderr=log)
+    args = [prism, "coordinator", "--db", os.path.join(tmp, "prism.db"),
+            "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
+            "--admin-token-file", os.path.join(tmp, "admin.token"),
+            "--ready-file", ready]
+    ca = None
+    if tls:
+        certs = os.path.join(tmp, "tls")
+        subprocess.run([os.path.join(deploy, "tls", "make-certs.sh"), certs],
+                       check=True, capture_output=True, timeout=60)
+        args += ["--tls-cert", os.path.join(certs, "server.pem"),
+                 "--tls-key", os.path.join(certs, "server.key")]
+        ca = os.path.join(certs, "ca.pem")
+    proc = subprocess.Popen(args, stdout=log, stderr=log)
     deadline = time.monotonic() + 60
     while not os.path.exists(ready):
         if proc.poll() is not None or time.monotonic() > deadline:
@@ -97,7 +133,7 @@ def start_coordinator(prism, tmp):
     while True:
         try:
             endpoints = json.load(open(ready))
-            return proc, endpoints["http"]
+            return proc, endpoints["http"], ca
         except (ValueError, KeyError):
             time.sleep(0.05)  # the file is being written
 
@@ -239,6 +275,27 @@ def main():
                     c.check(any(under(value, p) for p in writable),
                             f"{where}: {flag}={value} is not on a writable "
                             "mount")
+            for v in volumes.values():
+                secret = v.get("secret", {}).get("secretName")
+                if secret is not None:
+                    c.check(secret_keys(readme, secret) is not None,
+                            f"{where}: secret {secret} is not created in "
+                            "deploy/README.md")
+            for flag, value in flags.items():
+                if flag not in prism_help.TLS_FILES or not value:
+                    continue
+                mount = next((m for m in mounts
+                              if under(value, m["mountPath"])), None)
+                if not c.check(mount is not None,
+                               f"{where}: {flag}={value} is on no mount"):
+                    continue
+                secret = volumes.get(mount["name"], {}).get(
+                    "secret", {}).get("secretName")
+                key = posixpath.relpath(value, mount["mountPath"])
+                c.check(secret is not None and
+                        key in (secret_keys(readme, secret) or ()),
+                        f"{where}: {flag}={value} is not key {key} of a "
+                        "secret deploy/README.md creates")
             for var in ("TMPDIR", "PRISM_DATA_DIR"):
                 if env.get(var):
                     c.check(any(under(env[var], p) for p in writable),
@@ -275,8 +332,12 @@ def main():
                 if "httpGet" in probe:
                     c.check(ports.get(port, port) == listens.get("http"),
                             f"{where}: {probe_name} is not on the --http port")
+                    scheme = handler.get("scheme", "HTTP")
+                    c.check((scheme == "HTTPS") == ("--tls-cert" in flags),
+                            f"{where}: {probe_name} scheme {scheme} is not "
+                            "what its TLS flags serve")
                     http_probes.append((f"{where} {probe_name}",
-                                        handler.get("path", "/")))
+                                        handler.get("path", "/"), scheme))
             # GPUs: a cuda device exactly when the pod holds GPUs.
             limits = ct.get("resources", {}).get("limits", {})
             gpus = int(limits.get("nvidia.com/gpu", 0))
@@ -334,14 +395,18 @@ def main():
                     f" workers cannot reach the coordinator's gRPC {grpc}")
 
     # httpGet probes answer on a real coordinator.
-    if http_probes:
+    for scheme in sorted({s for _, _, s in http_probes}):
         with tempfile.TemporaryDirectory(prefix="prism_k8s_") as tmp:
-            proc, http = start_coordinator(a.prism, tmp)
+            proc, http, ca = start_coordinator(a.prism, a.deploy, tmp,
+                                               tls=scheme == "HTTPS")
+            context = ssl.create_default_context(cafile=ca) if ca else None
             try:
-                for where, path in http_probes:
+                for where, path, _ in (p for p in http_probes
+                                       if p[2] == scheme):
                     try:
                         code = urllib.request.urlopen(
-                            f"http://{http}{path}", timeout=10).status
+                            f"{scheme.lower()}://{http}{path}", timeout=10,
+                            context=context).status
                     except OSError as e:
                         code = e
                     c.check(code == 200, f"{where}: GET {path} gave {code}")

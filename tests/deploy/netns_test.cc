@@ -172,9 +172,13 @@ TEST(NetnsTest, ACoordinatorAndTwoWorkersOnThreeHostsFinishAnExperiment) {
     }
     GTEST_SKIP() << "network namespaces are not permitted here: " << why;
   }
+  // With TLS, as a coordinator beyond loopback serves: the workers and
+  // this process verify its certificate for the address they dial.
   CoordinatorFlags flags;
   flags.listen_host = hosts.Address(0);
   flags.prefix = hosts.Prefix(0);
+  flags.tls = true;
+  flags.tls_names = {hosts.Address(0)};
   LocalCluster cluster(flags);
   ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
   EXPECT_EQ(cluster.grpc_address().rfind(hosts.Address(0) + ":", 0), 0u)

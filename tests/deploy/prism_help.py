@@ -13,6 +13,8 @@ _ENV = re.compile(r"\bPRISM_[A-Z0-9_]+\b")
 WRITTEN_FILES = {"--db", "--admin-token-file", "--ready-file"}
 WRITTEN_DIRS = {"--checkpoint-dir"}
 READ_FILES = {"--token-file", "--web-root"}
+# Flags naming a TLS file (PEM), which a pod reads from a mounted secret.
+TLS_FILES = {"--tls-cert", "--tls-key", "--tls-ca", "--tls-client-ca"}
 
 
 class Command:

@@ -13,7 +13,10 @@ For each unit in deploy/systemd (the worker template as instance @0):
     --admin-token-file, --checkpoint-dir) is under ReadWritePaths= or the
     StateDirectory=;
   - a worker's TimeoutStopSec is at least the Slurm script's TERM lead time
-    (its checkpoint-and-hand-back window).
+    (its checkpoint-and-hand-back window);
+  - a coordinator listening beyond loopback serves TLS (--tls-cert and
+    --tls-key), a key given as a credential (%d/...) is loaded with
+    LoadCredential=, and workers verify a CA (--tls-ca).
 Exits 0 when all hold, 1 naming each failure, 77 (skip) without
 systemd-analyze.
 """
@@ -144,7 +147,25 @@ def main():
                     check(under(target, writable),
                           f"{name}: {flag} {value} is not under "
                           f"ReadWritePaths/StateDirectory {writable}")
+            loads = {v.split(":", 1)[0]
+                     for v in service.get("LoadCredential", [])}
+            for flag, value in flags.items():
+                if flag in prism_help.TLS_FILES and value and \
+                        value.startswith("%d/"):
+                    check(value[3:] in loads, f"{name}: {flag} {value} is "
+                          "not loaded with LoadCredential=")
+            if command.name == "coordinator":
+                hosts = [(flags.get(f) or "127.0.0.1:0").rsplit(":", 1)[0]
+                         for f in ("--listen", "--http")]
+                public = any(not h.startswith("127.") and h != "localhost"
+                             for h in hosts)
+                check(not public or ("--tls-cert" in flags and
+                                     "--tls-key" in flags),
+                      f"{name}: listens on {hosts} without --tls-cert and "
+                      "--tls-key")
             if command.name == "worker":
+                check("--tls-ca" in flags, f"{name}: the worker does not "
+                      "verify the coordinator (--tls-ca)")
                 stop = service.get("TimeoutStopSec", ["90"])[-1]
                 check(stop.isdigit() and term_lead is not None and
                       int(stop) >= term_lead,

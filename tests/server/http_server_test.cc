@@ -213,6 +213,21 @@ TEST_F(HttpTest, TheTokenCookieAuthenticatesToo) {
   EXPECT_THAT(res->body, HasSubstr("vera"));
 }
 
+// Over plain HTTP the dashboard's script keeps the cookie: the server sets
+// none (a Secure one would not be kept), and logout only expires it.
+// tests/cli/tls_cluster_test.cc checks the HTTPS side.
+TEST_F(HttpTest, PlainHttpSetsNoCookieAndLogoutExpiresIt) {
+  auto whoami = Get("/api/v1/whoami", viewer_);
+  ASSERT_TRUE(whoami);
+  EXPECT_EQ(whoami->status, 200);
+  EXPECT_FALSE(whoami->has_header("Set-Cookie"));
+  auto logout = client_->Post("/api/v1/logout", "", "text/plain");
+  ASSERT_TRUE(logout);
+  EXPECT_EQ(logout->status, 204);
+  EXPECT_EQ(logout->get_header_value("Set-Cookie"),
+            "prism_token=; Path=/; Max-Age=0");
+}
+
 TEST_F(HttpTest, BadIdsAre400AndUnknownPathsAndIds404) {
   EXPECT_EQ(Get("/api/v1/experiments/abc", viewer_)->status, 400);
   EXPECT_EQ(Get("/api/v1/experiments/99", viewer_)->status, 404);

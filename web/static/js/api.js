@@ -4,10 +4,13 @@
 //
 // The token lives in localStorage and in the `prism_token` cookie
 // (SameSite=Strict): fetch sends it as a bearer header, EventSource (which
-// cannot set headers) relies on the cookie. Any 401 raises AuthError, which
+// cannot set headers) relies on the cookie. Over HTTPS the coordinator sets
+// the cookie itself in its whoami answer (HttpOnly, Secure), so no script
+// can read it, and /api/v1/logout expires it. Any 401 raises AuthError, which
 // the router turns into the login prompt.
 
 const kStorageKey = 'prism_token';
+const kServerCookie = window.location.protocol === 'https:';
 
 export class AuthError extends Error {
   constructor(message) {
@@ -46,7 +49,7 @@ export function saveToken(token) {
   } catch {
     // Private browsing without storage: the cookie still carries the token.
   }
-  if (cookieSafe(token)) {
+  if (!kServerCookie && cookieSafe(token)) {
     document.cookie = `${kStorageKey}=${token}; Path=/; SameSite=Strict`;
   }
 }
@@ -57,7 +60,11 @@ export function clearToken() {
   } catch {
     // Nothing stored.
   }
-  document.cookie = `${kStorageKey}=; Path=/; Max-Age=0; SameSite=Strict`;
+  if (kServerCookie) {
+    fetch('/api/v1/logout', { method: 'POST', credentials: 'same-origin' }).catch(() => {});
+  } else {
+    document.cookie = `${kStorageKey}=; Path=/; Max-Age=0; SameSite=Strict`;
+  }
 }
 
 // getJson fetches an API path with the stored token; resolves to the parsed
