@@ -17,11 +17,12 @@ namespace {
 
 // NewChannel bounds gRPC's reconnect backoff (by default it grows to two
 // minutes): a worker must find a restarted coordinator within about a
-// second, well inside the grace the coordinator gives its lease.
+// second, well inside the grace the coordinator gives its lease. Each
+// connection attempt gets kMinConnectTimeoutMs (proto/worker_protocol.h).
 std::shared_ptr<grpc::Channel> NewChannel(const std::string& address,
                                           const TlsPem& tls) {
   grpc::ChannelArguments args;
-  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, v1::kMinReconnectBackoffMs);
+  args.SetInt(GRPC_ARG_MIN_RECONNECT_BACKOFF_MS, v1::kMinConnectTimeoutMs);
   args.SetInt(GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
               v1::kMinReconnectBackoffMs);
   args.SetInt(GRPC_ARG_MAX_RECONNECT_BACKOFF_MS, v1::kMaxReconnectBackoffMs);
