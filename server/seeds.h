@@ -1,5 +1,7 @@
 // SeedPlanner: the coordinator's own trial decisions — adaptive seeds
-// (ExperimentSpec.seeds_policy) and guided search (STRATEGY_GUIDED).
+// (ExperimentSpec.seeds_policy), guided search (STRATEGY_GUIDED) and ASHA's
+// promotions (STRATEGY_ASHA, scheduler/asha.h: a promoted schedule's trials
+// waiting at a rung are queued again with their next target).
 // When a trial of such an experiment finishes, it ranks the experiment's
 // finished trials (scheduler/ranking.h, as ResultsService.Rank does), decides
 // which schedules get their next seed (scheduler/adaptive_seeds.h), or which
@@ -38,8 +40,9 @@ class SeedPlanner {
   SeedPlanner(storage::Store* store, const Clock* clock);
 
   // TrialFinished runs a round for the experiment when its spec has a seeds
-  // policy or the guided strategy and it is active or paused; returns the
-  // trials added (0 for any other experiment). NotFound for an unknown
+  // policy, the guided or the ASHA strategy and it is active or paused (a
+  // trial stopping at a rung counts as finished); returns the trials added
+  // or promoted (0 for any other experiment). NotFound for an unknown
   // experiment; Aborted when the experiment kept changing under every attempt
   // (the next finished trial, or a restart, runs the round again).
   absl::StatusOr<int> TrialFinished(int64_t experiment_id);

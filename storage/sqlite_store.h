@@ -48,7 +48,7 @@ class ReaderPool;
 }  // namespace internal
 
 // kSchemaVersion is the newest schema this binary knows.
-inline constexpr int kSchemaVersion = 8;
+inline constexpr int kSchemaVersion = 9;
 
 // SqliteStoreOptions are the choices SqliteStore::Open takes.
 struct SqliteStoreOptions {
@@ -118,6 +118,8 @@ class SqliteStore final : public Store {
       int64_t experiment_id) override;
   absl::StatusOr<std::vector<TrialKey>> ListTrialKeys(
       int64_t experiment_id) override;
+  absl::StatusOr<std::vector<AshaTrial>> ListAshaTrials(
+      int64_t experiment_id, const std::vector<int64_t>& rungs) override;
   absl::StatusOr<SeedRoundResult> ApplySeedRound(
       const SeedRound& round) override;
   absl::StatusOr<LastStored> LastStoredSteps(int64_t trial_id) override;

@@ -204,6 +204,12 @@ CREATE TABLE scaler_jobs (
 ) WITHOUT ROWID;
 )sql";
 
+// v9: trials.target_steps, the step a STRATEGY_ASHA trial trains to before
+// its next rung decision (0: the whole budget, as every earlier trial).
+constexpr char kSchemaV9[] = R"sql(
+ALTER TABLE trials ADD COLUMN target_steps INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 // BackfillRankingColumns fills the ranking columns of every trial that
 // has a metrics message, parsing it with the generated TrialMetrics. A
 // message that does not parse leaves the row's columns NULL (and a warning),
@@ -260,6 +266,7 @@ const std::vector<Migration>& Migrations() {
       {6, "trials.device", kSchemaV6, nullptr},
       {7, "trials.cpu_share", kSchemaV7, BackfillRankingColumns},
       {8, "scaler tag and jobs", kSchemaV8, nullptr},
+      {9, "trials.target_steps", kSchemaV9, nullptr},
   };
   return *migrations;
 }

@@ -278,6 +278,48 @@ TEST_F(TrainerTest, ResumedRunReproducesTheUninterruptedRunBitwise) {
   EXPECT_EQ(second.checkpoints, (std::vector<int64_t>{6}));
 }
 
+TEST_F(TrainerTest, RunStoppedAtARungIsThePrefixItsResumeContinues) {
+  TrainConfig config = SmallRun();
+  config.measure_attention = false;
+  Recorder straight;
+  absl::StatusOr<TrainResult> full = Train(config, &straight);
+  ASSERT_TRUE(full.ok()) << full.status();
+
+  config.checkpoint_dir = Path("ckpt");
+  config.resume = true;
+  config.stop_at_step = 3;
+  Recorder rung;
+  absl::StatusOr<TrainResult> at_rung = Train(config, &rung);
+  ASSERT_TRUE(at_rung.ok()) << at_rung.status();
+  EXPECT_FALSE(at_rung->stopped);
+  EXPECT_EQ(at_rung->steps, 3);
+  EXPECT_EQ(rung.checkpoints, (std::vector<int64_t>{3}));
+  // The full run's learning rates: its val loss at the rung is the same.
+  ASSERT_FALSE(at_rung->curve.empty());
+  EXPECT_EQ(at_rung->curve.back().split, CurveSplit::kVal);
+  EXPECT_EQ(at_rung->curve.back().step, 3);
+  for (const CurvePoint& p : full->curve) {
+    if (p.split == CurveSplit::kVal && p.step == 3) {
+      EXPECT_EQ(at_rung->curve.back().loss, p.loss);
+    }
+  }
+
+  config.stop_at_step = 0;
+  Recorder promoted;
+  absl::StatusOr<TrainResult> resumed = Train(config, &promoted);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->resumed_from_step, 3);
+  ASSERT_EQ(promoted.losses.size(), 3u);
+  for (const auto& [step, loss] : promoted.losses) {
+    EXPECT_EQ(loss, straight.losses[step - 1].second) << "step " << step;
+  }
+  EXPECT_EQ(resumed->final_val_loss, full->final_val_loss);
+
+  config.stop_at_step = 4;  // not on the eval grid
+  EXPECT_THAT(Train(config, nullptr).status().message(),
+              HasSubstr("stop_at_step must be 0 or a multiple of eval_every"));
+}
+
 TEST_F(TrainerTest, RunResumedFromItsFinalCheckpointReportsTheWholeTrial) {
   // As after a crash between the final checkpoint and the result.
   TrainConfig config = SmallRun();
