@@ -75,6 +75,17 @@ class TrainerTest : public ::testing::Test {
 
   std::string Path(const std::string& name) const { return dir_.File(name); }
 
+  // TrainThenResume trains `config` uninterrupted (the reference run, into
+  // `straight`), then sets it to checkpoint to ckpt/ and resume from there,
+  // for the interrupted runs compared with the reference.
+  absl::StatusOr<TrainResult> TrainThenResume(TrainConfig* config,
+                                              Recorder* straight) {
+    absl::StatusOr<TrainResult> full = Train(*config, straight);
+    config->checkpoint_dir = Path("ckpt");
+    config->resume = true;
+    return full;
+  }
+
   TrainConfig SmallRun() const {
     TrainConfig c;
     c.shape = *FindPreset("tiny");
@@ -241,11 +252,8 @@ TEST_F(TrainerTest, ResumedRunReproducesTheUninterruptedRunBitwise) {
   // window, which the checkpoint carries over.
   config.log_every = 3;
   Recorder straight;
-  absl::StatusOr<TrainResult> full = Train(config, &straight);
+  absl::StatusOr<TrainResult> full = TrainThenResume(&config, &straight);
   ASSERT_TRUE(full.ok()) << full.status();
-
-  config.checkpoint_dir = Path("ckpt");
-  config.resume = true;
   Recorder first;
   first.stop_after = 4;
   absl::StatusOr<TrainResult> stopped = Train(config, &first);
@@ -282,11 +290,8 @@ TEST_F(TrainerTest, RunStoppedAtARungIsThePrefixItsResumeContinues) {
   TrainConfig config = SmallRun();
   config.measure_attention = false;
   Recorder straight;
-  absl::StatusOr<TrainResult> full = Train(config, &straight);
+  absl::StatusOr<TrainResult> full = TrainThenResume(&config, &straight);
   ASSERT_TRUE(full.ok()) << full.status();
-
-  config.checkpoint_dir = Path("ckpt");
-  config.resume = true;
   config.stop_at_step = 3;
   Recorder rung;
   absl::StatusOr<TrainResult> at_rung = Train(config, &rung);
@@ -479,11 +484,8 @@ TEST_F(TrainerTest, CheckpointPastMaxResumeStepIsDiscardedForAFreshStart) {
   TrainConfig config = SmallRun();
   config.measure_attention = false;
   Recorder straight;
-  absl::StatusOr<TrainResult> full = Train(config, &straight);
+  absl::StatusOr<TrainResult> full = TrainThenResume(&config, &straight);
   ASSERT_TRUE(full.ok()) << full.status();
-
-  config.checkpoint_dir = Path("ckpt");
-  config.resume = true;
   Recorder first;
   first.stop_after = 4;
   ASSERT_TRUE(Train(config, &first).ok());
