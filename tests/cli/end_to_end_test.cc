@@ -238,6 +238,11 @@ TEST(EndToEndTest, AnAshaSearchPromotesAndResumesFromTheRung) {
   ASSERT_TRUE(trials.ok()) << trials.status();
   int promoted = 0;
   for (const v1::Trial& t : *trials) {
+    if (t.state() == v1::TRIAL_STOPPED_AT_RUNG) {
+      CommandResult shown = cluster.Run({"trial", std::to_string(t.id())});
+      ASSERT_EQ(shown.status, 0) << shown.err;
+      EXPECT_THAT(shown.out, HasSubstr("stopped at the ASHA rung at step 10"));
+    }
     if (t.is_baseline() || t.state() != v1::TRIAL_COMPLETED) continue;
     ++promoted;
     absl::StatusOr<v1::GetTrialResponse> full = cluster.GetTrial(t.id());
