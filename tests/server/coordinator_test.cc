@@ -1431,6 +1431,29 @@ TEST_F(AshaTest, PromotesTheBestAtTheRungAndResumesItFromTheRungCheckpoint) {
   EXPECT_FALSE(rung.schedules(1).promoted());
 }
 
+TEST_F(AshaTest, APromotedTrialWhoseLeaseExpiresKeepsItsTarget) {
+  v1::ExperimentSpec spec = AshaSpec();
+  spec.mutable_asha()->set_eta(2);  // floor(2 / 2) = 1 after two schedules
+  const int64_t id = Submit(alice_, spec);
+  ASSERT_GT(id, 0);
+  const std::string worker = Register(worker_token_);
+  for (int i = 0; i < 3; ++i) Train(worker, Lease(worker_token_, worker));
+  const v1::TrialTask promoted = Lease(worker_token_, worker);
+  ASSERT_EQ(promoted.trial().schedule(), "1x2,4x4");
+  ASSERT_EQ(promoted.resume_step(), 20);
+  // The worker dies: the next attempt still trains to the whole budget from
+  // the rung, not back to the rung or from 0.
+  clock_.Advance(31'000);
+  ASSERT_EQ(*coordinator_->queue()->ExpireLeases(), 1);
+  const v1::TrialTask again = Lease(worker_token_, worker);
+  EXPECT_EQ(again.trial().id(), promoted.trial().id());
+  EXPECT_EQ(again.trial().attempt(), promoted.trial().attempt() + 1);
+  EXPECT_EQ(again.stop_at_step(), 0);
+  EXPECT_EQ(again.resume_step(), 20);
+  Train(worker, again);
+  EXPECT_EQ(GetTrial(again.trial().id()).state(), v1::TRIAL_COMPLETED);
+}
+
 TEST_F(AshaTest, BadPoliciesAreRefusedNamingTheProblem) {
   v1::ExperimentSpec low_eta = AshaSpec();
   low_eta.mutable_asha()->set_eta(1);
