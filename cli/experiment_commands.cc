@@ -6,6 +6,7 @@
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
 #include "cli/client.h"
 #include "cli/command.h"
@@ -144,6 +145,16 @@ int ShowExperiment(RpcClient& client, int64_t id, Format format) {
                 << " trials added";
       if (!experiment.seeds_note().empty()) {
         std::cout << "; last decision: " << experiment.seeds_note();
+      }
+      std::cout << "\n";
+    }
+    if (experiment.spec().strategy() == v1::STRATEGY_ASHA) {
+      const v1::AshaPolicy& a = experiment.spec().asha();
+      std::cout << "asha: rungs at steps " << absl::StrJoin(a.rungs(), ", ")
+                << " (eta " << a.eta() << "); " << c.stopped_at_rung()
+                << " trials stopped at a rung";
+      if (!experiment.seeds_note().empty()) {
+        std::cout << "; last decision: " << Printable(experiment.seeds_note());
       }
       std::cout << "\n";
     }

@@ -160,6 +160,13 @@ void PrintTrialText(const v1::GetTrialResponse& response) {
     std::cout << "principles " << PrincipleFlags(t.principles()) << "\n";
   }
   if (!t.error().empty()) std::cout << "error " << Printable(t.error()) << "\n";
+  if (t.state() == v1::TRIAL_STOPPED_AT_RUNG) {
+    std::cout << fmt::format(
+        "stopped at the ASHA rung at step {} with val loss {:.4f}: a "
+        "promotion resumes it from there; not ranked until it trains the "
+        "budget\n",
+        t.target_steps(), t.metrics().final_val_loss());
+  }
   if (t.state() == v1::TRIAL_COMPLETED || t.state() == v1::TRIAL_DIVERGED) {
     const v1::TrialMetrics& m = t.metrics();
     std::cout << fmt::format(

@@ -167,8 +167,10 @@ Table TrialsTable(const v1::ListTrialsResponse& response) {
   Table table({"id", "schedule", "seed", "baseline", "state", "attempt", "step",
                "total_steps", "val_loss", "worker"});
   for (const v1::Trial& t : response.trials()) {
-    const bool finished =
-        t.state() == v1::TRIAL_COMPLETED || t.state() == v1::TRIAL_DIVERGED;
+    // A trial stopped at an ASHA rung shows its val loss there.
+    const bool finished = t.state() == v1::TRIAL_COMPLETED ||
+                          t.state() == v1::TRIAL_DIVERGED ||
+                          t.state() == v1::TRIAL_STOPPED_AT_RUNG;
     table.AddRow({absl::StrCat(t.id()), t.schedule(), absl::StrCat(t.seed()),
                   t.is_baseline() ? "true" : "false", EnumValueName(t.state()),
                   absl::StrCat(t.attempt()), absl::StrCat(t.last_step()),
@@ -330,6 +332,31 @@ Table PrincipleEffectsTable(const v1::RankResponse& response) {
   return table;
 }
 
+Table AshaRungsTable(const v1::RankResponse& response) {
+  Table table({"rung", "schedule", "score", "scored_as", "seeds", "promoted"});
+  for (const v1::AshaRung& rung : response.asha_rungs()) {
+    for (const v1::AshaRungEntry& e : rung.schedules()) {
+      table.AddRow({absl::StrCat(rung.step()), e.schedule(),
+                    rung.paired() ? fmt::format("{:+.4f}", e.score())
+                                  : Fixed(e.score(), 4),
+                    rung.paired() ? "paired delta" : "val loss",
+                    absl::StrCat(e.seeds()), e.promoted() ? "yes" : "no"});
+    }
+  }
+  return table;
+}
+
+namespace {
+
+// PrintAshaRungs prints the rung view of an ASHA experiment's ranking.
+void PrintAshaRungs(const v1::RankResponse& response, std::ostream& out) {
+  if (response.asha_rungs().empty()) return;
+  out << "\nASHA rungs (trials stopped at a rung are not ranked above):\n";
+  AshaRungsTable(response).Print(out, Format::kText);
+}
+
+}  // namespace
+
 void PrintRanking(const v1::RankResponse& response, Format format,
                   std::ostream& out) {
   if (format == Format::kJson) {
@@ -340,6 +367,7 @@ void PrintRanking(const v1::RankResponse& response, Format format,
   if (format == Format::kCsv) return;
   if (response.schedules().empty()) {
     out << "(no completed trials yet)\n";
+    PrintAshaRungs(response, out);
     return;
   }
   const std::string missing = MissingValuesNote(response);
@@ -351,10 +379,12 @@ void PrintRanking(const v1::RankResponse& response, Format format,
   }
   out << RatioMethod(response) << "\n";
   out << VerdictMethod(response) << "\n";
-  if (response.principle_effects().empty()) return;
-  out << "\n";
-  PrincipleEffectsTable(response).Print(out, format);
-  out << PrincipleMethod() << "\n";
+  if (!response.principle_effects().empty()) {
+    out << "\n";
+    PrincipleEffectsTable(response).Print(out, format);
+    out << PrincipleMethod() << "\n";
+  }
+  PrintAshaRungs(response, out);
 }
 
 Table CompareTable(const v1::CompareResponse& response) {

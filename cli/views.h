@@ -78,9 +78,15 @@ std::string PrincipleEffectNote(const v1::PrincipleEffect& effect);
 // PrincipleMethod is the one line that states how the effects are estimated.
 std::string PrincipleMethod();
 
+// AshaRungsTable: per ASHA rung and schedule that reached it (best first),
+// its score, whether that is a paired delta or a raw val loss, its seeds and
+// whether it went on.
+Table AshaRungsTable(const v1::RankResponse& response);
+
 // PrintRanking prints a Rank response: in text the table and the note on its
 // missing values, then the baseline, the verdict method, the principle
-// effects and their method; in CSV the table only; in JSON the response.
+// effects and their method, and an ASHA experiment's rungs; in CSV the table
+// only; in JSON the response.
 void PrintRanking(const v1::RankResponse& response, Format format,
                   std::ostream& out);
 

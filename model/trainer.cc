@@ -91,6 +91,13 @@ absl::Status ValidateConfig(const TrainConfig& c) {
   if (c.checkpoint_every < 0) {
     return Invalid("checkpoint_every", "must be >= 0");
   }
+  if (c.stop_at_step < 0 || c.stop_at_step >= c.steps ||
+      c.stop_at_step % c.eval_every != 0) {
+    return Invalid(
+        "stop_at_step",
+        absl::StrCat("must be 0 or a multiple of eval_every (", c.eval_every,
+                     ") below steps (", c.steps, "), got ", c.stop_at_step));
+  }
   if (absl::Status s = CheckAttentionKernel(c.attention); !s.ok()) return s;
   if (c.cpu_threading != "shards" && c.cpu_threading != "blas" &&
       c.cpu_threading != "both") {
@@ -645,7 +652,9 @@ absl::StatusOr<TrainResult> TrainingRun::Execute() {
     AddPoint(CurveSplit::kVal, 0, Evaluate(), LearningRate(config_, 0), 0.0);
   }
   int64_t done = start_step_;
-  while (done < config_.steps) {
+  const int64_t end =
+      config_.stop_at_step > 0 ? config_.stop_at_step : config_.steps;
+  while (done < end) {
     const int64_t step = done;
     const double lr = LearningRate(config_, step);
     const Clock::time_point t0 = Clock::now();
@@ -696,7 +705,7 @@ absl::StatusOr<TrainResult> TrainingRun::Execute() {
       break;
     }
     if (config_.checkpoint_every > 0 && done % config_.checkpoint_every == 0 &&
-        done < config_.steps) {
+        done < end) {
       if (absl::Status s = WriteCheckpoint(done); !s.ok()) return s;
     }
   }

@@ -78,6 +78,12 @@ struct TrainConfig {
   // points the coordinator stored, so a resumed curve never has a gap.
   // Negative: no limit.
   int64_t max_resume_step = -1;
+  // Stop after this step (0: train all `steps`), keeping `steps`' learning
+  // rate schedule, and write the final checkpoint there: the run is the
+  // uninterrupted run's prefix, so a later run resumed from that checkpoint
+  // continues it exactly (an ASHA rung). A multiple of eval_every below
+  // steps, so the run ends on a val loss.
+  int64_t stop_at_step = 0;
   bool measure_attention = true;
   bool measure_mfu = true;
   // Attention kernel: "auto", "fused", "masked" (explicit masked softmax)

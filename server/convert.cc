@@ -259,4 +259,27 @@ absl::StatusOr<int> ClampPageSize(int page_size, int default_size,
   return page_size > max_size ? max_size : page_size;
 }
 
+AshaSettings AshaSettingsOf(const v1::ExperimentSpec& resolved) {
+  AshaSettings settings;
+  settings.rungs.assign(resolved.asha().rungs().begin(),
+                        resolved.asha().rungs().end());
+  settings.eta = resolved.asha().eta();
+  return settings;
+}
+
+v1::AshaRung AshaRungToProto(const AshaRungView& rung) {
+  v1::AshaRung out;
+  out.set_step(rung.step);
+  out.set_paired(rung.paired);
+  out.set_promote_quota(rung.quota);
+  for (const AshaRungEntry& e : rung.entries) {
+    v1::AshaRungEntry* entry = out.add_schedules();
+    entry->set_schedule(e.schedule);
+    entry->set_score(e.score);
+    entry->set_seeds(e.seeds);
+    entry->set_promoted(e.promoted);
+  }
+  return out;
+}
+
 }  // namespace prism::server

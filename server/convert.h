@@ -8,11 +8,13 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "google/protobuf/repeated_field.h"
 #include "prism/v1/prism.pb.h"
+#include "scheduler/asha.h"
 #include "scheduler/principles.h"
 #include "scheduler/ranking.h"
 #include "scheduler/schedule.h"
@@ -57,6 +59,14 @@ v1::RankedSchedule RankedRowToProto(const RankedRow& row, int base_heads);
 // PrincipleEffectToProto sets effect, standard_error and p_value only for an
 // estimated effect.
 v1::PrincipleEffect PrincipleEffectToProto(const PrincipleEffect& e);
+
+// AshaSettings is a resolved spec's ASHA policy, as DecideAsha takes it.
+struct AshaSettings {
+  std::vector<int64_t> rungs;
+  int eta = 0;
+};
+AshaSettings AshaSettingsOf(const v1::ExperimentSpec& resolved);
+v1::AshaRung AshaRungToProto(const AshaRungView& rung);
 
 // Page tokens are opaque to clients: web-safe base64 of "<kind>:<number>".
 // DecodePageToken returns 0 for "", the number for a token of this kind, and

@@ -294,6 +294,7 @@ absl::StatusOr<v1::LeaseResponse> QueueManager::Lease(
   *task->mutable_data() = spec.data();
   *task->mutable_budget() = spec.budget();
   task->set_resume_step(leased->last_step());
+  task->set_stop_at_step(leased->target_steps());
   PRISM_ASSIGN_OR_RETURN(storage::LastStored stored,
                          store_->LastStoredSteps(leased->id()));
   task->set_stored_step(CurveCompleteThrough(spec.budget(), stored));

@@ -9,6 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/log.h"
 #include "base/status_macros.h"
+#include "scheduler/asha.h"
 #include "scheduler/ranking.h"
 #include "scheduler/schedule.h"
 #include "scheduler/statistics.h"
@@ -314,6 +315,17 @@ absl::StatusOr<v1::RankResponse> ResultsManager::Rank(
   }
   response.set_total(static_cast<int32_t>(total));
   response.set_compared_schedules(ranking.compared_schedules);
+  if (experiment.spec().strategy() == v1::STRATEGY_ASHA) {
+    // The rungs as the coordinator's next decision would see them; trials
+    // stopped at a rung are not in the ranking above.
+    const AshaSettings asha = AshaSettingsOf(experiment.spec());
+    PRISM_ASSIGN_OR_RETURN(std::vector<AshaTrial> trials,
+                           store_->ListAshaTrials(experiment.id(), asha.rungs));
+    for (const AshaRungView& rung :
+         DecideAsha(asha.rungs, asha.eta, trials).rungs) {
+      *response.add_asha_rungs() = AshaRungToProto(rung);
+    }
+  }
   *response.mutable_experiment() = std::move(experiment);
   return response;
 }

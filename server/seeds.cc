@@ -7,6 +7,7 @@
 #include "base/log.h"
 #include "base/status_macros.h"
 #include "scheduler/adaptive_seeds.h"
+#include "scheduler/asha.h"
 #include "scheduler/guided.h"
 #include "scheduler/ranking.h"
 #include "scheduler/schedule.h"
@@ -34,9 +35,10 @@ bool Finished(v1::TrialState s) {
          s == v1::TRIAL_FAILED;
 }
 
-// RoundPlan is what one round adds, and its summary for users.
+// RoundPlan is what one round adds or promotes, and its summary for users.
 struct RoundPlan {
   std::vector<storage::NewTrial> trials;
+  std::vector<AshaPromotion> promotions;
   std::string note;
 };
 
@@ -128,38 +130,58 @@ absl::StatusOr<int> SeedPlanner::Round(const v1::Experiment& experiment) {
     std::vector<SeedTrial> trials;
     trials.reserve(keys.size());
     int64_t finished = 0;
+    int64_t at_rung = 0;
     bool any_pending = false;
     for (const storage::TrialKey& k : keys) {
       finished += Finished(k.state) ? 1 : 0;
+      at_rung += k.state == v1::TRIAL_STOPPED_AT_RUNG ? 1 : 0;
       any_pending |= Pending(k.state);
       trials.push_back(
           SeedTrial{k.schedule, k.seed, k.is_baseline, Pending(k.state)});
     }
     // A trial finished between the two reads: read both again.
     if (finished != static_cast<int64_t>(outcomes.size())) continue;
-    PRISM_ASSIGN_OR_RETURN(RoundPlan decision,
-                           Decide(experiment.spec(), space, baseline, trials,
-                                  RankSchedules(space, baseline, outcomes)));
+    RoundPlan decision;
+    if (experiment.spec().strategy() == v1::STRATEGY_ASHA) {
+      const AshaSettings policy = AshaSettingsOf(experiment.spec());
+      PRISM_ASSIGN_OR_RETURN(std::vector<AshaTrial> asha,
+                             store_->ListAshaTrials(id, policy.rungs));
+      AshaDecision d = DecideAsha(policy.rungs, policy.eta, asha);
+      decision.note = DescribeAshaDecision(d);
+      decision.promotions = std::move(d.promotions);
+    } else {
+      PRISM_ASSIGN_OR_RETURN(decision,
+                             Decide(experiment.spec(), space, baseline, trials,
+                                    RankSchedules(space, baseline, outcomes)));
+    }
     // Nothing to add while trials are pending: the round that matters
     // comes when one of them finishes.
-    if (decision.trials.empty() && any_pending) return 0;
+    if (decision.trials.empty() && decision.promotions.empty() && any_pending) {
+      return 0;
+    }
     storage::SeedRound round;
     round.experiment_id = id;
     round.seen_trials = static_cast<int64_t>(keys.size());
-    round.seen_finished = finished;
+    // As ApplySeedRound counts: a trial stopping at a rung changes the
+    // state a decision was made from.
+    round.seen_finished = finished + at_rung;
     round.trials = std::move(decision.trials);
+    round.promotions = std::move(decision.promotions);
     round.note = std::move(decision.note);
     round.now_ms = clock_->NowMs();
     absl::StatusOr<storage::SeedRoundResult> result =
         store_->ApplySeedRound(round);
     if (absl::IsAborted(result.status())) continue;
     if (!result.ok()) return result.status();
-    Log(LogLevel::kInfo, result->added > 0 ? "seeds added" : "seeds decided")
+    Log(LogLevel::kInfo, result->added > 0      ? "seeds added"
+                         : result->promoted > 0 ? "trials promoted"
+                                                : "seeds decided")
         .Kv("experiment", id)
         .Kv("trials", result->added)
+        .Kv("promoted", result->promoted)
         .Kv("decision", round.note)
         .Kv("state", v1::ExperimentState_Name(result->state));
-    return result->added;
+    return result->added + result->promoted;
   }
   return absl::AbortedError(
       absl::StrCat("experiment ", id, ": trials kept finishing during ",

@@ -1,19 +1,24 @@
 // SeedPlanner: the coordinator's own trial decisions — adaptive seeds
-// (ExperimentSpec.seeds_policy) and guided search (STRATEGY_GUIDED).
-// When a trial of such an experiment finishes, it ranks the experiment's
-// finished trials (scheduler/ranking.h, as ResultsService.Rank does), decides
-// which schedules get their next seed (scheduler/adaptive_seeds.h), or which
-// new schedules to train on every seed (scheduler/guided.h), and applies
-// the decision with Store::ApplySeedRound, which also ends the experiment
-// when nothing is pending and nothing was added.
+// (ExperimentSpec.seeds_policy), guided search (STRATEGY_GUIDED) and ASHA's
+// promotions (STRATEGY_ASHA, scheduler/asha.h: a promoted schedule's trials
+// waiting at a rung are queued again with their next target).
+// When a trial of such an experiment finishes (or stops at a rung), it ranks
+// the experiment's finished trials (scheduler/ranking.h, as
+// ResultsService.Rank does), decides which schedules get their next seed
+// (scheduler/adaptive_seeds.h), which new schedules to train on every seed
+// (scheduler/guided.h), or which schedules go on past a rung (from their
+// val losses at the rungs, Store::ListAshaTrials), and applies the decision
+// with Store::ApplySeedRound, which also ends the experiment when nothing is
+// pending and nothing was added or promoted.
 //
 // A decision is a function of stored trials only and is applied in one
 // transaction, compare-and-set on the trial counts it was made from (a trial
 // that finished meanwhile makes it decide again), and a (schedule, seed) is
-// stored once; so a round run twice adds nothing the second time, and one a
-// crash interrupted is simply run again: ReconcileAll, at coordinator start,
-// runs a round for every unfinished experiment with a seeds policy or the
-// guided strategy.
+// stored once (a promotion moves only trials still waiting at its rung); so a
+// round run twice adds or promotes nothing the second time, and one a crash
+// interrupted is simply run again: ReconcileAll, at coordinator start, runs
+// a round for every unfinished experiment with a seeds policy, the guided or
+// the ASHA strategy.
 //
 //   SeedPlanner seeds(store, clock);
 //   seeds.ReconcileAll();            // at start
@@ -38,15 +43,17 @@ class SeedPlanner {
   SeedPlanner(storage::Store* store, const Clock* clock);
 
   // TrialFinished runs a round for the experiment when its spec has a seeds
-  // policy or the guided strategy and it is active or paused; returns the
-  // trials added (0 for any other experiment). NotFound for an unknown
+  // policy, the guided or the ASHA strategy and it is active or paused (a
+  // trial stopping at a rung counts as finished); returns the trials added
+  // or promoted (0 for any other experiment). NotFound for an unknown
   // experiment; Aborted when the experiment kept changing under every attempt
   // (the next finished trial, or a restart, runs the round again).
   absl::StatusOr<int> TrialFinished(int64_t experiment_id);
   // ReconcileAll runs a round for every active or paused experiment with a
-  // seeds policy or the guided strategy; returns the trials added in all. A
-  // round that fails is logged and skipped (a later finished trial or the next
-  // start retries); only a failure to list the experiments is returned.
+  // seeds policy, the guided or the ASHA strategy; returns the trials added
+  // or promoted in all. A round that fails is logged and skipped (a later
+  // finished trial or the next start retries); only a failure to list the
+  // experiments is returned.
   absl::StatusOr<int> ReconcileAll();
 
  private:

@@ -19,6 +19,7 @@
 #include "google/protobuf/stubs/common.h"
 #include "google/protobuf/text_format.h"
 #include "scheduler/adaptive_seeds.h"
+#include "scheduler/asha.h"
 #include "scheduler/guided.h"
 #include "scheduler/surrogate.h"
 #include "server/auth.h"
@@ -249,6 +250,25 @@ absl::Status PlannedSeeds(const v1::ExperimentSpec& spec,
   return absl::OkStatus();
 }
 
+// ResolveAsha checks STRATEGY_ASHA's settings against the resolved budget and
+// fills the defaults (eta 3, DefaultAshaRungs).
+absl::StatusOr<v1::AshaPolicy> ResolveAsha(const v1::ExperimentSpec& spec,
+                                           const v1::Budget& budget) {
+  if (spec.has_seeds_policy()) {
+    return Invalid("seeds_policy cannot be combined with STRATEGY_ASHA");
+  }
+  v1::AshaPolicy a = spec.asha();
+  if (a.eta() == 0) a.set_eta(kDefaultAshaEta);
+  std::vector<int64_t> rungs(a.rungs().begin(), a.rungs().end());
+  if (rungs.empty()) {
+    rungs = DefaultAshaRungs(budget.steps(), a.eta(), budget.eval_every());
+  }
+  PRISM_RETURN_IF_ERROR(
+      CheckAshaPlan(rungs, a.eta(), budget.steps(), budget.eval_every()));
+  *a.mutable_rungs() = {rungs.begin(), rungs.end()};
+  return a;
+}
+
 // CheckGuided checks STRATEGY_GUIDED's settings (and that nothing else
 // chooses the schedules) and returns the policy with its defaults filled in.
 absl::StatusOr<v1::GuidedPolicy> ResolveGuided(const v1::ExperimentSpec& spec,
@@ -476,6 +496,12 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
   if (spec.has_guided() && strategy != v1::STRATEGY_GUIDED) {
     return Invalid("guided is set but strategy is not STRATEGY_GUIDED");
   }
+  std::optional<v1::AshaPolicy> asha;
+  if (strategy == v1::STRATEGY_ASHA) {
+    PRISM_ASSIGN_OR_RETURN(asha, ResolveAsha(spec, budget));
+  } else if (spec.has_asha()) {
+    return Invalid("asha is set but strategy is not STRATEGY_ASHA");
+  }
   const std::string baseline_text =
       Schedule::Uniform(plan.shape.base_heads, plan.shape.layers).ToString();
   std::optional<v1::GuidedPolicy> guided;
@@ -488,7 +514,8 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
     if (schedules.empty()) return NoScheduleLeft(plan.space);
   } else if (!spec.schedules().empty()) {
     PRISM_ASSIGN_OR_RETURN(schedules, ExplicitSchedules(spec, plan.space));
-  } else if (strategy == v1::STRATEGY_RANDOM) {
+  } else if (strategy == v1::STRATEGY_RANDOM ||
+             (strategy == v1::STRATEGY_ASHA && spec.samples() > 0)) {
     if (spec.samples() <= 0) {
       return Invalid("samples must be positive for STRATEGY_RANDOM (got ",
                      absl::StrCat(spec.samples()), ")");
@@ -502,7 +529,7 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
         schedules,
         SampleSchedules(plan.space, spec.samples(), spec.sample_seed()));
     if (schedules.empty()) return NoScheduleLeft(plan.space);
-  } else if (strategy == v1::STRATEGY_GRID) {
+  } else if (strategy == v1::STRATEGY_GRID || strategy == v1::STRATEGY_ASHA) {
     PRISM_ASSIGN_OR_RETURN(
         schedules, GridSchedules(plan.space, seeds, options.max_trials));
   } else {
@@ -520,6 +547,7 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
   plan.spec.set_max_run(plan.space.max_run);
   plan.spec.set_strategy(strategy);
   if (guided.has_value()) *plan.spec.mutable_guided() = *guided;
+  if (asha.has_value()) *plan.spec.mutable_asha() = *asha;
   *plan.spec.mutable_seeds() = {all_seeds.begin(), all_seeds.end()};
   plan.spec.set_max_attempts(spec.max_attempts() > 0
                                  ? spec.max_attempts()
@@ -531,12 +559,15 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
   const Schedule baseline =
       Schedule::Uniform(plan.shape.base_heads, plan.shape.layers);
   plan.baseline = baseline.ToString();
+  // Under ASHA every schedule but the baseline trains to the first rung.
+  const int64_t first_target = asha.has_value() ? asha->rungs(0) : 0;
   plan.trials.reserve((schedules.size() + 1) * first_round.size());
   for (int64_t seed : first_round) {
     plan.trials.push_back(storage::NewTrial{plan.baseline, seed, true});
     for (const Schedule& s : schedules) {
       if (s == baseline) continue;
-      plan.trials.push_back(storage::NewTrial{s.ToString(), seed, false});
+      plan.trials.push_back(
+          storage::NewTrial{s.ToString(), seed, false, first_target});
     }
   }
   plan.config_fingerprint = Fingerprint(plan.spec);

@@ -189,9 +189,11 @@ void CheckAttempts(const TrialRow& t, std::vector<std::string>* problems) {
                                      " is still open"));
     return;
   }
-  const bool finished = t.state == v1::TRIAL_COMPLETED ||
-                        t.state == v1::TRIAL_DIVERGED ||
-                        t.state == v1::TRIAL_FAILED;
+  // A trial stopped at an ASHA rung ended its last attempt there, with
+  // metrics, as a finished one did.
+  const bool finished =
+      t.state == v1::TRIAL_COMPLETED || t.state == v1::TRIAL_DIVERGED ||
+      t.state == v1::TRIAL_FAILED || t.state == v1::TRIAL_STOPPED_AT_RUNG;
   if (!finished) return;
   if (t.attempts.empty()) {
     if (t.state != v1::TRIAL_FAILED) {

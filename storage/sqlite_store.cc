@@ -324,8 +324,8 @@ absl::StatusOr<CreatedExperiment> SqliteStore::CreateExperiment(
   PRISM_ASSIGN_OR_RETURN(
       Query q, c->Prepare("INSERT OR IGNORE INTO trials (experiment_id, "
                           "schedule, seed, config_fingerprint, is_baseline, "
-                          "state, total_steps, created_ms) VALUES (?, ?, ?, ?, "
-                          "?, ?, ?, ?)"));
+                          "state, total_steps, created_ms, target_steps) "
+                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"));
   for (const NewTrial& t : e.trials) {
     q.Bind(1, created.id);
     q.BindText(2, t.schedule);
@@ -335,6 +335,7 @@ absl::StatusOr<CreatedExperiment> SqliteStore::CreateExperiment(
     q.Bind(6, kQueued);
     q.Bind(7, e.total_steps);
     q.Bind(8, e.now_ms);
+    q.Bind(9, t.target_steps);
     PRISM_RETURN_IF_ERROR(q.Run());
     created.trials_created += static_cast<int>(c->changes());
   }
@@ -602,6 +603,50 @@ absl::StatusOr<std::vector<TrialKey>> SqliteStore::ListTrialKeys(
                             static_cast<v1::TrialState>(q.Int(3))});
   }
   return keys;
+}
+
+absl::StatusOr<std::vector<AshaTrial>> SqliteStore::ListAshaTrials(
+    int64_t experiment_id, const std::vector<int64_t>& rungs) {
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
+  PRISM_ASSIGN_OR_RETURN(Transaction txn,
+                         Transaction::Begin(r.get(), Transaction::Kind::kRead));
+  std::vector<AshaTrial> trials;
+  std::vector<int64_t> ids;
+  {
+    PRISM_ASSIGN_OR_RETURN(
+        Query q, r->Prepare("SELECT id, schedule, seed, is_baseline, state, "
+                            "target_steps FROM trials WHERE experiment_id = ? "
+                            "ORDER BY id"));
+    q.Bind(1, experiment_id);
+    while (true) {
+      PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      AshaTrial t;
+      ids.push_back(q.Int(0));
+      t.schedule = q.Text(1);
+      t.seed = q.Int(2);
+      t.is_baseline = q.Int(3) != 0;
+      t.at_rung = q.Int(4) == v1::TRIAL_STOPPED_AT_RUNG;
+      t.target_steps = q.Int(5);
+      trials.push_back(std::move(t));
+    }
+  }
+  // One indexed lookup per (trial, rung): the points key is (trial, split,
+  // step).
+  for (size_t i = 0; i < trials.size(); ++i) {
+    for (int64_t step : rungs) {
+      PRISM_ASSIGN_OR_RETURN(
+          Query q, r->Prepare("SELECT loss FROM points WHERE trial_id = ? AND "
+                              "split = ? AND step = ?"));
+      q.Bind(1, ids[i]);
+      q.Bind(2, static_cast<int64_t>(v1::SPLIT_VAL));
+      q.Bind(3, step);
+      PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+      if (row) trials[i].val_loss[step] = q.Double(0);
+    }
+  }
+  PRISM_RETURN_IF_ERROR(txn.Commit());
+  return trials;
 }
 
 absl::StatusOr<SeedRoundResult> SqliteStore::ApplySeedRound(

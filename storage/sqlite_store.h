@@ -1,13 +1,13 @@
 // SqliteStore: the Store on one SQLite file.
 //
-// Schema v9 (versioned migrations in a `schema_migrations` table, applied in
+// Schema v10 (versioned migrations in a `schema_migrations` table, applied in
 // one transaction at Open, idempotent): users, tokens (SHA-256 hashes only),
 // experiments (resolved spec as a binary proto), trials (unique per
 // (experiment, schedule, seed, config fingerprint); at completion the
 // metrics message, the ranking fields copied out of it into columns and a
 // compact val-curve blob, so ranking neither scans points nor parses
 // messages; v5: experiments' adaptive-seeds columns; v6: trials.device;
-// v9: tokens' id, expiry, revocation and last use),
+// v9: tokens' id, expiry, revocation and last use; v10: trials.target_steps),
 // trial_attempts, points (PRIMARY KEY (trial_id, split, step), WITHOUT ROWID)
 // and workers.
 //
@@ -50,7 +50,7 @@ class ReaderPool;
 }  // namespace internal
 
 // kSchemaVersion is the newest schema this binary knows.
-inline constexpr int kSchemaVersion = 9;
+inline constexpr int kSchemaVersion = 10;
 
 // SqliteStoreOptions are the choices SqliteStore::Open takes.
 struct SqliteStoreOptions {
@@ -127,6 +127,8 @@ class SqliteStore final : public Store {
       int64_t experiment_id) override;
   absl::StatusOr<std::vector<TrialKey>> ListTrialKeys(
       int64_t experiment_id) override;
+  absl::StatusOr<std::vector<AshaTrial>> ListAshaTrials(
+      int64_t experiment_id, const std::vector<int64_t>& rungs) override;
   absl::StatusOr<SeedRoundResult> ApplySeedRound(
       const SeedRound& round) override;
   absl::StatusOr<LastStored> LastStoredSteps(int64_t trial_id) override;

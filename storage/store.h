@@ -44,6 +44,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "prism/v1/prism.pb.h"
+#include "scheduler/asha.h"
 #include "scheduler/ranking.h"
 
 namespace prism::storage {
@@ -64,16 +65,19 @@ inline std::string TokenIdOf(const std::string& token_hash) {
 
 // DecidedByCoordinator is true for an experiment that a drained trial queue
 // does not end, because the coordinator decides whether trials are still to
-// be added (ApplySeedRound): one with a seeds policy or STRATEGY_GUIDED. Its
-// experiments row has adaptive_seeds = 1.
+// be added or promoted (ApplySeedRound): one with a seeds policy,
+// STRATEGY_GUIDED or STRATEGY_ASHA. Its experiments row has adaptive_seeds =
+// 1.
 inline bool DecidedByCoordinator(const v1::ExperimentSpec& spec) {
-  return spec.has_seeds_policy() || spec.strategy() == v1::STRATEGY_GUIDED;
+  return spec.has_seeds_policy() || spec.strategy() == v1::STRATEGY_GUIDED ||
+         spec.strategy() == v1::STRATEGY_ASHA;
 }
 
 struct NewTrial {
   std::string schedule;  // canonical form
   int64_t seed = 0;
   bool is_baseline = false;
+  int64_t target_steps = 0;  // STRATEGY_ASHA's first rung; 0: whole budget
 };
 
 // NewExperiment is a validated, fully resolved submission.
@@ -165,21 +169,26 @@ struct TrialKey {
   v1::TrialState state = v1::TRIAL_STATE_UNSPECIFIED;
 };
 
-// SeedRound is one adaptive-seeds decision to apply (server/seeds.h). It was
-// made from a snapshot with `seen_trials` trials of which `seen_finished`
-// had finished (completed, diverged or failed), and holds only while the
-// experiment still has exactly those counts.
+// SeedRound is one adaptive-seeds, guided or ASHA decision to apply
+// (server/seeds.h). It was made from a snapshot with `seen_trials` trials of
+// which `seen_finished` had finished (completed, diverged or failed) or
+// stopped at a rung, and holds only while the experiment still has exactly
+// those counts.
 struct SeedRound {
   int64_t experiment_id = 0;
   int64_t seen_trials = 0;
   int64_t seen_finished = 0;
   std::vector<NewTrial> trials;  // to add, queued
-  std::string note;              // the decision's summary, for users
+  // ASHA: each schedule's trials stopped at from_step are queued again with
+  // to_step as their target.
+  std::vector<AshaPromotion> promotions;
+  std::string note;  // the decision's summary, for users
   int64_t now_ms = 0;
 };
 
 struct SeedRoundResult {
   int added = 0;  // trials inserted (an existing (schedule, seed) is skipped)
+  int promoted = 0;  // trials queued again by the promotions
   v1::ExperimentState state = v1::EXPERIMENT_STATE_UNSPECIFIED;  // after it
 };
 
@@ -272,11 +281,18 @@ class Store {
   // (schedule, seed, is_baseline, state), by id.
   virtual absl::StatusOr<std::vector<TrialKey>> ListTrialKeys(
       int64_t experiment_id) = 0;
+  // ListAshaTrials returns every trial of the experiment as ASHA decides on
+  // it (scheduler/asha.h): at_rung for TRIAL_STOPPED_AT_RUNG, its target
+  // steps, and its stored val loss at each of `rungs` it has a point for.
+  virtual absl::StatusOr<std::vector<AshaTrial>> ListAshaTrials(
+      int64_t experiment_id, const std::vector<int64_t>& rungs) = 0;
   // ApplySeedRound applies an adaptive-seeds decision in one transaction:
   // when the experiment is active or paused and still has the round's seen
   // counts, it adds round.trials (queued, with the experiment's config
   // fingerprint; a (schedule, seed) it already has is skipped), adds their
-  // number to seeds_added, records the note, and marks the experiment done
+  // number to seeds_added, queues the promoted trials (those still stopped
+  // at the promotion's rung) with their next target, records the note, and
+  // marks the experiment done
   // when it then has no queued, leased or running trial. Aborted when the
   // counts changed (decide again on fresh state); OK and nothing written
   // for a cancelled or done experiment; NotFound. An experiment with a
@@ -337,7 +353,10 @@ class Store {
   virtual absl::StatusOr<std::vector<ReportOutcome>> WriteReports(
       const std::vector<const ReportWrite*>& reports) = 0;
   // CompleteTrial stores remaining points, the metrics and the compact val
-  // curve; the trial becomes completed (diverged when metrics.diverged()).
+  // curve; the trial becomes completed (diverged when metrics.diverged()),
+  // or TRIAL_STOPPED_AT_RUNG when it has a target_steps below total_steps
+  // (and did not diverge): the attempt ends there, the trial waits for an
+  // ASHA decision.
   // Idempotent: the same attempt completing again returns the trial.
   // FailedPrecondition for a stale attempt.
   virtual absl::StatusOr<v1::Trial> CompleteTrial(

@@ -11,6 +11,7 @@ set(PRISM_WEB_SOURCES
   index.html
   static/app.css
   static/js/api.js
+  static/js/asha.js
   static/js/charts.js
   static/js/dom.js
   static/js/format.js

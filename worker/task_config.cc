@@ -98,6 +98,7 @@ absl::StatusOr<model::TrainConfig> TrainConfigForTask(
   config.checkpoint_dir = CheckpointDirFor(task, resources);
   config.resume = !config.checkpoint_dir.empty();
   if (task.has_stored_step()) config.max_resume_step = task.stored_step();
+  config.stop_at_step = task.stop_at_step();
   return config;
 }
 

@@ -32,7 +32,8 @@ std::string CheckpointDirFor(const v1::TrialTask& task,
 // TrainConfigForTask builds the trainer's config: the preset's shape with the
 // task's non-zero overrides, the trial's schedule and seed, the data paths,
 // the budget (zero fields keep the trainer's defaults) and the worker's
-// resources; resume is on, so an existing checkpoint is continued. Returns
+// resources; resume is on, so an existing checkpoint is continued; the
+// task's stop_at_step (an ASHA rung) ends the run early. Returns
 // InvalidArgument naming the field for an unknown preset, a malformed
 // schedule, or a shape that fails ValidateShape.
 absl::StatusOr<model::TrainConfig> TrainConfigForTask(

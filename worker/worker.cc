@@ -468,7 +468,10 @@ TrialOutcome Worker::TrialRun::Finish(
       .Kv("discarded_checkpoint_step", result->discarded_checkpoint_step);
 
   const std::string dir = CheckpointDirFor(task_, worker_->options_.resources);
-  if (!dir.empty() && !worker_->options_.keep_checkpoints) {
+  // A trial stopped at an ASHA rung may be promoted and resume from its
+  // checkpoint there: only a final trial's are removed.
+  if (!dir.empty() && !worker_->options_.keep_checkpoints &&
+      task_.stop_at_step() == 0) {
     // The trial is final; its checkpoints (GBs at 124M) are no longer needed.
     std::error_code error;
     std::filesystem::remove_all(dir, error);

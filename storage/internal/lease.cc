@@ -358,7 +358,8 @@ absl::StatusOr<v1::Trial> CompleteTrial(
                          Transaction::Begin(c, Transaction::Kind::kWrite));
   PRISM_ASSIGN_OR_RETURN(LiveTrial t, ReadLiveTrial(c, ref.trial_id));
   const bool finished_by_this_attempt =
-      (t.state == v1::TRIAL_COMPLETED || t.state == v1::TRIAL_DIVERGED) &&
+      (t.state == v1::TRIAL_COMPLETED || t.state == v1::TRIAL_DIVERGED ||
+       t.state == v1::TRIAL_STOPPED_AT_RUNG) &&
       t.attempt == ref.attempt && t.worker_id == ref.worker_id;
   if (finished_by_this_attempt) {
     // A re-sent Complete whose first acknowledgement was lost.
@@ -384,15 +385,32 @@ absl::StatusOr<v1::Trial> CompleteTrial(
       AppendCurvePoint(q.Int(0), static_cast<float>(q.Double(1)), &curve);
     }
   }
-  const v1::TrialState state =
-      metrics.diverged() ? v1::TRIAL_DIVERGED : v1::TRIAL_COMPLETED;
+  int64_t target_steps = 0;
+  {
+    PRISM_ASSIGN_OR_RETURN(
+        Query q, c->Prepare("SELECT target_steps, total_steps FROM trials "
+                            "WHERE id = ?"));
+    q.Bind(1, ref.trial_id);
+    PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+    // An ASHA trial short of the budget waits at its rung; one that trained
+    // the whole budget anyway is simply completed.
+    if (row && q.Int(0) > 0 && q.Int(0) < q.Int(1) &&
+        metrics.steps() < q.Int(1)) {
+      target_steps = q.Int(0);
+    }
+  }
+  const v1::TrialState state = metrics.diverged() ? v1::TRIAL_DIVERGED
+                               : target_steps > 0 ? v1::TRIAL_STOPPED_AT_RUNG
+                                                  : v1::TRIAL_COMPLETED;
   {
     static const std::string sql = absl::StrCat(
         "UPDATE trials SET state = ?1, metrics = ?2, val_curve = ?3, "
         "last_step = MAX(last_step, ?4), started_ms = CASE WHEN started_ms = "
         "0 THEN ?5 ELSE started_ms END, finished_ms = ?5, lease_deadline_ms = "
-        "0, (",
-        kRankingColumns, ") = (", RankingPlaceholders(7), ") WHERE id = ?6");
+        "0, target_steps = CASE WHEN ?1 = ",
+        static_cast<int>(v1::TRIAL_STOPPED_AT_RUNG),
+        " THEN target_steps ELSE 0 END, (", kRankingColumns, ") = (",
+        RankingPlaceholders(7), ") WHERE id = ?6");
     PRISM_ASSIGN_OR_RETURN(Query q, c->Prepare(sql.c_str()));
     q.Bind(1, static_cast<int64_t>(state));
     q.BindBlob(2, metrics_blob);
@@ -563,13 +581,14 @@ absl::StatusOr<SeedRoundResult> ApplySeedRound(Connection* c,
   {
     PRISM_ASSIGN_OR_RETURN(
         Query q,
-        c->Prepare("SELECT COUNT(*), COALESCE(SUM(state IN (?, ?, ?)), 0), "
-                   "MIN(config_fingerprint) FROM trials WHERE experiment_id "
-                   "= ?"));
+        c->Prepare("SELECT COUNT(*), COALESCE(SUM(state IN (?, ?, ?, ?)), "
+                   "0), MIN(config_fingerprint) FROM trials WHERE "
+                   "experiment_id = ?"));
     q.Bind(1, static_cast<int64_t>(v1::TRIAL_COMPLETED));
     q.Bind(2, static_cast<int64_t>(v1::TRIAL_DIVERGED));
     q.Bind(3, static_cast<int64_t>(v1::TRIAL_FAILED));
-    q.Bind(4, round.experiment_id);
+    q.Bind(4, static_cast<int64_t>(v1::TRIAL_STOPPED_AT_RUNG));
+    q.Bind(5, round.experiment_id);
     PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row || q.Int(0) != round.seen_trials ||
         q.Int(1) != round.seen_finished) {
@@ -597,6 +616,25 @@ absl::StatusOr<SeedRoundResult> ApplySeedRound(Connection* c,
       q.Bind(7, round.now_ms);
       PRISM_RETURN_IF_ERROR(q.Run());
       result.added += static_cast<int>(c->changes());
+    }
+  }
+  {
+    // The trial keeps its last_step: its next lease resumes from the
+    // checkpoint at the rung.
+    PRISM_ASSIGN_OR_RETURN(
+        Query q, c->Prepare("UPDATE trials SET state = ?1, target_steps = ?2, "
+                            "finished_ms = 0 WHERE experiment_id = ?3 AND "
+                            "schedule = ?4 AND is_baseline = 0 AND state = ?5 "
+                            "AND target_steps = ?6"));
+    for (const AshaPromotion& p : round.promotions) {
+      q.Bind(1, kQueued);
+      q.Bind(2, p.to_step);
+      q.Bind(3, round.experiment_id);
+      q.BindText(4, p.schedule);
+      q.Bind(5, static_cast<int64_t>(v1::TRIAL_STOPPED_AT_RUNG));
+      q.Bind(6, p.from_step);
+      PRISM_RETURN_IF_ERROR(q.Run());
+      result.promoted += static_cast<int>(c->changes());
     }
   }
   {

@@ -110,6 +110,7 @@ v1::Trial TrialFromRow(const Query& q) {
   t.set_created_unix_ms(q.Int(13));
   t.set_started_unix_ms(q.Int(14));
   t.set_finished_unix_ms(q.Int(15));
+  t.set_target_steps(q.Int(16));
   return t;
 }
 
@@ -178,7 +179,8 @@ absl::StatusOr<v1::Experiment> ReadExperiment(Connection* conn, int64_t id) {
   }
   PRISM_ASSIGN_OR_RETURN(
       Query q,
-      conn->Prepare("SELECT state, COUNT(*), SUM(CASE WHEN state >= 4 THEN 1.0 "
+      conn->Prepare("SELECT state, COUNT(*), SUM(CASE WHEN state BETWEEN 4 AND "
+                    "7 THEN 1.0 "
                     "WHEN total_steps > 0 THEN MIN(1.0, last_step * 1.0 / "
                     "total_steps) ELSE 0.0 END) FROM trials WHERE "
                     "experiment_id = ? GROUP BY state"));
@@ -212,6 +214,9 @@ absl::StatusOr<v1::Experiment> ReadExperiment(Connection* conn, int64_t id) {
         break;
       case v1::TRIAL_CANCELLED:
         c->set_cancelled(n);
+        break;
+      case v1::TRIAL_STOPPED_AT_RUNG:
+        c->set_stopped_at_rung(n);
         break;
       default:
         break;

@@ -34,7 +34,7 @@ inline bool IsLive(int64_t state) {
 inline constexpr char kTrialColumns[] =
     "id, experiment_id, schedule, seed, is_baseline, state, attempt, "
     "worker_id, lease_deadline_ms, last_step, total_steps, metrics, error, "
-    "created_ms, started_ms, finished_ms";
+    "created_ms, started_ms, finished_ms, target_steps";
 // TrialFromRow reads a row of kTrialColumns, without attempt history.
 v1::Trial TrialFromRow(const Query& q);
 

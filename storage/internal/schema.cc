@@ -217,6 +217,12 @@ ALTER TABLE tokens ADD COLUMN revoked_ms INTEGER NOT NULL DEFAULT 0;
 ALTER TABLE tokens ADD COLUMN last_used_ms INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// v10: trials.target_steps, the step a STRATEGY_ASHA trial trains to before
+// its next rung decision (0: the whole budget, as every earlier trial).
+constexpr char kSchemaV10[] = R"sql(
+ALTER TABLE trials ADD COLUMN target_steps INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 // BackfillRankingColumns fills the ranking columns of every trial that
 // has a metrics message, parsing it with the generated TrialMetrics. A
 // message that does not parse leaves the row's columns NULL (and a warning),
@@ -274,6 +280,7 @@ const std::vector<Migration>& Migrations() {
       {7, "trials.cpu_share", kSchemaV7, BackfillRankingColumns},
       {8, "scaler tag and jobs", kSchemaV8, nullptr},
       {9, "tokens id, expiry, revocation, last use", kSchemaV9, nullptr},
+      {10, "trials.target_steps", kSchemaV10, nullptr},
   };
   return *migrations;
 }

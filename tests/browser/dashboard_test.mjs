@@ -17,6 +17,8 @@
 //     certificates) signing in leaves the token cookie to the server:
 //     HttpOnly, Secure, SameSite=Strict, unseen by scripts; signing out
 //     expires it.
+//   * a second, ASHA experiment's page lists its rung with the schedules
+//     that reached it and marks the ones the RPC says were promoted.
 // Screenshots go to --artifacts (printed). Every process it started is
 // stopped on success and on failure.
 //
@@ -204,6 +206,18 @@ schedules: "2x3,4x3"
 seeds: [1, 2]
 priority: 1
 `;
+// An ASHA experiment (after the first: lower priority): three schedules and
+// the baseline on one seed, one rung at step 10 where floor(3 / 3) = 1
+// goes on.
+const kAshaSpec = `
+name: "browser-asha"
+model { preset: "tiny" }
+budget { steps: 20 batch_size: 4 eval_every: 10 eval_batches: 2 log_every: 5 }
+schedules: ["1x2,4x4", "2x2,4x4", "2x3,4x3"]
+seeds: 1
+strategy: STRATEGY_ASHA
+asha { rungs: 10 }
+`;
 
 // startCoordinator starts `prism coordinator` on a new database named after
 // `name`, with `extra` flags; resolves to its ready file's endpoints, its
@@ -238,6 +252,10 @@ async function run() {
   const submitted = JSON.parse(await prism(['submit', specFile, ...client, '--format', 'json']));
   const experimentId = String(submitted.experiment?.id);
   check(/^\d+$/.test(experimentId), `submitted experiment #${experimentId}`);
+  const ashaFile = path.join(tmp, 'asha.textproto');
+  fs.writeFileSync(ashaFile, kAshaSpec);
+  const ashaId = String(JSON.parse(await prism(['submit', ashaFile, ...client, '--format', 'json'])).experiment?.id);
+  check(/^\d+$/.test(ashaId), `submitted ASHA experiment #${ashaId}`);
 
   const experiment = await waitFor('the experiment to finish', 420_000, async () => {
     const { status, body } = await api(ready.http, token, `/api/v1/experiments/${experimentId}`);
@@ -396,6 +414,27 @@ async function run() {
   check(metricsText.includes(finalVal), `metrics table shows the final val loss ${finalVal}`);
   check(await page.locator('#attempts-table tbody tr').count() >= 1, 'attempt history shown');
   await screenshot(page, 'trial');
+
+  // The ASHA experiment's rung view: the RPC's rungs, row for row.
+  await waitFor('the ASHA experiment to finish', 300_000, async () => {
+    const { body } = await api(ready.http, token, `/api/v1/experiments/${ashaId}`);
+    return body.state === 'EXPERIMENT_DONE' ? body : null;
+  });
+  const ashaRpc = JSON.parse(await prism(['results', '--experiment', ashaId, ...client, '--format', 'json']));
+  const rpcRung = (ashaRpc.ashaRungs || [])[0] || {};
+  const rpcPromoted = (rpcRung.schedules || []).filter((e) => e.promoted).map((e) => e.schedule);
+  check(rpcRung.step === '10' && (rpcRung.schedules || []).length === 3 && rpcPromoted.length >= 1,
+        `ASHA rung over RPC: step ${rpcRung.step}, ${(rpcRung.schedules || []).length} reached, `
+        + `promoted ${rpcPromoted.join(', ')}`);
+  await page.goto(`${base}/#/experiments/${ashaId}`);
+  await waitForView(page);
+  await page.waitForSelector('#asha-rungs .asha-rung[data-step="10"]');
+  const rungRows = await page.locator('#asha-rungs .asha-rung[data-step="10"] tbody tr').count();
+  const shownPromoted = await page.locator('#asha-rungs .asha-rung[data-step="10"] tbody tr.promoted')
+    .evaluateAll((rows) => rows.map((r) => r.dataset.schedule));
+  check(rungRows === 3 && JSON.stringify(shownPromoted) === JSON.stringify(rpcPromoted),
+        `ASHA rung view: ${rungRows} schedules, promoted ${shownPromoted.join(', ')}`);
+  await screenshot(page, 'asha-rungs');
 
   check(pageErrors.length === 0, `no JavaScript errors (${pageErrors.join('; ') || 'none'})`);
   await checkHttpsSession();

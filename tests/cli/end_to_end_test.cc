@@ -6,6 +6,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
@@ -238,6 +239,60 @@ TEST(EndToEndTest, AnAdaptiveExperimentAddsSeedsAndEnds) {
   ASSERT_EQ(status.status, 0) << status.err;
   EXPECT_THAT(status.out, HasSubstr("adaptive seeds 2..3 per schedule: "));
   EXPECT_THAT(status.out, HasSubstr("last decision: added no seed"));
+}
+
+TEST(EndToEndTest, AnAshaSearchPromotesAndResumesFromTheRung) {
+  LocalCluster cluster;
+  absl::StatusOr<v1::Experiment> done = RunShortExperiment(cluster, R"pb(
+    name: "e2e asha"
+    principles: [ PRINCIPLE_SMOOTH, PRINCIPLE_BASELINE, PRINCIPLE_POW2 ]
+    seeds: 1
+    strategy: STRATEGY_ASHA
+    asha { rungs: 10 }
+  )pb");
+  ASSERT_TRUE(done.ok()) << done.status() << cluster.Logs();
+  EXPECT_EQ(done->state(), v1::EXPERIMENT_DONE) << cluster.Logs();
+  // The baseline and 4 schedules. floor(3 / 3) = 1 goes on once three have
+  // reached the rung; the fourth too if it beats that one (floor(4 / 3) is
+  // still 1, and the asynchronous rule promotes the best not yet promoted).
+  EXPECT_EQ(done->counts().total(), 5);
+  absl::StatusOr<std::vector<v1::Trial>> trials =
+      cluster.ListTrials(done->id());
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  int promoted = 0;
+  for (const v1::Trial& t : *trials) {
+    if (t.state() == v1::TRIAL_STOPPED_AT_RUNG) {
+      CommandResult shown = cluster.Run({"trial", std::to_string(t.id())});
+      ASSERT_EQ(shown.status, 0) << shown.err;
+      EXPECT_THAT(shown.out, HasSubstr("stopped at the ASHA rung at step 10"));
+    }
+    if (t.is_baseline() || t.state() != v1::TRIAL_COMPLETED) continue;
+    ++promoted;
+    absl::StatusOr<v1::GetTrialResponse> full = cluster.GetTrial(t.id());
+    ASSERT_TRUE(full.ok()) << full.status();
+    ASSERT_EQ(full->trial().attempts_size(), 2) << cluster.Logs();
+    EXPECT_EQ(full->trial().attempts(0).outcome(), v1::TRIAL_STOPPED_AT_RUNG);
+    EXPECT_EQ(full->trial().attempts(0).resumed_from_step(), 0);
+    EXPECT_EQ(full->trial().attempts(1).resumed_from_step(), 10)
+        << cluster.Logs();
+    EXPECT_EQ(full->trial().metrics().steps(), kSteps);
+  }
+  EXPECT_TRUE(promoted == 1 || promoted == 2) << promoted;
+  EXPECT_EQ(done->counts().completed(), 1 + promoted);
+  EXPECT_EQ(done->counts().stopped_at_rung(), 4 - promoted);
+
+  CommandResult status = cluster.Run({"status", std::to_string(done->id())});
+  ASSERT_EQ(status.status, 0) << status.err;
+  EXPECT_THAT(status.out, HasSubstr(absl::StrCat(
+                              "asha: rungs at steps 10 (eta 3); ", 4 - promoted,
+                              " trials stopped at a rung")));
+  CommandResult results =
+      cluster.Run({"results", "--experiment", std::to_string(done->id())});
+  ASSERT_EQ(results.status, 0) << results.err;
+  EXPECT_THAT(results.out, HasSubstr("ASHA rungs"));
+  EXPECT_THAT(results.out, HasSubstr("paired delta"));
+  CommandResult check = cluster.CheckDb();
+  EXPECT_EQ(check.status, 0) << check.out << check.err;
 }
 
 TEST(EndToEndTest, AGuidedSearchEndsAtItsBudgetAndSuggestsTheRest) {

@@ -75,6 +75,17 @@ class TrainerTest : public ::testing::Test {
 
   std::string Path(const std::string& name) const { return dir_.File(name); }
 
+  // TrainThenResume trains `config` uninterrupted (the reference run, into
+  // `straight`), then sets it to checkpoint to ckpt/ and resume from there,
+  // for the interrupted runs compared with the reference.
+  absl::StatusOr<TrainResult> TrainThenResume(TrainConfig* config,
+                                              Recorder* straight) {
+    absl::StatusOr<TrainResult> full = Train(*config, straight);
+    config->checkpoint_dir = Path("ckpt");
+    config->resume = true;
+    return full;
+  }
+
   TrainConfig SmallRun() const {
     TrainConfig c;
     c.shape = *FindPreset("tiny");
@@ -241,11 +252,8 @@ TEST_F(TrainerTest, ResumedRunReproducesTheUninterruptedRunBitwise) {
   // window, which the checkpoint carries over.
   config.log_every = 3;
   Recorder straight;
-  absl::StatusOr<TrainResult> full = Train(config, &straight);
+  absl::StatusOr<TrainResult> full = TrainThenResume(&config, &straight);
   ASSERT_TRUE(full.ok()) << full.status();
-
-  config.checkpoint_dir = Path("ckpt");
-  config.resume = true;
   Recorder first;
   first.stop_after = 4;
   absl::StatusOr<TrainResult> stopped = Train(config, &first);
@@ -276,6 +284,45 @@ TEST_F(TrainerTest, ResumedRunReproducesTheUninterruptedRunBitwise) {
     EXPECT_EQ(resumed->curve[i].loss, full->curve[i].loss) << i;
   }
   EXPECT_EQ(second.checkpoints, (std::vector<int64_t>{6}));
+}
+
+TEST_F(TrainerTest, RunStoppedAtARungIsThePrefixItsResumeContinues) {
+  TrainConfig config = SmallRun();
+  config.measure_attention = false;
+  Recorder straight;
+  absl::StatusOr<TrainResult> full = TrainThenResume(&config, &straight);
+  ASSERT_TRUE(full.ok()) << full.status();
+  config.stop_at_step = 3;
+  Recorder rung;
+  absl::StatusOr<TrainResult> at_rung = Train(config, &rung);
+  ASSERT_TRUE(at_rung.ok()) << at_rung.status();
+  EXPECT_FALSE(at_rung->stopped);
+  EXPECT_EQ(at_rung->steps, 3);
+  EXPECT_EQ(rung.checkpoints, (std::vector<int64_t>{3}));
+  // The full run's learning rates: its val loss at the rung is the same.
+  ASSERT_FALSE(at_rung->curve.empty());
+  EXPECT_EQ(at_rung->curve.back().split, CurveSplit::kVal);
+  EXPECT_EQ(at_rung->curve.back().step, 3);
+  for (const CurvePoint& p : full->curve) {
+    if (p.split == CurveSplit::kVal && p.step == 3) {
+      EXPECT_EQ(at_rung->curve.back().loss, p.loss);
+    }
+  }
+
+  config.stop_at_step = 0;
+  Recorder promoted;
+  absl::StatusOr<TrainResult> resumed = Train(config, &promoted);
+  ASSERT_TRUE(resumed.ok()) << resumed.status();
+  EXPECT_EQ(resumed->resumed_from_step, 3);
+  ASSERT_EQ(promoted.losses.size(), 3u);
+  for (const auto& [step, loss] : promoted.losses) {
+    EXPECT_EQ(loss, straight.losses[step - 1].second) << "step " << step;
+  }
+  EXPECT_EQ(resumed->final_val_loss, full->final_val_loss);
+
+  config.stop_at_step = 4;  // not on the eval grid
+  EXPECT_THAT(Train(config, nullptr).status().message(),
+              HasSubstr("stop_at_step must be 0 or a multiple of eval_every"));
 }
 
 TEST_F(TrainerTest, RunResumedFromItsFinalCheckpointReportsTheWholeTrial) {
@@ -437,11 +484,8 @@ TEST_F(TrainerTest, CheckpointPastMaxResumeStepIsDiscardedForAFreshStart) {
   TrainConfig config = SmallRun();
   config.measure_attention = false;
   Recorder straight;
-  absl::StatusOr<TrainResult> full = Train(config, &straight);
+  absl::StatusOr<TrainResult> full = TrainThenResume(&config, &straight);
   ASSERT_TRUE(full.ok()) << full.status();
-
-  config.checkpoint_dir = Path("ckpt");
-  config.resume = true;
   Recorder first;
   first.stop_after = 4;
   ASSERT_TRUE(Train(config, &first).ok());

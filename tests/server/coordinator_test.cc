@@ -1274,5 +1274,202 @@ TEST_F(GuidedTest, SuggestNamesWhatItNeedsThenProposesOnlyUntriedSchedules) {
   EXPECT_EQ(ParseSchedule(r->suggestions(0).schedule())->heads(0), 1);
 }
 
+// AshaTest drives a STRATEGY_ASHA experiment by hand: three schedules and
+// the baseline on one seed, one rung at step 20, eta 3.
+class AshaTest : public ServiceTest {
+ protected:
+  static v1::ExperimentSpec AshaSpec() {
+    v1::ExperimentSpec spec = Spec({"1x2,4x4", "2x2,4x4", "2x3,4x3"}, {1});
+    spec.set_strategy(v1::STRATEGY_ASHA);
+    spec.mutable_budget()->set_eval_every(10);
+    spec.mutable_budget()->set_log_every(10);
+    spec.mutable_asha()->add_rungs(20);
+    return spec;
+  }
+
+  // Loss is each schedule's val loss curve: lower for wider first layers,
+  // the baseline (4x6) in between.
+  static double Loss(const std::string& schedule, int64_t step) {
+    const double level = schedule == "1x2,4x4"   ? 1.0
+                         : schedule == "2x2,4x4" ? 2.0
+                         : schedule == "4x6"     ? 2.5
+                                                 : 3.0;
+    return level + (100 - step) / 100.0;
+  }
+
+  // Train says where the attempt resumed (Start) and reports its train and
+  // val points up to the task's stop step (the whole budget when 0); then it
+  // completes through the RPC, or in storage only when `rpc` is false, as
+  // if the coordinator died before deciding on it.
+  void Train(const std::string& worker, const v1::TrialTask& task,
+             bool rpc = true) {
+    const v1::Trial& t = task.trial();
+    v1::StartRequest start;
+    start.set_worker_id(worker);
+    start.set_trial_id(t.id());
+    start.set_attempt(t.attempt());
+    start.set_resumed_from_step(task.resume_step());
+    v1::StartResponse started;
+    auto ctx = Ctx(worker_token_);
+    ASSERT_TRUE(workers_->Start(ctx.get(), start, &started).ok());
+    const int64_t end =
+        task.stop_at_step() > 0 ? task.stop_at_step() : t.total_steps();
+    std::vector<v1::LossPoint> points;
+    for (int64_t step = task.resume_step() + 10; step <= end; step += 10) {
+      const auto loss = static_cast<float>(Loss(t.schedule(), step));
+      points.push_back(Point(v1::SPLIT_TRAIN, step, loss));
+      points.push_back(Point(v1::SPLIT_VAL, step, loss));
+    }
+    v1::TrialMetrics metrics;
+    metrics.set_final_val_loss(Loss(t.schedule(), end));
+    metrics.set_min_val_loss(Loss(t.schedule(), end));
+    metrics.set_steps(end);
+    if (!rpc) {
+      ASSERT_TRUE(
+          coordinator_->store()
+              ->CompleteTrial(storage::AttemptRef{t.id(), t.attempt(), worker},
+                              metrics, points, clock_.NowMs())
+              .ok());
+      return;
+    }
+    v1::CompleteRequest req;
+    req.set_worker_id(worker);
+    req.set_trial_id(t.id());
+    req.set_attempt(t.attempt());
+    *req.mutable_metrics() = metrics;
+    for (const v1::LossPoint& p : points) *req.add_points() = p;
+    v1::CompleteResponse resp;
+    auto complete_ctx = Ctx(worker_token_);
+    ASSERT_TRUE(workers_->Complete(complete_ctx.get(), req, &resp).ok());
+  }
+
+  std::map<std::string, v1::Trial> TrialsBySchedule(int64_t id) {
+    v1::ListTrialsRequest req;
+    req.set_experiment_id(id);
+    v1::ListTrialsResponse resp;
+    auto ctx = Ctx(viewer_);
+    EXPECT_TRUE(experiments_->ListTrials(ctx.get(), req, &resp).ok());
+    std::map<std::string, v1::Trial> out;
+    for (const v1::Trial& t : resp.trials()) out[t.schedule()] = t;
+    return out;
+  }
+};
+
+TEST_F(AshaTest, PromotesTheBestAtTheRungAndResumesItFromTheRungCheckpoint) {
+  const int64_t id = Submit(alice_, AshaSpec());
+  ASSERT_GT(id, 0);
+  const std::string worker = Register(worker_token_);
+  // The baseline trains the whole budget; the schedules stop at the rung.
+  const v1::TrialTask baseline = Lease(worker_token_, worker);
+  EXPECT_EQ(baseline.trial().schedule(), "4x6");
+  EXPECT_EQ(baseline.stop_at_step(), 0);
+  Train(worker, baseline);
+  for (int i = 0; i < 2; ++i) {
+    const v1::TrialTask task = Lease(worker_token_, worker);
+    EXPECT_EQ(task.stop_at_step(), 20) << task.trial().schedule();
+    Train(worker, task);
+  }
+  // Two schedules at the rung: floor(2 / 3) = 0 promotions, and one of
+  // them ended its attempt waiting there.
+  std::map<std::string, v1::Trial> trials = TrialsBySchedule(id);
+  EXPECT_EQ(trials["1x2,4x4"].state(), v1::TRIAL_STOPPED_AT_RUNG);
+  EXPECT_EQ(GetExperiment(id).counts().stopped_at_rung(), 2);
+  // The third arrives but completes in storage only: the coordinator died
+  // before its decision, which the restart makes.
+  const v1::TrialTask third = Lease(worker_token_, worker);
+  ASSERT_EQ(third.trial().schedule(), "2x3,4x3");
+  Train(worker, third, /*rpc=*/false);
+  EXPECT_EQ(Lease(worker_token_, worker).trial().id(), 0);
+  EXPECT_EQ(GetExperiment(id).state(), v1::EXPERIMENT_ACTIVE);
+
+  Restart();
+  trials = TrialsBySchedule(id);
+  EXPECT_EQ(trials["1x2,4x4"].state(), v1::TRIAL_QUEUED);
+  EXPECT_EQ(trials["1x2,4x4"].target_steps(), 0);  // on to the whole budget
+  EXPECT_EQ(trials["2x2,4x4"].state(), v1::TRIAL_STOPPED_AT_RUNG);
+  const std::string note = GetExperiment(id).seeds_note();
+  EXPECT_THAT(note, HasSubstr("promoted 1x2,4x4 at 20 to the budget"));
+  Restart();  // decided again on the same state: nothing changes
+  EXPECT_EQ(GetExperiment(id).seeds_note(), note);
+  EXPECT_EQ(GetExperiment(id).counts().queued(), 1);
+
+  const v1::TrialTask promoted = Lease(worker_token_, worker);
+  EXPECT_EQ(promoted.trial().schedule(), "1x2,4x4");
+  EXPECT_EQ(promoted.trial().attempt(), 2);
+  EXPECT_EQ(promoted.resume_step(), 20);
+  EXPECT_EQ(promoted.stop_at_step(), 0);
+  EXPECT_GE(promoted.stored_step(), 20);
+  Train(worker, promoted);
+
+  const v1::Experiment e = GetExperiment(id);
+  EXPECT_EQ(e.state(), v1::EXPERIMENT_DONE);
+  EXPECT_EQ(e.counts().completed(), 2);
+  EXPECT_EQ(e.counts().stopped_at_rung(), 2);
+  const v1::Trial resumed = GetTrial(promoted.trial().id());
+  ASSERT_EQ(resumed.attempts_size(), 2);
+  EXPECT_EQ(resumed.attempts(0).outcome(), v1::TRIAL_STOPPED_AT_RUNG);
+  EXPECT_EQ(resumed.attempts(1).resumed_from_step(), 20);
+  EXPECT_EQ(resumed.state(), v1::TRIAL_COMPLETED);
+
+  // The ranking holds the schedule that trained the budget; the rung view
+  // shows every schedule that reached the rung, paired with the baseline.
+  v1::RankRequest rank;
+  rank.set_experiment_id(id);
+  v1::RankResponse ranked;
+  auto ctx = Ctx(viewer_);
+  ASSERT_TRUE(results_->Rank(ctx.get(), rank, &ranked).ok());
+  ASSERT_EQ(ranked.schedules_size(), 2);  // the baseline and 1x2,4x4
+  ASSERT_EQ(ranked.asha_rungs_size(), 1);
+  const v1::AshaRung& rung = ranked.asha_rungs(0);
+  EXPECT_EQ(rung.step(), 20);
+  EXPECT_TRUE(rung.paired());
+  EXPECT_EQ(rung.promote_quota(), 1);
+  ASSERT_EQ(rung.schedules_size(), 3);
+  EXPECT_EQ(rung.schedules(0).schedule(), "1x2,4x4");
+  EXPECT_TRUE(rung.schedules(0).promoted());
+  EXPECT_NEAR(rung.schedules(0).score(), -1.5, 1e-6);
+  EXPECT_FALSE(rung.schedules(1).promoted());
+}
+
+TEST_F(AshaTest, APromotedTrialWhoseLeaseExpiresKeepsItsTarget) {
+  v1::ExperimentSpec spec = AshaSpec();
+  spec.mutable_asha()->set_eta(2);  // floor(2 / 2) = 1 after two schedules
+  const int64_t id = Submit(alice_, spec);
+  ASSERT_GT(id, 0);
+  const std::string worker = Register(worker_token_);
+  for (int i = 0; i < 3; ++i) Train(worker, Lease(worker_token_, worker));
+  const v1::TrialTask promoted = Lease(worker_token_, worker);
+  ASSERT_EQ(promoted.trial().schedule(), "1x2,4x4");
+  ASSERT_EQ(promoted.resume_step(), 20);
+  // The worker dies: the next attempt still trains to the whole budget from
+  // the rung, not back to the rung or from 0.
+  clock_.Advance(31'000);
+  ASSERT_EQ(*coordinator_->queue()->ExpireLeases(), 1);
+  const v1::TrialTask again = Lease(worker_token_, worker);
+  EXPECT_EQ(again.trial().id(), promoted.trial().id());
+  EXPECT_EQ(again.trial().attempt(), promoted.trial().attempt() + 1);
+  EXPECT_EQ(again.stop_at_step(), 0);
+  EXPECT_EQ(again.resume_step(), 20);
+  Train(worker, again);
+  EXPECT_EQ(GetTrial(again.trial().id()).state(), v1::TRIAL_COMPLETED);
+}
+
+TEST_F(AshaTest, BadPoliciesAreRefusedNamingTheProblem) {
+  v1::ExperimentSpec low_eta = AshaSpec();
+  low_eta.mutable_asha()->set_eta(1);
+  v1::ExperimentSpec past_budget = AshaSpec();
+  past_budget.mutable_asha()->add_rungs(100);
+  for (const auto& [spec, message] :
+       std::vector<std::pair<v1::ExperimentSpec, std::string>>{
+           {low_eta, "asha.eta must be at least 2 (got 1)"},
+           {past_budget,
+            "asha.rungs[1] = 100 is not below budget.steps (100)"}}) {
+    grpc::Status status;
+    EXPECT_EQ(Submit(alice_, spec, &status), 0);
+    EXPECT_EQ(status.error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(status.error_message(), HasSubstr(message));
+  }
+}
+
 }  // namespace
 }  // namespace prism::server::testing

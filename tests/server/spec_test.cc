@@ -235,5 +235,74 @@ TEST(SpecTest, TheGridCapCountsEverySeedAPolicyMayAdd) {
               HasSubstr("21 schedules x 3 seeds, over the limit of 60"));
 }
 
+TEST(SpecTest, AshaResolvesDefaultRungsAndStartsSchedulesAtTheFirstRung) {
+  absl::StatusOr<ExperimentPlan> plan = Plan(
+      "model { preset: 'tiny' } seeds: 1 seeds: 2 strategy: STRATEGY_ASHA "
+      "schedules: '2x2,4x4' schedules: '1x2,4x4' "
+      "budget { steps: 180 eval_every: 20 }");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->spec.asha().eta(), 3);
+  EXPECT_THAT(plan->spec.asha().rungs(), ::testing::ElementsAre(20, 60));
+  ASSERT_EQ(plan->trials.size(), 6u);
+  for (const storage::NewTrial& t : plan->trials) {
+    EXPECT_EQ(t.target_steps, t.is_baseline ? 0 : 20) << t.schedule;
+  }
+  EXPECT_TRUE(storage::DecidedByCoordinator(plan->spec));
+}
+
+TEST(SpecTest, AshaKeepsListedRungsAndSamplesWhenAsked) {
+  absl::StatusOr<ExperimentPlan> plan = Plan(
+      "model { preset: 'tiny' } seeds: 1 strategy: STRATEGY_ASHA samples: 4 "
+      "asha { rungs: 40 rungs: 100 eta: 2 } "
+      "budget { steps: 200 eval_every: 20 }");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_THAT(plan->spec.asha().rungs(), ::testing::ElementsAre(40, 100));
+  EXPECT_EQ(plan->spec.asha().eta(), 2);
+  // The schedules STRATEGY_RANDOM draws with the same samples and seed.
+  absl::StatusOr<ExperimentPlan> random = Plan(
+      "model { preset: 'tiny' } seeds: 1 strategy: STRATEGY_RANDOM samples: 4 "
+      "budget { steps: 200 eval_every: 20 }");
+  ASSERT_TRUE(random.ok()) << random.status();
+  ASSERT_EQ(plan->trials.size(), random->trials.size());
+  for (size_t i = 0; i < plan->trials.size(); ++i) {
+    EXPECT_EQ(plan->trials[i].schedule, random->trials[i].schedule);
+    EXPECT_EQ(plan->trials[i].target_steps,
+              plan->trials[i].is_baseline ? 0 : 40);
+  }
+}
+
+TEST(SpecTest, BadAshaPoliciesAreInvalidArgumentsNamingTheProblem) {
+  const std::string base =
+      "model { preset: 'tiny' } seeds: 1 schedules: '2x2,4x4' "
+      "budget { steps: 100 eval_every: 10 } ";
+  struct Case {
+    std::string spec;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"strategy: STRATEGY_ASHA asha { eta: 1 }",
+       "asha.eta must be at least 2 (got 1)"},
+      {"strategy: STRATEGY_ASHA asha { rungs: 10 rungs: 100 }",
+       "asha.rungs[1] = 100 is not below budget.steps (100)"},
+      {"strategy: STRATEGY_ASHA asha { rungs: 30 rungs: 20 }",
+       "asha.rungs[1] = 20 must be above the rung before it (30)"},
+      {"strategy: STRATEGY_ASHA asha { rungs: 15 }",
+       "asha.rungs[0] = 15 is not a multiple of budget.eval_every (10)"},
+      {"strategy: STRATEGY_ASHA seeds_policy { min: 2 max: 4 }",
+       "seeds_policy cannot be combined with STRATEGY_ASHA"},
+      {"asha { eta: 3 }", "asha is set but strategy is not STRATEGY_ASHA"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<ExperimentPlan> plan = Plan(base + c.spec);
+    EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument)
+        << c.spec;
+    EXPECT_THAT(plan.status().message(), HasSubstr(c.message)) << c.spec;
+  }
+  absl::StatusOr<ExperimentPlan> short_budget = Plan(
+      "model { preset: 'tiny' } seeds: 1 strategy: STRATEGY_ASHA "
+      "budget { steps: 20 eval_every: 10 }");
+  EXPECT_THAT(short_budget.status().message(), HasSubstr("too short"));
+}
+
 }  // namespace
 }  // namespace prism::server

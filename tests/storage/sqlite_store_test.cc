@@ -554,7 +554,7 @@ TEST(SqliteStoreMigrationTest, V8TokensGetTheirIdAndNeverExpire) {
   EXPECT_EQ(QueryInt(path, "SELECT MAX(version) FROM schema_migrations"), 8);
   std::unique_ptr<SqliteStore> store = OpenOrDie(path);
   ASSERT_NE(store, nullptr);
-  EXPECT_EQ(*store->SchemaVersion(), 9);
+  EXPECT_EQ(*store->SchemaVersion(), kSchemaVersion);
   absl::StatusOr<TokenInfo> info = store->LookupToken(hash);
   ASSERT_TRUE(info.ok()) << info.status();
   EXPECT_EQ(info->id, std::string(12, 'c'));
@@ -1081,6 +1081,70 @@ TEST_F(SqliteStoreTest,
   ASSERT_TRUE(applied.ok());
   EXPECT_EQ(applied->added, 0);
   EXPECT_EQ(store_->GetExperiment(id)->counts().total(), 4);
+}
+
+TEST_F(SqliteStoreTest, AnAshaTrialWaitsAtItsRungUntilAPromotionRequeuesIt) {
+  NewExperiment e = MakeExperiment("alice", {"4x6", "2x2,4x4"}, {1});
+  e.spec.set_strategy(v1::STRATEGY_ASHA);
+  e.trials[1].target_steps = 20;
+  const int64_t id = CreateOrDie(e);
+  LeaseOrDie(id, "w1");  // the baseline, left running
+  const v1::Trial t = LeaseOrDie(id, "w2");
+  EXPECT_EQ(t.target_steps(), 20);
+  v1::TrialMetrics metrics;
+  metrics.set_steps(20);
+  metrics.set_final_val_loss(2.5);
+  v1::LossPoint val;
+  val.set_split(v1::SPLIT_VAL);
+  val.set_step(20);
+  val.set_loss(2.5f);
+  absl::StatusOr<v1::Trial> stopped = store_->CompleteTrial(
+      AttemptRef{t.id(), t.attempt(), "w2"}, metrics, {val}, 3000);
+  ASSERT_TRUE(stopped.ok()) << stopped.status();
+  EXPECT_EQ(stopped->state(), v1::TRIAL_STOPPED_AT_RUNG);
+  EXPECT_EQ(stopped->attempts(0).outcome(), v1::TRIAL_STOPPED_AT_RUNG);
+  EXPECT_EQ(store_->GetExperiment(id)->counts().stopped_at_rung(), 1);
+  // Not finished: not ranked, and a re-sent Complete is answered again.
+  EXPECT_TRUE(store_->ListFinishedOutcomes(id)->empty());
+  EXPECT_TRUE(store_
+                  ->CompleteTrial(AttemptRef{t.id(), t.attempt(), "w2"},
+                                  metrics, {val}, 3001)
+                  .ok());
+
+  absl::StatusOr<std::vector<AshaTrial>> asha =
+      store_->ListAshaTrials(id, {20});
+  ASSERT_TRUE(asha.ok()) << asha.status();
+  ASSERT_EQ(asha->size(), 2u);
+  EXPECT_FALSE((*asha)[0].at_rung);
+  EXPECT_TRUE((*asha)[1].at_rung);
+  EXPECT_EQ((*asha)[1].target_steps, 20);
+  EXPECT_DOUBLE_EQ((*asha)[1].val_loss.at(20), 2.5);
+
+  SeedRound round;
+  round.experiment_id = id;
+  round.seen_trials = 2;
+  round.seen_finished = 1;  // the trial at its rung counts
+  round.promotions = {AshaPromotion{"2x2,4x4", 20, 0}};
+  round.now_ms = 4000;
+  absl::StatusOr<SeedRoundResult> applied = store_->ApplySeedRound(round);
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  EXPECT_EQ(applied->promoted, 1);
+  // The same promotion again moves nothing: the trial left the rung.
+  round.seen_finished = 0;
+  applied = store_->ApplySeedRound(round);
+  ASSERT_TRUE(applied.ok()) << applied.status();
+  EXPECT_EQ(applied->promoted, 0);
+
+  const v1::Trial again = LeaseOrDie(id, "w2");
+  EXPECT_EQ(again.id(), t.id());
+  EXPECT_EQ(again.attempt(), 2);
+  EXPECT_EQ(again.target_steps(), 0);
+  EXPECT_EQ(again.last_step(), 20);  // the next attempt resumes here
+  metrics.set_steps(100);
+  absl::StatusOr<v1::Trial> done = store_->CompleteTrial(
+      AttemptRef{again.id(), again.attempt(), "w2"}, metrics, {}, 5000);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->state(), v1::TRIAL_COMPLETED);
 }
 
 }  // namespace

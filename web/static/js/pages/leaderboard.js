@@ -4,10 +4,11 @@
 // delta vs the uniform baseline with their 95% intervals; plus the principle
 // effects (the regression's effect of violating each with its interval, or
 // why it is not estimable) and their chart; and the schedules a surrogate
-// suggests training next (suggestions.js). Live over the experiment's event
-// stream.
+// suggests training next (suggestions.js); for an ASHA experiment, its rungs
+// (asha.js). Live over the experiment's event stream.
 
 import { api } from '../api.js';
+import { ashaCard } from '../asha.js';
 import { barChart, kColors } from '../charts.js';
 import { h, replace } from '../dom.js';
 import {
@@ -286,6 +287,7 @@ export async function render(ctx) {
                 hasNext: Boolean(rank.nextPageToken), onFirst: () => go('first'),
                 onPrev: () => go('prev'), onNext: () => go('next'),
               }) : null),
+            ashaCard(rank.ashaRungs),
             suggestions);
     if (effects.drawChart) effects.drawChart();
     return experiment;

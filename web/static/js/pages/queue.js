@@ -13,7 +13,7 @@ function countsCell(counts = {}) {
   const parts = [
     ['queued', counts.queued], ['leased', counts.leased], ['running', counts.running],
     ['completed', counts.completed], ['failed', counts.failed], ['diverged', counts.diverged],
-    ['cancelled', counts.cancelled],
+    ['cancelled', counts.cancelled], ['at-rung', counts.stoppedAtRung],
   ].filter(([, n]) => num(n) > 0);
   if (!parts.length) return h('span', { class: 'muted' }, 'no trials');
   return h('span', { class: 'counts' },

@@ -10,7 +10,7 @@ import { layerHeads, staircase } from '../staircase.js';
 import { badge, empty, pageQuery, pageState, pager, progressBar, section, stateBadge, table } from '../ui.js';
 
 const kPageSize = 50;
-const kStates = ['queued', 'leased', 'running', 'completed', 'failed', 'diverged', 'cancelled'];
+const kStates = ['queued', 'leased', 'running', 'completed', 'failed', 'diverged', 'cancelled', 'stopped_at_rung'];
 
 export async function render(ctx) {
   const id = ctx.params.id;

@@ -1,0 +1,169 @@
+#include "scheduler/asha.h"
+
+#include <algorithm>
+#include <tuple>
+#include <utility>
+
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+
+namespace prism {
+namespace {
+
+absl::Status Invalid(const std::string& message) {
+  return absl::InvalidArgumentError(message);
+}
+
+}  // namespace
+
+std::vector<int64_t> DefaultAshaRungs(int64_t steps, int eta, int eval_every) {
+  std::vector<int64_t> rungs;
+  if (eta < 2 || eval_every <= 0) return rungs;
+  int64_t divisor = eta;
+  while (static_cast<int>(rungs.size()) < kMaxDefaultAshaRungs) {
+    const int64_t rung = steps / divisor / eval_every * eval_every;
+    if (rung < eval_every) break;
+    if (rungs.empty() || rungs.back() != rung) rungs.push_back(rung);
+    divisor *= eta;
+  }
+  std::reverse(rungs.begin(), rungs.end());
+  return rungs;
+}
+
+absl::Status CheckAshaPlan(const std::vector<int64_t>& rungs, int eta,
+                           int64_t steps, int eval_every) {
+  if (eta < 2) {
+    return Invalid(absl::StrCat("asha.eta must be at least 2 (got ", eta,
+                                "): 1 / eta of a rung's schedules go on"));
+  }
+  if (rungs.empty()) {
+    return Invalid(absl::StrCat(
+        "asha.rungs: budget.steps (", steps,
+        ") is too short for a rung at steps / eta that is a multiple of "
+        "budget.eval_every (",
+        eval_every, "); list asha.rungs or train longer"));
+  }
+  for (size_t i = 0; i < rungs.size(); ++i) {
+    const std::string field = absl::StrCat("asha.rungs[", i, "] = ", rungs[i]);
+    if (rungs[i] <= 0) return Invalid(field + " must be positive");
+    if (i > 0 && rungs[i] <= rungs[i - 1]) {
+      return Invalid(absl::StrCat(field, " must be above the rung before it (",
+                                  rungs[i - 1], "): rungs strictly increase"));
+    }
+    if (rungs[i] >= steps) {
+      return Invalid(absl::StrCat(field, " is not below budget.steps (", steps,
+                                  "): a rung is a step before the budget's "
+                                  "end"));
+    }
+    if (eval_every > 0 && rungs[i] % eval_every != 0) {
+      return Invalid(absl::StrCat(
+          field, " is not a multiple of budget.eval_every (", eval_every,
+          "): a rung's score is the val loss at that step"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+AshaDecision DecideAsha(const std::vector<int64_t>& rungs, int eta,
+                        const std::vector<AshaTrial>& trials) {
+  std::map<std::string, std::vector<const AshaTrial*>> by_schedule;
+  std::map<int64_t, const AshaTrial*> baseline_by_seed;
+  for (const AshaTrial& t : trials) {
+    if (t.is_baseline) {
+      baseline_by_seed[t.seed] = &t;
+    } else {
+      by_schedule[t.schedule].push_back(&t);
+    }
+  }
+  AshaDecision decision;
+  for (size_t k = 0; k < rungs.size(); ++k) {
+    const int64_t step = rungs[k];
+    const int64_t next = k + 1 < rungs.size() ? rungs[k + 1] : 0;
+    AshaRungView view;
+    view.step = step;
+    // The schedules that reached the rung, and whether every seed among
+    // them has the baseline's loss there.
+    std::vector<std::pair<std::string, const std::vector<const AshaTrial*>*>>
+        reached;
+    view.paired = true;
+    for (const auto& [schedule, list] : by_schedule) {
+      const bool all_there = std::all_of(
+          list.begin(), list.end(),
+          [step](const AshaTrial* t) { return t->val_loss.count(step) > 0; });
+      if (!all_there) continue;
+      reached.emplace_back(schedule, &list);
+      for (const AshaTrial* t : list) {
+        auto b = baseline_by_seed.find(t->seed);
+        if (b == baseline_by_seed.end() ||
+            b->second->val_loss.count(step) == 0) {
+          view.paired = false;
+        }
+      }
+    }
+    if (reached.empty()) view.paired = false;
+    for (const auto& [schedule, list] : reached) {
+      AshaRungEntry entry;
+      entry.schedule = schedule;
+      double sum = 0.0;
+      for (const AshaTrial* t : *list) {
+        double loss = t->val_loss.at(step);
+        if (view.paired)
+          loss -= baseline_by_seed.at(t->seed)->val_loss.at(step);
+        sum += loss;
+      }
+      entry.seeds = static_cast<int>(list->size());
+      entry.score = sum / entry.seeds;
+      entry.promoted =
+          std::any_of(list->begin(), list->end(), [step](const AshaTrial* t) {
+            return t->target_steps == 0 || t->target_steps > step;
+          });
+      view.entries.push_back(std::move(entry));
+    }
+    std::sort(view.entries.begin(), view.entries.end(),
+              [](const AshaRungEntry& a, const AshaRungEntry& b) {
+                return std::tie(a.score, a.schedule) <
+                       std::tie(b.score, b.schedule);
+              });
+    view.quota = static_cast<int>(view.entries.size()) / eta;
+    for (int i = 0; i < view.quota; ++i) {
+      AshaRungEntry& entry = view.entries[i];
+      if (entry.promoted) continue;
+      const std::vector<const AshaTrial*>& list =
+          by_schedule.at(entry.schedule);
+      const bool waiting =
+          std::all_of(list.begin(), list.end(), [step](const AshaTrial* t) {
+            return t->at_rung && t->target_steps == step;
+          });
+      if (!waiting) continue;
+      entry.promoted = true;
+      decision.promotions.push_back(AshaPromotion{entry.schedule, step, next});
+    }
+    decision.rungs.push_back(std::move(view));
+  }
+  return decision;
+}
+
+std::string DescribeAshaDecision(const AshaDecision& d) {
+  std::vector<std::string> promoted;
+  for (const AshaPromotion& p : d.promotions) {
+    promoted.push_back(absl::StrCat(
+        p.schedule, " at ", p.from_step, " to ",
+        p.to_step == 0 ? std::string("the budget") : absl::StrCat(p.to_step)));
+  }
+  std::vector<std::string> parts;
+  parts.push_back(
+      promoted.empty()
+          ? std::string("asha: nothing to promote")
+          : absl::StrCat("asha: promoted ", absl::StrJoin(promoted, ", ")));
+  for (const AshaRungView& r : d.rungs) {
+    const int n = static_cast<int>(
+        std::count_if(r.entries.begin(), r.entries.end(),
+                      [](const AshaRungEntry& e) { return e.promoted; }));
+    parts.push_back(absl::StrCat("rung ", r.step, ": ", n, " of ",
+                                 r.entries.size(), " promoted (",
+                                 r.paired ? "paired" : "raw", ")"));
+  }
+  return absl::StrJoin(parts, "; ");
+}
+
+}  // namespace prism
