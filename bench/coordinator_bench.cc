@@ -840,6 +840,50 @@ int Rank(int trials, int points, int val_every, std::string db) {
 // --- soak
 // ----------------------------------------------------------------------
 
+// ReportLoop is the fleet of simulated workers the soak and the hostile run
+// share: worker w registers and leases, says it is ready, waits for `go`,
+// then reports every interval_ms (staggered across the fleet; closed loop at
+// 0) until `stop`, recording each report's latency and what was stored.
+struct ReportLoop {
+  std::string address;
+  std::string token;
+  int workers = 0;
+  int points_per_report = 0;
+  int interval_ms = 0;
+  std::atomic<int>* ready = nullptr;
+  const std::atomic<bool>* go = nullptr;
+  const std::atomic<bool>* stop = nullptr;
+  std::atomic<bool>* failed_setup = nullptr;
+  LatencyRecorder* latency = nullptr;
+  std::atomic<int64_t>* points = nullptr;
+  std::atomic<int64_t>* errors = nullptr;
+  std::vector<int64_t>* acked = nullptr;
+  std::vector<int64_t>* trial_ids = nullptr;
+
+  void Run(int w) const {
+    ReportingWorker worker(address, w, token, points_per_report);
+    if (!worker.Start()) *failed_setup = true;
+    (*trial_ids)[w] = worker.trial_id();
+    ++*ready;
+    while (!*go) std::this_thread::yield();
+    Clock::time_point next =
+        Clock::now() + std::chrono::milliseconds(interval_ms * w / workers);
+    while (!*stop && !*failed_setup && worker.HasSteps()) {
+      if (interval_ms > 0) {
+        std::this_thread::sleep_until(next);
+        next += std::chrono::milliseconds(interval_ms);
+      }
+      int64_t stored = 0;
+      const Clock::time_point t0 = Clock::now();
+      grpc::Status s = worker.Report(&stored);
+      latency->Record(Ms(Clock::now() - t0));
+      (*acked)[w] += stored;
+      *points += stored;
+      if (!s.ok()) ++*errors;
+    }
+  }
+};
+
 struct SoakOptions {
   int minutes = 10;
   int workers = 64;
@@ -953,31 +997,22 @@ int Soak(const SoakOptions& o) {
   std::atomic<int> ready{0};
   std::atomic<bool> go{false}, stop{false}, failed_setup{false};
   std::vector<std::thread> threads;
+  const ReportLoop fleet{c->grpc_address(),
+                         worker_token,
+                         o.workers,
+                         o.points_per_report,
+                         o.interval_ms,
+                         &ready,
+                         &go,
+                         &stop,
+                         &failed_setup,
+                         &counters.report_ms,
+                         &counters.points,
+                         &counters.report_errors,
+                         &acked,
+                         &trial_ids};
   for (int w = 0; w < o.workers; ++w) {
-    threads.emplace_back([&, w] {
-      ReportingWorker worker(c->grpc_address(), w, worker_token,
-                             o.points_per_report);
-      if (!worker.Start()) failed_setup = true;
-      trial_ids[w] = worker.trial_id();
-      ++ready;
-      while (!go) std::this_thread::yield();
-      Clock::time_point next =
-          Clock::now() +
-          std::chrono::milliseconds(o.interval_ms * w / o.workers);
-      while (!stop && !failed_setup && worker.HasSteps()) {
-        if (o.interval_ms > 0) {
-          std::this_thread::sleep_until(next);
-          next += std::chrono::milliseconds(o.interval_ms);
-        }
-        int64_t stored = 0;
-        const Clock::time_point t0 = Clock::now();
-        grpc::Status s = worker.Report(&stored);
-        counters.report_ms.Record(Ms(Clock::now() - t0));
-        acked[w] += stored;
-        counters.points += stored;
-        if (!s.ok()) ++counters.report_errors;
-      }
-    });
+    threads.emplace_back([&fleet, w] { fleet.Run(w); });
   }
   for (int r = 0; r < o.readers; ++r) {
     threads.emplace_back([&, r] {
@@ -1281,29 +1316,13 @@ int Hostile(const HostileOptions& o) {
   std::atomic<int> ready{0};
   std::atomic<bool> go{false}, stop{false}, failed_setup{false};
   std::vector<std::thread> threads;
+  const ReportLoop fleet{
+      grpc_address,  worker_token, o.workers, o.points_per_report,
+      o.interval_ms, &ready,       &go,       &stop,
+      &failed_setup, &k.report_ms, &k.points, &k.report_errors,
+      &acked,        &trial_ids};
   for (int w = 0; w < o.workers; ++w) {
-    threads.emplace_back([&, w] {
-      ReportingWorker worker(grpc_address, w, worker_token,
-                             o.points_per_report);
-      if (!worker.Start()) failed_setup = true;
-      trial_ids[w] = worker.trial_id();
-      ++ready;
-      while (!go) std::this_thread::yield();
-      Clock::time_point next =
-          Clock::now() +
-          std::chrono::milliseconds(o.interval_ms * w / o.workers);
-      while (!stop && !failed_setup && worker.HasSteps()) {
-        std::this_thread::sleep_until(next);
-        next += std::chrono::milliseconds(o.interval_ms);
-        int64_t stored = 0;
-        const Clock::time_point t0 = Clock::now();
-        grpc::Status s = worker.Report(&stored);
-        k.report_ms.Record(Ms(Clock::now() - t0));
-        acked[w] += stored;
-        k.points += stored;
-        if (!s.ok()) ++k.report_errors;
-      }
-    });
+    threads.emplace_back([&fleet, w] { fleet.Run(w); });
   }
   // Watchers: one thread and one channel each, spread over the users, on
   // the experiment the workers report into (every report is an event).
