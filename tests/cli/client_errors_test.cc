@@ -16,10 +16,6 @@ namespace {
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
-int Lines(const std::string& text) {
-  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
-}
-
 class ClientErrorsTest : public ::testing::Test {
  protected:
   static void SetUpTestSuite() {

@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <sstream>
@@ -351,6 +352,10 @@ std::map<int64_t, float> Reference(const LocalCluster& cluster,
     if (p.split() == v1::SPLIT_VAL) curve[p.step()] = p.loss();
   }
   return curve;
+}
+
+int Lines(const std::string& text) {
+  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
 }
 
 std::vector<int64_t> StepsOf(const v1::GetTrialResponse& trial,

@@ -176,6 +176,9 @@ std::map<int64_t, float> Reference(const LocalCluster& cluster,
                                    const std::string& schedule,
                                    const Recipe& r = {});
 
+// Lines counts the newline-terminated lines of `text` (a one-line error is 1).
+int Lines(const std::string& text);
+
 // StepsOf returns the steps of a trial's points of one split, in the order
 // the coordinator returned them.
 std::vector<int64_t> StepsOf(const v1::GetTrialResponse& trial,

@@ -19,12 +19,6 @@ CommandResult RunPrism(const std::vector<std::string>& args) {
   return prism::testing::RunPrism(args, {}, dir.File("cmd"));
 }
 
-int Lines(const std::string& text) {
-  int n = 0;
-  for (char c : text) n += c == '\n';
-  return n;
-}
-
 // ExpectUsageError checks the bad-input contract: exit 2, one line on
 // stderr mentioning `message`, nothing on stdout.
 void ExpectUsageError(const std::vector<std::string>& args,

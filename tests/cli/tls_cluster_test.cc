@@ -23,10 +23,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
-int Lines(const std::string& text) {
-  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
-}
-
 // WaitForLog waits until the file at `path` holds `text` (what a process
 // logs once it reached a state); false after a minute.
 bool WaitForLog(const std::string& path, const std::string& text) {

@@ -20,10 +20,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
-int Lines(const std::string& text) {
-  return static_cast<int>(std::count(text.begin(), text.end(), '\n'));
-}
-
 // IdOf returns the id `prism token create` printed on stderr
 // ("token <id> for ...").
 std::string IdOf(const CommandResult& created) {
