@@ -10,6 +10,7 @@
 namespace {
 
 using ::prism::testing::CommandResult;
+using ::prism::testing::Lines;
 using ::testing::HasSubstr;
 using ::testing::StartsWith;
 
