@@ -1131,6 +1131,8 @@ int Soak(const SoakOptions& o) {
 
 struct HostileOptions {
   int seconds = 60;
+  int window_seconds = 10;                    // one line of figures per window
+  std::vector<std::string> coordinator_args;  // e.g. a limit to try
   int workers = 64;
   int interval_ms = 100;
   int points_per_report = 100;
@@ -1148,7 +1150,8 @@ struct HostileCounters {
   std::atomic<int64_t> watch_open{0};
   std::atomic<int64_t> watch_refused{0};
   std::atomic<int64_t> watch_events{0};
-  std::atomic<int64_t> watch_cut{0};  // ended by the server mid-stream
+  std::atomic<int64_t> watch_rounds{0};  // messages: one per delivery round
+  std::atomic<int64_t> watch_cut{0};     // ended by the server mid-stream
   std::atomic<int64_t> list_pages{0};
   std::atomic<int64_t> list_bytes_max{0};
   std::atomic<int64_t> list_errors{0};
@@ -1267,6 +1270,7 @@ int Hostile(const HostileOptions& o) {
                  "60",
                  "--log-level",
                  "warning"};
+  for (const std::string& arg : o.coordinator_args) launch.args.push_back(arg);
   launch.env = {absl::StrCat("PRISM_ADMIN_TOKEN=", kAdminToken)};
   launch.log_path = dir.File("coordinator.log");
   launch.ready_file = dir.File("ready.json");
@@ -1330,10 +1334,15 @@ int Hostile(const HostileOptions& o) {
   std::vector<grpc::ClientContext*> contexts;
   for (int i = 0; i < o.watch_streams; ++i) {
     threads.emplace_back([&, i] {
+      // Connected before the clock starts, like a dashboard left open: the
+      // storm measured is of Watch calls, not of TCP handshakes.
+      std::shared_ptr<grpc::Channel> channel =
+          NewChannel(grpc_address, o.workers + i);
+      channel->WaitForConnected(std::chrono::system_clock::now() +
+                                std::chrono::seconds(30));
+      auto stub = v1::ResultsService::NewStub(channel);
       ++ready;
-      while (!go) std::this_thread::yield();
-      auto stub =
-          v1::ResultsService::NewStub(NewChannel(grpc_address, o.workers + i));
+      while (!go) std::this_thread::sleep_for(std::chrono::milliseconds(5));
       std::unique_ptr<grpc::ClientContext> ctx =
           Ctx(viewer_tokens[i % viewer_tokens.size()]);
       {
@@ -1343,14 +1352,15 @@ int Hostile(const HostileOptions& o) {
       }
       v1::WatchRequest req;
       req.set_experiment_id(ingest_id);
-      std::unique_ptr<grpc::ClientReader<v1::ExperimentEvent>> reader =
+      std::unique_ptr<grpc::ClientReader<v1::WatchResponse>> reader =
           stub->Watch(ctx.get(), req);
-      v1::ExperimentEvent event;
+      v1::WatchResponse round;
       bool opened = false;
-      while (reader->Read(&event)) {
+      while (reader->Read(&round)) {
         if (!opened) ++k.watch_open;
         opened = true;
-        ++k.watch_events;
+        k.watch_events += round.events_size();
+        ++k.watch_rounds;
       }
       const grpc::Status s = reader->Finish();
       if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
@@ -1481,30 +1491,36 @@ int Hostile(const HostileOptions& o) {
       "RSS is the coordinator process's (pid {}), MiB total (anonymous + "
       "file-backed); before the load: {}\n",
       pid, before.ToString());
-  std::cout << fmt::format("{:>5} {:>9} {:>19} {:>7} {:>9} {:>22}\n", "s",
+  std::cout << fmt::format("{:>5} {:>9} {:>19} {:>7} {:>9} {:>9} {:>22}\n", "s",
                            "points/s", "report p50 / p99 ms", "watches",
-                           "events/s", "RSS (anon + file)");
+                           "events/s", "msgs/s", "RSS (anon + file)");
   const Clock::time_point start = Clock::now();
   go = true;
   LatencyCounts report_total;
   double rss_max = before.total;
-  int64_t events_last = 0, points_last = 0;
-  const int windows = std::max(1, o.seconds / 10);
+  int64_t events_last = 0, rounds_last = 0, points_last = 0;
+  const int w = o.window_seconds;
+  const int windows = std::max(1, o.seconds / w);
   for (int wnd = 1; wnd <= windows; ++wnd) {
-    std::this_thread::sleep_until(start + std::chrono::seconds(10 * wnd));
+    std::this_thread::sleep_until(start + std::chrono::seconds(w * wnd));
     const LatencyCounts window = k.report_ms.Take();
     report_total.Add(window);
     const Rss rss = Rss::Read(pid);
     rss_max = std::max(rss_max, rss.total);
     const int64_t events = k.watch_events.load(), points = k.points.load();
-    std::cout << fmt::format(
-                     "{:>5} {:>9.0f} {:>8.3f} / {:<8.3f} {:>7} {:>9.0f} {:>22}",
-                     10 * wnd, (points - points_last) / 10.0,
-                     window.Percentile(50), window.Percentile(99),
-                     k.watch_open.load() - k.watch_cut.load(),
-                     (events - events_last) / 10.0, rss.ToString())
-              << std::endl;
+    const int64_t rounds = k.watch_rounds.load();
+    std::cout
+        << fmt::format(
+               "{:>5} {:>9.0f} {:>8.3f} / {:<8.3f} {:>7} {:>9.0f} {:>9.0f} "
+               "{:>22}",
+               w * wnd, (points - points_last) / double(w),
+               window.Percentile(50), window.Percentile(99),
+               k.watch_open.load() - k.watch_cut.load(),
+               (events - events_last) / double(w),
+               (rounds - rounds_last) / double(w), rss.ToString())
+        << std::endl;
     events_last = events;
+    rounds_last = rounds;
     points_last = points;
   }
   {
@@ -1522,9 +1538,9 @@ int Hostile(const HostileOptions& o) {
       report_total.max_ms, k.report_errors.load());
   std::cout << fmt::format(
       "watch: {} opened, {} refused (RESOURCE_EXHAUSTED at open), {} cut off "
-      "behind, {} events received\n",
+      "behind, {} events received in {} messages\n",
       k.watch_open.load(), k.watch_refused.load(), k.watch_cut.load(),
-      k.watch_events.load());
+      k.watch_events.load(), k.watch_rounds.load());
   std::cout << fmt::format(
       "list: {} maximal pages, largest {:.1f} MiB, {} errors\n",
       k.list_pages.load(), k.list_bytes_max.load() / 1048576.0,
@@ -1638,9 +1654,28 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   hostile->add_option("--workers", hostile_options.workers)
       ->capture_default_str();
+  hostile
+      ->add_option("--coordinator-arg", hostile_options.coordinator_args,
+                   "an extra `prism coordinator` argument (repeatable), e.g. "
+                   "--coordinator-arg=--watch-interval-ms=500")
+      ->allow_extra_args(false);
+  hostile
+      ->add_option("--window-seconds", hostile_options.window_seconds,
+                   "seconds per line of figures")
+      ->check(CLI::Range(1, 60))
+      ->capture_default_str();
   hostile->add_option("--watch-streams", hostile_options.watch_streams)
       ->capture_default_str();
   hostile->add_option("--slow-connections", hostile_options.slow_connections)
+      ->capture_default_str();
+  hostile
+      ->add_option("--list-threads", hostile_options.list_threads,
+                   "threads asking for maximal ScheduleService.List pages")
+      ->capture_default_str();
+  hostile
+      ->add_option("--oversized-threads", hostile_options.oversized_threads,
+                   "threads sending oversized specs, and as many sending "
+                   "32 MiB HTTP bodies")
       ->capture_default_str();
   hostile->add_option("--prism", hostile_options.prism, "the prism binary")
       ->capture_default_str();

@@ -305,6 +305,12 @@ void RegisterCoordinatorCommands(CLI::App& app, Action* action) {
   limit("--max-stream-buffer-bytes", l.max_stream_buffer_bytes,
         "Unsent events one stream may hold; a watcher further behind is "
         "cut off");
+  limit("--watch-interval-ms", l.watch_interval_ms,
+        "Live streams (Watch, dashboard events) get one round of updates per "
+        "interval: a trial's updates within it arrive merged as one event");
+  limit("--max-live-points", l.max_live_points,
+        "Points per split one merged live event carries (a busy trial's are "
+        "thinned; every point is stored)");
   limit("--max-active-experiments-per-user", l.max_active_experiments_per_user,
         "Active or paused experiments per user (admins: no limit)");
   limit("--max-user-priority", l.max_user_priority,

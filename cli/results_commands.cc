@@ -347,17 +347,19 @@ int Watch(const WatchOptions& o) {
       (*client)->NewContext(absl::InfiniteDuration());
   v1::WatchRequest request;
   request.set_experiment_id(o.id);
-  std::unique_ptr<grpc::ClientReader<v1::ExperimentEvent>> reader =
+  std::unique_ptr<grpc::ClientReader<v1::WatchResponse>> reader =
       (*client)->results()->Watch(context.get(), request);
-  v1::ExperimentEvent event;
+  v1::WatchResponse round;
   bool finished = false;
-  while (reader->Read(&event)) {
-    print(event);
-    if (event.has_experiment_updated() &&
-        Finished(event.experiment_updated().state())) {
-      finished = true;
-      context->TryCancel();
-      break;
+  while (!finished && reader->Read(&round)) {
+    for (const v1::ExperimentEvent& event : round.events()) {
+      print(event);
+      if (event.has_experiment_updated() &&
+          Finished(event.experiment_updated().state())) {
+        finished = true;
+        context->TryCancel();
+        break;
+      }
     }
   }
   status = (*client)->Check(reader->Finish());

@@ -145,7 +145,9 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
     : options_(options),
       tls_(std::move(tls)),
       clock_(clock),
-      store_(std::move(store)) {
+      store_(std::move(store)),
+      events_(absl::Milliseconds(options.limits.watch_interval_ms),
+              options.limits.max_live_points) {
   auth_ = std::make_unique<AuthManager>(store_.get(), clock_, options.auth);
   ingest_ = std::make_unique<IngestWriter>(store_.get(), IngestOptions{});
   const Limits& limits = options.limits;

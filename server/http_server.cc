@@ -140,18 +140,18 @@ std::string RouteLabel(const std::string& path) {
   return "other";
 }
 
-// SseStream buffers one event-stream client's events between the bus
+// SseStream buffers one event-stream client's rounds between the bus
 // (producer) and the HTTP thread writing them (consumer): the bus's shared
-// events, in an EventBuffer; a client further behind is cut off.
+// rounds, in an EventBuffer; a client further behind is cut off.
 class SseStream {
  public:
   explicit SseStream(int64_t max_bytes) : pending_(max_bytes) {}
-  void Push(const SharedEvent& e) {
+  void Push(const SharedRound& r) {
     absl::MutexLock lock(&mu_);
-    if (e.event == nullptr || !pending_.Push(e)) closed_ = true;
+    if (r.round == nullptr || !pending_.Push(r)) closed_ = true;
   }
   // Wait returns what arrived within `timeout`; false once closed and empty.
-  bool Wait(absl::Duration timeout, std::vector<SharedEvent>* out) {
+  bool Wait(absl::Duration timeout, std::vector<SharedRound>* out) {
     absl::MutexLock lock(&mu_);
     mu_.AwaitWithTimeout(absl::Condition(this, &SseStream::Ready), timeout);
     out->clear();
@@ -401,15 +401,13 @@ void HttpServer::ServeEvents(const httplib::Request& req,
   }
 
   auto stream = std::make_shared<SseStream>(options_.max_stream_buffer_bytes);
-  v1::ExperimentEvent first;
-  first.set_unix_ms(experiment->updated_unix_ms());
-  *first.mutable_experiment_updated() = *std::move(experiment);
-  SharedEvent shared;
-  shared.bytes = static_cast<int64_t>(first.ByteSizeLong());
-  shared.event = std::make_shared<const v1::ExperimentEvent>(std::move(first));
-  stream->Push(shared);
+  v1::WatchResponse first;
+  v1::ExperimentEvent* now = first.add_events();
+  now->set_unix_ms(experiment->updated_unix_ms());
+  *now->mutable_experiment_updated() = *std::move(experiment);
+  stream->Push(SharedRound::Of(std::move(first)));
   stream->subscription = events_->Subscribe(
-      id, [stream](const SharedEvent& e) { stream->Push(e); });
+      id, [stream](const SharedRound& r) { stream->Push(r); });
 
   res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
@@ -418,20 +416,21 @@ void HttpServer::ServeEvents(const httplib::Request& req,
   res.set_chunked_content_provider(
       "text/event-stream",
       [this, stream, keepalive, last_write](size_t, httplib::DataSink& sink) {
-        std::vector<SharedEvent> events;
+        std::vector<SharedRound> rounds;
         // Short waits so Stop() is noticed promptly.
         const bool open =
-            stream->Wait(std::min(keepalive, absl::Seconds(1)), &events);
+            stream->Wait(std::min(keepalive, absl::Seconds(1)), &rounds);
         if (stopping_) {
           sink.done();
           return true;
         }
         std::string chunk;
-        for (const SharedEvent& e : events) {
-          std::string json;
-          if (google::protobuf::util::MessageToJsonString(*e.event, &json)
-                  .ok()) {
-            absl::StrAppend(&chunk, "data: ", json, "\n\n");
+        for (const SharedRound& r : rounds) {
+          for (const v1::ExperimentEvent& e : r.round->events()) {
+            std::string json;
+            if (google::protobuf::util::MessageToJsonString(e, &json).ok()) {
+              absl::StrAppend(&chunk, "data: ", json, "\n\n");
+            }
           }
         }
         if (chunk.empty() && absl::Now() - *last_write >= keepalive) {

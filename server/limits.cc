@@ -75,6 +75,8 @@ absl::Status ValidateLimits(const Limits& l) {
       {"max-event-streams", l.max_event_streams},
       {"max-event-streams-per-user", l.max_event_streams_per_user},
       {"max-stream-buffer-bytes", l.max_stream_buffer_bytes},
+      {"watch-interval-ms", l.watch_interval_ms},
+      {"max-live-points", l.max_live_points},
       {"max-active-experiments-per-user", l.max_active_experiments_per_user},
       {"max-attempts-limit", l.max_attempts_limit},
       {"max-layers", l.max_layers},

@@ -51,6 +51,12 @@ struct Limits {
   // Events one stream may hold unsent, in bytes; a watcher further behind
   // is cut off (RESOURCE_EXHAUSTED) instead of buffered.
   int64_t max_stream_buffer_bytes = int64_t{16} << 20;
+  // Live streams are paced: one delivery round per interval, a trial's
+  // updates within it merged into one event (events.h), so watchers cost
+  // the coordinator per trial updated, not per point reported.
+  int watch_interval_ms = 1000;
+  // Points per split one merged live event carries; more are thinned.
+  int max_live_points = 8;
   // Active or paused experiments a non-admin user may have.
   int max_active_experiments_per_user = 100;
   // Non-admins' priorities lie in [-max_user_priority, max_user_priority].

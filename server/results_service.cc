@@ -14,12 +14,11 @@ namespace prism::server {
 namespace {
 
 // WatchReactor streams one experiment's events. It subscribes before any
-// write so nothing is missed, and writes one event at a time. Events are
+// write so nothing is missed, and writes one round at a time. Rounds are
 // the bus's shared messages: queuing one is a pointer copy under the bus's
 // lock, never a copy of its points. It holds one of the caller's stream
 // slots until it is done.
-class WatchReactor final
-    : public grpc::ServerWriteReactor<v1::ExperimentEvent> {
+class WatchReactor final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   WatchReactor(EventBus* events, StreamSlots* slots, std::string user,
                int64_t max_buffer_bytes)
@@ -30,16 +29,13 @@ class WatchReactor final
 
   // Begin queues `first` and subscribes; nothing is written before the
   // subscription id is known, so OnDone can always unsubscribe.
-  void Begin(int64_t experiment_id, v1::ExperimentEvent first) {
+  void Begin(int64_t experiment_id, v1::WatchResponse first) {
     {
       absl::MutexLock lock(&mu_);
-      SharedEvent e;
-      e.bytes = static_cast<int64_t>(first.ByteSizeLong());
-      e.event = std::make_shared<const v1::ExperimentEvent>(std::move(first));
-      pending_.Push(e);
+      pending_.Push(SharedRound::Of(std::move(first)));
     }
     const int64_t id = events_->Subscribe(
-        experiment_id, [this](const SharedEvent& e) { OnEvent(e); });
+        experiment_id, [this](const SharedRound& r) { OnRound(r); });
     absl::MutexLock lock(&mu_);
     subscription_ = id;
     started_ = true;
@@ -69,18 +65,18 @@ class WatchReactor final
   }
 
  private:
-  void OnEvent(const SharedEvent& e) {
+  void OnRound(const SharedRound& r) {
     absl::MutexLock lock(&mu_);
-    if (e.event == nullptr) {
+    if (r.round == nullptr) {
       closing_ = true;
     } else if (!finished_) {
-      const size_t events = pending_.size();
+      const size_t rounds = pending_.size();
       const int64_t bytes = pending_.bytes();
-      if (!pending_.Push(e)) {
+      if (!pending_.Push(r)) {
         FinishOnce(grpc::Status(
             grpc::StatusCode::RESOURCE_EXHAUSTED,
-            absl::StrCat("the watcher fell too far behind: ", events,
-                         " events, ", bytes,
+            absl::StrCat("the watcher fell too far behind: ", rounds,
+                         " rounds of events, ", bytes,
                          " bytes unsent; limit --max-stream-buffer-bytes=",
                          pending_.max_bytes())));
         return;
@@ -92,7 +88,7 @@ class WatchReactor final
   void MaybeWrite() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
     if (!started_ || finished_ || writing_) return;
     if (!pending_.empty()) {
-      current_ = pending_.Pop().event;
+      current_ = pending_.Pop().wire;
       writing_ = true;
       StartWrite(current_.get());
       return;
@@ -117,12 +113,12 @@ class WatchReactor final
   bool closing_ ABSL_GUARDED_BY(mu_) = false;
   bool finished_ ABSL_GUARDED_BY(mu_) = false;
   EventBuffer pending_ ABSL_GUARDED_BY(mu_);
-  // The event being written: gRPC reads it until OnWriteDone.
-  std::shared_ptr<const v1::ExperimentEvent> current_ ABSL_GUARDED_BY(mu_);
+  // The round being written, serialized: gRPC reads it until OnWriteDone.
+  std::shared_ptr<const grpc::ByteBuffer> current_ ABSL_GUARDED_BY(mu_);
 };
 
 // FailedWatch ends a Watch at once with an error.
-class FailedWatch final : public grpc::ServerWriteReactor<v1::ExperimentEvent> {
+class FailedWatch final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
  public:
   explicit FailedWatch(const grpc::Status& status) { Finish(status); }
   void OnDone() override { delete this; }
@@ -162,22 +158,30 @@ grpc::Status ResultsServiceImpl::Suggest(grpc::ServerContext* ctx,
   });
 }
 
-grpc::ServerWriteReactor<v1::ExperimentEvent>* ResultsServiceImpl::Watch(
-    grpc::CallbackServerContext* ctx, const v1::WatchRequest* req) {
-  v1::ExperimentEvent first;
+grpc::ServerWriteReactor<grpc::ByteBuffer>* ResultsServiceImpl::Watch(
+    grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request) {
+  v1::WatchRequest req;
+  grpc::ByteBuffer copy(*request);  // Deserialize consumes its buffer
+  if (!grpc::SerializationTraits<v1::WatchRequest>::Deserialize(&copy, &req)
+           .ok()) {
+    return new FailedWatch(grpc::Status(grpc::StatusCode::INVALID_ARGUMENT,
+                                        "cannot parse the WatchRequest"));
+  }
+  v1::WatchResponse first;
+  v1::ExperimentEvent* now = first.add_events();
   std::string user;
   const grpc::Status status =
       Serve(auth_, ctx, Permission::kRead, [&](const Caller& caller) {
-        PRISM_RETURN_IF_ERROR(Assign(experiments_->Get(req->experiment_id()),
-                                     first.mutable_experiment_updated()));
+        PRISM_RETURN_IF_ERROR(Assign(experiments_->Get(req.experiment_id()),
+                                     now->mutable_experiment_updated()));
         user = caller.user;
         return watch_slots_.Acquire(user);
       });
   if (!status.ok()) return new FailedWatch(status);
-  first.set_unix_ms(first.experiment_updated().updated_unix_ms());
+  now->set_unix_ms(now->experiment_updated().updated_unix_ms());
   auto* reactor = new WatchReactor(events_, &watch_slots_, std::move(user),
                                    max_stream_buffer_bytes_);
-  reactor->Begin(req->experiment_id(), std::move(first));
+  reactor->Begin(req.experiment_id(), std::move(first));
   return reactor;
 }
 

@@ -1,11 +1,12 @@
 // ResultsService over gRPC: Rank, GetTrial, Compare and Suggest on the sync API
 // (thin handlers over ResultsManager), and Watch on the callback API as a
 // ServerWriteReactor fed by the EventBus — it first sends the experiment's
-// current state, then every event, and ends when the client cancels or the
-// coordinator shuts down. Any role may call these. Watch streams are capped
-// in total and per user (Limits::max_watch_streams, _per_user:
-// RESOURCE_EXHAUSTED past either), and a watcher more than
-// max_stream_buffer_bytes behind is ended with RESOURCE_EXHAUSTED.
+// current state, then the bus's paced rounds of events (events.h), and ends
+// when the client cancels or the coordinator shuts down. Any role may call
+// these. Watch streams are capped in total and per user
+// (Limits::max_watch_streams, _per_user: RESOURCE_EXHAUSTED past either), and a
+// watcher more than max_stream_buffer_bytes behind is ended with
+// RESOURCE_EXHAUSTED.
 //
 // Thread-safety: handlers and reactions run concurrently on gRPC's threads.
 #ifndef PRISM_SERVER_RESULTS_SERVICE_H_
@@ -20,8 +21,10 @@
 
 namespace prism::server {
 
+// Watch is a raw callback method: a round is serialized once by the bus
+// (SharedRound::wire) and that one buffer is written to every watcher.
 class ResultsServiceImpl final
-    : public v1::ResultsService::WithCallbackMethod_Watch<
+    : public v1::ResultsService::WithRawCallbackMethod_Watch<
           v1::ResultsService::Service> {
  public:
   ResultsServiceImpl(AuthManager* auth, ResultsManager* results,
@@ -45,8 +48,10 @@ class ResultsServiceImpl final
                        v1::CompareResponse* resp) override;
   grpc::Status Suggest(grpc::ServerContext* ctx, const v1::SuggestRequest* req,
                        v1::SuggestResponse* resp) override;
-  grpc::ServerWriteReactor<v1::ExperimentEvent>* Watch(
-      grpc::CallbackServerContext* ctx, const v1::WatchRequest* req) override;
+  // Watch reads a v1::WatchRequest and streams v1::WatchResponse bytes.
+  grpc::ServerWriteReactor<grpc::ByteBuffer>* Watch(
+      grpc::CallbackServerContext* ctx,
+      const grpc::ByteBuffer* request) override;
 
  private:
   AuthManager* const auth_;

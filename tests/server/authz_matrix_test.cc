@@ -352,7 +352,7 @@ const std::vector<Row>& Rows() {
          req.set_experiment_id(w.experiment);
          auto ctx = Matrix::Ctx(token);
          auto reader = m.results().Watch(ctx.get(), req);
-         v1::ExperimentEvent first;
+         v1::WatchResponse first;
          if (reader->Read(&first)) {
            ctx->TryCancel();
            reader->Finish();

@@ -3,6 +3,7 @@
 #include <cmath>
 #include <functional>
 #include <map>
+#include <optional>
 #include <set>
 #include <thread>
 
@@ -655,23 +656,39 @@ TEST_F(ServiceTest, WatchStreamsTheExperimentThenItsEvents) {
   v1::WatchRequest req;
   req.set_experiment_id(id);
   auto reader = results_->Watch(&ctx, req);
-  v1::ExperimentEvent event;
-  ASSERT_TRUE(reader->Read(&event));
-  EXPECT_EQ(event.experiment_updated().id(), id);
+  v1::WatchResponse round;
+  ASSERT_TRUE(reader->Read(&round));
+  ASSERT_EQ(round.events_size(), 1);
+  EXPECT_EQ(round.events(0).experiment_updated().id(), id);
+  // Events arrive in rounds (one message each); read until `want` is seen.
+  auto next = [&](auto want) -> std::optional<v1::ExperimentEvent> {
+    while (reader->Read(&round)) {
+      for (const v1::ExperimentEvent& e : round.events()) {
+        if (want(e)) return e;
+      }
+    }
+    return std::nullopt;
+  };
   const std::string w = Register(worker_token_);
   const v1::TrialTask task = Lease(worker_token_, w);
-  ASSERT_TRUE(reader->Read(&event));
-  EXPECT_EQ(event.trial_updated().id(), task.trial().id());
-  EXPECT_EQ(event.trial_updated().state(), v1::TRIAL_LEASED);
+  std::optional<v1::ExperimentEvent> leased =
+      next([&](const v1::ExperimentEvent& e) {
+        return e.trial_updated().id() == task.trial().id();
+      });
+  ASSERT_TRUE(leased.has_value());
+  EXPECT_EQ(leased->trial_updated().state(), v1::TRIAL_LEASED);
   v1::ReportResponse r;
   ASSERT_TRUE(Report(worker_token_, w, task.trial(),
                      {Point(v1::SPLIT_TRAIN, 3, 2.0f)}, &r)
                   .ok());
-  ASSERT_TRUE(reader->Read(&event));
-  ASSERT_EQ(event.points_size(), 1);
-  EXPECT_EQ(event.points(0).step(), 3);
+  std::optional<v1::ExperimentEvent> reported =
+      next([](const v1::ExperimentEvent& e) { return e.points_size() > 0; });
+  ASSERT_TRUE(reported.has_value());
+  ASSERT_EQ(reported->points_size(), 1);
+  EXPECT_EQ(reported->points(0).step(), 3);
+  EXPECT_EQ(reported->trial_updated().state(), v1::TRIAL_RUNNING);
   ctx.TryCancel();
-  while (reader->Read(&event)) {
+  while (reader->Read(&round)) {
   }
   EXPECT_EQ(reader->Finish().error_code(), grpc::StatusCode::CANCELLED);
 }

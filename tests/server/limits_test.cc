@@ -372,7 +372,7 @@ TEST_F(LimitsTest, RegisterCannotTakeAnotherUsersWorkerId) {
 // OpenWatch starts a Watch as `token` and returns its first Read's result.
 struct Watch {
   std::unique_ptr<grpc::ClientContext> ctx;
-  std::unique_ptr<grpc::ClientReader<v1::ExperimentEvent>> reader;
+  std::unique_ptr<grpc::ClientReader<v1::WatchResponse>> reader;
   bool first_read = false;
 };
 
@@ -384,7 +384,7 @@ TEST_F(LimitsTest, WatchStreamsAreBoundedPerUserAndInTotal) {
     v1::WatchRequest req;
     req.set_experiment_id(id);
     w.reader = results_->Watch(w.ctx.get(), req);
-    v1::ExperimentEvent event;
+    v1::WatchResponse event;
     w.first_read = w.reader->Read(&event);
     return w;
   };
@@ -410,7 +410,7 @@ TEST_F(LimitsTest, WatchStreamsAreBoundedPerUserAndInTotal) {
 
   // A closed stream gives its slot back (once gRPC has finished it).
   a1.ctx->TryCancel();
-  v1::ExperimentEvent event;
+  v1::WatchResponse event;
   while (a1.reader->Read(&event)) {
   }
   a1.reader->Finish();
@@ -435,22 +435,20 @@ TEST_F(LimitsTest, WatchStreamsAreBoundedPerUserAndInTotal) {
   }
 }
 
-SharedEvent EventOfPoints(int points) {
-  v1::ExperimentEvent event;
+SharedRound RoundOfPoints(int points) {
+  v1::WatchResponse round;
+  v1::ExperimentEvent* event = round.add_events();
   for (int i = 0; i < points; ++i) {
-    v1::LossPoint* p = event.add_points();
+    v1::LossPoint* p = event->add_points();
     p->set_split(v1::SPLIT_TRAIN);
     p->set_step(i + 1);
     p->set_loss(2.0f);
   }
-  SharedEvent e;
-  e.bytes = static_cast<int64_t>(event.ByteSizeLong());
-  e.event = std::make_shared<const v1::ExperimentEvent>(std::move(event));
-  return e;
+  return SharedRound::Of(std::move(round));
 }
 
 TEST(EventBufferTest, AStreamFallingBehindIsCutOffAtItsByteBound) {
-  const SharedEvent big = EventOfPoints(100);  // ~1.4 KB
+  const SharedRound big = RoundOfPoints(100);  // ~1.4 KB
   EventBuffer buffer(/*max_bytes=*/2 * big.bytes);
   EXPECT_TRUE(buffer.Push(big));
   EXPECT_TRUE(buffer.Push(big));
@@ -461,37 +459,21 @@ TEST(EventBufferTest, AStreamFallingBehindIsCutOffAtItsByteBound) {
   EXPECT_EQ(buffer.bytes(), 0);
   // Events are shared, never copied: the buffer holds the bus's message.
   EXPECT_TRUE(buffer.Push(big));
-  EXPECT_EQ(buffer.Pop().event.get(), big.event.get());
+  EXPECT_EQ(buffer.Pop().round.get(), big.round.get());
   EXPECT_EQ(buffer.bytes(), 0);
-  EXPECT_EQ(buffer.Pop().event, nullptr);
+  EXPECT_EQ(buffer.Pop().round, nullptr);
 }
 
 TEST(EventBufferTest, AnEventAlwaysFitsAnEmptyBufferAndCountsAreBounded) {
   EventBuffer tiny(/*max_bytes=*/1);
-  EXPECT_TRUE(tiny.Push(EventOfPoints(1000)));
-  EXPECT_FALSE(tiny.Push(EventOfPoints(1)));
+  EXPECT_TRUE(tiny.Push(RoundOfPoints(1000)));
+  EXPECT_FALSE(tiny.Push(RoundOfPoints(1)));
   EventBuffer many(/*max_bytes=*/int64_t{1} << 40);
-  const SharedEvent small = EventOfPoints(0);
-  for (size_t i = 0; i < EventBuffer::kMaxEvents; ++i) {
+  const SharedRound small = RoundOfPoints(0);
+  for (size_t i = 0; i < EventBuffer::kMaxRounds; ++i) {
     ASSERT_TRUE(many.Push(small));
   }
   EXPECT_FALSE(many.Push(small));
-}
-
-TEST(EventBusTest, SubscribersShareOnePublishedEvent) {
-  EventBus bus;
-  std::vector<const v1::ExperimentEvent*> seen;
-  const int64_t a = bus.Subscribe(
-      7, [&](const SharedEvent& e) { seen.push_back(e.event.get()); });
-  const int64_t b = bus.Subscribe(
-      7, [&](const SharedEvent& e) { seen.push_back(e.event.get()); });
-  v1::ExperimentEvent event;
-  event.set_unix_ms(5);
-  bus.Publish(7, std::move(event));
-  ASSERT_EQ(seen.size(), 2u);
-  EXPECT_EQ(seen[0], seen[1]);
-  bus.Unsubscribe(a);
-  bus.Unsubscribe(b);
 }
 
 class PageBytesTest : public LimitsTest {

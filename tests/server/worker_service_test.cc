@@ -25,9 +25,10 @@ TEST(GrpcThreadingTest, OnlyReportAndWatchRunOnTheCallbackApi) {
   using ReportOnCallback =
       v1::WorkerService::WithCallbackMethod_Report<v1::WorkerService::Service>;
   static_assert(std::is_base_of_v<ReportOnCallback, WorkerServiceImpl>);
-  // ResultsService: Rank, GetTrial, Compare, Suggest sync; Watch a stream.
-  using WatchOnCallback =
-      v1::ResultsService::WithCallbackMethod_Watch<v1::ResultsService::Service>;
+  // ResultsService: Rank, GetTrial, Compare, Suggest sync; Watch a stream
+  // (raw: each round is serialized once for all watchers).
+  using WatchOnCallback = v1::ResultsService::WithRawCallbackMethod_Watch<
+      v1::ResultsService::Service>;
   static_assert(std::is_base_of_v<WatchOnCallback, ResultsServiceImpl>);
 }
 
