@@ -61,8 +61,10 @@
 #include <filesystem>
 #include <fstream>
 #include <iostream>
+#include <iterator>
 #include <memory>
 #include <mutex>
+#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
@@ -1168,6 +1170,21 @@ struct HostileCounters {
   std::atomic<int64_t> dashboard_errors{0};
 };
 
+// CpuSeconds is the user + system CPU time a process (or "self") has used.
+double CpuSeconds(const std::string& process = "self") {
+  std::ifstream stat("/proc/" + process + "/stat");
+  std::string text((std::istreambuf_iterator<char>(stat)),
+                   std::istreambuf_iterator<char>());
+  // Fields after the command name (which may hold spaces) end with ')'.
+  std::istringstream fields(text.substr(text.rfind(')') + 2));
+  std::string field;
+  double ticks = 0;
+  for (int i = 3; i <= 15 && fields >> field; ++i) {
+    if (i == 14 || i == 15) ticks += std::stod(field);  // utime, stime
+  }
+  return ticks / static_cast<double>(sysconf(_SC_CLK_TCK));
+}
+
 // OversizedSpecs are specs each limit refuses: too many seeds, too many
 // explicit schedules, a spec text past max_spec_bytes, a name past
 // max_string_bytes.
@@ -1476,6 +1493,8 @@ int Hostile(const HostileOptions& o) {
     return 1;
   }
   const Rss before = Rss::Read(pid);
+  const double coordinator_cpu_before = CpuSeconds(pid);
+  const double clients_cpu_before = CpuSeconds();
   std::cout << fmt::format(
       "hostile: {} s; {} workers each reporting {} points every {} ms into "
       "experiment {}; at once: {} Watch streams attempted on it by {} "
@@ -1556,6 +1575,15 @@ int Hostile(const HostileOptions& o) {
       k.slow_open.load(), k.slow_closed_by_server.load(), dashboard.n,
       dashboard.Percentile(50), dashboard.max_ms, k.dashboard_errors.load());
 
+  const double seconds_run = Ms(Clock::now() - start) / 1000.0;
+  std::cout << fmt::format(
+      "CPU over the run ({:.0f} s, {} cores = {:.0f} core-seconds): "
+      "coordinator {:.1f} s, this process (workers and hostile clients) "
+      "{:.1f} s\n",
+      seconds_run, std::thread::hardware_concurrency(),
+      seconds_run * std::thread::hardware_concurrency(),
+      CpuSeconds(pid) - coordinator_cpu_before,
+      CpuSeconds() - clients_cpu_before);
   const Rss after = Rss::Read(pid);
   auto results = v1::ResultsService::NewStub(NewChannel(grpc_address, -3));
   int64_t acked_points = 0, stored = 0;

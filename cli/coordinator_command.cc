@@ -308,6 +308,13 @@ void RegisterCoordinatorCommands(CLI::App& app, Action* action) {
   limit("--watch-interval-ms", l.watch_interval_ms,
         "Live streams (Watch, dashboard events) get one round of updates per "
         "interval: a trial's updates within it arrive merged as one event");
+  limit("--max-concurrent-reads", l.max_concurrent_reads,
+        "Expensive reads (schedule and trial pages, Rank, GetTrial, "
+        "Compare, Suggest, the dashboard's API) run at once; more wait in "
+        "line. 0: half the cores, at least 1");
+  limit("--max-waiting-reads", l.max_waiting_reads,
+        "Expensive reads waiting in line; more are refused "
+        "(RESOURCE_EXHAUSTED, HTTP 429)");
   limit("--max-live-points", l.max_live_points,
         "Points per split one merged live event carries (a busy trial's are "
         "thinned; every point is stored)");

@@ -147,7 +147,11 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
       clock_(clock),
       store_(std::move(store)),
       events_(absl::Milliseconds(options.limits.watch_interval_ms),
-              options.limits.max_live_points) {
+              options.limits.max_live_points),
+      reads_(options.limits.max_concurrent_reads > 0
+                 ? options.limits.max_concurrent_reads
+                 : ReadGate::DefaultConcurrency(),
+             options.limits.max_waiting_reads) {
   auth_ = std::make_unique<AuthManager>(store_.get(), clock_, options.auth);
   ingest_ = std::make_unique<IngestWriter>(store_.get(), IngestOptions{});
   const Limits& limits = options.limits;
@@ -181,14 +185,15 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
   plan_options.max_trials = limits.max_trials_per_experiment;
   experiments_ = std::make_unique<ExperimentManager>(
       store_.get(), clock_, &events_, plan_options, limits);
-  experiment_service_ =
-      std::make_unique<ExperimentServiceImpl>(auth_.get(), experiments_.get());
+  experiment_service_ = std::make_unique<ExperimentServiceImpl>(
+      auth_.get(), &reads_, experiments_.get());
   worker_service_ =
       std::make_unique<WorkerServiceImpl>(auth_.get(), queue_.get());
   results_service_ = std::make_unique<ResultsServiceImpl>(
-      auth_.get(), results_.get(), experiments_.get(), &events_, limits);
+      auth_.get(), results_.get(), experiments_.get(), &events_, &reads_,
+      limits);
   schedule_service_ =
-      std::make_unique<ScheduleServiceImpl>(auth_.get(), limits);
+      std::make_unique<ScheduleServiceImpl>(auth_.get(), &reads_, limits);
   auth_service_ = std::make_unique<AuthServiceImpl>(auth_.get());
   HttpOptions http_options;
   http_options.web_root = options.web_root;
@@ -200,7 +205,7 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
   http_options.tls_key_file = options.tls.key;
   http_ = std::make_unique<HttpServer>(
       auth_.get(), experiments_.get(), results_.get(), queue_.get(), &events_,
-      &metrics_, [this] { return SampleGauges(); }, http_options);
+      &reads_, &metrics_, [this] { return SampleGauges(); }, http_options);
   if (options.job_backend != nullptr) {
     scaler_ = std::make_unique<Scaler>(
         options.scaler, options.job_backend.get(), store_.get(),

@@ -47,6 +47,7 @@
 #include "server/limits.h"
 #include "server/metrics.h"
 #include "server/queue.h"
+#include "server/read_gate.h"
 #include "server/results.h"
 #include "server/scaler.h"
 #include "server/seeds.h"
@@ -160,6 +161,7 @@ class Coordinator {
   std::unique_ptr<storage::Store> store_;
   Metrics metrics_;
   EventBus events_;
+  ReadGate reads_;  // expensive reads, over gRPC and HTTP
   std::unique_ptr<AuthManager> auth_;
   std::unique_ptr<IngestWriter> ingest_;
   std::unique_ptr<QueueManager> queue_;

@@ -63,7 +63,7 @@ grpc::Status ExperimentServiceImpl::SetPriority(
 grpc::Status ExperimentServiceImpl::ListTrials(grpc::ServerContext* ctx,
                                                const v1::ListTrialsRequest* req,
                                                v1::ListTrialsResponse* resp) {
-  return Serve(auth_, ctx, Permission::kRead, [&](const Caller&) {
+  return ServeRead(auth_, reads_, ctx, [&](const Caller&) {
     return Assign(experiments_->ListTrials(*req), resp);
   });
 }

@@ -9,13 +9,15 @@
 #include "prism/v1/prism.grpc.pb.h"
 #include "server/auth.h"
 #include "server/experiments.h"
+#include "server/read_gate.h"
 
 namespace prism::server {
 
 class ExperimentServiceImpl final : public v1::ExperimentService::Service {
  public:
-  ExperimentServiceImpl(AuthManager* auth, ExperimentManager* experiments)
-      : auth_(auth), experiments_(experiments) {}
+  ExperimentServiceImpl(AuthManager* auth, ReadGate* reads,
+                        ExperimentManager* experiments)
+      : auth_(auth), reads_(reads), experiments_(experiments) {}
 
   grpc::Status Submit(grpc::ServerContext* ctx, const v1::SubmitRequest* req,
                       v1::SubmitResponse* resp) override;
@@ -40,6 +42,7 @@ class ExperimentServiceImpl final : public v1::ExperimentService::Service {
 
  private:
   AuthManager* const auth_;
+  ReadGate* const reads_;  // ListTrials
   ExperimentManager* const experiments_;
 };
 

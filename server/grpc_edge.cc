@@ -1,5 +1,9 @@
 #include "server/grpc_edge.h"
 
+#include <algorithm>
+
+#include "absl/time/clock.h"
+
 namespace prism::server {
 
 absl::StatusOr<Caller> AuthenticateCall(AuthManager* auth,
@@ -10,6 +14,11 @@ absl::StatusOr<Caller> AuthenticateCall(AuthManager* auth,
   return auth->Authenticate(
       absl::string_view(it->second.data(), it->second.size()),
       PeerHost(ctx->peer()));
+}
+
+absl::Time ReadDeadline(const grpc::ServerContextBase* ctx) {
+  return std::min(absl::FromChrono(ctx->deadline()),
+                  absl::Now() + absl::Minutes(1));
 }
 
 }  // namespace prism::server

@@ -21,6 +21,7 @@
 #include "absl/status/statusor.h"
 #include "proto/grpc_status.h"
 #include "server/auth.h"
+#include "server/read_gate.h"
 
 namespace prism::server {
 
@@ -47,6 +48,23 @@ grpc::Status Serve(AuthManager* auth, const grpc::ServerContextBase* ctx,
   absl::Status allowed = Authorize(*caller, permission);
   if (!allowed.ok()) return ToGrpcStatus(allowed);
   return ToGrpcStatus(fn(*caller));
+}
+
+// ReadDeadline is how long an expensive read may wait for the read gate:
+// the call's own deadline, at most a minute from now.
+absl::Time ReadDeadline(const grpc::ServerContextBase* ctx);
+
+// ServeRead is Serve for an expensive read (Permission::kRead): fn runs
+// holding one of the gate's slots, taken in turn (read_gate.h).
+template <typename Fn>
+grpc::Status ServeRead(AuthManager* auth, ReadGate* gate,
+                       const grpc::ServerContextBase* ctx, Fn&& fn) {
+  return Serve(
+      auth, ctx, Permission::kRead, [&](const Caller& caller) -> absl::Status {
+        absl::StatusOr<ReadGate::Slot> slot = gate->Enter(ReadDeadline(ctx));
+        if (!slot.ok()) return slot.status();
+        return fn(caller);
+      });
 }
 
 }  // namespace prism::server

@@ -51,6 +51,7 @@ int HttpStatusFor(const absl::Status& status) {
     case absl::StatusCode::kResourceExhausted:
       return 429;
     case absl::StatusCode::kUnavailable:
+    case absl::StatusCode::kDeadlineExceeded:  // e.g. no read slot in time
       return 503;
     default:
       return 500;
@@ -173,13 +174,14 @@ class SseStream {
 
 HttpServer::HttpServer(AuthManager* auth, ExperimentManager* experiments,
                        ResultsManager* results, QueueManager* queue,
-                       EventBus* events, Metrics* metrics, GaugeSampler gauges,
-                       HttpOptions options)
+                       EventBus* events, ReadGate* reads, Metrics* metrics,
+                       GaugeSampler gauges, HttpOptions options)
     : auth_(auth),
       experiments_(experiments),
       results_(results),
       queue_(queue),
       events_(events),
+      reads_(reads),
       metrics_(metrics),
       gauges_(std::move(gauges)),
       options_(std::move(options)),
@@ -286,6 +288,9 @@ void HttpServer::Route() {
         caller.ok() ? Authorize(*caller, Permission::kRead) : caller.status();
     if (!allowed.ok()) return WriteError(res, allowed);
     if (!request.ok()) return WriteError(res, request.status());
+    absl::StatusOr<ReadGate::Slot> slot =
+        reads_->Enter(absl::Now() + absl::Minutes(1));
+    if (!slot.ok()) return WriteError(res, slot.status());
     absl::StatusOr<std::string> body = Answer(*request, *caller);
     if (!body.ok()) return WriteError(res, body.status());
     const std::string header = req.get_header_value("Authorization");

@@ -64,6 +64,7 @@
 #include "server/http_api.h"
 #include "server/metrics.h"
 #include "server/queue.h"
+#include "server/read_gate.h"
 #include "server/results.h"
 
 namespace httplib {
@@ -98,9 +99,11 @@ class HttpServer {
  public:
   using GaugeSampler = std::function<Metrics::Snapshot()>;
 
+  // `reads` gates the JSON API's answers like the gRPC reads (read_gate.h).
   HttpServer(AuthManager* auth, ExperimentManager* experiments,
              ResultsManager* results, QueueManager* queue, EventBus* events,
-             Metrics* metrics, GaugeSampler gauges, HttpOptions options);
+             ReadGate* reads, Metrics* metrics, GaugeSampler gauges,
+             HttpOptions options);
   ~HttpServer();
 
   // Bind listens on host:port (port 0 picks a free one) and returns the
@@ -126,6 +129,7 @@ class HttpServer {
   ResultsManager* const results_;
   QueueManager* const queue_;
   EventBus* const events_;
+  ReadGate* const reads_;
   Metrics* const metrics_;
   const GaugeSampler gauges_;
   const HttpOptions options_;

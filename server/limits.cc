@@ -77,6 +77,7 @@ absl::Status ValidateLimits(const Limits& l) {
       {"max-stream-buffer-bytes", l.max_stream_buffer_bytes},
       {"watch-interval-ms", l.watch_interval_ms},
       {"max-live-points", l.max_live_points},
+      {"max-waiting-reads", l.max_waiting_reads},
       {"max-active-experiments-per-user", l.max_active_experiments_per_user},
       {"max-attempts-limit", l.max_attempts_limit},
       {"max-layers", l.max_layers},
@@ -90,6 +91,11 @@ absl::Status ValidateLimits(const Limits& l) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--", p.flag, " must be at least 1 (got ", p.value, ")"));
     }
+  }
+  if (l.max_concurrent_reads < 0) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--max-concurrent-reads must not be negative (got ",
+                     l.max_concurrent_reads, ")"));
   }
   if (l.max_user_priority < 0) {
     return absl::InvalidArgumentError(

@@ -57,6 +57,11 @@ struct Limits {
   int watch_interval_ms = 1000;
   // Points per split one merged live event carries; more are thinned.
   int max_live_points = 8;
+  // Expensive reads (List pages, Rank, GetTrial, Compare, Suggest,
+  // ListTrials, the dashboard's API) running at once, and waiting in line
+  // for a turn (read_gate.h): 0 = half the cores, at least 1.
+  int max_concurrent_reads = 0;
+  int max_waiting_reads = 256;
   // Active or paused experiments a non-admin user may have.
   int max_active_experiments_per_user = 100;
   // Non-admins' priorities lie in [-max_user_priority, max_user_priority].

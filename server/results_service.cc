@@ -129,7 +129,7 @@ class FailedWatch final : public grpc::ServerWriteReactor<grpc::ByteBuffer> {
 grpc::Status ResultsServiceImpl::Rank(grpc::ServerContext* ctx,
                                       const v1::RankRequest* req,
                                       v1::RankResponse* resp) {
-  return Serve(auth_, ctx, Permission::kRead, [&](const Caller&) {
+  return ServeRead(auth_, reads_, ctx, [&](const Caller&) {
     return Assign(results_->Rank(*req), resp);
   });
 }
@@ -137,7 +137,7 @@ grpc::Status ResultsServiceImpl::Rank(grpc::ServerContext* ctx,
 grpc::Status ResultsServiceImpl::GetTrial(grpc::ServerContext* ctx,
                                           const v1::GetTrialRequest* req,
                                           v1::GetTrialResponse* resp) {
-  return Serve(auth_, ctx, Permission::kRead, [&](const Caller&) {
+  return ServeRead(auth_, reads_, ctx, [&](const Caller&) {
     return Assign(results_->GetTrial(*req), resp);
   });
 }
@@ -145,7 +145,7 @@ grpc::Status ResultsServiceImpl::GetTrial(grpc::ServerContext* ctx,
 grpc::Status ResultsServiceImpl::Compare(grpc::ServerContext* ctx,
                                          const v1::CompareRequest* req,
                                          v1::CompareResponse* resp) {
-  return Serve(auth_, ctx, Permission::kRead, [&](const Caller&) {
+  return ServeRead(auth_, reads_, ctx, [&](const Caller&) {
     return Assign(results_->Compare(*req), resp);
   });
 }
@@ -153,7 +153,7 @@ grpc::Status ResultsServiceImpl::Compare(grpc::ServerContext* ctx,
 grpc::Status ResultsServiceImpl::Suggest(grpc::ServerContext* ctx,
                                          const v1::SuggestRequest* req,
                                          v1::SuggestResponse* resp) {
-  return Serve(auth_, ctx, Permission::kRead, [&](const Caller&) {
+  return ServeRead(auth_, reads_, ctx, [&](const Caller&) {
     return Assign(results_->Suggest(*req), resp);
   });
 }

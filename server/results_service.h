@@ -17,6 +17,7 @@
 #include "server/events.h"
 #include "server/experiments.h"
 #include "server/limits.h"
+#include "server/read_gate.h"
 #include "server/results.h"
 
 namespace prism::server {
@@ -29,8 +30,9 @@ class ResultsServiceImpl final
  public:
   ResultsServiceImpl(AuthManager* auth, ResultsManager* results,
                      ExperimentManager* experiments, EventBus* events,
-                     const Limits& limits)
+                     ReadGate* reads, const Limits& limits)
       : auth_(auth),
+        reads_(reads),
         results_(results),
         experiments_(experiments),
         events_(events),
@@ -55,6 +57,7 @@ class ResultsServiceImpl final
 
  private:
   AuthManager* const auth_;
+  ReadGate* const reads_;  // Rank, GetTrial, Compare, Suggest
   ResultsManager* const results_;
   ExperimentManager* const experiments_;
   EventBus* const events_;

@@ -75,7 +75,7 @@ grpc::Status ScheduleServiceImpl::Count(grpc::ServerContext* ctx,
 grpc::Status ScheduleServiceImpl::List(grpc::ServerContext* ctx,
                                        const v1::ListSchedulesRequest* req,
                                        v1::ListSchedulesResponse* resp) {
-  return Serve(auth_, ctx, Permission::kRead, [&](const Caller&) {
+  return ServeRead(auth_, reads_, ctx, [&](const Caller&) {
     return ListSpace(*req, max_page_bytes_, resp);
   });
 }

@@ -12,6 +12,7 @@
 #include "prism/v1/prism.grpc.pb.h"
 #include "server/auth.h"
 #include "server/limits.h"
+#include "server/read_gate.h"
 
 namespace prism::server {
 
@@ -20,8 +21,8 @@ inline constexpr int kMaxSchedulePageSize = 10000;
 
 class ScheduleServiceImpl final : public v1::ScheduleService::Service {
  public:
-  ScheduleServiceImpl(AuthManager* auth, const Limits& limits)
-      : auth_(auth), max_page_bytes_(limits.max_page_bytes) {}
+  ScheduleServiceImpl(AuthManager* auth, ReadGate* reads, const Limits& limits)
+      : auth_(auth), reads_(reads), max_page_bytes_(limits.max_page_bytes) {}
 
   grpc::Status Count(grpc::ServerContext* ctx,
                      const v1::CountSchedulesRequest* req,
@@ -35,6 +36,7 @@ class ScheduleServiceImpl final : public v1::ScheduleService::Service {
 
  private:
   AuthManager* const auth_;
+  ReadGate* const reads_;  // List
   const int64_t max_page_bytes_;
 };
 
