@@ -1141,7 +1141,8 @@ struct HostileOptions {
   int watch_streams = 1000;  // attempted, over watch_users users
   int watch_users = 10;
   int list_threads = 4;       // maximal ScheduleService.List pages
-  int oversized_threads = 2;  // oversized specs and oversized HTTP bodies
+  int oversized_threads = 2;  // oversized specs over gRPC
+  int body_threads = 2;       // 32 MiB HTTP bodies
   int slow_connections = 200;
   int64_t rss_bound_mib = 1024;
   std::string prism = std::string(PRISM_BINARY_DIR) + "/cli/prism";
@@ -1432,6 +1433,8 @@ int Hostile(const HostileOptions& o) {
         ++(s.ok() ? k.specs_accepted : k.specs_refused);
       }
     });
+  }
+  for (int i = 0; i < o.body_threads; ++i) {
     threads.emplace_back([&] {
       const std::string body(int64_t{32} << 20, 'x');
       ++ready;
@@ -1504,7 +1507,7 @@ int Hostile(const HostileOptions& o) {
       "a second\n",
       o.seconds, o.workers, o.points_per_report, o.interval_ms, ingest_id,
       o.watch_streams, o.watch_users, o.list_threads,
-      server::kMaxSchedulePageSize, o.oversized_threads, o.oversized_threads,
+      server::kMaxSchedulePageSize, o.oversized_threads, o.body_threads,
       o.slow_connections);
   std::cout << fmt::format(
       "RSS is the coordinator process's (pid {}), MiB total (anonymous + "
@@ -1702,8 +1705,11 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   hostile
       ->add_option("--oversized-threads", hostile_options.oversized_threads,
-                   "threads sending oversized specs, and as many sending "
-                   "32 MiB HTTP bodies")
+                   "threads sending oversized specs over gRPC")
+      ->capture_default_str();
+  hostile
+      ->add_option("--body-threads", hostile_options.body_threads,
+                   "threads POSTing 32 MiB HTTP bodies")
       ->capture_default_str();
   hostile->add_option("--prism", hostile_options.prism, "the prism binary")
       ->capture_default_str();
