@@ -4,8 +4,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <fstream>
+#include <functional>
 #include <sstream>
+#include <thread>
 #include <type_traits>
 #include <utility>
 #include <variant>
@@ -141,6 +144,70 @@ std::string RouteLabel(const std::string& path) {
   return "other";
 }
 
+// GrowingPool is the HTTP server's connection pool: `threads` wait for
+// connections, and while none is idle a new connection gets a thread of its
+// own, up to `max_threads` (then it waits in line). cpp-httplib 0.11 has no
+// deadline for a request's headers, so a client dripping a header byte at a
+// time holds its thread: with a fixed pool, a few dozen such clients left
+// nothing for the dashboard.
+class GrowingPool final : public httplib::TaskQueue {
+ public:
+  GrowingPool(int threads, int max_threads) : max_threads_(max_threads) {
+    absl::MutexLock lock(&mu_);
+    for (int i = 0; i < threads; ++i) Spawn();
+  }
+  ~GrowingPool() override { shutdown(); }
+
+  void enqueue(std::function<void()> fn) override {
+    absl::MutexLock lock(&mu_);
+    jobs_.push_back(std::move(fn));
+    if (idle_ < static_cast<int>(jobs_.size()) &&
+        static_cast<int>(threads_.size()) < max_threads_) {
+      Spawn();
+    }
+  }
+
+  void shutdown() override {
+    std::vector<std::thread> threads;
+    {
+      absl::MutexLock lock(&mu_);
+      shutting_down_ = true;
+      threads.swap(threads_);
+    }
+    for (std::thread& t : threads) t.join();
+  }
+
+ private:
+  void Spawn() ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    threads_.emplace_back([this] { Work(); });
+  }
+  bool HasJobOrShuttingDown() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    return !jobs_.empty() || shutting_down_;
+  }
+  void Work() {
+    while (true) {
+      std::function<void()> job;
+      {
+        absl::MutexLock lock(&mu_);
+        ++idle_;
+        mu_.Await(absl::Condition(this, &GrowingPool::HasJobOrShuttingDown));
+        --idle_;
+        if (jobs_.empty()) return;  // shutting down, and drained
+        job = std::move(jobs_.front());
+        jobs_.pop_front();
+      }
+      job();
+    }
+  }
+
+  const int max_threads_;
+  absl::Mutex mu_;
+  std::deque<std::function<void()>> jobs_ ABSL_GUARDED_BY(mu_);
+  std::vector<std::thread> threads_ ABSL_GUARDED_BY(mu_);
+  int idle_ ABSL_GUARDED_BY(mu_) = 0;
+  bool shutting_down_ ABSL_GUARDED_BY(mu_) = false;
+};
+
 // SseStream buffers one event-stream client's rounds between the bus
 // (producer) and the HTTP thread writing them (consumer): the bus's shared
 // rounds, in an EventBuffer; a client further behind is cut off.
@@ -194,11 +261,12 @@ HttpServer::HttpServer(AuthManager* auth, ExperimentManager* experiments,
                    options_.max_event_streams_per_user,
                    "max-event-streams-per-user") {
   const int threads = options_.threads;
+  const int max_threads = std::max(options_.threads, options_.max_threads);
   // Every route is a GET: a request body beyond this is refused with 413
   // before it is read.
   server_->set_payload_max_length(options_.max_request_body_bytes);
-  server_->new_task_queue = [threads] {
-    return new httplib::ThreadPool(threads);
+  server_->new_task_queue = [threads, max_threads] {
+    return new GrowingPool(threads, max_threads);
   };
   // Without TCP_NODELAY a response's second write waits for the client's
   // delayed ACK: ~40 ms per request on a kept-alive connection, which the

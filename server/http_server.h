@@ -76,12 +76,16 @@ struct Response;
 namespace prism::server {
 
 inline constexpr int kDefaultHttpThreads = 32;
+inline constexpr int kDefaultMaxHttpThreads = 512;
 inline constexpr int kDefaultMaxEventStreams = kDefaultHttpThreads / 2;
 
 struct HttpOptions {
   std::string web_root;  // directory with index.html and static/; "" = none
   // Each kept-alive connection and each event stream holds one thread.
   int threads = kDefaultHttpThreads;
+  // Connections served at once: a thread each beyond `threads` while none
+  // is idle (slow clients cannot starve the rest below this).
+  int max_threads = kDefaultMaxHttpThreads;
   int keepalive_seconds = 1;  // event streams' longest silence
   int max_event_streams = kDefaultMaxEventStreams;
   int max_event_streams_per_user = 4;

@@ -7,8 +7,12 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <atomic>
+#include <chrono>
 #include <fstream>
 #include <regex>
+#include <thread>
+#include <vector>
 
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
@@ -194,6 +198,44 @@ TEST_F(HttpTest, JsonApiEqualsTheRpcMessages) {
 
   EXPECT_EQ(Get("/api/v1/whoami", viewer_)->body,
             "{\"user\":\"vera\",\"role\":\"ROLE_VIEWER\"}");
+}
+
+// Slow clients (a header byte at a time, never finished) each hold a
+// connection's thread; more of them than the pool's resting threads must
+// not keep the dashboard waiting: the pool grows while none is idle.
+TEST_F(HttpTest, SlowClientsDoNotStarveTheDashboard) {
+  const std::string address = coordinator_->http_address();
+  int port = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(address.substr(address.rfind(':') + 1), &port));
+  std::vector<int> slow;
+  for (int i = 0; i < 2 * kDefaultHttpThreads; ++i) {
+    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(static_cast<uint16_t>(port));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0);
+    const std::string start = "GET /healthz HTTP/1.1\r\nX-Slow: ";
+    ASSERT_GT(send(fd, start.data(), start.size(), MSG_NOSIGNAL), 0);
+    slow.push_back(fd);
+  }
+  // Keep every slow client alive (a byte each well within the server's
+  // 5 s read timeout) for as long as the request below takes.
+  std::atomic<bool> done{false};
+  std::thread drip([&] {
+    while (!done) {
+      for (int fd : slow) send(fd, "a", 1, MSG_NOSIGNAL);
+      for (int t = 0; t < 10 && !done; ++t) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      }
+    }
+  });
+  httplib::Result r = Get("/api/v1/experiments", viewer_);  // 10 s timeout
+  done = true;
+  drip.join();
+  for (int fd : slow) close(fd);
+  ASSERT_TRUE(r) << httplib::to_string(r.error());
+  EXPECT_EQ(r->status, 200);
 }
 
 TEST_F(HttpTest, RequestsWithoutAValidTokenAre401Json) {
