@@ -3,19 +3,25 @@
 
 Runs whole searches through the real coordinator and its strategies, with
 `prism worker --replay FIXTURE` workers serving recorded curves instead of
-training: for each strategy and search seed it starts a coordinator and
-replay workers on loopback in a temp dir, submits the search, waits for the
-experiment to end (`prism watch`, which returns on the final state), and reads
-the schedule the search chose (the coordinator's ranking: the lowest mean
-final val loss among schedules trained to the whole budget) and the training
+training. It starts one coordinator and replay workers on loopback in a temp
+dir, then for each strategy and search seed submits the search as a new
+experiment, waits until the experiment's state is done (read from the
+coordinator's SQLite file, read-only), and reads from the same file the
+schedule the search chose (what `prism results` ranks first by mean final val
+loss: the lowest mean over the seeds of the val loss at the whole budget,
+among schedules trained to the whole budget on every seed) and the training
 steps it used (per trial, the last stored step; replayed trials never redo
-steps).
+steps). One process launch per search: on a loaded 2-core host each `prism`
+launch costs seconds.
 
-The reference is the full grid, run the same way once: its best schedule,
-and the schedules statistically tied with it by the project's own paired
-statistics (`prism compare --experiment GRID BEST X`: a two-sided paired
-t-test over the common seeds of the per-seed final val loss, p >= 0.05 is
-"tied"). A search succeeds when it chose the best or a tied schedule.
+The reference is the full grid, run the same way first: its best schedule,
+and the schedules statistically tied with it by the project's paired
+statistics: a two-sided paired t-test over the seeds of the per-seed final
+val loss difference (scheduler/statistics.h PairedTTestP, unadjusted, as
+`prism compare` decides better / worse / tied), p >= 0.05 is "tied". The
+driver computes it here (3 seeds: 2 degrees of freedom, p = 1 - |t| /
+sqrt(2 + t^2) exactly) and checks its verdicts against `prism compare` on a
+few schedules. A search succeeds when it chose the best or a tied schedule.
 
   python3 bench/replay_bench.py --prism build/cli/prism \
       --fixture bench/replay/grid_d64_l8_h8.replay \
@@ -25,7 +31,9 @@ t-test over the common seeds of the per-seed final val loss, p >= 0.05 is
 
 import argparse
 import json
+import math
 import os
+import re
 import shutil
 import signal
 import sqlite3
@@ -111,45 +119,55 @@ class Cluster:
             eid = int(json.loads(out)["experiment"]["id"])
         except (KeyError, ValueError) as e:
             raise RuntimeError(f"submit printed {out!r}") from e
-        self.prism_cmd("watch", str(eid))
+        # Wait for the experiment's final state (3 cancelled, 4 done).
+        while self.query("SELECT state FROM experiments WHERE id = ?",
+                         (eid,))[0][0] not in (3, 4):
+            time.sleep(0.1)
         return eid, time.time() - start
 
-    def experiment(self, eid):
-        return json.loads(self.prism_cmd("status", str(eid), "--format",
-                                         "json").stdout)
-
-    def ranking(self, eid):
-        """Every ranked schedule (the baseline among them), as JSON rows."""
-        ranking = json.loads(self.prism_cmd(
-            "results", "--experiment", str(eid), "--format", "json").stdout)
-        rows = list(ranking.get("schedules", []))
-        if ranking.get("baseline", {}).get("schedule") not in {
-                r["schedule"] for r in rows}:
-            rows.append(ranking["baseline"])
-        # Only schedules trained to the whole budget on every seed count.
-        seeds = max(r.get("seedsCompleted", 0) for r in rows)
-        return [r for r in rows
-                if "finalValLoss" in r and r.get("seedsCompleted") == seeds]
-
-    def best(self, eid):
-        """The ranking's schedule with the lowest mean final val loss."""
-        best = min(self.ranking(eid),
-                   key=lambda r: float(r["finalValLoss"]["mean"]))
-        return best["schedule"], float(best["finalValLoss"]["mean"])
-
-    def steps_used(self, eid):
-        db = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True)
+    def query(self, sql, args):
+        db = sqlite3.connect(f"file:{self.db}?mode=ro", uri=True, timeout=30)
         try:
-            rows = db.execute(
-                "SELECT t.id, MAX(p.step) FROM trials t JOIN points p ON "
-                "p.trial_id = t.id WHERE t.experiment_id = ? GROUP BY t.id",
-                (eid,)).fetchall()
-            states = db.execute(
-                "SELECT state, COUNT(*) FROM trials WHERE experiment_id = ? "
-                "GROUP BY state", (eid,)).fetchall()
+            return db.execute(sql, args).fetchall()
         finally:
             db.close()
+
+    def final_losses(self, eid, steps):
+        """{schedule: {seed: final val loss}} of trials trained to `steps`."""
+        out = {}
+        for schedule, seed, loss in self.query(
+                "SELECT t.schedule, t.seed, p.loss FROM trials t JOIN points p"
+                " ON p.trial_id = t.id WHERE t.experiment_id = ? AND"
+                " p.split = 2 AND p.step = ?", (eid, steps)):
+            out.setdefault(schedule, {})[seed] = loss
+        seeds = max(len(v) for v in out.values())
+        return {s: v for s, v in out.items() if len(v) == seeds}
+
+    def best(self, eid, steps):
+        losses = self.final_losses(eid, steps)
+        mean = {s: statistics.mean(v.values()) for s, v in losses.items()}
+        best = min(mean, key=mean.get)
+        return best, mean[best]
+
+    def steps_used(self, eid):
+        rows = self.query(
+            "SELECT t.id, MAX(p.step) FROM trials t JOIN points p ON "
+            "p.trial_id = t.id WHERE t.experiment_id = ? GROUP BY t.id",
+            (eid,))
+        states = self.query(
+            "SELECT state, COUNT(*) FROM trials WHERE experiment_id = ? "
+            "GROUP BY state", (eid,))
         return sum(step for _, step in rows), dict(states)
+
+
+def paired_p(deltas):
+    """Two-sided paired t-test p-value for 3 deltas (2 degrees of freedom)."""
+    assert len(deltas) == 3, "the closed form is for 3 seeds"
+    m, sd = statistics.mean(deltas), statistics.stdev(deltas)
+    if sd == 0:
+        return 1.0 if m == 0 else 0.0
+    t = m / (sd / math.sqrt(3))
+    return 1 - abs(t) / math.sqrt(2 + t * t)
 
 
 def spec_for(base, strategy, seed, args):
@@ -170,6 +188,46 @@ def spec_for(base, strategy, seed, args):
     return base + f"\nname: \"replay {strategy} seed {seed}\"\n" + extra
 
 
+def run_grid(c, base, args, steps_per_trial):
+    """Runs the full grid; returns its best, tied set and steps."""
+    eid, seconds = c.search(spec_for(base, "grid", 0, args))
+    losses = c.final_losses(eid, steps_per_trial)
+    best, best_loss = c.best(eid, steps_per_trial)
+    steps, states = c.steps_used(eid)
+    seeds = sorted(losses[best])
+    tied, p_values = [best], {}
+    for s, v in losses.items():
+        if s != best:
+            p_values[s] = paired_p([v[k] - losses[best][k] for k in seeds])
+            if p_values[s] >= 0.05:
+                tied.append(s)
+    # The project's own verdicts on a few: the least tied schedules
+    # and the tied one closest to the line.
+    by_p = sorted(p_values, key=p_values.get)
+    checked = by_p[:args.check_compare] + [
+        s for s in by_p if p_values[s] >= 0.05][:1]
+    for s in checked:
+        cmp = json.loads(c.prism_cmd(
+            "compare", "--experiment", str(eid), best, s, "--format",
+            "json").stdout)
+        mine = "VERDICT_TIED" if p_values[s] >= 0.05 else "not tied"
+        theirs = cmp.get("verdict")
+        if (theirs == "VERDICT_TIED") != (mine == "VERDICT_TIED"):
+            raise RuntimeError(f"{s}: p {p_values[s]:.4f} here, "
+                               f"prism compare says {theirs}")
+        print(f"  compare {best} {s}: {theirs}, p {cmp.get('pValue')}"
+              f" (here {p_values[s]:.4f})")
+    mean = {s: statistics.mean(v.values()) for s, v in losses.items()}
+    grid = {"best": best, "best_loss": best_loss, "steps": steps,
+            "states": states, "seconds": seconds, "tied": tied,
+            "schedules": len(losses), "mean_loss": mean,
+            "p_values": p_values}
+    print(f"grid: best {best} ({best_loss:.4f}), {len(tied) - 1} of "
+          f"{len(losses) - 1} other schedules tied with it, {steps} steps, "
+          f"{seconds:.1f}s", flush=True)
+    return grid
+
+
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--prism", default="build/cli/prism")
@@ -177,7 +235,7 @@ def main():
     ap.add_argument("--spec", required=True,
                     help="the fixture's grid spec (no strategy fields)")
     ap.add_argument("--searches", type=int, default=20)
-    ap.add_argument("--workers", type=int, default=4)
+    ap.add_argument("--workers", type=int, default=2)
     ap.add_argument("--strategies", default="random,asha,guided")
     ap.add_argument("--samples", type=int, default=47,
                     help="random and guided: schedules beside the baseline")
@@ -187,59 +245,50 @@ def main():
     ap.add_argument("--eta", type=int, default=3)
     ap.add_argument("--asha-samples", type=int, default=0,
                     help="ASHA over this many random draws (0: the grid)")
+    ap.add_argument("--check-compare", type=int, default=3,
+                    help="check this many tied verdicts with prism compare")
+    ap.add_argument("--grid-from",
+                    help="take the grid's results from an earlier --out "
+                         "instead of running it")
     ap.add_argument("--out", required=True)
     ap.add_argument("--keep", action="store_true", help="keep temp dirs")
     args = ap.parse_args()
     base = open(args.spec).read()
     result = {"args": vars(args), "searches": []}
 
+    steps_per_trial = int(re.search(r"steps:\s*(\d+)", base).group(1))
     with Cluster(args.prism, args.fixture, args.workers, args.keep) as c:
-        eid, seconds = c.search(spec_for(base, "grid", 0, args))
-        best, best_loss = c.best(eid)
-        steps, states = c.steps_used(eid)
-        rows = c.ranking(eid)
-        schedules = [r["schedule"] for r in rows]
-        tied = [best]
-        for s in schedules:
-            if s == best:
-                continue
-            cmp = json.loads(c.prism_cmd(
-                "compare", "--experiment", str(eid), best, s, "--format",
-                "json").stdout)
-            if cmp.get("verdict") == "VERDICT_TIED":
-                tied.append(s)
-        loss = {r["schedule"]: float(r["finalValLoss"]["mean"]) for r in rows}
-        grid = {"best": best, "best_loss": best_loss, "steps": steps,
-                "states": states, "seconds": seconds, "tied": tied,
-                "schedules": len(schedules), "mean_loss": loss}
+        if args.grid_from:
+            grid = json.load(open(args.grid_from))["grid"]
+        else:
+            grid = run_grid(c, base, args, steps_per_trial)
         result["grid"] = grid
-        print(f"grid: best {best} ({best_loss:.4f}), {len(tied)} of "
-              f"{len(schedules)} schedules tied with it, {steps} steps, "
-              f"{seconds:.1f}s", flush=True)
-
-    for strategy in args.strategies.split(","):
-        for seed in range(1, args.searches + 1):
-            with Cluster(args.prism, args.fixture, args.workers,
-                         args.keep) as c:
-                eid, seconds = c.search(spec_for(base, strategy, seed, args))
-                chosen, chosen_loss = c.best(eid)
-                steps, states = c.steps_used(eid)
-            row = {"strategy": strategy, "seed": seed, "chosen": chosen,
-                   "chosen_loss": chosen_loss, "steps": steps,
-                   "fraction": steps / grid["steps"],
-                   "exact": chosen == grid["best"],
-                   "success": chosen in grid["tied"],
-                   "regret": chosen_loss - grid["best_loss"],
-                   "seconds": seconds, "states": states}
-            result["searches"].append(row)
-            print(f"{strategy} seed {seed}: {chosen} ({chosen_loss:.4f}) "
-                  f"{'best' if row['exact'] else 'tied' if row['success'] else 'MISS'}"
-                  f" {row['fraction']:.1%} of grid steps, {seconds:.1f}s",
-                  flush=True)
+        mean = grid["mean_loss"]
         json.dump(result, open(args.out, "w"), indent=1)
 
-    print("\nstrategy  searches  success  exact  mean steps/grid  max  "
-          "mean regret  mean s")
+        for strategy in args.strategies.split(","):
+            for seed in range(1, args.searches + 1):
+                eid, seconds = c.search(spec_for(base, strategy, seed, args))
+                chosen, chosen_loss = c.best(eid, steps_per_trial)
+                steps, states = c.steps_used(eid)
+                row = {"strategy": strategy, "seed": seed, "chosen": chosen,
+                       "chosen_loss": chosen_loss, "steps": steps,
+                       "fraction": steps / grid["steps"],
+                       "exact": chosen == grid["best"],
+                       "success": chosen in grid["tied"],
+                       "regret": chosen_loss - grid["best_loss"],
+                       # 1-based place of the choice in the grid's order.
+                       "rank": 1 + sorted(mean.values()).index(mean[chosen]),
+                       "seconds": seconds, "states": states}
+                result["searches"].append(row)
+                print(f"{strategy} seed {seed}: {chosen} ({chosen_loss:.4f}) "
+                      f"{'best' if row['exact'] else 'tied' if row['success'] else 'MISS'}"
+                      f" rank {row['rank']}, {row['fraction']:.1%} of grid "
+                      f"steps, {seconds:.1f}s", flush=True)
+                json.dump(result, open(args.out, "w"), indent=1)
+
+    print("\nstrategy  searches  success  exact  top-5  mean steps/grid  max  "
+          "mean regret  median rank  mean s")
     for strategy in args.strategies.split(","):
         rows = [r for r in result["searches"] if r["strategy"] == strategy]
         if not rows:
@@ -247,9 +296,11 @@ def main():
         print(f"{strategy:8}  {len(rows):8}  "
               f"{sum(r['success'] for r in rows) / len(rows):7.0%}  "
               f"{sum(r['exact'] for r in rows) / len(rows):5.0%}  "
+              f"{sum(r['rank'] <= 5 for r in rows) / len(rows):5.0%}  "
               f"{statistics.mean(r['fraction'] for r in rows):15.1%}  "
               f"{max(r['fraction'] for r in rows):4.0%}  "
               f"{statistics.mean(r['regret'] for r in rows):11.4f}  "
+              f"{statistics.median(r['rank'] for r in rows):11}  "
               f"{statistics.mean(r['seconds'] for r in rows):6.1f}")
     json.dump(result, open(args.out, "w"), indent=1)
 
