@@ -20,6 +20,7 @@
 #include "model/device.h"
 #include "model/trainer.h"
 #include "worker/coordinator_client.h"
+#include "worker/replay_launcher.h"
 #include "worker/trainer_launcher.h"
 #include "worker/worker.h"
 
@@ -36,6 +37,7 @@ struct WorkerCommandOptions {
   int max_trials = 0;
   double idle_exit_seconds = 0;
   std::string worker_id;
+  std::string replay;  // a fixture: serve recorded curves instead of training
 };
 
 std::string HostName() {
@@ -58,6 +60,15 @@ int RunWorker(const WorkerCommandOptions& o) {
   if (absl::Status s = model::CheckAttentionKernel(o.attention); !s.ok()) {
     return ReportError("worker", s);
   }
+  std::unique_ptr<worker::TrainerLauncher> launcher;
+  if (o.replay.empty()) {
+    launcher = worker::NewModelTrainerLauncher();
+  } else {
+    absl::StatusOr<worker::ReplayFixture> fixture =
+        worker::LoadReplayFixture(o.replay);
+    if (!fixture.ok()) return ReportError("worker", fixture.status());
+    launcher = worker::NewReplayTrainerLauncher(*std::move(fixture));
+  }
 
   worker::WorkerOptions options;
   options.host = HostName();
@@ -72,13 +83,16 @@ int RunWorker(const WorkerCommandOptions& o) {
   options.max_trials = o.max_trials;
   options.idle_exit = absl::Seconds(o.idle_exit_seconds);
   options.worker_id = o.worker_id;
+  if (!o.replay.empty()) {
+    // A replayed trial emits its whole curve at once: report it at once
+    // rather than once a second, so a search runs at the coordinator's pace.
+    options.report_interval = absl::Milliseconds(5);
+  }
 
   StopSignals signals;
   const std::string address = ResolveCoordinator(o.client);
   std::unique_ptr<worker::CoordinatorClient> client =
       worker::NewGrpcCoordinatorClient(address, *token, *tls);
-  std::unique_ptr<worker::TrainerLauncher> launcher =
-      worker::NewModelTrainerLauncher();
   worker::Worker worker(options, client.get(), launcher.get());
   Log(LogLevel::kInfo, "start")
       .Kv("coordinator", address)
@@ -87,6 +101,7 @@ int RunWorker(const WorkerCommandOptions& o) {
       .Kv("threads", options.resources.threads)
       .Kv("attention", options.resources.attention)
       .Kv("checkpoint_dir", options.resources.checkpoint_root)
+      .Kv("replay", o.replay.empty() ? "off" : o.replay)
       .Kv("pid", static_cast<int64_t>(getpid()));
 
   std::atomic<bool> done{false};
@@ -159,6 +174,12 @@ void RegisterWorkerCommands(CLI::App& app, Action* action) {
                   "Register under this id (default: the coordinator picks "
                   "one). The Slurm script passes slurm-$SLURM_JOB_ID, which "
                   "`prism coordinator --scale slurm` looks for");
+  cmd->add_option("--replay", o->replay,
+                  "Serve the recorded curves of this replay fixture instead "
+                  "of training (bench/replay/, README \"Replay benchmark\"): "
+                  "the coordinator and its strategies see what training "
+                  "gave when it was recorded, in milliseconds per trial. A "
+                  "trial the fixture lacks fails");
   cmd->footer(
       "A spec without shard paths trains on the demo corpus, prepared under "
       "env PRISM_DATA_DIR (default ./prism-data). SIGINT/SIGTERM: checkpoint "
