@@ -9,6 +9,7 @@
 #include <filesystem>
 #include <fstream>
 #include <sstream>
+#include <string>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/ascii.h"
@@ -155,7 +156,10 @@ absl::Status RpcClient::Check(const grpc::Status& status) const {
     // gRPC says why a handshake failed after this marker, as OpenSSL put it
     // ("certificate verify failed"): worth the line, unlike the rest.
     constexpr absl::string_view kHandshake = "handshake failed: ";
-    const absl::string_view grpc_message = status.error_message();
+    // error_message() returns a temporary std::string: keep it, a view of
+    // the temporary would dangle past this statement (clang's -Wdangling).
+    const std::string message = status.error_message();
+    const absl::string_view grpc_message = message;
     if (const size_t at = grpc_message.find(kHandshake);
         at != grpc_message.npos) {
       absl::string_view why = grpc_message.substr(at + kHandshake.size());

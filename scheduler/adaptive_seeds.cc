@@ -117,9 +117,12 @@ SeedDecision DecideSeeds(const std::vector<int64_t>& sequence,
       ++d.resolved;
       continue;
     }
+    // A named reference, not the structured binding: C++17 cannot capture a
+    // binding in a lambda (clang 14 refuses; GCC accepts it as an extension).
+    const std::set<int64_t>& have = s.all;
     auto next =
         std::find_if(sequence.begin(), sequence.end(),
-                     [&s](int64_t seed) { return s.all.count(seed) == 0; });
+                     [&have](int64_t seed) { return have.count(seed) == 0; });
     if (static_cast<int>(s.all.size()) >= static_cast<int>(sequence.size()) ||
         next == sequence.end()) {
       ++d.at_max;

@@ -46,9 +46,11 @@ size_t ReportBuffer::WaitForBatch(size_t n, absl::Duration timeout) const {
   mu_.AwaitWithTimeout(
       absl::Condition(
           +[](Args* a) ABSL_EXCLUSIVE_LOCKS_REQUIRED(a->buffer->mu_) {
-            const ReportBuffer& b = *a->buffer;
-            return b.closed_ || b.points_.size() >= a->n ||
-                   (b.drain_waiters_ > 0 && !b.points_.empty());
+            // Through a->buffer, not a reference to it: the analysis
+            // matches the annotation's expression, not aliases of it.
+            return a->buffer->closed_ || a->buffer->points_.size() >= a->n ||
+                   (a->buffer->drain_waiters_ > 0 &&
+                    !a->buffer->points_.empty());
           },
           &args),
       timeout);

@@ -495,7 +495,7 @@ Worker::Worker(WorkerOptions options, CoordinatorClient* client,
 }
 
 absl::Status Worker::Register() {
-  Backoff backoff(options_.backoff, backoff_seed_);
+  Backoff backoff(options_.backoff, backoff_seed());
   while (true) {
     v1::RegisterRequest request;
     request.set_host(options_.host);
@@ -536,7 +536,7 @@ absl::Status Worker::Run() {
     return registered.code() == absl::StatusCode::kCancelled ? absl::OkStatus()
                                                              : registered;
   }
-  Backoff backoff(options_.backoff, backoff_seed_ + 1);
+  Backoff backoff(options_.backoff, backoff_seed() + 1);
   int handled = 0;
   absl::Time idle_since = absl::Now();
   while (!shutting_down() && local_fault().ok()) {
@@ -697,6 +697,11 @@ bool Worker::SleepFor(absl::Duration d) const {
   absl::MutexLock lock(&mu_);
   mu_.AwaitWithTimeout(absl::Condition(&shutdown_), d);
   return !shutdown_;
+}
+
+uint64_t Worker::backoff_seed() const {
+  absl::MutexLock lock(&mu_);
+  return backoff_seed_;
 }
 
 std::string Worker::worker_id() const {

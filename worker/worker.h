@@ -146,6 +146,9 @@ class Worker {
   // StopForLocalFault makes Run stop leasing and return `status`.
   void StopForLocalFault(const absl::Status& status);
   absl::Status local_fault() const;
+  // backoff_seed reads the seed under mu_: RunTrial advances it, and
+  // Register is public, so it may run beside a trial.
+  uint64_t backoff_seed() const;
 
   const WorkerOptions options_;
   CoordinatorClient* const client_;
