@@ -31,7 +31,8 @@ inline constexpr size_t kHeapReuseLimitBytes = size_t{32} << 20;
 // kHeapReuseLimitBytes and stops it from giving freed heap memory back to
 // the kernel, so a training step reuses the pages the previous step freed;
 // the process keeps its peak heap mapped. Returns true when the settings
-// took effect, false where the C library is not glibc (nothing changes).
+// took effect, false where malloc is not glibc's (another C library, or a
+// sanitizer's allocator): nothing changes there.
 bool RetainFreedHeapMemory();
 
 }  // namespace prism::model::internal
