@@ -4,13 +4,22 @@
 
 #include <cstdint>
 #include <cstdlib>
-#include <cstring>
 
 #include "gtest/gtest.h"
 
 namespace prism::model::internal {
 namespace {
 
+// A sanitizer build (make test-asan, test-tsan) replaces malloc and mallopt.
+#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
+#define PRISM_SANITIZER_MALLOC 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
+#define PRISM_SANITIZER_MALLOC 1
+#endif
+#endif
+
+#if defined(__GLIBC__)
 constexpr size_t kBlockBytes = size_t{16} << 20;  // an 8 MiB tensor, doubled
 constexpr size_t kPageBytes = 4096;
 
@@ -34,16 +43,6 @@ int64_t TouchedFaults() {
   return MinorFaults() - before;
 }
 
-// A sanitizer build (make test-asan, test-tsan) replaces malloc and mallopt.
-#if defined(__SANITIZE_ADDRESS__) || defined(__SANITIZE_THREAD__)
-#define PRISM_SANITIZER_MALLOC 1
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer) || __has_feature(thread_sanitizer)
-#define PRISM_SANITIZER_MALLOC 1
-#endif
-#endif
-
-#if defined(__GLIBC__)
 TEST(RetainFreedHeapMemoryTest, ASecondStepReusesTheFirstStepsPages) {
 #ifdef PRISM_SANITIZER_MALLOC
   GTEST_SKIP() << "the sanitizer's allocator ignores glibc's settings";
