@@ -255,9 +255,15 @@ int main(int argc, char** argv) {
       return 2;
     }
     // OpenBLAS picks its kernels when it is loaded, so the variables take
-    // effect only in a new process: run this one again with them set.
-    const char* current = std::getenv("OPENBLAS_CORETYPE");
-    if (current == nullptr || env->front().second != current) {
+    // effect only in a new process: run this one again with them set,
+    // unless every one already has its value (an OPENBLAS_CORETYPE the
+    // caller's environment set alone does not count).
+    const bool already_set =
+        std::all_of(env->begin(), env->end(), [](const auto& variable) {
+          const char* current = std::getenv(variable.first.c_str());
+          return current != nullptr && variable.second == current;
+        });
+    if (!already_set) {
       for (const auto& [name, value] : *env) {
         setenv(name.c_str(), value.c_str(), 1);
       }
@@ -286,6 +292,12 @@ int main(int argc, char** argv) {
   std::cout << fmt::format("cpu flags: {}; instruction sets: {}\n",
                            prism::model::internal::CpuFlags(),
                            absl::StrJoin(IsaNames(), " "));
+  if (o.host_level.empty() && std::getenv("OPENBLAS_CORETYPE") != nullptr) {
+    // Set by the caller's environment, it decides OpenBLAS's kernels for
+    // every row: a "native" run is then not this CPU's widest level.
+    std::cout << fmt::format("OPENBLAS_CORETYPE={} (from the environment)\n",
+                             std::getenv("OPENBLAS_CORETYPE"));
+  }
   if (!o.host_level.empty()) {
     std::cout << fmt::format(
         "emulated host level: {} (OPENBLAS_CORETYPE={} ATEN_CPU_CAPABILITY={}, "

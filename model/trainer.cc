@@ -26,6 +26,7 @@
 #include "model/internal/attention_tuner.h"
 #include "model/internal/checkpoint.h"
 #include "model/internal/decoder.h"
+#include "model/internal/heap.h"
 #include "model/internal/mfu.h"
 #include "model/internal/optimizer.h"
 #include "model/internal/runtime.h"
@@ -244,6 +245,9 @@ absl::Status TrainingRun::Setup() {
   // for LibTorch.
   const int threads =
       config_.threads > 0 ? config_.threads : internal::HardwareThreads();
+  // Every step frees and reallocates the same activations: keep their pages
+  // (see heap.h).
+  if (device_.is_cpu()) internal::RetainFreedHeapMemory();
   if (device_.is_cpu() && config_.cpu_threading == "shards") {
     internal::SetBlasThreads(1);
     at::set_num_threads(1);
