@@ -20,7 +20,9 @@ prism: configure
 run: prism
 	$(BUILD)/cli/prism run
 
-test: format-check build
+# The whole suite, as CI runs it: formatting, clang's thread-safety analysis
+# (its own build dir), the build, then every test.
+test: format-check check-thread-safety build
 	ctest --test-dir $(BUILD) --output-on-failure -j $(JOBS)
 
 test-unit: build

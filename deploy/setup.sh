@@ -9,6 +9,8 @@ cd "$(dirname "$0")/.."
 # Build toolchain and libraries (Debian 12 packages).
 PACKAGES=(
   build-essential cmake ninja-build ccache pkg-config git clang-format
+  # clang: `make test` checks the GUARDED_BY annotations with -Wthread-safety.
+  clang
   libtorch-dev libopenblas0-pthread
   libgrpc++-dev protobuf-compiler-grpc libprotobuf-dev protobuf-compiler
   libsqlite3-dev libabsl-dev libfmt-dev libgtest-dev libgmock-dev
