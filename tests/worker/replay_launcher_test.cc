@@ -31,6 +31,16 @@ model::TrainConfig Recipe(const std::string& schedule, uint64_t seed) {
   return config;
 }
 
+// Resumable is `config` checkpointing into `dir` and resuming from it,
+// stopped at `stop_at_step` (0: the whole budget).
+model::TrainConfig Resumable(model::TrainConfig config, const std::string& dir,
+                             int64_t stop_at_step) {
+  config.checkpoint_dir = dir;
+  config.resume = true;
+  config.stop_at_step = stop_at_step;
+  return config;
+}
+
 // RecordedRun is what the trainer would have returned for a 40-step run:
 // val at 0, 10, ..., 40 and train at 5, 10, ..., 40, losses falling by
 // `slope` per step from 5.
@@ -131,10 +141,8 @@ TEST(ReplayLauncherTest, ServesTheWholeRecordedCurveAndItsMetrics) {
 TEST(ReplayLauncherTest, RungStopCheckpointsAndTheNextAttemptResumesThere) {
   TempDir dir;
   std::unique_ptr<TrainerLauncher> launcher = Launcher();
-  model::TrainConfig config = Recipe("1x1,4x3", 1);
-  config.checkpoint_dir = dir.File("trial-7");
-  config.resume = true;
-  config.stop_at_step = 20;
+  model::TrainConfig config =
+      Resumable(Recipe("1x1,4x3", 1), dir.File("trial-7"), 20);
   Recorder first;
   absl::StatusOr<model::TrainResult> rung = launcher->Train(config, &first);
   ASSERT_TRUE(rung.ok()) << rung.status();
@@ -160,10 +168,8 @@ TEST(ReplayLauncherTest, RungStopCheckpointsAndTheNextAttemptResumesThere) {
 TEST(ReplayLauncherTest, VetoedCheckpointLeavesNothingToResume) {
   TempDir dir;
   std::unique_ptr<TrainerLauncher> launcher = Launcher();
-  model::TrainConfig config = Recipe("1x1,4x3", 1);
-  config.checkpoint_dir = dir.File("trial-7");
-  config.resume = true;
-  config.stop_at_step = 20;
+  model::TrainConfig config =
+      Resumable(Recipe("1x1,4x3", 1), dir.File("trial-7"), 20);
   Recorder first;
   first.allow_checkpoint = false;
   ASSERT_TRUE(launcher->Train(config, &first).ok());
@@ -177,10 +183,8 @@ TEST(ReplayLauncherTest, VetoedCheckpointLeavesNothingToResume) {
 TEST(ReplayLauncherTest, CheckpointPastTheStoredCurveIsDiscarded) {
   TempDir dir;
   std::unique_ptr<TrainerLauncher> launcher = Launcher();
-  model::TrainConfig config = Recipe("1x1,4x3", 1);
-  config.checkpoint_dir = dir.File("trial-7");
-  config.resume = true;
-  config.stop_at_step = 30;
+  model::TrainConfig config =
+      Resumable(Recipe("1x1,4x3", 1), dir.File("trial-7"), 30);
   Recorder first;
   ASSERT_TRUE(launcher->Train(config, &first).ok());
   config.stop_at_step = 0;
@@ -196,9 +200,8 @@ TEST(ReplayLauncherTest, CheckpointPastTheStoredCurveIsDiscarded) {
 TEST(ReplayLauncherTest, ShouldStopEndsStoppedWithACheckpointAtTheStep) {
   TempDir dir;
   std::unique_ptr<TrainerLauncher> launcher = Launcher();
-  model::TrainConfig config = Recipe("4x4", 1);
-  config.checkpoint_dir = dir.File("trial-8");
-  config.resume = true;
+  model::TrainConfig config =
+      Resumable(Recipe("4x4", 1), dir.File("trial-8"), 0);
   Recorder first;
   first.stop_after_polls = 4;  // points at 0 (val), 5, 10 (train), 10 (val)
   absl::StatusOr<model::TrainResult> stopped = launcher->Train(config, &first);
