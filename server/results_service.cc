@@ -172,10 +172,17 @@ grpc::ServerWriteReactor<grpc::ByteBuffer>* ResultsServiceImpl::Watch(
   std::string user;
   const grpc::Status status =
       Serve(auth_, ctx, Permission::kRead, [&](const Caller& caller) {
-        PRISM_RETURN_IF_ERROR(Assign(experiments_->Get(req.experiment_id()),
-                                     now->mutable_experiment_updated()));
+        // The slot first: when a storm of Watch calls finds the slots
+        // taken, each refusal costs no database read.
+        PRISM_RETURN_IF_ERROR(watch_slots_.Acquire(caller.user));
+        absl::Status got = Assign(experiments_->Get(req.experiment_id()),
+                                  now->mutable_experiment_updated());
+        if (!got.ok()) {
+          watch_slots_.Release(caller.user);
+          return got;
+        }
         user = caller.user;
-        return watch_slots_.Acquire(user);
+        return absl::OkStatus();
       });
   if (!status.ok()) return new FailedWatch(status);
   now->set_unix_ms(now->experiment_updated().updated_unix_ms());

@@ -25,6 +25,13 @@ using ::testing::HasSubstr;
 constexpr double kNaN = std::numeric_limits<double>::quiet_NaN();
 constexpr double kInf = std::numeric_limits<double>::infinity();
 
+// Watch is an open (or refused) Watch call and its first Read's result.
+struct Watch {
+  std::unique_ptr<grpc::ClientContext> ctx;
+  std::unique_ptr<grpc::ClientReader<v1::WatchResponse>> reader;
+  bool first_read = false;
+};
+
 class LimitsTest : public CoordinatorTest {
  protected:
   void Customize(CoordinatorOptions* o) override {
@@ -81,6 +88,18 @@ class LimitsTest : public CoordinatorTest {
     EXPECT_GT(id, 0);
     *worker = Register(worker_token_);
     return Lease(worker_token_, *worker).trial();
+  }
+
+  // OpenWatch starts a Watch of experiment `id` as `token`.
+  Watch OpenWatch(const std::string& token, int64_t id) {
+    Watch w;
+    w.ctx = Ctx(token);
+    v1::WatchRequest req;
+    req.set_experiment_id(id);
+    w.reader = results_->Watch(w.ctx.get(), req);
+    v1::WatchResponse event;
+    w.first_read = w.reader->Read(&event);
+    return w;
   }
 
   std::string alice_, bob_, worker_token_;
@@ -369,25 +388,9 @@ TEST_F(LimitsTest, RegisterCannotTakeAnotherUsersWorkerId) {
   EXPECT_EQ(stored->host(), "test-host");
 }
 
-// OpenWatch starts a Watch as `token` and returns its first Read's result.
-struct Watch {
-  std::unique_ptr<grpc::ClientContext> ctx;
-  std::unique_ptr<grpc::ClientReader<v1::WatchResponse>> reader;
-  bool first_read = false;
-};
-
 TEST_F(LimitsTest, WatchStreamsAreBoundedPerUserAndInTotal) {
   const int64_t id = Submit(alice_, Spec({"4x6"}, {1}));
-  auto open = [&](const std::string& token) {
-    Watch w;
-    w.ctx = Ctx(token);
-    v1::WatchRequest req;
-    req.set_experiment_id(id);
-    w.reader = results_->Watch(w.ctx.get(), req);
-    v1::WatchResponse event;
-    w.first_read = w.reader->Read(&event);
-    return w;
-  };
+  auto open = [&](const std::string& token) { return OpenWatch(token, id); };
   Watch a1 = open(alice_);
   Watch a2 = open(alice_);
   ASSERT_TRUE(a1.first_read);
@@ -429,6 +432,30 @@ TEST_F(LimitsTest, WatchStreamsAreBoundedPerUserAndInTotal) {
   EXPECT_TRUE(reopened);
   for (Watch* w : {&a2, &b1}) {
     w->ctx->TryCancel();
+    while (w->reader->Read(&event)) {
+    }
+    w->reader->Finish();
+  }
+}
+
+TEST_F(LimitsTest, AWatchOfAMissingExperimentGivesItsSlotBack) {
+  // The slot is taken before the experiment is read (a storm of refused
+  // calls then reads nothing); a call that fails after it must return it.
+  const int64_t id = Submit(alice_, Spec({"4x6"}, {1}));
+  for (int i = 0; i < 3; ++i) {
+    Watch missing = OpenWatch(alice_, id + 1000);
+    EXPECT_FALSE(missing.first_read);
+    const grpc::Status s = missing.reader->Finish();
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::NOT_FOUND) << s.error_message();
+  }
+  // Alice's limit is 2: both are still hers.
+  Watch a1 = OpenWatch(alice_, id);
+  Watch a2 = OpenWatch(alice_, id);
+  EXPECT_TRUE(a1.first_read);
+  EXPECT_TRUE(a2.first_read);
+  for (Watch* w : {&a1, &a2}) {
+    w->ctx->TryCancel();
+    v1::WatchResponse event;
     while (w->reader->Read(&event)) {
     }
     w->reader->Finish();
