@@ -37,7 +37,10 @@
 //       call a second. Every 10 s: points/s, report p50/p99, open watches,
 //       events/s, RSS; exits 0 when RSS stayed under --rss-bound-mib, the
 //       report p99 under 50 ms, no oversized spec was accepted and no
-//       acknowledged point is missing.
+//       acknowledged point is missing. --clients-nice 19 runs the hostile
+//       clients in a second process at nice 19: on one machine, the closest
+//       to clients on other hosts (their CPU yields to the coordinator's and
+//       the reporting workers'; what they achieved is printed beside).
 //
 // Simulated workers emit what a trainer with log_every 1 would (val at step
 // 0, then train steps 1, 2, ...) into an experiment whose budget never ends,
@@ -64,15 +67,19 @@
 #include <iterator>
 #include <memory>
 #include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "base/log.h"
 #include "cli/launcher.h"
+#include "cli/subprocess.h"
 #include "fmt/format.h"
 #include "prism/v1/prism.grpc.pb.h"
 #include "scheduler/ranking.h"
@@ -1144,6 +1151,10 @@ struct HostileOptions {
   int oversized_threads = 2;  // oversized specs over gRPC
   int body_threads = 2;       // 32 MiB HTTP bodies
   int slow_connections = 200;
+  // -1: the hostile clients run as threads of the bench process; N >= 0:
+  // in a process of their own at nice N (their CPU then yields to the
+  // coordinator's and the workers', as clients on other hosts would).
+  int clients_nice = -1;
   int64_t rss_bound_mib = 1024;
   std::string prism = std::string(PRISM_BINARY_DIR) + "/cli/prism";
 };
@@ -1269,6 +1280,321 @@ std::string CreateTokenOver(v1::AuthService::Stub* auth,
   return resp.token();
 }
 
+// HostileTarget is what the hostile clients aim at.
+struct HostileTarget {
+  std::string grpc_address;
+  std::string http_host;
+  int http_port = 0;
+  std::string user_token;
+  std::vector<std::string> viewer_tokens;
+  int64_t experiment_id = 0;
+};
+
+// ClientCounterFields names the counters the hostile clients keep, so a
+// clients process can hand them to the bench (`name=value` on a line).
+std::vector<std::pair<std::string, std::atomic<int64_t>*>> ClientCounterFields(
+    HostileCounters* k) {
+  return {{"watch_open", &k->watch_open},
+          {"watch_refused", &k->watch_refused},
+          {"watch_events", &k->watch_events},
+          {"watch_rounds", &k->watch_rounds},
+          {"watch_cut", &k->watch_cut},
+          {"list_pages", &k->list_pages},
+          {"list_bytes_max", &k->list_bytes_max},
+          {"list_errors", &k->list_errors},
+          {"specs_refused", &k->specs_refused},
+          {"specs_accepted", &k->specs_accepted},
+          {"bodies_refused", &k->bodies_refused},
+          {"bodies_other", &k->bodies_other},
+          {"slow_open", &k->slow_open},
+          {"slow_closed_by_server", &k->slow_closed_by_server}};
+}
+
+// HostileClients are the hostile kinds' threads: Watch streams, maximal List
+// pages, oversized specs and bodies, slow connections (not the reporting
+// workers, not the dashboard probe). Start returns once every thread is
+// connected and set up; they push from Go until Stop.
+class HostileClients {
+ public:
+  HostileClients(const HostileOptions& o, HostileTarget t, HostileCounters* k)
+      : o_(o), t_(std::move(t)), k_(*k), oversized_(OversizedSpecs()) {}
+  ~HostileClients() { Stop(); }
+
+  void Start() {
+    StartThreads();
+    while (ready_ < static_cast<int>(threads_.size())) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+  }
+  void Go() { go_ = true; }
+  void Stop() {
+    {
+      std::lock_guard<std::mutex> lock(contexts_mu_);
+      stop_ = go_ = true;
+      for (grpc::ClientContext* ctx : contexts_) ctx->TryCancel();
+    }
+    for (std::thread& t : threads_) t.join();
+    threads_.clear();
+  }
+
+ private:
+  void StartThreads();
+
+  const HostileOptions o_;
+  const HostileTarget t_;
+  HostileCounters& k_;
+  const std::vector<v1::SubmitRequest> oversized_;
+  std::atomic<int> ready_{0};
+  std::atomic<bool> go_{false}, stop_{false};
+  std::mutex contexts_mu_;
+  std::vector<grpc::ClientContext*> contexts_;
+  std::vector<std::thread> threads_;
+};
+
+void HostileClients::StartThreads() {
+  // Watchers: one thread and one channel each, spread over the users, on
+  // the experiment the workers report into (every report is an event).
+  for (int i = 0; i < o_.watch_streams; ++i) {
+    threads_.emplace_back([this, i] {
+      // Connected before the clock starts, like a dashboard left open: the
+      // storm measured is of Watch calls, not of TCP handshakes.
+      std::shared_ptr<grpc::Channel> channel =
+          NewChannel(t_.grpc_address, 1000 + i);
+      channel->WaitForConnected(std::chrono::system_clock::now() +
+                                std::chrono::seconds(30));
+      auto stub = v1::ResultsService::NewStub(channel);
+      ++ready_;
+      while (!go_) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+      std::unique_ptr<grpc::ClientContext> ctx =
+          Ctx(t_.viewer_tokens[i % t_.viewer_tokens.size()]);
+      {
+        std::lock_guard<std::mutex> lock(contexts_mu_);
+        if (stop_) return;
+        contexts_.push_back(ctx.get());
+      }
+      v1::WatchRequest req;
+      req.set_experiment_id(t_.experiment_id);
+      std::unique_ptr<grpc::ClientReader<v1::WatchResponse>> reader =
+          stub->Watch(ctx.get(), req);
+      v1::WatchResponse round;
+      bool opened = false;
+      while (reader->Read(&round)) {
+        if (!opened) ++k_.watch_open;
+        opened = true;
+        k_.watch_events += round.events_size();
+        ++k_.watch_rounds;
+      }
+      const grpc::Status s = reader->Finish();
+      if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+        ++(opened ? k_.watch_cut : k_.watch_refused);
+      }
+      std::lock_guard<std::mutex> lock(contexts_mu_);
+      contexts_.erase(std::find(contexts_.begin(), contexts_.end(), ctx.get()));
+    });
+  }
+  // Maximal List pages: the largest page size over a 64-layer space.
+  for (int i = 0; i < o_.list_threads; ++i) {
+    threads_.emplace_back([this, i] {
+      auto stub = v1::ScheduleService::NewStub(
+          NewChannel(t_.grpc_address, 100'000 + i));
+      v1::ListSchedulesRequest req;
+      req.mutable_space()->set_d_model(4096);
+      req.mutable_space()->set_layers(64);
+      req.mutable_space()->set_base_heads(64);
+      req.set_page_size(server::kMaxSchedulePageSize);
+      ++ready_;
+      while (!go_) std::this_thread::yield();
+      while (!stop_) {
+        v1::ListSchedulesResponse resp;
+        grpc::ClientContext ctx;
+        ctx.AddMetadata("authorization", "Bearer " + t_.viewer_tokens[0]);
+        if (stub->List(&ctx, req, &resp).ok()) {
+          ++k_.list_pages;
+          const int64_t bytes = static_cast<int64_t>(resp.ByteSizeLong());
+          int64_t max = k_.list_bytes_max.load();
+          while (bytes > max &&
+                 !k_.list_bytes_max.compare_exchange_weak(max, bytes)) {
+          }
+          req.set_page_token(resp.next_page_token());
+        } else {
+          ++k_.list_errors;
+        }
+      }
+    });
+  }
+  // Oversized specs over gRPC and oversized bodies over HTTP.
+  for (int i = 0; i < o_.oversized_threads; ++i) {
+    threads_.emplace_back([this, i] {
+      auto stub = v1::ExperimentService::NewStub(
+          NewChannel(t_.grpc_address, 200'000 + i));
+      ++ready_;
+      while (!go_) std::this_thread::yield();
+      for (size_t n = 0; !stop_; ++n) {
+        v1::SubmitResponse resp;
+        grpc::Status s = stub->Submit(Ctx(t_.user_token).get(),
+                                      oversized_[n % oversized_.size()], &resp);
+        ++(s.ok() ? k_.specs_accepted : k_.specs_refused);
+      }
+    });
+  }
+  for (int i = 0; i < o_.body_threads; ++i) {
+    threads_.emplace_back([this] {
+      const std::string body(int64_t{32} << 20, 'x');
+      ++ready_;
+      while (!go_) std::this_thread::yield();
+      while (!stop_) {
+        httplib::Client client(t_.http_host, t_.http_port);
+        httplib::Result r =
+            client.Post("/api/v1/experiments", body, "application/json");
+        ++(r && r->status == 413 ? k_.bodies_refused : k_.bodies_other);
+      }
+    });
+  }
+  // Slow connections: each drips a byte a second into headers it never
+  // ends.
+  threads_.emplace_back([this] {
+    std::vector<std::unique_ptr<SlowConnection>> slow;
+    ++ready_;
+    while (!go_) std::this_thread::yield();
+    for (int i = 0; i < o_.slow_connections; ++i) {
+      slow.push_back(
+          std::make_unique<SlowConnection>(t_.http_host, t_.http_port));
+      if (slow.back()->open()) ++k_.slow_open;
+    }
+    while (!stop_) {
+      for (auto& s : slow) {
+        if (s->open() && !s->Drip()) ++k_.slow_closed_by_server;
+      }
+      for (int t = 0; t < 10 && !stop_; ++t) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));
+      }
+    }
+  });
+}
+
+// HostileClientsMain is the `hostile-clients` subcommand: the hostile
+// clients alone, in a process of their own, for `seconds` once all are set
+// up (it then writes `ready_file`). At the end it prints one line on stdout:
+// its CPU seconds and its counters, `name=value` each.
+int HostileClientsMain(const HostileOptions& o, const HostileTarget& t,
+                       int seconds, const std::string& ready_file) {
+  HostileCounters k;
+  double cpu = 0;
+  {
+    HostileClients clients(o, t, &k);
+    clients.Start();
+    std::ofstream(ready_file) << "ready\n";
+    const double cpu_before = CpuSeconds();
+    clients.Go();
+    std::this_thread::sleep_for(std::chrono::seconds(seconds));
+    clients.Stop();
+    cpu = CpuSeconds() - cpu_before;
+  }
+  std::string line = fmt::format("cpu_seconds={:.2f}", cpu);
+  for (const auto& [name, value] : ClientCounterFields(&k)) {
+    absl::StrAppend(&line, " ", name, "=", value->load());
+  }
+  std::cout << line << std::endl;
+  return 0;
+}
+
+// SpawnHostileClients starts `hostile-clients` at nice o.clients_nice and
+// returns once its clients are set up.
+absl::StatusOr<cli::Subprocess> SpawnHostileClients(const HostileOptions& o,
+                                                    const HostileTarget& t,
+                                                    int seconds,
+                                                    const TempDir& dir) {
+  const std::string nice = cli::FindProgram("nice");
+  if (nice.empty()) return absl::NotFoundError("no `nice` on PATH");
+  const std::string ready_file = dir.File("clients.ready");
+  cli::SpawnOptions spawn;
+  spawn.argv = {nice,
+                "-n",
+                std::to_string(o.clients_nice),
+                cli::SelfExecutable(),
+                "hostile-clients",
+                "--grpc",
+                t.grpc_address,
+                "--http-host",
+                t.http_host,
+                "--http-port",
+                std::to_string(t.http_port),
+                "--user-token",
+                t.user_token,
+                "--experiment",
+                std::to_string(t.experiment_id),
+                "--seconds",
+                std::to_string(seconds),
+                "--watch-streams",
+                std::to_string(o.watch_streams),
+                "--list-threads",
+                std::to_string(o.list_threads),
+                "--oversized-threads",
+                std::to_string(o.oversized_threads),
+                "--body-threads",
+                std::to_string(o.body_threads),
+                "--slow-connections",
+                std::to_string(o.slow_connections),
+                "--ready-file",
+                ready_file};
+  for (const std::string& token : t.viewer_tokens) {
+    spawn.argv.push_back("--viewer-token");
+    spawn.argv.push_back(token);
+  }
+  spawn.stdout_path = dir.File("clients.out");
+  spawn.stderr_path = dir.File("clients.err");
+  absl::StatusOr<cli::Subprocess> p = cli::Subprocess::Spawn(spawn);
+  if (!p.ok()) return p.status();
+  // Setting up 1,000 channels at nice 19 beside an idle coordinator takes
+  // seconds; ten minutes means something is wrong.
+  const Clock::time_point deadline = Clock::now() + std::chrono::minutes(10);
+  while (!fs::exists(ready_file)) {
+    if (!p->Running() || Clock::now() > deadline) {
+      return absl::InternalError(fmt::format(
+          "the clients process did not get ready (see {})", spawn.stderr_path));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return p;
+}
+
+// CollectHostileClients waits for the clients process to end, adds its
+// counters into `k` and returns its CPU seconds.
+absl::StatusOr<double> CollectHostileClients(cli::Subprocess* p,
+                                             const std::string& out,
+                                             HostileCounters* k) {
+  absl::StatusOr<int> status = p->Wait(absl::Minutes(2));
+  if (!status.ok()) {
+    p->Stop(absl::Seconds(5));
+    return status.status();
+  }
+  if (*status != 0) {
+    return absl::InternalError(
+        fmt::format("the clients process exited with {}", *status));
+  }
+  std::ifstream file(out);
+  std::string line;
+  std::getline(file, line);
+  double cpu = -1;
+  for (absl::string_view field : absl::StrSplit(line, ' ')) {
+    const std::pair<std::string, std::string> kv =
+        absl::StrSplit(field, absl::MaxSplits('=', 1));
+    if (kv.first == "cpu_seconds") {
+      if (!absl::SimpleAtod(kv.second, &cpu)) cpu = -1;
+      continue;
+    }
+    for (const auto& [name, value] : ClientCounterFields(k)) {
+      int64_t n = 0;
+      if (name == kv.first && absl::SimpleAtoi(kv.second, &n)) *value += n;
+    }
+  }
+  if (cpu < 0) {
+    return absl::InternalError("the clients process printed no figures: " +
+                               line);
+  }
+  return cpu;
+}
+
 int Hostile(const HostileOptions& o) {
   TempDir dir;
   const std::string db = dir.File("prism.db");
@@ -1346,126 +1672,6 @@ int Hostile(const HostileOptions& o) {
   for (int w = 0; w < o.workers; ++w) {
     threads.emplace_back([&fleet, w] { fleet.Run(w); });
   }
-  // Watchers: one thread and one channel each, spread over the users, on
-  // the experiment the workers report into (every report is an event).
-  std::mutex contexts_mu;
-  std::vector<grpc::ClientContext*> contexts;
-  for (int i = 0; i < o.watch_streams; ++i) {
-    threads.emplace_back([&, i] {
-      // Connected before the clock starts, like a dashboard left open: the
-      // storm measured is of Watch calls, not of TCP handshakes.
-      std::shared_ptr<grpc::Channel> channel =
-          NewChannel(grpc_address, o.workers + i);
-      channel->WaitForConnected(std::chrono::system_clock::now() +
-                                std::chrono::seconds(30));
-      auto stub = v1::ResultsService::NewStub(channel);
-      ++ready;
-      while (!go) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      std::unique_ptr<grpc::ClientContext> ctx =
-          Ctx(viewer_tokens[i % viewer_tokens.size()]);
-      {
-        std::lock_guard<std::mutex> lock(contexts_mu);
-        if (stop) return;
-        contexts.push_back(ctx.get());
-      }
-      v1::WatchRequest req;
-      req.set_experiment_id(ingest_id);
-      std::unique_ptr<grpc::ClientReader<v1::WatchResponse>> reader =
-          stub->Watch(ctx.get(), req);
-      v1::WatchResponse round;
-      bool opened = false;
-      while (reader->Read(&round)) {
-        if (!opened) ++k.watch_open;
-        opened = true;
-        k.watch_events += round.events_size();
-        ++k.watch_rounds;
-      }
-      const grpc::Status s = reader->Finish();
-      if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
-        ++(opened ? k.watch_cut : k.watch_refused);
-      }
-      std::lock_guard<std::mutex> lock(contexts_mu);
-      contexts.erase(std::find(contexts.begin(), contexts.end(), ctx.get()));
-    });
-  }
-  // Maximal List pages: the largest page size over a 64-layer space.
-  for (int i = 0; i < o.list_threads; ++i) {
-    threads.emplace_back([&, i] {
-      auto stub =
-          v1::ScheduleService::NewStub(NewChannel(grpc_address, 100'000 + i));
-      v1::ListSchedulesRequest req;
-      req.mutable_space()->set_d_model(4096);
-      req.mutable_space()->set_layers(64);
-      req.mutable_space()->set_base_heads(64);
-      req.set_page_size(server::kMaxSchedulePageSize);
-      ++ready;
-      while (!go) std::this_thread::yield();
-      while (!stop) {
-        v1::ListSchedulesResponse resp;
-        grpc::ClientContext ctx;
-        ctx.AddMetadata("authorization", "Bearer " + viewer_tokens[0]);
-        if (stub->List(&ctx, req, &resp).ok()) {
-          ++k.list_pages;
-          const int64_t bytes = static_cast<int64_t>(resp.ByteSizeLong());
-          int64_t max = k.list_bytes_max.load();
-          while (bytes > max &&
-                 !k.list_bytes_max.compare_exchange_weak(max, bytes)) {
-          }
-          req.set_page_token(resp.next_page_token());
-        } else {
-          ++k.list_errors;
-        }
-      }
-    });
-  }
-  // Oversized specs over gRPC and oversized bodies over HTTP.
-  const std::vector<v1::SubmitRequest> oversized = OversizedSpecs();
-  for (int i = 0; i < o.oversized_threads; ++i) {
-    threads.emplace_back([&, i] {
-      auto stub =
-          v1::ExperimentService::NewStub(NewChannel(grpc_address, 200'000 + i));
-      ++ready;
-      while (!go) std::this_thread::yield();
-      for (size_t n = 0; !stop; ++n) {
-        v1::SubmitResponse resp;
-        grpc::Status s = stub->Submit(Ctx(user_token).get(),
-                                      oversized[n % oversized.size()], &resp);
-        ++(s.ok() ? k.specs_accepted : k.specs_refused);
-      }
-    });
-  }
-  for (int i = 0; i < o.body_threads; ++i) {
-    threads.emplace_back([&] {
-      const std::string body(int64_t{32} << 20, 'x');
-      ++ready;
-      while (!go) std::this_thread::yield();
-      while (!stop) {
-        httplib::Client client(http_host, http_port);
-        httplib::Result r =
-            client.Post("/api/v1/experiments", body, "application/json");
-        ++(r && r->status == 413 ? k.bodies_refused : k.bodies_other);
-      }
-    });
-  }
-  // Slow connections: each drips a byte a second into headers it never
-  // ends.
-  threads.emplace_back([&] {
-    std::vector<std::unique_ptr<SlowConnection>> slow;
-    ++ready;
-    while (!go) std::this_thread::yield();
-    for (int i = 0; i < o.slow_connections; ++i) {
-      slow.push_back(std::make_unique<SlowConnection>(http_host, http_port));
-      if (slow.back()->open()) ++k.slow_open;
-    }
-    while (!stop) {
-      for (auto& s : slow) {
-        if (s->open() && !s->Drip()) ++k.slow_closed_by_server;
-      }
-      for (int t = 0; t < 10 && !stop; ++t) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));
-      }
-    }
-  });
   // The dashboard as a person uses it meanwhile: one API call a second.
   threads.emplace_back([&] {
     ++ready;
@@ -1495,6 +1701,27 @@ int Hostile(const HostileOptions& o) {
     for (std::thread& t : threads) t.join();
     return 1;
   }
+  const HostileTarget target{grpc_address, http_host,     http_port,
+                             user_token,   viewer_tokens, ingest_id};
+  const int w = o.window_seconds;
+  const int windows = std::max(1, o.seconds / w);
+  const bool clients_apart = o.clients_nice >= 0;
+  std::optional<HostileClients> local_clients;
+  std::optional<cli::Subprocess> clients_process;
+  if (clients_apart) {
+    absl::StatusOr<cli::Subprocess> p =
+        SpawnHostileClients(o, target, w * windows, dir);
+    if (!p.ok()) {
+      std::cerr << "coordinator_bench: hostile clients: " << p.status() << "\n";
+      stop = go = true;
+      for (std::thread& t : threads) t.join();
+      return 1;
+    }
+    clients_process.emplace(std::move(*p));
+  } else {
+    local_clients.emplace(o, target, &k);
+    local_clients->Start();
+  }
   const Rss before = Rss::Read(pid);
   const double coordinator_cpu_before = CpuSeconds(pid);
   const double clients_cpu_before = CpuSeconds();
@@ -1516,13 +1743,18 @@ int Hostile(const HostileOptions& o) {
   std::cout << fmt::format("{:>5} {:>9} {:>19} {:>7} {:>9} {:>9} {:>22}\n", "s",
                            "points/s", "report p50 / p99 ms", "watches",
                            "events/s", "msgs/s", "RSS (anon + file)");
+  if (clients_apart) {
+    std::cout << fmt::format(
+        "the hostile clients run in process {} at nice {} (watch figures "
+        "below come at the end)\n",
+        clients_process->pid(), o.clients_nice);
+  }
   const Clock::time_point start = Clock::now();
   go = true;
+  if (local_clients) local_clients->Go();
   LatencyCounts report_total;
   double rss_max = before.total;
   int64_t events_last = 0, rounds_last = 0, points_last = 0;
-  const int w = o.window_seconds;
-  const int windows = std::max(1, o.seconds / w);
   for (int wnd = 1; wnd <= windows; ++wnd) {
     std::this_thread::sleep_until(start + std::chrono::seconds(w * wnd));
     const LatencyCounts window = k.report_ms.Take();
@@ -1545,12 +1777,23 @@ int Hostile(const HostileOptions& o) {
     rounds_last = rounds;
     points_last = points;
   }
-  {
-    std::lock_guard<std::mutex> lock(contexts_mu);
-    stop = true;
-    for (grpc::ClientContext* ctx : contexts) ctx->TryCancel();
-  }
+  const double seconds_run = Ms(Clock::now() - start) / 1000.0;
+  const double coordinator_cpu = CpuSeconds(pid) - coordinator_cpu_before;
+  const double bench_cpu = CpuSeconds() - clients_cpu_before;
+  double clients_cpu = 0;
+  if (local_clients) local_clients->Stop();
+  stop = true;
   for (std::thread& t : threads) t.join();
+  if (clients_process) {
+    absl::StatusOr<double> cpu =
+        CollectHostileClients(&*clients_process, dir.File("clients.out"), &k);
+    if (!cpu.ok()) {
+      std::cerr << "coordinator_bench: hostile clients: " << cpu.status()
+                << "\n";
+      return 1;
+    }
+    clients_cpu = *cpu;
+  }
   report_total.Add(k.report_ms.Take());
   const LatencyCounts dashboard = k.dashboard_ms.Take();
   std::cout << fmt::format(
@@ -1578,15 +1821,17 @@ int Hostile(const HostileOptions& o) {
       k.slow_open.load(), k.slow_closed_by_server.load(), dashboard.n,
       dashboard.Percentile(50), dashboard.max_ms, k.dashboard_errors.load());
 
-  const double seconds_run = Ms(Clock::now() - start) / 1000.0;
   std::cout << fmt::format(
       "CPU over the run ({:.0f} s, {} cores = {:.0f} core-seconds): "
-      "coordinator {:.1f} s, this process (workers and hostile clients) "
-      "{:.1f} s\n",
+      "coordinator {:.1f} s, {}\n",
       seconds_run, std::thread::hardware_concurrency(),
-      seconds_run * std::thread::hardware_concurrency(),
-      CpuSeconds(pid) - coordinator_cpu_before,
-      CpuSeconds() - clients_cpu_before);
+      seconds_run * std::thread::hardware_concurrency(), coordinator_cpu,
+      clients_apart
+          ? fmt::format("this process (workers) {:.1f} s, the hostile "
+                        "clients' process (nice {}) {:.1f} s",
+                        bench_cpu, o.clients_nice, clients_cpu)
+          : fmt::format("this process (workers and hostile clients) {:.1f} s",
+                        bench_cpu));
   const Rss after = Rss::Read(pid);
   auto results = v1::ResultsService::NewStub(NewChannel(grpc_address, -3));
   int64_t acked_points = 0, stored = 0;
@@ -1717,9 +1962,43 @@ int main(int argc, char** argv) {
       ->add_option("--rss-bound-mib", hostile_options.rss_bound_mib,
                    "the whole process's RSS must stay under this")
       ->capture_default_str();
+  hostile
+      ->add_option("--clients-nice", hostile_options.clients_nice,
+                   "run the hostile clients in a process of their own at "
+                   "this nice value, as clients on other hosts whose CPU is "
+                   "not the coordinator's (-1: threads of this process)")
+      ->check(CLI::Range(-1, 19))
+      ->capture_default_str();
+  // hostile-clients: the clients process `hostile --clients-nice` starts
+  // (hidden: not for direct use).
+  prism::bench::HostileOptions clients_options;
+  prism::bench::HostileTarget clients_target;
+  int clients_seconds = 0;
+  std::string clients_ready;
+  CLI::App* clients = app.add_subcommand(
+      "hostile-clients", "the hostile clients alone (started by hostile)");
+  clients->group("");
+  clients->add_option("--grpc", clients_target.grpc_address)->required();
+  clients->add_option("--http-host", clients_target.http_host)->required();
+  clients->add_option("--http-port", clients_target.http_port)->required();
+  clients->add_option("--user-token", clients_target.user_token)->required();
+  clients->add_option("--viewer-token", clients_target.viewer_tokens)
+      ->required();
+  clients->add_option("--experiment", clients_target.experiment_id)->required();
+  clients->add_option("--seconds", clients_seconds)->required();
+  clients->add_option("--watch-streams", clients_options.watch_streams);
+  clients->add_option("--list-threads", clients_options.list_threads);
+  clients->add_option("--oversized-threads", clients_options.oversized_threads);
+  clients->add_option("--body-threads", clients_options.body_threads);
+  clients->add_option("--slow-connections", clients_options.slow_connections);
+  clients->add_option("--ready-file", clients_ready)->required();
   CLI11_PARSE(app, argc, argv);
   prism::SetLogLevel(prism::LogLevel::kWarning);
   if (hostile->parsed()) return prism::bench::Hostile(hostile_options);
+  if (clients->parsed()) {
+    return prism::bench::HostileClientsMain(clients_options, clients_target,
+                                            clients_seconds, clients_ready);
+  }
   if (ingest->parsed())
     return prism::bench::Ingest(load, durability, rounds, optuna);
   if (lease->parsed()) return prism::bench::Lease(leases);
