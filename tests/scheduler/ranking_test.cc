@@ -392,6 +392,8 @@ const RankedRow& RowOf(const Ranking& r, const std::string& schedule) {
   ADD_FAILURE() << "no row " << schedule;
   return r.rows.front();
 }
+// A row of a temporary Ranking would dangle (ASan found two such tests).
+const RankedRow& RowOf(Ranking&& r, const std::string& schedule) = delete;
 
 TEST(RankSchedulesTest, ThroughputPairsOnTheSameWorker) {
   const std::vector<TrialOutcome> trials = {
@@ -400,7 +402,8 @@ TEST(RankSchedulesTest, ThroughputPairsOnTheSameWorker) {
       Ran(Trial(3, kA, 1, 3.0, {}, 1100), "w1", kCpu),
       Ran(Trial(4, kA, 2, 3.0, {}, 2400), "w2", kCpu),
   };
-  const RankedRow& a = RowOf(RankSchedules(Shape(), "12x12", trials), kA);
+  const Ranking r = RankSchedules(Shape(), "12x12", trials);
+  const RankedRow& a = RowOf(r, kA);
   EXPECT_EQ(a.throughput_pairing, ThroughputPairing::kWorker);
   EXPECT_EQ(a.throughput_pairs, 2);
   EXPECT_EQ(a.throughput_ratio.n, 2);
@@ -497,7 +500,8 @@ TEST(RankSchedulesTest, ThroughputNeedsTokensPerSecondOnBothSides) {
       Ran(Trial(1, "12x12", 1, 3.0, {}, 0.0), "w1", kCpu),
       Ran(Trial(2, kA, 1, 3.0, {}, 1000), "w1", kCpu),
   };
-  const RankedRow& a = RowOf(RankSchedules(Shape(), "12x12", trials), kA);
+  const Ranking r = RankSchedules(Shape(), "12x12", trials);
+  const RankedRow& a = RowOf(r, kA);
   EXPECT_EQ(a.throughput_pairs, 0);
   EXPECT_EQ(a.throughput_ratio.n, 0);
   EXPECT_EQ(a.throughput_pairing, ThroughputPairing::kNone);
