@@ -121,14 +121,20 @@ void EventBus::Shutdown() {
   }
   // The dispatcher delivers what is pending, then returns.
   if (dispatcher_.joinable()) dispatcher_.join();
-  std::map<int64_t, std::shared_ptr<Subscription>> subs;
+  // Each subscription stays registered until its owner unsubscribes, so an
+  // Unsubscribe racing with (or started from) the closing callback below
+  // finds it and waits on sub->mu for that callback to return. (Taking them
+  // out here let a Watch stream's OnDone, run by gRPC on another thread as
+  // soon as the callback finished the stream, delete the reactor while the
+  // callback was still inside it: found by TSan.)
+  std::vector<std::shared_ptr<Subscription>> subs;
   {
     absl::MutexLock lock(&mu_);
+    if (shut_down_) return;
     shut_down_ = true;
-    subs.swap(subscriptions_);
-    per_experiment_.clear();
+    for (const auto& [id, sub] : subscriptions_) subs.push_back(sub);
   }
-  for (auto& [id, sub] : subs) {
+  for (const std::shared_ptr<Subscription>& sub : subs) {
     absl::MutexLock lock(&sub->mu);
     if (sub->alive) sub->callback(SharedRound{});
   }

@@ -5,9 +5,12 @@
 #include <atomic>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/synchronization/mutex.h"
+#include "absl/synchronization/notification.h"
+#include "absl/time/clock.h"
 #include "absl/time/time.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -215,6 +218,39 @@ TEST(EventBusTest, NoCallbackRunsAfterUnsubscribeAndLateSubscribersEnd) {
   bus->Subscribe(7, late.Collect());
   absl::MutexLock lock(&late.mu);
   EXPECT_TRUE(late.ended);
+}
+
+TEST(EventBusTest, UnsubscribeWaitsForTheClosingCallbackOfShutdown) {
+  // A Watch reactor's closing callback finishes its stream; gRPC may then
+  // run OnDone (Unsubscribe, then delete) on another thread at once.
+  // Unsubscribe must not return while the callback is still running.
+  EventBus bus(absl::ZeroDuration(), 8);
+  absl::Mutex mu;
+  std::vector<std::string> order;
+  absl::Notification entered, release;
+  const int64_t id = bus.Subscribe(7, [&](const SharedRound& r) {
+    if (r.round != nullptr) return;
+    entered.Notify();
+    release.WaitForNotification();
+    absl::MutexLock lock(&mu);
+    order.push_back("closing callback returned");
+  });
+  std::thread shutdown([&bus] { bus.Shutdown(); });
+  entered.WaitForNotification();
+  std::thread owner([&] {
+    bus.Unsubscribe(id);
+    absl::MutexLock lock(&mu);
+    order.push_back("unsubscribed");
+  });
+  // Give a wrong Unsubscribe the time to return early; a right one blocks
+  // whatever the timing, so this wait cannot make the test fail wrongly.
+  absl::SleepFor(absl::Milliseconds(50));
+  release.Notify();
+  owner.join();
+  shutdown.join();
+  absl::MutexLock lock(&mu);
+  EXPECT_THAT(order, ::testing::ElementsAre("closing callback returned",
+                                            "unsubscribed"));
 }
 
 }  // namespace
