@@ -287,6 +287,8 @@ std::map<std::string, std::string> ReplayConfigOf(
       {"log_every", absl::StrCat(config.log_every)},
       {"learning_rate", absl::StrCat(config.learning_rate)},
       {"warmup_steps", absl::StrCat(config.warmup_steps)},
+      {"min_lr_ratio", absl::StrCat(config.min_lr_ratio)},
+      {"weight_decay", absl::StrCat(config.weight_decay)},
       {"data", config.train_paths.empty()
                    ? "demo"
                    : absl::StrJoin(config.train_paths, ",")},

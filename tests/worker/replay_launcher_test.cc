@@ -231,6 +231,17 @@ TEST(ReplayLauncherTest, UnknownRunIsNotFoundAndOtherRecipeIsRefused) {
   EXPECT_EQ(refused.status().code(), absl::StatusCode::kInvalidArgument);
   EXPECT_THAT(refused.status().message(),
               HasSubstr("recorded with steps=40 but this trial has steps=80"));
+  // The learning-rate floor and the weight decay shape the curve too.
+  model::TrainConfig floor = Recipe("1x1,4x3", 1);
+  floor.min_lr_ratio = 0.5;
+  EXPECT_THAT(launcher->Train(floor, &observer).status().message(),
+              HasSubstr("recorded with min_lr_ratio=0.1 but this trial has "
+                        "min_lr_ratio=0.5"));
+  model::TrainConfig decay = Recipe("1x1,4x3", 1);
+  decay.weight_decay = 0;
+  EXPECT_THAT(launcher->Train(decay, &observer).status().message(),
+              HasSubstr("recorded with weight_decay=0.1 but this trial has "
+                        "weight_decay=0"));
   EXPECT_EQ(observer.start, -1);  // nothing started
 }
 
