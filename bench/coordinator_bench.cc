@@ -78,6 +78,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "base/log.h"
+#include "base/mutex_mode.h"
 #include "cli/launcher.h"
 #include "cli/subprocess.h"
 #include "fmt/format.h"
@@ -1862,6 +1863,9 @@ int Hostile(const HostileOptions& o) {
 }  // namespace prism::bench
 
 int main(int argc, char** argv) {
+  // As `prism` runs (base/mutex_mode.h): PRISM_MUTEX_DEADLOCK_DETECTION=1
+  // measures with Abseil's debug deadlock detector on.
+  prism::ApplyMutexDeadlockDetectionSetting();
   CLI::App app{"Coordinator benchmarks (see the file header)",
                "coordinator_bench"};
   app.require_subcommand(1);

@@ -4,10 +4,12 @@
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "base/mutex_mode.h"
 #include "cli/client.h"
 #include "cli/command.h"
 
 int main(int argc, char** argv) {
+  prism::ApplyMutexDeadlockDetectionSetting();
   prism::cli::RouteGrpcLogs(prism::LogLevel::kDebug);
   CLI::App app{
       "Prism Search: find the best attention head schedules for decoder "
