@@ -38,6 +38,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -46,6 +47,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/mutex.h"
 #include "fmt/format.h"
 #include "model/internal/kernels.h"
 #include "model/trainer.h"
@@ -102,6 +104,7 @@ struct Options {
   bool ablations = true;
   bool isa_levels = true;
   std::string host_level;  // "" = this host as it is
+  bool interleave = false;
 };
 
 // HostLevelEnv is the environment that makes this process's BLAS and ATen
@@ -193,6 +196,150 @@ double RunOurs(const Options& o, const prism::ModelShape& shape,
   return tps;
 }
 
+// Baton gives the interleaved runs (--interleave) one turn at a time,
+// round robin over the runs not finished.
+class Baton {
+ public:
+  explicit Baton(int runs) : done_(runs, false) {}
+
+  void Wait(int run) {
+    absl::MutexLock lock(&mu_);
+    auto mine = [this, run]()
+                    ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) { return turn_ == run; };
+    mu_.Await(absl::Condition(&mine));
+  }
+  // Pass hands the turn from `run` to the next run not finished.
+  void Pass(int run) {
+    absl::MutexLock lock(&mu_);
+    PassLocked(run);
+  }
+  void Finish(int run) {
+    absl::MutexLock lock(&mu_);
+    done_[run] = true;
+    PassLocked(run);
+  }
+
+ private:
+  void PassLocked(int run) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    if (turn_ != run) return;
+    const int n = static_cast<int>(done_.size());
+    for (int k = 1; k <= n; ++k) {
+      const int next = (run + k) % n;
+      if (!done_[next]) {
+        turn_ = next;
+        return;
+      }
+    }
+    turn_ = -1;
+  }
+
+  absl::Mutex mu_;
+  int turn_ ABSL_GUARDED_BY(mu_) = 0;
+  std::vector<bool> done_ ABSL_GUARDED_BY(mu_);
+};
+
+// InterleavedTimer hands the turn on after the run's setup and after each
+// of its steps, and times each step from getting the turn back to its end,
+// so a step is timed while no other run computes.
+class InterleavedTimer final : public prism::model::TrainObserver {
+ public:
+  InterleavedTimer(Baton* baton, int run) : baton_(baton), run_(run) {}
+  void OnStart(const prism::model::TrainConfig&, int64_t) override { Yield(); }
+  void OnStep(int64_t, double, double) override {
+    seconds_.push_back(
+        std::chrono::duration<double>(Clock::now() - resumed_).count());
+    Yield();
+  }
+  // Seconds of steps (from, to], 1-based as steps are counted.
+  double Seconds(int64_t from, int64_t to) const {
+    double total = 0.0;
+    for (int64_t s = from; s < to; ++s) total += seconds_[s];
+    return total;
+  }
+
+ private:
+  void Yield() {
+    baton_->Pass(run_);
+    baton_->Wait(run_);
+    resumed_ = Clock::now();
+  }
+
+  Baton* baton_;
+  int run_;
+  Clock::time_point resumed_;
+  std::vector<double> seconds_;
+};
+
+// RunInterleaved trains every configuration of `configs` at once, one step
+// each in turn (A1 B1 C1 A2 B2 ...), and returns each one's tokens/s over
+// its timed steps: a slow second of the machine then lands on adjacent steps
+// of every configuration instead of on one configuration's whole turn.
+// Setups (including the attention autotuner's timing) run one at a time
+// too. The configurations must share their PRISM_ISA (set once here).
+std::vector<double> RunInterleaved(const Options& o,
+                                   const prism::ModelShape& shape,
+                                   const std::vector<Config>& configs,
+                                   std::vector<Measured>* measured) {
+  const int n = static_cast<int>(configs.size());
+  Baton baton(n);
+  std::vector<std::unique_ptr<InterleavedTimer>> timers;
+  std::vector<absl::StatusOr<prism::model::TrainResult>> results(
+      n, absl::UnknownError("not run"));
+  std::vector<prism::model::TrainConfig> train(n);
+  for (int i = 0; i < n; ++i) {
+    timers.push_back(std::make_unique<InterleavedTimer>(&baton, i));
+    prism::model::TrainConfig& config = train[i];
+    config.shape = shape;
+    config.schedule = *prism::ParseSchedule(configs[i].schedule);
+    config.steps = o.warmup + o.steps;
+    config.batch_size = o.batch > 0 ? o.batch : shape.batch_size;
+    config.eval_every = 1 << 30;
+    config.eval_batches = 1;
+    config.log_every = config.steps;
+    config.learning_rate = shape.learning_rate;
+    config.warmup_steps = 1;
+    config.threads = o.threads;
+    config.attention = configs[i].attention;
+    config.cpu_threading = configs[i].threading;
+    config.measure_attention = false;
+    config.measure_mfu = false;
+  }
+  if (configs[0].isa.empty()) {
+    unsetenv("PRISM_ISA");
+  } else {
+    setenv("PRISM_ISA", configs[0].isa.c_str(), 1);
+  }
+  std::vector<std::thread> threads;
+  for (int i = 0; i < n; ++i) {
+    threads.emplace_back([&, i] {
+      baton.Wait(i);
+      results[i] = prism::model::Train(train[i], timers[i].get());
+      baton.Finish(i);
+    });
+  }
+  for (std::thread& t : threads) t.join();
+  unsetenv("PRISM_ISA");
+
+  std::vector<double> tps(n);
+  for (int i = 0; i < n; ++i) {
+    if (!results[i].ok()) {
+      std::cerr << configs[i].name << ": " << results[i].status() << "\n";
+      std::exit(1);
+    }
+    const double tokens =
+        static_cast<double>(o.steps) * train[i].batch_size * shape.context;
+    tps[i] = tokens / timers[i]->Seconds(o.warmup, o.warmup + o.steps);
+    Measured& m = (*measured)[i];
+    m.flops_per_token = static_cast<double>(results[i]->flops_per_token);
+    m.loss = results[i]->final_train_loss;
+    m.kernel =
+        results[i]->isa.empty()
+            ? results[i]->attention_kernel
+            : absl::StrCat(results[i]->attention_kernel, "/", results[i]->isa);
+  }
+  return tps;
+}
+
 double RunReference(const Options& o, const prism::ModelShape& shape,
                     const Config& c) {
   const int batch = o.batch > 0 ? o.batch : shape.batch_size;
@@ -264,7 +411,16 @@ int main(int argc, char** argv) {
   app.add_option("--host-level", o.host_level,
                  "emulate a whole host of this level (avx512, avx2, "
                  "baseline): BLAS, ATen and our kernels");
+  app.add_flag("--interleave", o.interleave,
+               "train the schedules at once, one step each in turn, and time "
+               "each step alone (needs --no-isa-levels --no-ablations and no "
+               "--reference)");
   CLI11_PARSE(app, argc, argv);
+  if (o.interleave && (o.isa_levels || o.ablations || !o.reference.empty())) {
+    std::cerr << "train_bench: --interleave compares the schedules only: add "
+                 "--no-isa-levels --no-ablations and drop --reference\n";
+    return 2;
+  }
   if (!o.host_level.empty()) {
     absl::StatusOr<std::vector<std::pair<std::string, std::string>>> env =
         HostLevelEnv(o.host_level);
@@ -399,10 +555,14 @@ int main(int argc, char** argv) {
     peak = std::max(peak, *round_peak);
     std::cerr << fmt::format("round {} matmul peak {:.1f} GFLOP/s\n", round + 1,
                              *round_peak / 1e9);
+    std::vector<double> interleaved;
+    if (o.interleave)
+      interleaved = RunInterleaved(o, *shape, configs, &measured);
     for (size_t i = 0; i < configs.size(); ++i) {
       const Config& c = configs[i];
-      const double tps = c.reference ? RunReference(o, *shape, c)
-                                     : RunOurs(o, *shape, c, &measured[i]);
+      const double tps = o.interleave  ? interleaved[i]
+                         : c.reference ? RunReference(o, *shape, c)
+                                       : RunOurs(o, *shape, c, &measured[i]);
       measured[i].rounds.push_back(tps);
       measured[i].best = std::max(measured[i].best, tps);
       std::cerr << fmt::format("round {} {:<45} {:8.0f} tok/s\n", round + 1,
