@@ -13,6 +13,8 @@
 // load from elsewhere on the machine hits every configuration alike; "vs
 // uniform, paired" is the median over rounds of each round's own ratio to
 // the uniform row (robust to a burst that hits one configuration's turn).
+// With --interleave the schedules of a round train at once, one step each
+// in turn, and each step is timed alone: the pairing is then step by step.
 //
 // The host's CPU flags come first; every Prism row names the attention
 // kernel it trained with ("auto" rows: what the autotuner chose). Unless
