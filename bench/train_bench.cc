@@ -157,8 +157,11 @@ struct Measured {
   std::string kernel;  // the attention kernel trained with, e.g. fused/avx2
 };
 
-double RunOurs(const Options& o, const prism::ModelShape& shape,
-               const Config& c, Measured* m) {
+// BenchConfig is the trainer's config for configuration `c`: warmup + steps
+// steps, no evaluation but the last, no attention or MFU probes.
+prism::model::TrainConfig BenchConfig(const Options& o,
+                                      const prism::ModelShape& shape,
+                                      const Config& c) {
   prism::model::TrainConfig config;
   config.shape = shape;
   config.schedule = *prism::ParseSchedule(c.schedule);
@@ -174,6 +177,12 @@ double RunOurs(const Options& o, const prism::ModelShape& shape,
   config.cpu_threading = c.threading;
   config.measure_attention = false;
   config.measure_mfu = false;  // the peak is measured per round instead
+  return config;
+}
+
+double RunOurs(const Options& o, const prism::ModelShape& shape,
+               const Config& c, Measured* m) {
+  const prism::model::TrainConfig config = BenchConfig(o, shape, c);
   StepTimer timer;
   if (c.isa.empty()) {
     unsetenv("PRISM_ISA");
@@ -287,24 +296,10 @@ std::vector<double> RunInterleaved(const Options& o,
   std::vector<std::unique_ptr<InterleavedTimer>> timers;
   std::vector<absl::StatusOr<prism::model::TrainResult>> results(
       n, absl::UnknownError("not run"));
-  std::vector<prism::model::TrainConfig> train(n);
+  std::vector<prism::model::TrainConfig> train;
   for (int i = 0; i < n; ++i) {
     timers.push_back(std::make_unique<InterleavedTimer>(&baton, i));
-    prism::model::TrainConfig& config = train[i];
-    config.shape = shape;
-    config.schedule = *prism::ParseSchedule(configs[i].schedule);
-    config.steps = o.warmup + o.steps;
-    config.batch_size = o.batch > 0 ? o.batch : shape.batch_size;
-    config.eval_every = 1 << 30;
-    config.eval_batches = 1;
-    config.log_every = config.steps;
-    config.learning_rate = shape.learning_rate;
-    config.warmup_steps = 1;
-    config.threads = o.threads;
-    config.attention = configs[i].attention;
-    config.cpu_threading = configs[i].threading;
-    config.measure_attention = false;
-    config.measure_mfu = false;
+    train.push_back(BenchConfig(o, shape, configs[i]));
   }
   if (configs[0].isa.empty()) {
     unsetenv("PRISM_ISA");
