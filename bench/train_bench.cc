@@ -180,31 +180,46 @@ prism::model::TrainConfig BenchConfig(const Options& o,
   return config;
 }
 
-double RunOurs(const Options& o, const prism::ModelShape& shape,
-               const Config& c, Measured* m) {
-  const prism::model::TrainConfig config = BenchConfig(o, shape, c);
-  StepTimer timer;
-  if (c.isa.empty()) {
+// SetIsa sets PRISM_ISA for the runs that follow; "" unsets it.
+void SetIsa(const std::string& isa) {
+  if (isa.empty()) {
     unsetenv("PRISM_ISA");
   } else {
-    setenv("PRISM_ISA", c.isa.c_str(), 1);
+    setenv("PRISM_ISA", isa.c_str(), 1);
   }
-  absl::StatusOr<prism::model::TrainResult> result =
-      prism::model::Train(config, &timer);
-  unsetenv("PRISM_ISA");
+}
+
+// Recorded returns the tokens/s of a finished run of `c` over its timed
+// steps (as `timer` saw them), and keeps its model numbers and kernel in
+// *m; a failed run ends the benchmark.
+template <typename Timer>
+double Recorded(const Options& o, const prism::ModelShape& shape,
+                const Config& c, const prism::model::TrainConfig& config,
+                const absl::StatusOr<prism::model::TrainResult>& result,
+                const Timer& timer, Measured* m) {
   if (!result.ok()) {
     std::cerr << c.name << ": " << result.status() << "\n";
     std::exit(1);
   }
-  const double tokens =
-      static_cast<double>(o.steps) * config.batch_size * shape.context;
-  const double tps = tokens / timer.Seconds(o.warmup, o.warmup + o.steps);
   m->flops_per_token = static_cast<double>(result->flops_per_token);
   m->loss = result->final_train_loss;
   m->kernel = result->isa.empty()
                   ? result->attention_kernel
                   : absl::StrCat(result->attention_kernel, "/", result->isa);
-  return tps;
+  const double tokens =
+      static_cast<double>(o.steps) * config.batch_size * shape.context;
+  return tokens / timer.Seconds(o.warmup, o.warmup + o.steps);
+}
+
+double RunOurs(const Options& o, const prism::ModelShape& shape,
+               const Config& c, Measured* m) {
+  const prism::model::TrainConfig config = BenchConfig(o, shape, c);
+  StepTimer timer;
+  SetIsa(c.isa);
+  absl::StatusOr<prism::model::TrainResult> result =
+      prism::model::Train(config, &timer);
+  SetIsa("");
+  return Recorded(o, shape, c, config, result, timer, m);
 }
 
 // Baton gives the interleaved runs (--interleave) one turn at a time,
@@ -301,11 +316,7 @@ std::vector<double> RunInterleaved(const Options& o,
     timers.push_back(std::make_unique<InterleavedTimer>(&baton, i));
     train.push_back(BenchConfig(o, shape, configs[i]));
   }
-  if (configs[0].isa.empty()) {
-    unsetenv("PRISM_ISA");
-  } else {
-    setenv("PRISM_ISA", configs[0].isa.c_str(), 1);
-  }
+  SetIsa(configs[0].isa);
   std::vector<std::thread> threads;
   for (int i = 0; i < n; ++i) {
     threads.emplace_back([&, i] {
@@ -315,24 +326,12 @@ std::vector<double> RunInterleaved(const Options& o,
     });
   }
   for (std::thread& t : threads) t.join();
-  unsetenv("PRISM_ISA");
+  SetIsa("");
 
   std::vector<double> tps(n);
   for (int i = 0; i < n; ++i) {
-    if (!results[i].ok()) {
-      std::cerr << configs[i].name << ": " << results[i].status() << "\n";
-      std::exit(1);
-    }
-    const double tokens =
-        static_cast<double>(o.steps) * train[i].batch_size * shape.context;
-    tps[i] = tokens / timers[i]->Seconds(o.warmup, o.warmup + o.steps);
-    Measured& m = (*measured)[i];
-    m.flops_per_token = static_cast<double>(results[i]->flops_per_token);
-    m.loss = results[i]->final_train_loss;
-    m.kernel =
-        results[i]->isa.empty()
-            ? results[i]->attention_kernel
-            : absl::StrCat(results[i]->attention_kernel, "/", results[i]->isa);
+    tps[i] = Recorded(o, shape, configs[i], train[i], results[i], *timers[i],
+                      &(*measured)[i]);
   }
   return tps;
 }
