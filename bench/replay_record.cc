@@ -93,14 +93,9 @@ int main(int argc, char** argv) {
     if (done.count({trial.schedule, static_cast<uint64_t>(trial.seed)})) {
       continue;
     }
-    prism::v1::TrialTask task;
-    *task.mutable_model() = plan->spec.model();
-    *task.mutable_data() = plan->spec.data();
-    *task.mutable_budget() = plan->spec.budget();
-    task.mutable_trial()->set_schedule(trial.schedule);
-    task.mutable_trial()->set_seed(trial.seed);
     absl::StatusOr<prism::model::TrainConfig> config =
-        prism::worker::TrainConfigForTask(task, resources);
+        prism::worker::TrainConfigForTask(
+            prism::server::PlannedTask(*plan, trial), resources);
     if (!config.ok()) return Fail(std::string(config.status().message()));
     // The MFU reference is a quarter second of matmuls per trial that the
     // replay never uses.

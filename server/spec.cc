@@ -574,4 +574,15 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
   return plan;
 }
 
+v1::TrialTask PlannedTask(const ExperimentPlan& plan,
+                          const storage::NewTrial& trial) {
+  v1::TrialTask task;
+  *task.mutable_model() = plan.spec.model();
+  *task.mutable_data() = plan.spec.data();
+  *task.mutable_budget() = plan.spec.budget();
+  task.mutable_trial()->set_schedule(trial.schedule);
+  task.mutable_trial()->set_seed(trial.seed);
+  return task;
+}
+
 }  // namespace prism::server

@@ -61,6 +61,14 @@ absl::StatusOr<v1::ExperimentSpec> ParseSpecText(absl::string_view text);
 absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
                                               const PlanOptions& options);
 
+// PlannedTask is the task a worker would lease for `trial` of `plan` on its
+// first attempt: the resolved model, data and budget with the trial's
+// schedule and seed (no resume step, no rung). Offline tools that train a
+// plan's trials without a coordinator (bench/replay_record) build their
+// trainer configs from it.
+v1::TrialTask PlannedTask(const ExperimentPlan& plan,
+                          const storage::NewTrial& trial);
+
 // ShapeForSpec returns the model shape of a resolved spec.
 ModelShape ShapeForSpec(const v1::ExperimentSpec& resolved);
 

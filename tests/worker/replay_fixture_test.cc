@@ -54,14 +54,8 @@ TEST_P(CommittedFixtureTest, HoldsEveryPlannedTrialWithItsWholeCurve) {
   const int64_t eval_every = plan->spec.budget().eval_every();
   for (const storage::NewTrial& trial : plan->trials) {
     SCOPED_TRACE(trial.schedule + " seed " + std::to_string(trial.seed));
-    v1::TrialTask task;
-    *task.mutable_model() = plan->spec.model();
-    *task.mutable_data() = plan->spec.data();
-    *task.mutable_budget() = plan->spec.budget();
-    task.mutable_trial()->set_schedule(trial.schedule);
-    task.mutable_trial()->set_seed(trial.seed);
     absl::StatusOr<model::TrainConfig> config =
-        TrainConfigForTask(task, resources);
+        TrainConfigForTask(server::PlannedTask(*plan, trial), resources);
     ASSERT_TRUE(config.ok()) << config.status();
     EXPECT_EQ(ReplayConfigOf(*config), fixture->config);
 
