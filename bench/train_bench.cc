@@ -12,12 +12,16 @@
 // round-robin `rounds` times and the best round is reported, so a burst of
 // load from elsewhere on the machine hits every configuration alike; "vs
 // uniform, paired" is the median over rounds of each round's own ratio to
-// the uniform row (robust to a burst that hits one configuration's turn).
+// the uniform row (robust to a burst that hits one configuration's turn),
+// and "paired 95% CI" the Student-t interval of those ratios' geometric
+// mean. List the uniform schedule twice to get a control row: its interval
+// is what noise alone gives on this host at that moment.
 // With --interleave the schedules of a round train at once, one step each
 // in turn, and each step is timed alone: the pairing is then step by step.
 //
 // The host's CPU flags come first; every Prism row names the attention
-// kernel it trained with ("auto" rows: what the autotuner chose). Unless
+// kernel it trained with ("auto" rows: what the autotuner chose, with the
+// times it measured for each candidate printed when the choice is made). Unless
 // --no-isa-levels, the uniform schedule also runs with PRISM_ISA set to each
 // instruction set the CPU has (the fused kernel's and GELU's level; auto
 // then chooses between that fused kernel and masked softmax), so an AVX-512
@@ -34,6 +38,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <iostream>
@@ -55,6 +60,7 @@
 #include "model/trainer.h"
 #include "scheduler/presets.h"
 #include "scheduler/schedule.h"
+#include "scheduler/statistics.h"
 
 namespace {
 
@@ -91,6 +97,22 @@ double PairedRatio(const std::vector<double>& rounds,
   std::sort(ratios.begin(), ratios.end());
   const size_t n = ratios.size();
   return n % 2 ? ratios[n / 2] : (ratios[n / 2 - 1] + ratios[n / 2]) / 2;
+}
+
+// PairedInterval is the 95% interval of the per-round ratios' geometric
+// mean (Student t over the log ratios), "lo-hi", or "-" under 3 rounds. A
+// control (the uniform schedule listed twice) shows how wide it is when
+// nothing differs.
+std::string PairedInterval(const std::vector<double>& rounds,
+                           const std::vector<double>& base) {
+  std::vector<double> logs;
+  for (size_t r = 0; r < rounds.size() && r < base.size(); ++r) {
+    if (base[r] > 0 && rounds[r] > 0)
+      logs.push_back(std::log(rounds[r] / base[r]));
+  }
+  if (logs.size() < 3) return "-";
+  const prism::Interval ci = prism::MeanInterval(logs);
+  return fmt::format("{:.3f}-{:.3f}", std::exp(ci.low), std::exp(ci.high));
 }
 
 struct Options {
@@ -206,6 +228,22 @@ double Recorded(const Options& o, const prism::ModelShape& shape,
   m->kernel = result->isa.empty()
                   ? result->attention_kernel
                   : absl::StrCat(result->attention_kernel, "/", result->isa);
+  // What the attention autotuner measured to choose m->kernel.
+  std::vector<std::string> timed;
+  for (const prism::model::AttentionTiming& t : result->attention_timings) {
+    timed.push_back(fmt::format("{}{}{} {:.2f} ms", t.kernel,
+                                t.isa.empty() ? "" : "/", t.isa,
+                                t.milliseconds));
+  }
+  // Printed when it changes: the choice is cached per shape for the process,
+  // so later rounds mostly repeat it.
+  static auto* last_printed = new std::map<std::string, std::string>();
+  const std::string line = fmt::format("  {} chose {}: {}", c.name, m->kernel,
+                                       absl::StrJoin(timed, ", "));
+  if (!timed.empty() && (*last_printed)[c.name] != line) {
+    (*last_printed)[c.name] = line;
+    std::cerr << line << "\n";
+  }
   const double tokens =
       static_cast<double>(o.steps) * config.batch_size * shape.context;
   return tokens / timer.Seconds(o.warmup, o.warmup + o.steps);
@@ -581,8 +619,8 @@ int main(int argc, char** argv) {
       o.batch > 0 ? o.batch : shape->batch_size, o.threads, o.steps, o.rounds);
   std::cout << "| configuration | schedule | attention | tokens/s (best) | "
                "rounds | MFU | vs uniform | vs uniform, paired | "
-               "vs reference |\n"
-               "|---|---|---|---|---|---|---|---|---|\n";
+               "paired 95% CI | vs reference |\n"
+               "|---|---|---|---|---|---|---|---|---|---|\n";
   for (size_t i = 0; i < configs.size(); ++i) {
     const Measured& m = measured[i];
     std::string rounds;
@@ -591,13 +629,14 @@ int main(int argc, char** argv) {
                       fmt::format("{:.0f}", r));
     }
     std::cout << fmt::format(
-        "| {} | {} | {} | {:.0f} | {} | {} | {:.3f} | {:.3f} | {} |\n",
+        "| {} | {} | {} | {:.0f} | {} | {} | {:.3f} | {:.3f} | {} | {} |\n",
         configs[i].name, configs[i].schedule,
         configs[i].reference ? "masked" : m.kernel, m.best, rounds,
         configs[i].reference
             ? "-"
             : fmt::format("{:.1f}%", 100 * m.flops_per_token * m.best / peak),
         m.best / uniform_tps, PairedRatio(m.rounds, measured[0].rounds),
+        i == 0 ? "-" : PairedInterval(m.rounds, measured[0].rounds),
         reference_best > 0 ? fmt::format("{:.2f}x", m.best / reference_best)
                            : "-");
   }

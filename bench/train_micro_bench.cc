@@ -10,6 +10,7 @@
 #include <functional>
 #include <iostream>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "CLI/CLI.hpp"
@@ -53,14 +54,32 @@ void Row(const std::string& what, const std::string& ours, double ours_ms,
                            theirs_ms / ours_ms);
 }
 
+// RunAll times every kernel and prints the table.
+void RunAll(int reps);
+
 }  // namespace
 
 int main(int argc, char** argv) {
   int reps = 10;
+  bool in_thread = false;
   CLI::App app{"Trainer CPU kernels vs the LibTorch operators they replace"};
   app.add_option("--reps", reps, "timed repetitions (best is reported)");
+  app.add_flag("--in-thread", in_thread,
+               "run the kernels on a new thread, as a worker's trainer does, "
+               "instead of the main thread");
   CLI11_PARSE(app, argc, argv);
+  if (in_thread) {
+    std::thread runner([reps] { RunAll(reps); });
+    runner.join();
+  } else {
+    RunAll(reps);
+  }
+  return 0;
+}
 
+namespace {
+
+void RunAll(int reps) {
   at::set_num_threads(1);
   prism::model::internal::SetBlasThreads(1);
   torch::manual_seed(0);
@@ -150,5 +169,6 @@ int main(int argc, char** argv) {
         BestMs(reps, [&] { flat.Step(1e-3, 1.0, &two); }),
         "torch::optim::AdamW + clip_grad_norm_", torch_ms);
   }
-  return 0;
 }
+
+}  // namespace

@@ -9,8 +9,10 @@
 //
 // Each candidate runs forward + backward of the attention alone (no
 // projections) on random (min(rows, 4), T, 3C) inputs, once per distinct
-// head count, one warmup call and then 5 timed calls; a candidate's time is
-// the sum over layers of its best call for that layer's head count. The
+// head count, one warmup call and then 5 timed calls, the candidates taking
+// turns call by call (so a slow moment of the machine hits them all); a
+// candidate's time is the sum over layers of its best call for that layer's
+// head count. The
 // first candidate wins unless another is at least 5% faster (candidates come
 // in order of preference), so noise does not flip near ties. The fused kernel
 // is timed at every instruction set the CPU has; the masked-softmax path is
@@ -26,6 +28,7 @@
 #ifndef PRISM_MODEL_INTERNAL_ATTENTION_TUNER_H_
 #define PRISM_MODEL_INTERNAL_ATTENTION_TUNER_H_
 
+#include <cstddef>
 #include <cstdint>
 #include <optional>
 #include <string>
@@ -66,6 +69,13 @@ std::vector<AttentionKernel> AttentionCandidates(std::optional<Isa> forced_isa);
 AttentionChoice ChooseAttentionKernel(
     const AttentionShape& shape,
     const std::vector<AttentionKernel>& candidates);
+
+// PreferredCandidate returns the index of the candidate to use given each
+// one's time (in order of preference): the first, replaced by a later one
+// only when that one is more than `margin` (a fraction) faster than the
+// current choice. 0 for an empty list.
+size_t PreferredCandidate(const std::vector<double>& milliseconds,
+                          double margin);
 
 // AttentionKernelName returns "fused", "masked", "sdpa" or "auto".
 std::string AttentionKernelName(AttentionKernel kernel);
