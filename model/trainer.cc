@@ -25,6 +25,7 @@
 #include "model/internal/attention.h"
 #include "model/internal/attention_tuner.h"
 #include "model/internal/checkpoint.h"
+#include "model/internal/cpu_allocator.h"
 #include "model/internal/decoder.h"
 #include "model/internal/heap.h"
 #include "model/internal/mfu.h"
@@ -246,8 +247,11 @@ absl::Status TrainingRun::Setup() {
   const int threads =
       config_.threads > 0 ? config_.threads : internal::HardwareThreads();
   // Every step frees and reallocates the same activations: keep their pages
-  // (see heap.h).
-  if (device_.is_cpu()) internal::RetainFreedHeapMemory();
+  // (see heap.h), on every thread (see cpu_allocator.h).
+  if (device_.is_cpu()) {
+    internal::RetainFreedHeapMemory();
+    internal::UseCachingCpuAllocator();
+  }
   if (device_.is_cpu() && config_.cpu_threading == "shards") {
     internal::SetBlasThreads(1);
     at::set_num_threads(1);
@@ -781,8 +785,15 @@ absl::StatusOr<TrainResult> Train(const TrainConfig& config,
                                   TrainObserver* observer) {
   TrainObserver silent;
   try {
-    TrainingRun run(config, observer != nullptr ? observer : &silent);
-    return run.Execute();
+    absl::StatusOr<TrainResult> result;
+    {
+      TrainingRun run(config, observer != nullptr ? observer : &silent);
+      result = run.Execute();
+    }
+    // The run's tensors are freed: give what the allocator cached back, so
+    // a worker's next trial of another shape does not keep this one's.
+    internal::ReleaseCachedCpuMemory();
+    return result;
   } catch (const c10::Error& e) {
     return absl::InternalError(
         absl::StrCat("libtorch: ", e.what_without_backtrace()));
