@@ -12,9 +12,9 @@
 // head count, one warmup call and then 5 timed calls, the candidates taking
 // turns call by call (so a slow moment of the machine hits them all); a
 // candidate's time is the sum over layers of its best call for that layer's
-// head count. The
-// first candidate wins unless another is at least 5% faster (candidates come
-// in order of preference), so noise does not flip near ties. The fused kernel
+// head count. The first candidate wins unless another is at least 5% faster
+// (candidates come in order of preference; see PreferredCandidate), so noise
+// does not flip near ties. The fused kernel
 // is timed at every instruction set the CPU has; the masked-softmax path is
 // LibTorch's. Choices are cached per (shape, heads, rows, intra-op threads,
 // candidates) for the life of the process, so a worker's later trials (and

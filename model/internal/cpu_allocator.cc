@@ -27,8 +27,7 @@ class Cache {
         void* p = it->second.back();
         it->second.pop_back();
         cached_bytes_ -= static_cast<int64_t>(n);
-        in_use_[p] = n;
-        in_use_bytes_ += static_cast<int64_t>(n);
+        Lend(p, n);
         ++reused_;
         return p;
       }
@@ -42,8 +41,7 @@ class Cache {
       p = c10::alloc_cpu(n);
     }
     absl::MutexLock lock(&mu_);
-    in_use_[p] = n;
-    in_use_bytes_ += static_cast<int64_t>(n);
+    Lend(p, n);
     ++allocated_;
     return p;
   }
@@ -88,6 +86,12 @@ class Cache {
   }
 
  private:
+  // Lend records block p of n bytes as handed out.
+  void Lend(void* p, size_t n) ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_) {
+    in_use_[p] = n;
+    in_use_bytes_ += static_cast<int64_t>(n);
+  }
+
   absl::Mutex mu_;
   std::unordered_map<void*, size_t> in_use_ ABSL_GUARDED_BY(mu_);
   std::unordered_map<size_t, std::vector<void*>> free_ ABSL_GUARDED_BY(mu_);

@@ -8,8 +8,9 @@
 // unmapped whatever mallopt says, and the next step faults in fresh zeroed
 // pages. A worker trains on a thread of its own and shard helpers are
 // threads too, so that was every trial: `train_bench --interleave` (each
-// schedule on its own thread) measured 4.6x the page faults and 0.6x the
-// tokens/s of the same steps on the main thread (bench/RESULTS.md).
+// schedule on its own thread) took 4.6x the page faults, at about 0.6x the
+// tokens/s, of the same run with every thread on the main arena
+// (MALLOC_ARENA_MAX=1; bench/RESULTS.md).
 //
 // UseCachingCpuAllocator installs, for the life of the process, an
 // allocator for LibTorch's CPU tensors that keeps each freed block and
