@@ -43,13 +43,21 @@ double ContinuedFraction(double a, double b, double x) {
   return f;
 }
 
+// LogGamma returns ln|Gamma(x)|. std::lgamma also stores Gamma's sign in
+// the global `signgam` (POSIX), so two threads ranking at once race on it
+// (TSan found it in server_coordinator_test); lgamma_r hands the sign back
+// through an argument instead.
+double LogGamma(double x) {
+  int sign = 0;
+  return ::lgamma_r(x, &sign);
+}
+
 // RegularizedBeta returns I_x(a, b) for 0 <= x <= 1, a, b > 0.
 double RegularizedBeta(double a, double b, double x) {
   if (x <= 0.0) return 0.0;
   if (x >= 1.0) return 1.0;
-  const double log_front = std::lgamma(a + b) - std::lgamma(a) -
-                           std::lgamma(b) + a * std::log(x) +
-                           b * std::log1p(-x);
+  const double log_front = LogGamma(a + b) - LogGamma(a) - LogGamma(b) +
+                           a * std::log(x) + b * std::log1p(-x);
   const double front = std::exp(log_front);
   if (x < (a + 1.0) / (a + b + 2.0)) {
     return front * ContinuedFraction(a, b, x) / a;
