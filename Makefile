@@ -49,23 +49,28 @@ test-asan:
 	  -L 'unit|integration'
 
 # TSan over the coordinator's, the worker's and the storage tests, binary by
-# binary (ctest names tests by case, not by binary). Debian's Abseil is not
-# instrumented, so TSan would see no absl::Mutex lock and call every guarded
-# field a race: tests/tsan/build_absl.sh builds an instrumented
-# libabsl_synchronization from Debian's source of the installed version, put
-# first on LD_LIBRARY_PATH; tests/tsan/tsan.supp says what it suppresses and
-# why.
+# binary (ctest names tests by case, not by binary). Debian's Abseil and
+# gRPC are not instrumented, so TSan would see no absl::Mutex lock and none
+# of gRPC's own ordering, and call every guarded field and every buffer gRPC
+# hands between its threads a race: tests/tsan/build_absl.sh and
+# build_grpc.sh build instrumented copies (libabsl_synchronization; libgrpc,
+# libgrpc++, libgpr, libupb, libaddress_sorting) from Debian's source of the
+# installed versions, put first on LD_LIBRARY_PATH; tests/tsan/tsan.supp
+# says what it suppresses and why. The gRPC build is the long part (about
+# 850 compile steps, once).
 TSAN_TESTS = server_coordinator_test server_queue_test server_limits_test \
 	server_results_test server_http_test sqlite_store_test backup_test \
-	worker_test report_buffer_test
+	worker_test report_buffer_test statistics_test
+TSAN_LIBS = $(CURDIR)/build-tsan/absl:$(CURDIR)/build-tsan/grpc
 test-tsan:
 	@cmake -S . -B build-tsan -G Ninja -DCMAKE_BUILD_TYPE=RelWithDebInfo \
 	  -DPRISM_SANITIZE=thread -DPRISM_BUILD_BENCH=OFF >/dev/null
 	bash tests/tsan/build_absl.sh build-tsan/absl
+	JOBS=$(JOBS) bash tests/tsan/build_grpc.sh build-tsan/grpc
 	cmake --build build-tsan -j $(JOBS) --target $(TSAN_TESTS)
 	@for t in $(TSAN_TESTS); do \
 	  echo "test-tsan: $$t"; \
-	  LD_LIBRARY_PATH=$(CURDIR)/build-tsan/absl \
+	  LD_LIBRARY_PATH=$(TSAN_LIBS) \
 	  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:suppressions=$(CURDIR)/tests/tsan/tsan.supp \
 	    $$(find build-tsan/tests -name $$t -type f) --gtest_brief=1 || exit 1; \
 	done

@@ -15,9 +15,9 @@
 # libabsl_base/malloc_internal; tests/tsan/tsan.supp drops only races whose
 # top frame is in this library.
 #
-# Needs: g++ with libtsan, dpkg-dev (dpkg-source), network to Debian's
-# archive. Leaves the system's apt configuration as it is: the deb-src
-# entries live in a private directory under OUT_DIR.
+# Needs: g++ with libtsan, and what debian_source.sh needs (dpkg-dev,
+# network to Debian's archive; the system's apt configuration is left as
+# it is).
 set -euo pipefail
 
 out=$(realpath -m "${1:?usage: build_absl.sh OUT_DIR}")
@@ -28,18 +28,7 @@ if [[ -f "$out/$soname" ]]; then
   exit 0
 fi
 version=$(dpkg-query -W -f='${source:Version}' libabsl-dev)
-mkdir -p "$out/apt/parts" "$out/apt/lists/partial" "$out/src"
-# The system's Debian entries, as source entries, in a private apt state.
-for f in /etc/apt/sources.list.d/*.sources; do
-  grep -q 'debian' "$f" || continue
-  sed 's/^Types: deb$/Types: deb-src/' "$f" > "$out/apt/parts/$(basename "$f")"
-done
-apt_opts=(-o "Dir::Etc::SourceList=/dev/null"
-          -o "Dir::Etc::SourceParts=$out/apt/parts"
-          -o "Dir::State::Lists=$out/apt/lists")
-apt-get "${apt_opts[@]}" -qq update
-(cd "$out/src" && apt-get "${apt_opts[@]}" -qq source "abseil=$version")
-src=$(find "$out/src" -maxdepth 1 -mindepth 1 -type d -name 'abseil-*' | head -1)
+src=$(bash "$(dirname "$0")/debian_source.sh" "$out" abseil "$version")
 # The synchronization library's sources, as absl/synchronization/
 # CMakeLists.txt lists them for the `synchronization` target; its other
 # dependencies stay Debian's.
