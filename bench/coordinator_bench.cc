@@ -41,6 +41,9 @@
 //       clients in a second process at nice 19: on one machine, the closest
 //       to clients on other hosts (their CPU yields to the coordinator's and
 //       the reporting workers'; what they achieved is printed beside).
+//       --clients-idle runs that process under SCHED_IDLE instead, which
+//       yields for real: nice 19 weighs 15, and 1,000 Watch threads woken at
+//       once outweigh the coordinator's nice-0 threads.
 //
 // Simulated workers emit what a trainer with log_every 1 would (val at step
 // 0, then train steps 1, 2, ...) into an experiment whose budget never ends,
@@ -51,12 +54,14 @@
 #include <grpcpp/grpcpp.h>
 #include <httplib.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <cmath>
 #include <cstdio>
@@ -77,6 +82,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/synchronization/notification.h"
 #include "base/log.h"
 #include "base/mutex_mode.h"
 #include "cli/launcher.h"
@@ -1156,6 +1162,10 @@ struct HostileOptions {
   // in a process of their own at nice N (their CPU then yields to the
   // coordinator's and the workers', as clients on other hosts would).
   int clients_nice = -1;
+  // With clients apart: run their process under SCHED_IDLE (CPU only when
+  // no other thread wants it). Nice 19 is not enough for 1,000 threads: at
+  // weight 15 each, all of them woken at once outweigh 15 nice-0 threads.
+  bool clients_idle = false;
   int64_t rss_bound_mib = 1024;
   std::string prism = std::string(PRISM_BINARY_DIR) + "/cli/prism";
 };
@@ -1311,8 +1321,59 @@ std::vector<std::pair<std::string, std::atomic<int64_t>*>> ClientCounterFields(
           {"slow_closed_by_server", &k->slow_closed_by_server}};
 }
 
-// HostileClients are the hostile kinds' threads: Watch streams, maximal List
-// pages, oversized specs and bodies, slow connections (not the reporting
+// Watcher is one hostile Watch stream on a channel of its own, driven by
+// gRPC's callback API: it reads every round until the stream ends.
+class Watcher final : public grpc::ClientReadReactor<v1::WatchResponse> {
+ public:
+  Watcher(std::shared_ptr<grpc::Channel> channel, const std::string& token,
+          int64_t experiment_id, HostileCounters* k)
+      : stub_(v1::ResultsService::NewStub(std::move(channel))), k_(*k) {
+    ctx_.AddMetadata("authorization", "Bearer " + token);
+    req_.set_experiment_id(experiment_id);
+  }
+
+  void Start() {
+    started_ = true;
+    stub_->async()->Watch(&ctx_, &req_, this);
+    StartRead(&round_);
+    StartCall();
+  }
+  void Cancel() { ctx_.TryCancel(); }
+  void WaitDone() {
+    if (started_) done_.WaitForNotification();
+  }
+
+  // Reads are one at a time and OnDone comes after the last: opened_
+  // needs no lock.
+  void OnReadDone(bool ok) override {
+    if (!ok) return;
+    if (!opened_) ++k_.watch_open;
+    opened_ = true;
+    k_.watch_events += round_.events_size();
+    ++k_.watch_rounds;
+    StartRead(&round_);
+  }
+  void OnDone(const grpc::Status& s) override {
+    if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
+      ++(opened_ ? k_.watch_cut : k_.watch_refused);
+    }
+    done_.Notify();
+  }
+
+ private:
+  std::unique_ptr<v1::ResultsService::Stub> stub_;
+  HostileCounters& k_;
+  grpc::ClientContext ctx_;
+  v1::WatchRequest req_;
+  v1::WatchResponse round_;
+  bool started_ = false;
+  bool opened_ = false;
+  absl::Notification done_;
+};
+
+// HostileClients are the hostile kinds: Watch streams (callbacks), and
+// threads for maximal List pages, oversized specs and bodies, slow
+// connections (not the reporting
 // workers, not the dashboard probe). Start returns once every thread is
 // connected and set up; they push from Go until Stop.
 class HostileClients {
@@ -1329,11 +1390,7 @@ class HostileClients {
   }
   void Go() { go_ = true; }
   void Stop() {
-    {
-      std::lock_guard<std::mutex> lock(contexts_mu_);
-      stop_ = go_ = true;
-      for (grpc::ClientContext* ctx : contexts_) ctx->TryCancel();
-    }
+    stop_ = go_ = true;  // the watchers' thread cancels their streams
     for (std::thread& t : threads_) t.join();
     threads_.clear();
   }
@@ -1347,52 +1404,40 @@ class HostileClients {
   const std::vector<v1::SubmitRequest> oversized_;
   std::atomic<int> ready_{0};
   std::atomic<bool> go_{false}, stop_{false};
-  std::mutex contexts_mu_;
-  std::vector<grpc::ClientContext*> contexts_;
   std::vector<std::thread> threads_;
 };
 
 void HostileClients::StartThreads() {
-  // Watchers: one thread and one channel each, spread over the users, on
-  // the experiment the workers report into (every report is an event).
-  for (int i = 0; i < o_.watch_streams; ++i) {
-    threads_.emplace_back([this, i] {
-      // Connected before the clock starts, like a dashboard left open: the
-      // storm measured is of Watch calls, not of TCP handshakes.
-      std::shared_ptr<grpc::Channel> channel =
-          NewChannel(t_.grpc_address, 1000 + i);
-      channel->WaitForConnected(std::chrono::system_clock::now() +
-                                std::chrono::seconds(30));
-      auto stub = v1::ResultsService::NewStub(channel);
-      ++ready_;
-      while (!go_) std::this_thread::sleep_for(std::chrono::milliseconds(5));
-      std::unique_ptr<grpc::ClientContext> ctx =
-          Ctx(t_.viewer_tokens[i % t_.viewer_tokens.size()]);
-      {
-        std::lock_guard<std::mutex> lock(contexts_mu_);
-        if (stop_) return;
-        contexts_.push_back(ctx.get());
-      }
-      v1::WatchRequest req;
-      req.set_experiment_id(t_.experiment_id);
-      std::unique_ptr<grpc::ClientReader<v1::WatchResponse>> reader =
-          stub->Watch(ctx.get(), req);
-      v1::WatchResponse round;
-      bool opened = false;
-      while (reader->Read(&round)) {
-        if (!opened) ++k_.watch_open;
-        opened = true;
-        k_.watch_events += round.events_size();
-        ++k_.watch_rounds;
-      }
-      const grpc::Status s = reader->Finish();
-      if (s.error_code() == grpc::StatusCode::RESOURCE_EXHAUSTED) {
-        ++(opened ? k_.watch_cut : k_.watch_refused);
-      }
-      std::lock_guard<std::mutex> lock(contexts_mu_);
-      contexts_.erase(std::find(contexts_.begin(), contexts_.end(), ctx.get()));
-    });
-  }
+  // Watchers: one channel each, spread over the users, on the experiment
+  // the workers report into (every report is an event). They are callback
+  // streams driven by gRPC's few threads, not a thread each: 1,000 client
+  // threads woken at once take the coordinator's cores even at SCHED_IDLE
+  // (weight 3 each), which clients on other hosts would not.
+  threads_.emplace_back([this] {
+    std::vector<std::shared_ptr<grpc::Channel>> channels;
+    for (int i = 0; i < o_.watch_streams; ++i) {
+      channels.push_back(NewChannel(t_.grpc_address, 1000 + i));
+      channels.back()->GetState(/*try_to_connect=*/true);
+    }
+    // Connected before the clock starts, like dashboards left open: the
+    // storm measured is of Watch calls, not of TCP handshakes.
+    std::vector<std::unique_ptr<Watcher>> watchers;
+    for (int i = 0; i < o_.watch_streams; ++i) {
+      channels[i]->WaitForConnected(std::chrono::system_clock::now() +
+                                    std::chrono::seconds(30));
+      watchers.push_back(std::make_unique<Watcher>(
+          channels[i], t_.viewer_tokens[i % t_.viewer_tokens.size()],
+          t_.experiment_id, &k_));
+    }
+    ++ready_;
+    while (!go_) std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    if (!stop_) {
+      for (auto& w : watchers) w->Start();  // all at once
+      while (!stop_) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      for (auto& w : watchers) w->Cancel();
+      for (auto& w : watchers) w->WaitDone();
+    }
+  });
   // Maximal List pages: the largest page size over a 64-layer space.
   for (int i = 0; i < o_.list_threads; ++i) {
     threads_.emplace_back([this, i] {
@@ -1479,6 +1524,15 @@ void HostileClients::StartThreads() {
 // its CPU seconds and its counters, `name=value` each.
 int HostileClientsMain(const HostileOptions& o, const HostileTarget& t,
                        int seconds, const std::string& ready_file) {
+  if (o.clients_idle) {
+    // Before any thread starts: each inherits the policy of its creator.
+    const sched_param param{};
+    if (sched_setscheduler(0, SCHED_IDLE, &param) != 0) {
+      std::cerr << "coordinator_bench: hostile-clients: SCHED_IDLE: "
+                << std::strerror(errno) << "\n";
+      return 1;
+    }
+  }
   HostileCounters k;
   double cpu = 0;
   {
@@ -1499,8 +1553,8 @@ int HostileClientsMain(const HostileOptions& o, const HostileTarget& t,
   return 0;
 }
 
-// SpawnHostileClients starts `hostile-clients` at nice o.clients_nice and
-// returns once its clients are set up.
+// SpawnHostileClients starts `hostile-clients` at nice o.clients_nice (under
+// SCHED_IDLE with o.clients_idle) and returns once its clients are set up.
 absl::StatusOr<cli::Subprocess> SpawnHostileClients(const HostileOptions& o,
                                                     const HostileTarget& t,
                                                     int seconds,
@@ -1538,6 +1592,7 @@ absl::StatusOr<cli::Subprocess> SpawnHostileClients(const HostileOptions& o,
                 std::to_string(o.slow_connections),
                 "--ready-file",
                 ready_file};
+  if (o.clients_idle) spawn.argv.push_back("--sched-idle");
   for (const std::string& token : t.viewer_tokens) {
     spawn.argv.push_back("--viewer-token");
     spawn.argv.push_back(token);
@@ -1707,6 +1762,9 @@ int Hostile(const HostileOptions& o) {
   const int w = o.window_seconds;
   const int windows = std::max(1, o.seconds / w);
   const bool clients_apart = o.clients_nice >= 0;
+  const std::string clients_sched =
+      o.clients_idle ? std::string("SCHED_IDLE")
+                     : fmt::format("nice {}", o.clients_nice);
   std::optional<HostileClients> local_clients;
   std::optional<cli::Subprocess> clients_process;
   if (clients_apart) {
@@ -1746,9 +1804,9 @@ int Hostile(const HostileOptions& o) {
                            "events/s", "msgs/s", "RSS (anon + file)");
   if (clients_apart) {
     std::cout << fmt::format(
-        "the hostile clients run in process {} at nice {} (watch figures "
-        "below come at the end)\n",
-        clients_process->pid(), o.clients_nice);
+        "the hostile clients run in process {} ({}; watch figures below "
+        "come at the end)\n",
+        clients_process->pid(), clients_sched);
   }
   const Clock::time_point start = Clock::now();
   go = true;
@@ -1829,8 +1887,8 @@ int Hostile(const HostileOptions& o) {
       seconds_run * std::thread::hardware_concurrency(), coordinator_cpu,
       clients_apart
           ? fmt::format("this process (workers) {:.1f} s, the hostile "
-                        "clients' process (nice {}) {:.1f} s",
-                        bench_cpu, o.clients_nice, clients_cpu)
+                        "clients' process ({}) {:.1f} s",
+                        bench_cpu, clients_sched, clients_cpu)
           : fmt::format("this process (workers and hostile clients) {:.1f} s",
                         bench_cpu));
   const Rss after = Rss::Read(pid);
@@ -1973,6 +2031,13 @@ int main(int argc, char** argv) {
                    "not the coordinator's (-1: threads of this process)")
       ->check(CLI::Range(-1, 19))
       ->capture_default_str();
+  hostile->add_flag(
+      "--clients-idle", hostile_options.clients_idle,
+      "run the hostile clients' process under SCHED_IDLE (implies "
+      "--clients-nice 19 if none is given): it gets a core only when the "
+      "coordinator and the workers leave one idle, closer to clients on "
+      "other hosts than nice 19, whose 1,000 Watch threads woken at once "
+      "outweigh the coordinator's");
   // hostile-clients: the clients process `hostile --clients-nice` starts
   // (hidden: not for direct use).
   prism::bench::HostileOptions clients_options;
@@ -1996,9 +2061,15 @@ int main(int argc, char** argv) {
   clients->add_option("--body-threads", clients_options.body_threads);
   clients->add_option("--slow-connections", clients_options.slow_connections);
   clients->add_option("--ready-file", clients_ready)->required();
+  clients->add_flag("--sched-idle", clients_options.clients_idle);
   CLI11_PARSE(app, argc, argv);
   prism::SetLogLevel(prism::LogLevel::kWarning);
-  if (hostile->parsed()) return prism::bench::Hostile(hostile_options);
+  if (hostile->parsed()) {
+    if (hostile_options.clients_idle && hostile_options.clients_nice < 0) {
+      hostile_options.clients_nice = 19;
+    }
+    return prism::bench::Hostile(hostile_options);
+  }
   if (clients->parsed()) {
     return prism::bench::HostileClientsMain(clients_options, clients_target,
                                             clients_seconds, clients_ready);

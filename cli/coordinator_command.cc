@@ -315,6 +315,10 @@ void RegisterCoordinatorCommands(CLI::App& app, Action* action) {
   limit("--max-waiting-reads", l.max_waiting_reads,
         "Expensive reads waiting in line; more are refused "
         "(RESOURCE_EXHAUSTED, HTTP 429)");
+  limit("--read-nice", l.read_nice,
+        "Expensive reads run on threads of their own, this many nice steps "
+        "(0-19) below the rest of the coordinator: when the cores are busy, "
+        "storing reported points, leases and heartbeats go first. 0: equal");
   limit("--max-live-points", l.max_live_points,
         "Points per split one merged live event carries (a busy trial's are "
         "thinned; every point is stored)");

@@ -151,7 +151,7 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
       reads_(options.limits.max_concurrent_reads > 0
                  ? options.limits.max_concurrent_reads
                  : ReadGate::DefaultConcurrency(),
-             options.limits.max_waiting_reads) {
+             options.limits.max_waiting_reads, options.limits.read_nice) {
   auth_ = std::make_unique<AuthManager>(store_.get(), clock_, options.auth);
   ingest_ = std::make_unique<IngestWriter>(store_.get(), IngestOptions{});
   const Limits& limits = options.limits;

@@ -54,17 +54,17 @@ grpc::Status Serve(AuthManager* auth, const grpc::ServerContextBase* ctx,
 // the call's own deadline, at most a minute from now.
 absl::Time ReadDeadline(const grpc::ServerContextBase* ctx);
 
-// ServeRead is Serve for an expensive read (Permission::kRead): fn runs
-// holding one of the gate's slots, taken in turn (read_gate.h).
+// ServeRead is Serve for an expensive read (Permission::kRead): fn runs on
+// one of the gate's lanes, in turn (read_gate.h), while the gRPC thread
+// waits.
 template <typename Fn>
 grpc::Status ServeRead(AuthManager* auth, ReadGate* gate,
                        const grpc::ServerContextBase* ctx, Fn&& fn) {
-  return Serve(
-      auth, ctx, Permission::kRead, [&](const Caller& caller) -> absl::Status {
-        absl::StatusOr<ReadGate::Slot> slot = gate->Enter(ReadDeadline(ctx));
-        if (!slot.ok()) return slot.status();
-        return fn(caller);
-      });
+  return Serve(auth, ctx, Permission::kRead,
+               [&](const Caller& caller) -> absl::Status {
+                 return gate->Run(ReadDeadline(ctx),
+                                  [&]() -> absl::Status { return fn(caller); });
+               });
 }
 
 }  // namespace prism::server

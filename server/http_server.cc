@@ -356,11 +356,13 @@ void HttpServer::Route() {
         caller.ok() ? Authorize(*caller, Permission::kRead) : caller.status();
     if (!allowed.ok()) return WriteError(res, allowed);
     if (!request.ok()) return WriteError(res, request.status());
-    absl::StatusOr<ReadGate::Slot> slot =
-        reads_->Enter(absl::Now() + absl::Minutes(1));
-    if (!slot.ok()) return WriteError(res, slot.status());
-    absl::StatusOr<std::string> body = Answer(*request, *caller);
-    if (!body.ok()) return WriteError(res, body.status());
+    absl::StatusOr<std::string> body;
+    const absl::Status read =
+        reads_->Run(absl::Now() + absl::Minutes(1), [&]() -> absl::Status {
+          body = Answer(*request, *caller);
+          return body.status();
+        });
+    if (!read.ok()) return WriteError(res, read);
     const std::string header = req.get_header_value("Authorization");
     absl::string_view bearer = header;
     if (tls() && std::holds_alternative<v1::WhoAmIRequest>(*request) &&

@@ -97,6 +97,10 @@ absl::Status ValidateLimits(const Limits& l) {
         absl::StrCat("--max-concurrent-reads must not be negative (got ",
                      l.max_concurrent_reads, ")"));
   }
+  if (l.read_nice < 0 || l.read_nice > 19) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--read-nice must be from 0 to 19 nice steps (got ", l.read_nice, ")"));
+  }
   if (l.max_user_priority < 0) {
     return absl::InvalidArgumentError(
         absl::StrCat("--max-user-priority must not be negative (got ",

@@ -62,6 +62,10 @@ struct Limits {
   // for a turn (read_gate.h): 0 = half the cores, at least 1.
   int max_concurrent_reads = 0;
   int max_waiting_reads = 256;
+  // How many nice steps (0-19) below the rest of the coordinator those
+  // reads run: when the cores are busy, storing reported points, leases
+  // and heartbeats go first.
+  int read_nice = 10;
   // Active or paused experiments a non-admin user may have.
   int max_active_experiments_per_user = 100;
   // Non-admins' priorities lie in [-max_user_priority, max_user_priority].

@@ -1,24 +1,33 @@
 // ReadGate: a bulkhead for the coordinator's expensive reads (pages of
 // schedules and trials, rankings, comparisons, suggestions, trial curves).
-// However many callers ask at once, at most `max_concurrent` of these run;
-// the rest wait their turn (first come, first served), at most
-// `max_waiting` of them, so reporting workers and leases always keep CPU:
-// a flood of maximal List pages costs the coordinator at most
-// max_concurrent cores, not all of them.
+// However many callers ask at once, at most `max_concurrent` of these run,
+// each on one of the gate's own threads (its lanes); the rest wait their
+// turn (first come, first served), at most `max_waiting` of them. So a
+// flood of maximal List pages costs the coordinator at most max_concurrent
+// cores, not all of them.
 //
-//   ReadGate gate(/*max_concurrent=*/1, /*max_waiting=*/256);
-//   PRISM_ASSIGN_OR_RETURN(ReadGate::Slot slot, gate.Enter(deadline));
-//   ... the read ...                      // the slot is given back here
+// The lanes run at a lower CPU priority (`lower_by` nice steps below the
+// thread that made the gate, at most nice 19): when
+// the cores are busy, the threads that store reported points, lease and
+// heartbeat go first, and a read takes what they leave. Without it a read
+// lane competes with the ingest thread as an equal, and a reader who never
+// pauses adds tens of milliseconds to every worker's report
+// (bench/RESULTS.md, "Expensive reads at a lower priority").
+//
+//   ReadGate gate(/*max_concurrent=*/1, /*max_waiting=*/256, /*lower_by=*/10);
+//   absl::Status s = gate.Run(deadline, [&] { return ReadThePage(&page); });
 //
 // Thread-safety: all methods are thread-safe.
 #ifndef PRISM_SERVER_READ_GATE_H_
 #define PRISM_SERVER_READ_GATE_H_
 
-#include <cstdint>
 #include <deque>
+#include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
-#include "absl/status/statusor.h"
+#include "absl/functional/function_ref.h"
+#include "absl/status/status.h"
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 
@@ -26,25 +35,23 @@ namespace prism::server {
 
 class ReadGate {
  public:
-  // Slot is one running read; it gives its place back when destroyed.
-  class Slot {
-   public:
-    Slot(Slot&& other) noexcept : gate_(other.gate_) { other.gate_ = nullptr; }
-    Slot& operator=(Slot&&) = delete;
-    ~Slot();
+  // lower_by: how many nice steps (0-19) the lanes run below the thread
+  // that makes the gate; 0 keeps them equal.
+  ReadGate(int max_concurrent, int max_waiting, int lower_by = 0);
+  // Destroy it once nothing calls Run any more (the servers that call it
+  // have stopped): it joins the lanes.
+  ~ReadGate();
 
-   private:
-    friend class ReadGate;
-    explicit Slot(ReadGate* gate) : gate_(gate) {}
-    ReadGate* gate_;
-  };
+  ReadGate(const ReadGate&) = delete;
+  ReadGate& operator=(const ReadGate&) = delete;
 
-  ReadGate(int max_concurrent, int max_waiting);
-
-  // Enter waits for a slot until `deadline`. ResourceExhausted naming
-  // --max-waiting-reads when that many reads already wait, or
-  // DeadlineExceeded when the deadline passes first.
-  absl::StatusOr<Slot> Enter(absl::Time deadline);
+  // Run runs `fn` on a lane once one is free, waiting in line until
+  // `deadline` at most, and returns what fn returned. The caller's thread
+  // waits meanwhile, so fn may use anything the caller holds.
+  // ResourceExhausted naming --max-waiting-reads when that many reads
+  // already wait; DeadlineExceeded when the deadline passes first (fn did
+  // not run); Unavailable when the gate is being destroyed.
+  absl::Status Run(absl::Time deadline, absl::FunctionRef<absl::Status()> fn);
 
   int running() const;
   int waiting() const;
@@ -54,14 +61,24 @@ class ReadGate {
   static int DefaultConcurrency();
 
  private:
-  void Leave();
+  struct Job {
+    explicit Job(absl::FunctionRef<absl::Status()> f) : fn(f) {}
+    absl::FunctionRef<absl::Status()> fn;
+    bool started = false;
+    bool done = false;
+    absl::Status result;
+  };
+
+  void Lane(int index);
 
   const int max_concurrent_;
   const int max_waiting_;
+  const int lower_by_;
   mutable absl::Mutex mu_;
+  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
   int running_ ABSL_GUARDED_BY(mu_) = 0;
-  int64_t next_ticket_ ABSL_GUARDED_BY(mu_) = 0;
-  std::deque<int64_t> line_ ABSL_GUARDED_BY(mu_);  // waiting tickets
+  std::deque<Job*> line_ ABSL_GUARDED_BY(mu_);  // waiting, oldest first
+  std::vector<std::thread> lanes_;
 };
 
 }  // namespace prism::server

@@ -626,6 +626,13 @@ TEST(LimitsOptionsTest, EveryLimitMustBePositive) {
   limits.max_user_priority = -1;
   EXPECT_THAT(ValidateLimits(limits).message(),
               HasSubstr("--max-user-priority must not be negative"));
+  limits = Limits();
+  limits.read_nice = 20;
+  EXPECT_THAT(ValidateLimits(limits).message(),
+              HasSubstr("--read-nice must be from 0 to 19 nice steps "
+                        "(got 20)"));
+  limits.read_nice = -1;
+  EXPECT_TRUE(absl::IsInvalidArgument(ValidateLimits(limits)));
   CoordinatorOptions options;
   options.db_path = "x.db";
   options.max_attempts = 50;

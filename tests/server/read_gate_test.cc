@@ -1,10 +1,16 @@
-// The read gate: a bounded number of expensive reads run, the rest wait in
-// line first come first served, a full line or a passed deadline refuses.
+// The read gate: a bounded number of expensive reads run, each on one of the
+// gate's lanes at the lanes' priority, the rest wait in line first come
+// first served, a full line or a passed deadline refuses.
 #include "server/read_gate.h"
 
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+
+#include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <mutex>
-#include <optional>
 #include <thread>
 #include <vector>
 
@@ -31,70 +37,159 @@ bool WaitUntil(Fn done) {
   return true;
 }
 
-TEST(ReadGateTest, AtMostMaxConcurrentRunAndASlotIsGivenBackWhenDestroyed) {
+int ThisThreadsNice() {
+  errno = 0;
+  return getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
+}
+
+pid_t ThisThread() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+// Blocker is a read that runs until released.
+class Blocker {
+ public:
+  absl::Status operator()() {
+    started_.Notify();
+    release_.WaitForNotification();
+    return absl::OkStatus();
+  }
+  void WaitStarted() { started_.WaitForNotification(); }
+  void Release() { release_.Notify(); }
+
+ private:
+  absl::Notification started_, release_;
+};
+
+TEST(ReadGateTest, AtMostMaxConcurrentRunAndTheNextStartsWhenOneEnds) {
   ReadGate gate(/*max_concurrent=*/2, /*max_waiting=*/8);
-  std::vector<ReadGate::Slot> slots;
-  slots.push_back(*gate.Enter(Soon()));
-  slots.push_back(*gate.Enter(Soon()));
+  Blocker a, b;
+  std::thread ta([&] { EXPECT_TRUE(gate.Run(Soon(), std::ref(a)).ok()); });
+  std::thread tb([&] { EXPECT_TRUE(gate.Run(Soon(), std::ref(b)).ok()); });
+  a.WaitStarted();
+  b.WaitStarted();
   EXPECT_EQ(gate.running(), 2);
-  // A third waits until one is given back.
-  std::atomic<bool> entered{false};
+  // A third waits until one ends.
+  std::atomic<bool> ran{false};
   std::thread third([&] {
-    absl::StatusOr<ReadGate::Slot> s = gate.Enter(Soon());
-    ASSERT_TRUE(s.ok()) << s.status();
-    entered = true;
+    EXPECT_TRUE(gate.Run(Soon(),
+                         [&] {
+                           ran = true;
+                           return absl::OkStatus();
+                         })
+                    .ok());
   });
   ASSERT_TRUE(WaitUntil([&] { return gate.waiting() == 1; }));
-  EXPECT_FALSE(entered);
-  slots.pop_back();
+  EXPECT_FALSE(ran);
+  b.Release();
   third.join();
-  EXPECT_TRUE(entered);
+  EXPECT_TRUE(ran);
   EXPECT_EQ(gate.waiting(), 0);
-  slots.clear();
+  a.Release();
+  ta.join();
+  tb.join();
   EXPECT_EQ(gate.running(), 0);
+}
+
+TEST(ReadGateTest, RunReturnsWhatTheReadReturnedAndItsEffects) {
+  ReadGate gate(1, 8);
+  int page = 0;
+  EXPECT_TRUE(gate.Run(Soon(),
+                       [&] {
+                         page = 42;
+                         return absl::OkStatus();
+                       })
+                  .ok());
+  EXPECT_EQ(page, 42);
+  const absl::Status s =
+      gate.Run(Soon(), [] { return absl::NotFoundError("no trial 7"); });
+  EXPECT_TRUE(absl::IsNotFound(s));
+  EXPECT_EQ(s.message(), "no trial 7");
+}
+
+TEST(ReadGateTest, ReadsRunOnTheLanesTheGivenNiceStepsLower) {
+  const int callers_nice = ThisThreadsNice();
+  ReadGate gate(/*max_concurrent=*/2, /*max_waiting=*/8, /*lower_by=*/5);
+  pid_t lane = 0;
+  int lane_nice = -100;
+  ASSERT_TRUE(gate.Run(Soon(),
+                       [&] {
+                         lane = ThisThread();
+                         lane_nice = ThisThreadsNice();
+                         return absl::OkStatus();
+                       })
+                  .ok());
+  EXPECT_NE(lane, ThisThread());
+  EXPECT_EQ(lane_nice, std::min(19, callers_nice + 5));
+  EXPECT_EQ(ThisThreadsNice(), callers_nice);  // only the lanes are lowered
+
+  ReadGate equal(1, 8, /*lower_by=*/0);
+  ASSERT_TRUE(equal
+                  .Run(Soon(),
+                       [&] {
+                         lane_nice = ThisThreadsNice();
+                         return absl::OkStatus();
+                       })
+                  .ok());
+  EXPECT_EQ(lane_nice, callers_nice);
 }
 
 TEST(ReadGateTest, WaitersAreServedInTheOrderTheyCame) {
   ReadGate gate(1, 8);
-  std::optional<ReadGate::Slot> held(*gate.Enter(Soon()));
+  Blocker held;
+  std::thread holder(
+      [&] { EXPECT_TRUE(gate.Run(Soon(), std::ref(held)).ok()); });
+  held.WaitStarted();
   std::vector<int> order;
   std::mutex order_mu;
   std::vector<std::thread> threads;
   for (int i = 0; i < 4; ++i) {
     threads.emplace_back([&, i] {
-      absl::StatusOr<ReadGate::Slot> s = gate.Enter(Soon());
-      ASSERT_TRUE(s.ok());
-      std::lock_guard<std::mutex> lock(order_mu);
-      order.push_back(i);
+      EXPECT_TRUE(gate.Run(Soon(),
+                           [&] {
+                             std::lock_guard<std::mutex> lock(order_mu);
+                             order.push_back(i);
+                             return absl::OkStatus();
+                           })
+                      .ok());
     });
     // Each in line before the next arrives.
     ASSERT_TRUE(WaitUntil([&] { return gate.waiting() == i + 1; }));
   }
-  held.reset();
+  held.Release();
+  holder.join();
   for (std::thread& t : threads) t.join();
   EXPECT_THAT(order, ::testing::ElementsAre(0, 1, 2, 3));
 }
 
 TEST(ReadGateTest, AFullLineIsRefusedAndAPassedDeadlineLeavesTheLine) {
   ReadGate gate(1, /*max_waiting=*/1);
-  ReadGate::Slot held = *gate.Enter(Soon());
-  absl::Notification leave;
+  Blocker held;
+  std::thread holder(
+      [&] { EXPECT_TRUE(gate.Run(Soon(), std::ref(held)).ok()); });
+  held.WaitStarted();
+  absl::Notification left;
+  std::atomic<bool> late_ran{false};
   std::thread waiter([&] {
-    absl::StatusOr<ReadGate::Slot> s =
-        gate.Enter(absl::Now() + absl::Milliseconds(300));
-    EXPECT_EQ(s.status().code(), absl::StatusCode::kDeadlineExceeded);
-    EXPECT_THAT(s.status().message(), HasSubstr("--max-concurrent-reads=1"));
-    leave.Notify();
+    const absl::Status s = gate.Run(absl::Now() + absl::Milliseconds(300), [&] {
+      late_ran = true;
+      return absl::OkStatus();
+    });
+    EXPECT_EQ(s.code(), absl::StatusCode::kDeadlineExceeded);
+    EXPECT_THAT(s.message(), HasSubstr("--max-concurrent-reads=1"));
+    left.Notify();
   });
   ASSERT_TRUE(WaitUntil([&] { return gate.waiting() == 1; }));
-  absl::StatusOr<ReadGate::Slot> refused = gate.Enter(Soon());
-  EXPECT_EQ(refused.status().code(), absl::StatusCode::kResourceExhausted);
-  EXPECT_THAT(refused.status().message(),
+  const absl::Status refused =
+      gate.Run(Soon(), [] { return absl::OkStatus(); });
+  EXPECT_EQ(refused.code(), absl::StatusCode::kResourceExhausted);
+  EXPECT_THAT(refused.message(),
               HasSubstr("1 expensive reads wait; limit --max-waiting-reads=1"));
-  leave.WaitForNotification();
+  left.WaitForNotification();
   waiter.join();
   EXPECT_EQ(gate.waiting(), 0);
   EXPECT_EQ(gate.running(), 1);
+  held.Release();
+  holder.join();
+  EXPECT_FALSE(late_ran);  // a read that gave up never runs
 }
 
 }  // namespace
