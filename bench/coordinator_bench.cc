@@ -71,7 +71,6 @@
 #include <iostream>
 #include <iterator>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -1373,9 +1372,9 @@ class Watcher final : public grpc::ClientReadReactor<v1::WatchResponse> {
 
 // HostileClients are the hostile kinds: Watch streams (callbacks), and
 // threads for maximal List pages, oversized specs and bodies, slow
-// connections (not the reporting
-// workers, not the dashboard probe). Start returns once every thread is
-// connected and set up; they push from Go until Stop.
+// connections (not the reporting workers, not the dashboard probe). Start
+// returns once every thread is connected and set up; they push from Go
+// until Stop.
 class HostileClients {
  public:
   HostileClients(const HostileOptions& o, HostileTarget t, HostileCounters* k)

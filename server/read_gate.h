@@ -7,12 +7,12 @@
 // cores, not all of them.
 //
 // The lanes run at a lower CPU priority (`lower_by` nice steps below the
-// thread that made the gate, at most nice 19): when
-// the cores are busy, the threads that store reported points, lease and
-// heartbeat go first, and a read takes what they leave. Without it a read
-// lane competes with the ingest thread as an equal, and a reader who never
-// pauses adds tens of milliseconds to every worker's report
-// (bench/RESULTS.md, "Expensive reads at a lower priority").
+// thread that made the gate, at most nice 19): when the cores are busy, the
+// threads that store reported points, lease and heartbeat go first, and a
+// read takes what they leave. Without it a read lane competes with the
+// ingest thread as an equal, and readers who never pause push the workers'
+// report p99 past 50 ms (bench/RESULTS.md, "Hostile clients: the bench's own
+// threads, and reads at a lower priority").
 //
 //   ReadGate gate(/*max_concurrent=*/1, /*max_waiting=*/256, /*lower_by=*/10);
 //   absl::Status s = gate.Run(deadline, [&] { return ReadThePage(&page); });
@@ -50,7 +50,7 @@ class ReadGate {
   // waits meanwhile, so fn may use anything the caller holds.
   // ResourceExhausted naming --max-waiting-reads when that many reads
   // already wait; DeadlineExceeded when the deadline passes first (fn did
-  // not run); Unavailable when the gate is being destroyed.
+  // not run).
   absl::Status Run(absl::Time deadline, absl::FunctionRef<absl::Status()> fn);
 
   int running() const;

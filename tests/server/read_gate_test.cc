@@ -9,7 +9,6 @@
 
 #include <algorithm>
 #include <atomic>
-#include <cerrno>
 #include <mutex>
 #include <thread>
 #include <vector>
@@ -37,12 +36,11 @@ bool WaitUntil(Fn done) {
   return true;
 }
 
-int ThisThreadsNice() {
-  errno = 0;
-  return getpriority(PRIO_PROCESS, static_cast<id_t>(syscall(SYS_gettid)));
-}
-
 pid_t ThisThread() { return static_cast<pid_t>(syscall(SYS_gettid)); }
+
+int ThisThreadsNice() {
+  return getpriority(PRIO_PROCESS, static_cast<id_t>(ThisThread()));
+}
 
 // Blocker is a read that runs until released.
 class Blocker {
