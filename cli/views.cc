@@ -336,13 +336,11 @@ Table TokensTable(const v1::ListTokensResponse& response, int64_t now_ms) {
 // NarrowRankingTable is the default text view: what a researcher reads
 // first, in under 100 columns (--wide has the rest).
 Table NarrowRankingTable(const v1::RankResponse& response) {
-  Table table({"rank", "schedule", "delta", "ci95", "adj_ci95", "verdict",
-               "to_settle", "best", "speedup", "tps", "seeds"});
+  Table table({"rank", "schedule", "delta", "adj_ci95", "verdict", "to_settle",
+               "best", "speedup", "tps", "seeds"});
   for (const v1::RankedSchedule& r : response.schedules()) {
     const bool has_delta = !r.is_baseline() && r.delta_vs_baseline().n() > 0;
     const v1::Interval& d = r.delta_vs_baseline();
-    const std::string ci =
-        has_delta && d.has_high() ? "±" + Fixed(d.high() - d.mean(), 4) : "";
     std::string speedup;
     if (r.speedup_seeds() > 0) {
       speedup = r.speedup().n() > 0 ? Fixed(r.speedup().mean(), 2) : "-";
@@ -354,7 +352,7 @@ Table NarrowRankingTable(const v1::RankResponse& response) {
                   r.is_baseline() ? "base"
                   : has_delta     ? fmt::format("{:+.4f}", d.mean())
                                   : "",
-                  ci, AdjustedCell(r), VerdictWord(r.verdict()),
+                  AdjustedCell(r), VerdictWord(r.verdict()),
                   ToSettleCell(r), r.in_best_set() ? "*" : "", speedup,
                   r.throughput_ratio().n() > 0
                       ? Fixed(r.throughput_ratio().mean(), 2)

@@ -32,7 +32,7 @@ CalibrationSpec Spec(TruthStructure structure, VerdictFamily family,
   return spec;
 }
 
-// Describe says what was measured; Run prints it, so the test log holds the
+// Describe says what was measured; Measure prints it, so the test log holds the
 // numbers whether or not a target failed.
 std::string Describe(const CalibrationResult& r) {
   return "FWER " + std::to_string(r.FamilywiseErrorRate()) + ", FDR " +
@@ -43,7 +43,7 @@ std::string Describe(const CalibrationResult& r) {
          std::to_string(r.MeanSeedsPerSchedule());
 }
 
-CalibrationResult Run(const CalibrationSpec& spec) {
+CalibrationResult Measure(const CalibrationSpec& spec) {
   const CalibrationResult r = RunCalibration(spec);
   std::cout << "  measured: " << Describe(r) << "\n";
   return r;
@@ -53,7 +53,7 @@ class CalibrationTest : public ::testing::TestWithParam<bool> {};
 
 TEST_P(CalibrationTest, NullKeepsTheFamilywiseErrorUnderHolm) {
   const CalibrationResult r =
-      Run(Spec(TruthStructure::kNull, VerdictFamily::kHolm, GetParam()));
+      Measure(Spec(TruthStructure::kNull, VerdictFamily::kHolm, GetParam()));
   ASSERT_EQ(r.experiments, kExperiments);
   EXPECT_LE(r.FamilywiseErrorRate(), 0.05) << Describe(r);
   EXPECT_GE(r.BestSetCoverage(), 0.95) << Describe(r);
@@ -61,14 +61,14 @@ TEST_P(CalibrationTest, NullKeepsTheFamilywiseErrorUnderHolm) {
 }
 
 TEST_P(CalibrationTest, NullKeepsTheFalseDiscoveryRateUnderBH) {
-  const CalibrationResult r = Run(Spec(
+  const CalibrationResult r = Measure(Spec(
       TruthStructure::kNull, VerdictFamily::kBenjaminiHochberg, GetParam()));
   EXPECT_LE(r.FalseDiscoveryRate(), 0.05) << Describe(r);
   EXPECT_GE(r.BestSetCoverage(), 0.95) << Describe(r);
 }
 
 TEST_P(CalibrationTest, ThreeSdEffectsAreFoundAndTheBestIsInTheSet) {
-  const CalibrationResult r = Run(Spec(
+  const CalibrationResult r = Measure(Spec(
       TruthStructure::kPlanted, VerdictFamily::kBenjaminiHochberg, GetParam()));
   EXPECT_LE(r.FalseDiscoveryRate(), 0.05) << Describe(r);
   EXPECT_GE(r.Power(), 0.8) << Describe(r);
@@ -82,7 +82,7 @@ TEST_P(CalibrationTest, UnequalVariancesAndDivergedTrials) {
                               VerdictFamily::kBenjaminiHochberg, GetParam());
   spec.truth.variance_spread = 0.25;
   spec.truth.diverged_trials = 2;
-  const CalibrationResult r = Run(spec);
+  const CalibrationResult r = Measure(spec);
   EXPECT_LE(r.FalseDiscoveryRate(), 0.06) << Describe(r);
   EXPECT_GE(r.BestSetCoverage(), 0.95) << Describe(r);
 }
