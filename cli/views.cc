@@ -352,8 +352,8 @@ Table NarrowRankingTable(const v1::RankResponse& response) {
                   r.is_baseline() ? "base"
                   : has_delta     ? fmt::format("{:+.4f}", d.mean())
                                   : "",
-                  AdjustedCell(r), VerdictWord(r.verdict()),
-                  ToSettleCell(r), r.in_best_set() ? "*" : "", speedup,
+                  AdjustedCell(r), VerdictWord(r.verdict()), ToSettleCell(r),
+                  r.in_best_set() ? "*" : "", speedup,
                   r.throughput_ratio().n() > 0
                       ? Fixed(r.throughput_ratio().mean(), 2)
                       : "",
