@@ -28,6 +28,7 @@ struct ResultsOptions {
   std::string sort = "rank";
   bool descending = false;
   int limit = 0;
+  bool wide = false;
 };
 
 int Results(const ResultsOptions& o) {
@@ -77,7 +78,9 @@ int Results(const ResultsOptions& o) {
               << EnumValueName(e.state()) << ", " << e.counts().completed()
               << "/" << e.counts().total() << " trials completed\n\n";
   }
-  PrintRanking(response, *format, std::cout);
+  RankingView view;
+  view.wide = o.wide;
+  PrintRanking(response, *format, std::cout, view);
   return kExitOk;
 }
 
@@ -386,6 +389,9 @@ void RegisterResultsCommands(CLI::App& app, Action* action) {
                     "min_val_loss");
     cmd->add_flag("--descending", o->descending,
                   "Reverse the sort's natural order");
+    cmd->add_flag("--wide", o->wide,
+                  "Every column (val loss, p-values, ratios with their "
+                  "intervals, counts), not the 100-column view");
     cmd->add_option("--limit", o->limit, "Show the first N (0: all)")
         ->check(CLI::NonNegativeNumber);
     AddClientOptions(cmd, &o->client);

@@ -309,7 +309,9 @@ int PrintResults(RpcClient& client, int64_t id) {
               << " diverged";
   }
   std::cout << "\n\n";
-  PrintRanking(response, Format::kText, std::cout);
+  RankingView view;
+  view.more_seeds = "prism run --seeds 3";
+  PrintRanking(response, Format::kText, std::cout, view);
   return kExitOk;
 }
 

@@ -62,6 +62,42 @@ std::string OptionalFixed(bool present, double value, int digits) {
   return present ? Fixed(value, digits) : "";
 }
 
+// VerdictWord is the verdict for people: "better", "worse",
+// "inconclusive", "needs seeds"; "" for the baseline.
+std::string VerdictWord(v1::Verdict v) {
+  switch (v) {
+    case v1::VERDICT_BETTER:
+      return "better";
+    case v1::VERDICT_WORSE:
+      return "worse";
+    case v1::VERDICT_INCONCLUSIVE:
+      return "inconclusive";
+    case v1::VERDICT_NEEDS_SEEDS:
+      return "needs seeds";
+    default:
+      return "";
+  }
+}
+
+// AdjustedCell is the family-adjusted interval "[-0.0312,-0.0021]"; "" without
+// one.
+std::string AdjustedCell(const v1::RankedSchedule& r) {
+  const v1::Interval& a = r.adjusted_delta();
+  if (r.is_baseline() || !a.has_low() || !a.has_high()) return "";
+  return fmt::format("[{:+.4f},{:+.4f}]", a.low(), a.high());
+}
+
+// ToSettleCell is an inconclusive row's seeds needed ("9 seeds", ">1000"),
+// a needs-seeds row's "2 seeds"; "" otherwise.
+std::string ToSettleCell(const v1::RankedSchedule& r) {
+  if (r.verdict() == v1::VERDICT_NEEDS_SEEDS) return "2 seeds";
+  if (r.verdict() != v1::VERDICT_INCONCLUSIVE || r.seeds_needed() <= 0) {
+    return "";
+  }
+  if (r.seeds_needed() >= 1000) return ">1000";
+  return absl::StrCat(r.seeds_needed(), " seeds");
+}
+
 }  // namespace
 
 std::string MissingValuesNote(const v1::RankResponse& response) {
@@ -105,12 +141,87 @@ std::string RatioMethod(const v1::RankResponse& response) {
 }
 
 std::string VerdictMethod(const v1::RankResponse& response) {
-  return fmt::format(
-      "verdict: paired t-test per schedule vs the baseline over shared seeds, "
-      "Holm-Bonferroni over {} schedule(s) at alpha 0.05; tied = not "
-      "significant, needs_seeds = fewer than 2 paired seeds; diverged and "
-      "failed seeds are counted, not in the statistics",
-      response.compared_schedules());
+  const v1::VerdictReport& v = response.verdicts();
+  const std::string family = v.family() == v1::VERDICT_FAMILY_HOLM
+                                 ? "Holm (familywise error)"
+                                 : "Benjamini-Hochberg (FDR)";
+  std::string text = fmt::format(
+      "verdicts: {}, {} at {:g} over {} schedule(s); adj_ci95 = the "
+      "family-adjusted interval, which agrees with the verdict; inconclusive "
+      "= no difference found (not 'equal'); to_settle = paired seeds that "
+      "would detect the observed delta at 80% power; needs seeds = fewer "
+      "than 2 paired seeds; diverged and failed seeds are counted, not in "
+      "the statistics",
+      v.method_description().empty() ? "paired t" : v.method_description(),
+      family, v.alpha() > 0 ? v.alpha() : 0.05, response.compared_schedules());
+  if (v.excluded_trials() > 0) {
+    absl::StrAppend(&text, "; ", v.excluded_trials(),
+                    " completed trial(s) with a non-finite val loss excluded");
+  }
+  if (v.looks_size() > 1) {
+    std::vector<std::string> looks;
+    for (const v1::VerdictLook& l : v.looks()) {
+      looks.push_back(fmt::format("{} seeds at {:.4f}", l.seeds(), l.alpha()));
+    }
+    absl::StrAppend(
+        &text, "\nplanned looks (alpha spent): ", absl::StrJoin(looks, ", "));
+  }
+  return text;
+}
+
+std::string BestSetLine(const v1::RankResponse& response, size_t most) {
+  const v1::VerdictReport& v = response.verdicts();
+  if (v.best_set().empty()) {
+    return "best-set: needs 2 paired seeds per schedule";
+  }
+  std::vector<std::string> names(
+      v.best_set().begin(),
+      v.best_set().begin() + std::min<size_t>(most, v.best_set_size()));
+  std::string line =
+      fmt::format("best-set ({:g}% confidence, Hsu's MCB): {} schedule(s): {}",
+                  100 * (1 - (v.alpha() > 0 ? v.alpha() : 0.05)),
+                  v.best_set_size(), absl::StrJoin(names, " "));
+  if (static_cast<size_t>(v.best_set_size()) > most) {
+    absl::StrAppend(&line, " and ", v.best_set_size() - most, " more");
+  }
+  return line;
+}
+
+std::vector<std::string> SummaryLines(const v1::RankResponse& response,
+                                      const std::string& more_seeds) {
+  const v1::VerdictReport& v = response.verdicts();
+  std::vector<std::string> lines;
+  lines.push_back(fmt::format(
+      "verdicts: {} better, {} worse, {} inconclusive, {} need seeds",
+      v.better(), v.worse(), v.inconclusive(), v.needs_seeds()));
+  lines.push_back(BestSetLine(response, 6));
+  int settle = 0;
+  for (const v1::RankedSchedule& r : response.schedules()) {
+    if (r.verdict() == v1::VERDICT_INCONCLUSIVE && r.in_best_set()) {
+      settle = std::max(settle, r.seeds_needed());
+    }
+  }
+  if (response.compared_schedules() == 0) {
+    lines.push_back(
+        fmt::format("next: verdicts need 2+ seeds per schedule; 3 seeds find "
+                    "effects of 3 trial-noise sd at >= 80% power: {}",
+                    more_seeds));
+  } else if (settle > 0) {
+    lines.push_back(fmt::format(
+        "next: the best-set's inconclusive schedules need up to {} paired "
+        "seeds to settle: resubmit them with seeds_policy {{ min: 3 max: {} }}",
+        settle, std::min(settle, 64)));
+  } else if (v.best_set_size() > 1) {
+    lines.push_back(
+        "next: carry the best-set forward (its schedules in a spec's "
+        "`schedules`) at the next size");
+  } else if (v.best_set_size() == 1) {
+    lines.push_back(
+        fmt::format("next: {} is the best at this size; carry it "
+                    "forward",
+                    v.best_set(0)));
+  }
+  return lines;
 }
 
 std::string ProtoJson(const google::protobuf::Message& message) {
@@ -222,7 +333,39 @@ Table TokensTable(const v1::ListTokensResponse& response, int64_t now_ms) {
   return table;
 }
 
-Table RankingTable(const v1::RankResponse& response, Format format) {
+// NarrowRankingTable is the default text view: what a researcher reads
+// first, in under 100 columns (--wide has the rest).
+Table NarrowRankingTable(const v1::RankResponse& response) {
+  Table table({"rank", "schedule", "delta", "ci95", "adj_ci95", "verdict",
+               "to_settle", "best", "speedup", "tps", "seeds"});
+  for (const v1::RankedSchedule& r : response.schedules()) {
+    const bool has_delta = !r.is_baseline() && r.delta_vs_baseline().n() > 0;
+    const v1::Interval& d = r.delta_vs_baseline();
+    const std::string ci =
+        has_delta && d.has_high() ? "±" + Fixed(d.high() - d.mean(), 4) : "";
+    std::string speedup;
+    if (r.speedup_seeds() > 0) {
+      speedup = r.speedup().n() > 0 ? Fixed(r.speedup().mean(), 2) : "-";
+      if (!r.is_baseline()) {
+        absl::StrAppend(&speedup, " ", r.speedup().n(), "/", r.speedup_seeds());
+      }
+    }
+    table.AddRow({absl::StrCat(r.rank()), r.schedule(),
+                  r.is_baseline() ? "base"
+                  : has_delta     ? fmt::format("{:+.4f}", d.mean())
+                                  : "",
+                  ci, AdjustedCell(r), VerdictWord(r.verdict()),
+                  ToSettleCell(r), r.in_best_set() ? "*" : "", speedup,
+                  r.throughput_ratio().n() > 0
+                      ? Fixed(r.throughput_ratio().mean(), 2)
+                      : "",
+                  absl::StrCat(r.paired_seeds(), "/", r.seeds_completed())});
+  }
+  return table;
+}
+
+Table RankingTable(const v1::RankResponse& response, Format format, bool wide) {
+  if (format == Format::kText && !wide) return NarrowRankingTable(response);
   const bool csv = format == Format::kCsv;
   std::vector<std::string> columns = {
       "rank",         "schedule", "baseline",   "principles", "val_loss",
@@ -234,7 +377,11 @@ Table RankingTable(const v1::RankResponse& response, Format format) {
         columns.end(),
         {"speedup_low", "speedup_high", "speedup_reached", "speedup_seeds",
          "tps_ratio_low", "tps_ratio_high", "tps_pairs_used", "tps_pairs",
-         "tps_pairing", "tps_hardware"});
+         "tps_pairing", "tps_hardware", "adj_low", "adj_high", "adj_confidence",
+         "delta_sd", "dof", "seeds_needed", "decided_at_seeds",
+         "seeds_excluded", "in_best_set"});
+  } else {
+    columns.insert(columns.end(), {"adj_ci95", "to_settle", "best_set"});
   }
   Table table(std::move(columns));
   for (const v1::RankedSchedule& r : response.schedules()) {
@@ -251,8 +398,10 @@ Table RankingTable(const v1::RankResponse& response, Format format) {
         HalfWidth(r.final_val_loss()),
         has_delta ? fmt::format("{:+.4f}", r.delta_vs_baseline().mean()) : "",
         has_delta ? HalfWidth(r.delta_vs_baseline()) : "",
-        r.verdict() == v1::VERDICT_UNSPECIFIED ? ""
-                                               : EnumValueName(r.verdict()),
+        csv ? (r.verdict() == v1::VERDICT_UNSPECIFIED
+                   ? ""
+                   : EnumValueName(r.verdict()))
+            : VerdictWord(r.verdict()),
         r.has_adjusted_p_value() ? PValue(r.adjusted_p_value()) : "",
         has_loss ? Fixed(r.min_val_loss(), 4) : "",
         csv ? OptionalFixed(speedup.n() > 0, speedup.mean(), 3)
@@ -262,18 +411,33 @@ Table RankingTable(const v1::RankResponse& response, Format format) {
         absl::StrCat(r.paired_seeds()),
         absl::StrCat(r.seeds_diverged()),
         absl::StrCat(r.seeds_failed())};
-    if (csv) {
-      cells.insert(cells.end(),
-                   {OptionalFixed(speedup.has_low(), speedup.low(), 3),
-                    OptionalFixed(speedup.has_high(), speedup.high(), 3),
-                    absl::StrCat(speedup.n()), absl::StrCat(r.speedup_seeds()),
-                    OptionalFixed(tps.has_low(), tps.low(), 3),
-                    OptionalFixed(tps.has_high(), tps.high(), 3),
-                    absl::StrCat(tps.n()), absl::StrCat(r.throughput_pairs()),
-                    r.throughput_pairing() == v1::THROUGHPUT_PAIRING_UNSPECIFIED
-                        ? ""
-                        : EnumValueName(r.throughput_pairing()),
-                    r.throughput_hardware()});
+    if (!csv) {
+      cells.insert(cells.end(), {AdjustedCell(r), ToSettleCell(r),
+                                 r.in_best_set() ? "yes" : ""});
+    } else {
+      cells.insert(
+          cells.end(),
+          {OptionalFixed(speedup.has_low(), speedup.low(), 3),
+           OptionalFixed(speedup.has_high(), speedup.high(), 3),
+           absl::StrCat(speedup.n()), absl::StrCat(r.speedup_seeds()),
+           OptionalFixed(tps.has_low(), tps.low(), 3),
+           OptionalFixed(tps.has_high(), tps.high(), 3), absl::StrCat(tps.n()),
+           absl::StrCat(r.throughput_pairs()),
+           r.throughput_pairing() == v1::THROUGHPUT_PAIRING_UNSPECIFIED
+               ? ""
+               : EnumValueName(r.throughput_pairing()),
+           r.throughput_hardware(),
+           OptionalFixed(r.adjusted_delta().has_low(), r.adjusted_delta().low(),
+                         6),
+           OptionalFixed(r.adjusted_delta().has_high(),
+                         r.adjusted_delta().high(), 6),
+           OptionalFixed(r.adjusted_confidence() > 0, r.adjusted_confidence(),
+                         6),
+           OptionalFixed(r.delta_sd() > 0, r.delta_sd(), 6),
+           OptionalFixed(r.dof() > 0, r.dof(), 2),
+           absl::StrCat(r.seeds_needed()), absl::StrCat(r.decided_at_seeds()),
+           absl::StrCat(r.seeds_excluded()),
+           r.in_best_set() ? "true" : "false"});
     }
     table.AddRow(std::move(cells));
   }
@@ -383,12 +547,12 @@ void PrintAshaRungs(const v1::RankResponse& response, std::ostream& out) {
 }  // namespace
 
 void PrintRanking(const v1::RankResponse& response, Format format,
-                  std::ostream& out) {
+                  std::ostream& out, const RankingView& view) {
   if (format == Format::kJson) {
     out << ProtoJson(response);
     return;
   }
-  RankingTable(response, format).Print(out, format);
+  RankingTable(response, format, view.wide).Print(out, format);
   if (format == Format::kCsv) return;
   if (response.schedules().empty()) {
     out << "(no completed trials yet)\n";
@@ -403,7 +567,7 @@ void PrintRanking(const v1::RankResponse& response, Format format,
         << Fixed(response.baseline().final_val_loss().mean(), 4) << " over "
         << response.baseline().seeds_completed() << " seed(s)\n";
   }
-  out << RatioMethod(response) << "\n";
+  if (view.wide) out << RatioMethod(response) << "\n";
   out << VerdictMethod(response) << "\n";
   if (!response.principle_effects().empty()) {
     out << "\n";
@@ -412,6 +576,10 @@ void PrintRanking(const v1::RankResponse& response, Format format,
   }
   PrintSearchCost(response, out);
   PrintAshaRungs(response, out);
+  out << "\n";
+  for (const std::string& line : SummaryLines(response, view.more_seeds)) {
+    out << line << "\n";
+  }
 }
 
 Table CompareTable(const v1::CompareResponse& response) {

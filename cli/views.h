@@ -11,6 +11,7 @@
 
 #include <ostream>
 #include <string>
+#include <vector>
 
 #include "cli/output.h"
 #include "google/protobuf/message.h"
@@ -51,8 +52,13 @@ Table TokensTable(const v1::ListTokensResponse& response, int64_t now_ms);
 // paired seeds reached) and the tokens/s ratio "0.98 [0.95,1.01] 3/3 worker"
 // (mean, CI, pairs used of all, pairing); in CSV they are the means, with
 // their bounds, counts, pairing and hardware in columns at the end.
+// Text without `wide` is the narrow default view (under 100 columns): rank,
+// schedule, delta, ci95, the adjusted interval, verdict, seeds to settle,
+// best-set mark, speed-up, tokens/s ratio, paired/completed seeds. Wide text
+// and CSV add adj_ci95, to_settle and best_set after the columns above (and
+// CSV the raw numbers at the end).
 Table RankingTable(const v1::RankResponse& response,
-                   Format format = Format::kText);
+                   Format format = Format::kText, bool wide = false);
 // PointsTable: the curve of one trial.
 Table PointsTable(const v1::GetTrialResponse& response);
 
@@ -63,9 +69,21 @@ std::string MissingValuesNote(const v1::RankResponse& response);
 // RatioMethod states how the speedup and tps_ratio cells are computed, then
 // a line per distinct hardware combination of unpaired tokens/s ratios.
 std::string RatioMethod(const v1::RankResponse& response);
-// VerdictMethod is the one line that states how verdicts are reached, with
-// the size of the Holm-Bonferroni family.
+// VerdictMethod states how verdicts are reached: the method the coordinator
+// used (moderated t with its prior, or paired t and why), the family, alpha
+// and its size, what the words mean, and the planned looks when seeds are
+// adaptive.
 std::string VerdictMethod(const v1::RankResponse& response);
+
+// BestSetLine names the best-set (at most `most` schedules, then "and N
+// more"), or says it needs 2 paired seeds.
+std::string BestSetLine(const v1::RankResponse& response, size_t most);
+
+// SummaryLines are the ranking's closing lines: the verdict counts, the
+// best-set and the next step; `more_seeds` is the command that reruns with
+// 3 seeds, used when no schedule has 2 paired seeds.
+std::vector<std::string> SummaryLines(const v1::RankResponse& response,
+                                      const std::string& more_seeds);
 
 // PrincipleEffectsTable: per principle, the schedules that satisfy and
 // violate it, the effect of violating it with its 95% CI half-width and p,
@@ -92,11 +110,19 @@ Table AshaRungsTable(const v1::RankResponse& response);
 
 // PrintRanking prints a Rank response: in text the table and the note on its
 // missing values, then the baseline, the verdict method, the principle
-// effects and their method, the search's cost and an ASHA experiment's rungs
-// (a count line per rung, then the table); in CSV the table
-// only; in JSON the response.
+// effects and their method, the search's cost, an ASHA experiment's rungs
+// (a count line per rung, then the table) and the summary lines; in CSV the
+// table only; in JSON the response.
+// RankingView: `wide` prints every column and the ratio method; more_seeds
+// is SummaryLines' rerun command.
+struct RankingView {
+  bool wide = false;
+  std::string more_seeds =
+      "resubmit the spec with seeds: [1, 2, 3] (or a seeds_policy)";
+};
+
 void PrintRanking(const v1::RankResponse& response, Format format,
-                  std::ostream& out);
+                  std::ostream& out, const RankingView& view = {});
 
 // CompareTable: one row, a and b, their common seeds, the paired delta
 // b - a with its 95% CI half-width, b's verdict against a and its p-value.

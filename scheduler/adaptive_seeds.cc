@@ -10,15 +10,6 @@
 namespace prism {
 namespace {
 
-bool HasVerdict(const RankedRow& r) {
-  return r.verdict == Verdict::kBetter || r.verdict == Verdict::kWorse ||
-         r.verdict == Verdict::kTied;
-}
-
-bool Overlap(const Interval& a, const Interval& b) {
-  return a.has_bounds && b.has_bounds && a.low <= b.high && b.low <= a.high;
-}
-
 // Seeds is what DecideSeeds knows of one schedule's trials.
 struct Seeds {
   std::set<int64_t> all;
@@ -43,10 +34,8 @@ const char* SeedReasonName(SeedReason reason) {
   switch (reason) {
     case SeedReason::kNeedsSeeds:
       return "needs seeds";
-    case SeedReason::kTied:
-      return "tied";
-    case SeedReason::kOverlapsLeader:
-      return "overlaps leader";
+    case SeedReason::kInconclusive:
+      return "inconclusive";
     case SeedReason::kNone:
       break;
   }
@@ -72,26 +61,12 @@ SeedDecision DecideSeeds(const std::vector<int64_t>& sequence,
   }
 
   std::map<std::string, const RankedRow*> rows;
-  const RankedRow* leader = nullptr;
   for (const RankedRow& r : ranking.rows) {
     if (r.is_baseline || r.schedule == baseline) continue;
     rows[r.schedule] = &r;
-    // Rows come by rank: the first better one has the lowest mean delta.
-    if (leader == nullptr && r.verdict == Verdict::kBetter) leader = &r;
-  }
-  bool leader_contested = false;
-  if (leader != nullptr) {
-    for (const auto& [name, r] : rows) {
-      if (r != leader && HasVerdict(*r) &&
-          Overlap(r->delta_vs_baseline, leader->delta_vs_baseline)) {
-        leader_contested = true;
-        break;
-      }
-    }
   }
 
   SeedDecision d;
-  if (leader != nullptr) d.leader = leader->schedule;
   std::set<int64_t> baseline_new;
   for (const auto& [name, s] : schedules) {
     bool settled = !s.pending;
@@ -105,13 +80,8 @@ SeedDecision DecideSeeds(const std::vector<int64_t>& sequence,
     SeedReason reason = SeedReason::kNone;
     if (row == nullptr || row->verdict == Verdict::kNeedsSeeds) {
       reason = SeedReason::kNeedsSeeds;
-    } else if (row->verdict == Verdict::kTied) {
-      reason = SeedReason::kTied;
-    } else if (row == leader
-                   ? leader_contested
-                   : leader != nullptr && Overlap(row->delta_vs_baseline,
-                                                  leader->delta_vs_baseline)) {
-      reason = SeedReason::kOverlapsLeader;
+    } else if (row->verdict == Verdict::kInconclusive) {
+      reason = SeedReason::kInconclusive;
     }
     if (reason == SeedReason::kNone) {
       ++d.resolved;
@@ -159,9 +129,6 @@ std::string DescribeSeedDecision(const SeedDecision& d) {
     std::vector<std::string> why;
     for (const auto& [reason, n] : by_reason) {
       why.push_back(absl::StrCat(n, " ", SeedReasonName(reason)));
-      if (reason == SeedReason::kOverlapsLeader) {
-        absl::StrAppend(&why.back(), " ", d.leader);
-      }
     }
     absl::StrAppend(&out, "added seed", seeds.size() == 1 ? " " : "s ",
                     absl::StrJoin(seeds, ", "), " to ", grown,

@@ -6,15 +6,17 @@
 //
 // A schedule is *settled* when none of its trials is pending and neither is
 // any baseline trial with one of its seeds. A settled schedule below the
-// maximum gets the next seed of the sequence it does not have when
-//   - its verdict is needs seeds (fewer than 2 paired seeds), or
-//   - its verdict is tied (not significant after the Holm adjustment), or
-//   - its paired-delta CI overlaps the leader's: the leader is the schedule
-//     with verdict better and the lowest mean delta, and it grows too while
-//     another schedule with a verdict overlaps it.
-// Otherwise it is resolved. The baseline gets every seed any schedule gets,
-// once (pairing is by seed). Every schedule takes seeds in sequence order,
-// so all seed sets are prefixes of the sequence.
+// maximum gets the next seed of the sequence it does not have when its
+// verdict is needs seeds (fewer than 2 paired seeds) or inconclusive;
+// better and worse are resolved and get no more seeds. The ranking must have
+// been made with the policy's looks (VerdictOptions.looks = LooksForSeeds(
+// min, max), seed_sequence = the sequence): each added seed is a planned
+// look with its own share of alpha, so growing the inconclusive schedules
+// and testing again keeps the error rate the family promises (simulated on
+// known truth in tests/scheduler/calibration_test.cc). The baseline gets
+// every seed any schedule gets, once (pairing is by seed). Every schedule
+// takes seeds in sequence order, so all seed sets are prefixes of the
+// sequence.
 //
 // Applying a decision (adding its trials as pending) and deciding again adds
 // nothing: every schedule it grew is no longer settled.
@@ -49,8 +51,7 @@ struct SeedTrial {
 enum class SeedReason {
   kNone,  // the baseline's trial, following a schedule's seed
   kNeedsSeeds,
-  kTied,
-  kOverlapsLeader,
+  kInconclusive,
 };
 
 struct SeedAddition {
@@ -64,10 +65,9 @@ struct SeedDecision {
   // Schedules' next seeds in schedule order, then the baseline's new seeds
   // ascending.
   std::vector<SeedAddition> additions;
-  int waiting = 0;     // schedules not settled (a trial of theirs is pending)
-  int resolved = 0;    // settled schedules that need no more seeds
-  int at_max = 0;      // settled schedules that would grow but have max seeds
-  std::string leader;  // "" when no schedule is better than the baseline
+  int waiting = 0;   // schedules not settled (a trial of theirs is pending)
+  int resolved = 0;  // settled schedules that need no more seeds
+  int at_max = 0;    // settled schedules that would grow but have max seeds
 };
 
 // SeedSequence returns the seed sequence of a policy with `max` seeds: the
@@ -85,12 +85,12 @@ SeedDecision DecideSeeds(const std::vector<int64_t>& sequence,
                          const Ranking& ranking);
 
 // DescribeSeedDecision is a one-line summary of `d` for users, e.g. "added
-// seed 3 to 2 schedules (1 tied, 1 overlaps leader 3x3,6x3,12x6) and the
-// baseline; 4 resolved, 1 at max, 0 waiting".
+// seed 3 to 2 schedules (2 inconclusive) and the baseline; 4 resolved, 1 at
+// max, 0 waiting".
 std::string DescribeSeedDecision(const SeedDecision& d);
 
-// SeedReasonName is the reason's word: "needs seeds", "tied", "overlaps
-// leader" ("" for kNone).
+// SeedReasonName is the reason's word: "needs seeds", "inconclusive" (""
+// for kNone).
 const char* SeedReasonName(SeedReason reason);
 
 }  // namespace prism

@@ -1,5 +1,6 @@
 #include "server/convert.h"
 
+#include <cmath>
 #include <set>
 #include <string>
 
@@ -111,8 +112,8 @@ v1::Verdict VerdictToProto(Verdict v) {
       return v1::VERDICT_BETTER;
     case Verdict::kWorse:
       return v1::VERDICT_WORSE;
-    case Verdict::kTied:
-      return v1::VERDICT_TIED;
+    case Verdict::kInconclusive:
+      return v1::VERDICT_INCONCLUSIVE;
     case Verdict::kNeedsSeeds:
       return v1::VERDICT_NEEDS_SEEDS;
     case Verdict::kNone:
@@ -201,6 +202,14 @@ v1::RankedSchedule RankedRowToProto(const RankedRow& row, int base_heads) {
   *r.mutable_throughput_ratio() = IntervalToProto(row.throughput_ratio);
   r.set_throughput_pairs(row.throughput_pairs);
   r.set_throughput_pairing(ThroughputPairingToProto(row.throughput_pairing));
+  *r.mutable_adjusted_delta() = IntervalToProto(row.adjusted_delta);
+  r.set_adjusted_confidence(row.adjusted_confidence);
+  r.set_delta_sd(row.delta_sd);
+  r.set_dof(row.dof);
+  r.set_seeds_needed(row.seeds_needed);
+  r.set_decided_at_seeds(row.decided_at_seeds);
+  r.set_in_best_set(row.in_best_set);
+  r.set_seeds_excluded(row.seeds_excluded);
   r.set_throughput_hardware(row.throughput_hardware);
   return r;
 }
@@ -260,6 +269,56 @@ absl::StatusOr<int> ClampPageSize(int page_size, int default_size,
   }
   if (page_size == 0) return default_size;
   return page_size > max_size ? max_size : page_size;
+}
+
+VerdictOptions VerdictOptionsOf(const v1::ExperimentSpec& resolved) {
+  VerdictOptions options;
+  const v1::VerdictPolicy& policy = resolved.verdicts();
+  if (policy.method() == v1::VERDICT_METHOD_PAIRED_T) {
+    options.method = VerdictMethod::kPairedT;
+  }
+  if (policy.family() == v1::VERDICT_FAMILY_HOLM) {
+    options.family = VerdictFamily::kHolm;
+  }
+  if (policy.alpha() > 0.0) options.alpha = policy.alpha();
+  if (resolved.has_seeds_policy()) {
+    options.seed_sequence.assign(resolved.seeds().begin(),
+                                 resolved.seeds().end());
+    options.looks = LooksForSeeds(resolved.seeds_policy().min(),
+                                  resolved.seeds_policy().max());
+  }
+  return options;
+}
+
+v1::VerdictReport VerdictReportToProto(const VerdictSummary& summary) {
+  v1::VerdictReport r;
+  r.set_method(summary.method == VerdictMethod::kPairedT
+                   ? v1::VERDICT_METHOD_PAIRED_T
+                   : v1::VERDICT_METHOD_MODERATED_T);
+  r.set_family(summary.family == VerdictFamily::kHolm ? v1::VERDICT_FAMILY_HOLM
+                                                      : v1::VERDICT_FAMILY_BH);
+  r.set_alpha(summary.alpha);
+  r.set_method_description(summary.method_description);
+  r.set_fell_back(summary.fell_back);
+  if (summary.prior.fitted) {
+    r.set_prior_variance(summary.prior.variance);
+    r.set_prior_dof(std::isinf(summary.prior.dof) ? -1.0 : summary.prior.dof);
+  }
+  r.set_better(summary.better);
+  r.set_worse(summary.worse);
+  r.set_inconclusive(summary.inconclusive);
+  r.set_needs_seeds(summary.needs_seeds);
+  for (const std::string& s : summary.best_set) r.add_best_set(s);
+  r.set_best_set_critical(summary.best_set_critical);
+  r.set_excluded_trials(summary.excluded_trials);
+  for (const LookSummary& look : summary.looks) {
+    v1::VerdictLook* l = r.add_looks();
+    l->set_seeds(look.seeds);
+    l->set_alpha(look.alpha);
+    l->set_tested(look.family);
+    l->set_rejected(look.rejected);
+  }
+  return r;
 }
 
 AshaSettings AshaSettingsOf(const v1::ExperimentSpec& resolved) {

@@ -60,6 +60,12 @@ v1::RankedSchedule RankedRowToProto(const RankedRow& row, int base_heads);
 // estimated effect.
 v1::PrincipleEffect PrincipleEffectToProto(const PrincipleEffect& e);
 
+// VerdictOptionsOf returns the verdict options of a resolved spec: its
+// VerdictPolicy (defaults for unset fields) and, with a seeds policy, the
+// seed sequence and the planned looks from min to max.
+VerdictOptions VerdictOptionsOf(const v1::ExperimentSpec& resolved);
+v1::VerdictReport VerdictReportToProto(const VerdictSummary& summary);
+
 // AshaSettings is a resolved spec's ASHA policy, as DecideAsha takes it. A
 // spec stored before AshaPolicy.mode existed (unset) keeps the asynchronous
 // rule it was submitted under.

@@ -56,7 +56,7 @@ v1::Verdict PairVerdict(const std::vector<double>& deltas,
                         std::optional<double>* p_value) {
   *p_value = PairedTTestP(deltas);
   if (!p_value->has_value()) return v1::VERDICT_NEEDS_SEEDS;
-  if (**p_value >= kVerdictAlpha) return v1::VERDICT_TIED;
+  if (**p_value >= kVerdictAlpha) return v1::VERDICT_INCONCLUSIVE;
   return MeanInterval(deltas).mean < 0.0 ? v1::VERDICT_BETTER
                                          : v1::VERDICT_WORSE;
 }
@@ -232,7 +232,8 @@ ResultsManager::Build(const v1::Experiment& experiment) {
   const SpaceSpec space = SpaceForSpec(experiment.spec());
   const std::string baseline =
       Schedule::Uniform(space.base_heads, space.layers).ToString();
-  Ranking ranking = RankSchedules(space, baseline, outcomes);
+  Ranking ranking = RankSchedules(space, baseline, outcomes,
+                                  VerdictOptionsOf(experiment.spec()));
 
   auto analysis = std::make_shared<Analysis>();
   analysis->finished = static_cast<int64_t>(outcomes.size());
@@ -315,6 +316,7 @@ absl::StatusOr<v1::RankResponse> ResultsManager::Rank(
   }
   response.set_total(static_cast<int32_t>(total));
   response.set_compared_schedules(ranking.compared_schedules);
+  *response.mutable_verdicts() = VerdictReportToProto(ranking.verdicts);
   if (experiment.spec().strategy() == v1::STRATEGY_ASHA) {
     // The rungs as the coordinator's next decision would see them; trials
     // stopped at a rung are not in the ranking above.

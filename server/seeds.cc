@@ -150,9 +150,10 @@ absl::StatusOr<int> SeedPlanner::Round(const v1::Experiment& experiment) {
       decision.note = DescribeAshaDecision(d);
       decision.promotions = std::move(d.promotions);
     } else {
-      PRISM_ASSIGN_OR_RETURN(decision,
-                             Decide(experiment.spec(), space, baseline, trials,
-                                    RankSchedules(space, baseline, outcomes)));
+      PRISM_ASSIGN_OR_RETURN(
+          decision, Decide(experiment.spec(), space, baseline, trials,
+                           RankSchedules(space, baseline, outcomes,
+                                         VerdictOptionsOf(experiment.spec()))));
     }
     // Nothing to add while trials are pending: the round that matters
     // comes when one of them finishes.

@@ -210,6 +210,45 @@ absl::Status CheckSeedsPolicy(const v1::SeedsPolicy& policy, int listed) {
   return absl::OkStatus();
 }
 
+// ResolveVerdicts checks the spec's verdict policy and returns it with
+// every field explicit (moderated t, Benjamini-Hochberg, 0.05 by default).
+absl::StatusOr<v1::VerdictPolicy> ResolveVerdicts(
+    const v1::ExperimentSpec& spec) {
+  v1::VerdictPolicy policy = spec.verdicts();
+  switch (policy.method()) {
+    case v1::VERDICT_METHOD_UNSPECIFIED:
+      policy.set_method(v1::VERDICT_METHOD_MODERATED_T);
+      break;
+    case v1::VERDICT_METHOD_MODERATED_T:
+    case v1::VERDICT_METHOD_PAIRED_T:
+      break;
+    default:
+      return Invalid(
+          "verdicts.method: unknown method ",
+          absl::StrCat(static_cast<int>(policy.method())),
+          " (VERDICT_METHOD_MODERATED_T or VERDICT_METHOD_PAIRED_T)");
+  }
+  switch (policy.family()) {
+    case v1::VERDICT_FAMILY_UNSPECIFIED:
+      policy.set_family(v1::VERDICT_FAMILY_BH);
+      break;
+    case v1::VERDICT_FAMILY_BH:
+    case v1::VERDICT_FAMILY_HOLM:
+      break;
+    default:
+      return Invalid("verdicts.family: unknown family ",
+                     absl::StrCat(static_cast<int>(policy.family())),
+                     " (VERDICT_FAMILY_BH or VERDICT_FAMILY_HOLM)");
+  }
+  if (policy.alpha() == 0.0) {
+    policy.set_alpha(kVerdictAlpha);
+  } else if (!(policy.alpha() > 0.0 && policy.alpha() < 0.5)) {
+    return Invalid("verdicts.alpha must be in (0, 0.5) (got ",
+                   absl::StrCat(policy.alpha()), ")");
+  }
+  return policy;
+}
+
 // PlannedSeeds checks the spec's seeds (and seeds policy) and returns the
 // seeds to plan trials for now and the resolved spec's seed list: the same
 // list without a policy; with one, the first `min` of the policy's sequence
@@ -485,6 +524,7 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
     if (path.empty()) return Invalid("data.val: empty path");
   }
 
+  PRISM_ASSIGN_OR_RETURN(v1::VerdictPolicy verdicts, ResolveVerdicts(spec));
   PRISM_ASSIGN_OR_RETURN(PrincipleSet principles,
                          PrinciplesFromProto(spec.principles()));
   plan.space.d_model = plan.shape.d_model;
@@ -564,6 +604,7 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
   plan.spec.set_strategy(strategy);
   if (guided.has_value()) *plan.spec.mutable_guided() = *guided;
   if (asha.has_value()) *plan.spec.mutable_asha() = *asha;
+  *plan.spec.mutable_verdicts() = verdicts;
   *plan.spec.mutable_seeds() = {all_seeds.begin(), all_seeds.end()};
   plan.spec.set_max_attempts(spec.max_attempts() > 0
                                  ? spec.max_attempts()

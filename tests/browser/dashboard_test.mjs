@@ -347,7 +347,7 @@ async function run() {
   // and only a verdict of better or worse colours a delta.
   const rpcVerdict = new Map((rankRpc.schedules || []).map((s) => [
     s.schedule, s.verdict && s.verdict !== 'VERDICT_UNSPECIFIED'
-      ? s.verdict.replace(/^VERDICT_/, '').toLowerCase() : '\u2014']));
+      ? s.verdict.replace(/^VERDICT_/, '').toLowerCase().replace('_', ' ') : '\u2014']));
   const shownVerdicts = await page.$$eval('#leaderboard-table tbody tr', (trs) =>
     trs.map((tr) => [tr.dataset.schedule, tr.querySelector('.verdict').textContent]));
   for (const [schedule, word] of shownVerdicts) {
@@ -358,6 +358,18 @@ async function run() {
   const coloured = await page.locator('#leaderboard-table span.delta.delta-better, ' +
                                       '#leaderboard-table span.delta.delta-worse').count();
   check(coloured === findings, `${coloured} coloured deltas for ${findings} significant verdicts`);
+  // The best-set is the RPC's: its rows highlighted, and named above the
+  // table with the method that made the verdicts.
+  const rpcBest = new Set(rankRpc.verdicts?.bestSet || []);
+  const highlighted = await page.$$eval('#leaderboard-table tbody tr.in-best-set',
+                                        (trs) => trs.map((tr) => tr.dataset.schedule));
+  check(highlighted.length === [...rpcVerdict.keys()].filter((s) => rpcBest.has(s)).length &&
+        highlighted.every((s) => rpcBest.has(s)),
+        `best-set rows highlighted ${JSON.stringify(highlighted)}, RPC ${JSON.stringify([...rpcBest])}`);
+  const summaryText = await page.locator('#verdict-summary').textContent();
+  check(summaryText.includes(rankRpc.verdicts?.methodDescription || 'paired t') &&
+        summaryText.includes(rpcBest.size ? 'Best-set (95% confidence' : 'Best-set: needs 2'),
+        `verdict summary names the method and the best-set: '${summaryText}'`);
   // Each non-baseline row's speed-up counts (reached/paired seeds) and
   // tokens/s pairing are the RPC's; both workers report "cpu (1 thread)", so
   // every pair is matched on a worker or the device, never unpaired.

@@ -79,9 +79,11 @@ TEST(RunCommandTest, TrainsTheGridPrintsTheRankingAndLeavesNoChildren) {
   EXPECT_THAT(out, HasSubstr("5/5 trials completed"));
   // One seed: no intervals and no verdicts, and the ranking says so instead
   // of blank cells or a finding.
-  EXPECT_THAT(out, HasSubstr("ci95, adj_p - = fewer than 2 (paired) seeds"));
-  EXPECT_THAT(out, HasSubstr("needs_seeds"));
-  EXPECT_THAT(out, HasSubstr("verdict: paired t-test"));
+  EXPECT_THAT(out, HasSubstr("needs seeds"));
+  EXPECT_THAT(out, HasSubstr("verdicts: 0 better, 0 worse, 0 inconclusive, "
+                             "4 need seeds"));
+  EXPECT_THAT(out, HasSubstr("best-set: needs 2 paired seeds per schedule"));
+  EXPECT_THAT(out, HasSubstr("prism run --seeds 3"));
   // How to look again once the coordinator is gone: the same database.
   EXPECT_THAT(out, HasSubstr(absl::StrCat("prism coordinator --db ", dir,
                                           "/data/prism.db")));
@@ -113,24 +115,27 @@ TEST(RunCommandTest, ThreeSeedsGiveEveryScheduleAVerdict) {
   const std::string out = ReadFile(dir + "/run.out");
   EXPECT_THAT(out, HasSubstr("15/15 trials completed"));
   // Every ranked schedule but the baseline has 3 paired seeds and one of
-  // the three verdict words, never needs_seeds.
+  // the three verdict words, never needs seeds.
   int ranked = 0;
   for (absl::string_view line : absl::StrSplit(out, '\n')) {
     const std::vector<absl::string_view> cells =
         absl::StrSplit(line, ' ', absl::SkipEmpty());
     if (cells.size() < 3 || cells[0].empty() ||
-        !absl::ascii_isdigit(cells[0][0]) || cells[2] != "false") {
+        !absl::ascii_isdigit(cells[0][0]) || cells[2] == "base" ||
+        !absl::StrContains(line, "3/3")) {
       continue;  // not a row of a non-baseline schedule
     }
     ++ranked;
-    EXPECT_THAT(line, Not(HasSubstr("needs_seeds"))) << line;
+    EXPECT_THAT(line, Not(HasSubstr("needs seeds"))) << line;
     EXPECT_TRUE(absl::StrContains(line, " better ") ||
                 absl::StrContains(line, " worse ") ||
-                absl::StrContains(line, " tied "))
+                absl::StrContains(line, " inconclusive "))
         << line;
   }
   EXPECT_EQ(ranked, 4) << out;
-  EXPECT_THAT(out, HasSubstr("Holm-Bonferroni over 4 schedule(s)"));
+  EXPECT_THAT(out, HasSubstr("Benjamini-Hochberg (FDR) at 0.05 over 4 "
+                             "schedule(s)"));
+  EXPECT_THAT(out, HasSubstr("best-set (95% confidence, Hsu's MCB)"));
   EXPECT_TRUE(ProcessesMentioning(dir + "/data").empty());
 }
 

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -98,20 +99,82 @@ TEST(ViewsTest, TokensTableShowsStateAndLeavesNeverEmpty) {
             "2023-11-14T22:14:20Z,,2023-11-14T22:13:50Z\n");
 }
 
+RankingView Wide() {
+  RankingView view;
+  view.wide = true;
+  return view;
+}
+
 TEST(ViewsTest, RankingTextShowsDashesAndSaysWhyOnce) {
   std::ostringstream out;
-  PrintRanking(OneSeedRanking(), Format::kText, out);
+  PrintRanking(OneSeedRanking(), Format::kText, out, Wide());
   const std::string text = out.str();
   // The 2x3,4x3 row: no CI (one seed), a delta, no CI, no speed-up.
   EXPECT_THAT(text, HasSubstr("2.6151         -  +0.0008           -"));
   // No seed reached the target: 0 of 1; tokens/s on the same worker.
-  EXPECT_THAT(text, HasSubstr("needs_seeds      -        2.6151  - 0/1    "
+  EXPECT_THAT(text, HasSubstr("needs seeds      -        2.6151  - 0/1    "
                               "1.00 1/1 worker      1       1         0       "
-                              "0\n"));
+                              "0            2 seeds"));
   EXPECT_THAT(text,
               HasSubstr("speedup - = never reached the baseline's final val "
                         "loss; ci95, adj_p - = fewer than 2 (paired) seeds\n"));
   EXPECT_EQ(text.find("never reached"), text.rfind("never reached"));
+}
+
+TEST(ViewsTest, DefaultRankingFitsOneHundredColumnsAndEndsWithASummary) {
+  v1::RankResponse response = TwoSeedRanking();
+  v1::RankedSchedule* best = response.mutable_schedules(0);
+  best->mutable_adjusted_delta()->set_mean(-0.0142);
+  best->mutable_adjusted_delta()->set_low(-0.0311);
+  best->mutable_adjusted_delta()->set_high(-0.0012);
+  best->set_in_best_set(true);
+  v1::RankedSchedule* unsure = response.add_schedules();
+  *unsure = Row(4, "1x2,4x4", 2.6100, 2, 1.0);
+  unsure->set_verdict(v1::VERDICT_INCONCLUSIVE);
+  unsure->set_seeds_needed(9);
+  unsure->set_in_best_set(true);
+  v1::VerdictReport* v = response.mutable_verdicts();
+  v->set_method_description(
+      "moderated t (prior sd 0.006 pooled, from 5 "
+      "schedules)");
+  v->set_family(v1::VERDICT_FAMILY_BH);
+  v->set_alpha(0.05);
+  v->set_better(1);
+  v->set_inconclusive(1);
+  v->set_needs_seeds(1);
+  v->add_best_set("2x3,4x3");
+  v->add_best_set("1x2,4x4");
+  std::ostringstream out;
+  PrintRanking(response, Format::kText, out);
+  const std::string text = out.str();
+  const std::string table = text.substr(0, text.find("\n\n"));
+  for (absl::string_view line : absl::StrSplit(table, '\n')) {
+    EXPECT_LE(line.size(), 100u) << line;
+  }
+  EXPECT_THAT(text, HasSubstr("[-0.0311,-0.0012]  better"));
+  EXPECT_THAT(text, HasSubstr("inconclusive  9 seeds"));
+  EXPECT_THAT(text, HasSubstr("verdicts: 1 better, 0 worse, 1 inconclusive, "
+                              "1 need seeds\n"));
+  EXPECT_THAT(text, HasSubstr("best-set (95% confidence, Hsu's MCB): 2 "
+                              "schedule(s): 2x3,4x3 1x2,4x4\n"));
+  EXPECT_THAT(text, HasSubstr("next: the best-set's inconclusive schedules "
+                              "need up to 9 paired seeds"));
+  EXPECT_THAT(text, HasSubstr("moderated t (prior sd 0.006 pooled"));
+}
+
+TEST(ViewsTest, OneSeedRankingSaysHowManySeedsWouldTell) {
+  v1::RankResponse response = OneSeedRanking();
+  response.mutable_verdicts()->set_needs_seeds(4);
+  std::ostringstream out;
+  RankingView view;
+  view.more_seeds = "prism run --seeds 3";
+  PrintRanking(response, Format::kText, out, view);
+  EXPECT_THAT(out.str(), HasSubstr("best-set: needs 2 paired seeds per "
+                                   "schedule\n"));
+  EXPECT_THAT(out.str(), HasSubstr("next: verdicts need 2+ seeds per "
+                                   "schedule; 3 seeds find effects of 3 "
+                                   "trial-noise sd at >= 80% power: prism run "
+                                   "--seeds 3\n"));
 }
 
 TEST(ViewsTest, MissingValuesNoteNamesOnlyColumnsWithMissingValues) {
@@ -137,7 +200,7 @@ TEST(ViewsTest, RankingCsvKeepsMissingValuesEmpty) {
   EXPECT_THAT(
       out.str(),
       HasSubstr("2.6151,,+0.0008,,needs_seeds,,2.6151,,1.000,1,1,0,0,,,0,1,"
-                ",,1,1,worker,\n"));
+                ",,1,1,worker,,,,,,,0,0,0,false\n"));
   EXPECT_THAT(out.str(), Not(HasSubstr("never reached")));
 }
 
@@ -158,18 +221,21 @@ v1::RankResponse TwoSeedRanking() {
 
 TEST(ViewsTest, RankingTextShowsVerdictsAdjustedPAndSeedCounts) {
   std::ostringstream out;
-  PrintRanking(TwoSeedRanking(), Format::kText, out);
+  PrintRanking(TwoSeedRanking(), Format::kText, out, Wide());
   const std::string text = out.str();
   EXPECT_THAT(text, HasSubstr("verdict"));
   EXPECT_THAT(text, HasSubstr("adj_p"));
   EXPECT_THAT(text, HasSubstr("-0.0142      0.0100  better       0.040"));
   // One paired seed: a delta but no CI, no test; 1 diverged, 2 failed.
-  EXPECT_THAT(text, HasSubstr("-0.1143           -  needs_seeds      -"));
-  EXPECT_THAT(text, HasSubstr("1       1         1       2\n"));
+  EXPECT_THAT(text, HasSubstr("-0.1143           -  needs seeds      -"));
   EXPECT_THAT(text,
-              HasSubstr("verdict: paired t-test per schedule vs the baseline "
-                        "over shared seeds, Holm-Bonferroni over 1 "
-                        "schedule(s) at alpha 0.05; tied = not significant"));
+              HasSubstr("1       1         1       2            2 seeds"));
+  EXPECT_THAT(text,
+              HasSubstr("verdicts: paired t, Benjamini-Hochberg (FDR) at 0.05 "
+                        "over 1 schedule(s)"));
+  EXPECT_THAT(text, HasSubstr("inconclusive = no difference found (not "
+                              "'equal')"));
+  EXPECT_THAT(text, Not(HasSubstr("tied")));
   EXPECT_THAT(text, Not(HasSubstr("beats it")));
 }
 
@@ -184,7 +250,7 @@ TEST(ViewsTest, RankingTextShowsSpeedupAndThroughputWithIntervalsAndCounts) {
   gpu->set_throughput_pairing(v1::THROUGHPUT_PAIRING_UNPAIRED);
   gpu->set_throughput_hardware("cuda:0 vs cpu (4 threads)");
   std::ostringstream out;
-  PrintRanking(response, Format::kText, out);
+  PrintRanking(response, Format::kText, out, Wide());
   const std::string text = out.str();
   EXPECT_THAT(text, HasSubstr("1.20 [1.15,1.25] 2/3  "
                               "5.50 [4.25,6.75] 2/2 unpaired"));
@@ -198,7 +264,7 @@ TEST(ViewsTest, RankingTextShowsSpeedupAndThroughputWithIntervalsAndCounts) {
   PrintRanking(response, Format::kCsv, csv);
   EXPECT_THAT(csv.str(), HasSubstr(",1.200,5.500,2,2,0,0,1.150,1.250,2,3,4.250,"
                                    "6.750,2,2,unpaired,cuda:0 vs cpu (4 "
-                                   "threads)\n"));
+                                   "threads),"));
 }
 
 TEST(ViewsTest, RankingJsonOmitsAbsentIntervalsAndPValues) {

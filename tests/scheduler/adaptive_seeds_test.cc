@@ -58,9 +58,15 @@ class Experiment {
       Finished(t.schedule, t.seed, loss(t.schedule, t.seed));
     }
   }
+  // Decide ranks with the policy's looks, as the coordinator does (paired t:
+  // these experiments have too few schedules to borrow variance).
   SeedDecision Decide(const std::vector<int64_t>& sequence) const {
+    VerdictOptions options;
+    options.method = VerdictMethod::kPairedT;
+    options.seed_sequence = sequence;
+    options.looks = LooksForSeeds(2, static_cast<int>(sequence.size()));
     return DecideSeeds(sequence, kBase, trials_,
-                       RankSchedules(Shape(), kBase, outcomes_));
+                       RankSchedules(Shape(), kBase, outcomes_, options));
   }
   // SeedsOf returns how many trials `schedule` has.
   int SeedsOf(const std::string& schedule) const {
@@ -93,12 +99,11 @@ TEST(DecideSeedsTest, AClearlyBetterScheduleStopsAtMin) {
   const SeedDecision d = e.Decide({1, 2, 3, 4});
   EXPECT_TRUE(d.additions.empty());
   EXPECT_EQ(d.resolved, 1);
-  EXPECT_EQ(d.leader, kA);
   EXPECT_EQ(DescribeSeedDecision(d),
             "added no seed; 1 resolved, 0 at max, 0 waiting");
 }
 
-TEST(DecideSeedsTest, ANoisyTieGrowsToMaxWithTheBaselineFollowing) {
+TEST(DecideSeedsTest, AnInconclusiveScheduleGrowsToMaxWithTheBaseline) {
   Experiment e;
   auto loss = [](const std::string& schedule, int64_t seed) {
     if (schedule == kBase) return BaseLoss(seed);
@@ -113,11 +118,11 @@ TEST(DecideSeedsTest, ANoisyTieGrowsToMaxWithTheBaselineFollowing) {
   ASSERT_EQ(d.additions.size(), 2u);
   EXPECT_EQ(d.additions[0].schedule, kA);
   EXPECT_EQ(d.additions[0].seed, 3);
-  EXPECT_EQ(d.additions[0].reason, SeedReason::kTied);
+  EXPECT_EQ(d.additions[0].reason, SeedReason::kInconclusive);
   EXPECT_TRUE(d.additions[1].is_baseline);
   EXPECT_EQ(d.additions[1].seed, 3);
   EXPECT_EQ(DescribeSeedDecision(d),
-            "added seed 3 to 1 schedule (1 tied) and the baseline; 0 "
+            "added seed 3 to 1 schedule (1 inconclusive) and the baseline; 0 "
             "resolved, 0 at max, 0 waiting");
   int rounds = 0;
   while (!d.additions.empty()) {
@@ -180,25 +185,23 @@ TEST(DecideSeedsTest, OneNewBaselineTrialServesEverySchedule) {
   EXPECT_EQ(baseline, 1);
 }
 
-TEST(DecideSeedsTest, SchedulesOverlappingTheLeaderGrowAndTheRestStop) {
+TEST(DecideSeedsTest, BetterAndWorseStopAndOnlyInconclusiveOnesGrow) {
   Experiment e;
   for (int64_t seed : {1, 2}) e.Finished(kBase, seed, BaseLoss(seed));
-  // A leads (mean delta -0.501); B's CI overlaps A's; C is clearly worse.
+  // A is clearly better and C clearly worse: resolved, whatever their
+  // intervals overlap. B is inconclusive: it grows.
   e.Finished(kA, 1, BaseLoss(1) - 0.5);
   e.Finished(kA, 2, BaseLoss(2) - 0.502);
-  e.Finished(kB, 1, BaseLoss(1) - 0.49);
-  e.Finished(kB, 2, BaseLoss(2) - 0.4905);
+  e.Finished(kB, 1, BaseLoss(1) - 0.3);
+  e.Finished(kB, 2, BaseLoss(2) + 0.2);
   e.Finished(kC, 1, BaseLoss(1) + 0.3);
   e.Finished(kC, 2, BaseLoss(2) + 0.3002);
   const SeedDecision d = e.Decide({1, 2, 3});
-  EXPECT_EQ(d.leader, kA);
-  EXPECT_EQ(d.resolved, 1);  // C
-  ASSERT_EQ(d.additions.size(), 3u);
-  EXPECT_EQ(d.additions[0].schedule, kA);
-  EXPECT_EQ(d.additions[0].reason, SeedReason::kOverlapsLeader);
-  EXPECT_EQ(d.additions[1].schedule, kB);
-  EXPECT_EQ(d.additions[1].reason, SeedReason::kOverlapsLeader);
-  EXPECT_TRUE(d.additions[2].is_baseline);
+  EXPECT_EQ(d.resolved, 2);  // A and C
+  ASSERT_EQ(d.additions.size(), 2u);
+  EXPECT_EQ(d.additions[0].schedule, kB);
+  EXPECT_EQ(d.additions[0].reason, SeedReason::kInconclusive);
+  EXPECT_TRUE(d.additions[1].is_baseline);
 }
 
 TEST(DecideSeedsTest, DecidingAgainAfterApplyingAddsNothing) {
@@ -213,9 +216,9 @@ TEST(DecideSeedsTest, DecidingAgainAfterApplyingAddsNothing) {
   e.Apply(first);
   const SeedDecision second = e.Decide({1, 2, 3, 4});
   EXPECT_TRUE(second.additions.empty());
-  // A is tied; B leads, but A's wide CI overlaps it: both grew.
-  EXPECT_EQ(second.waiting, 2);
-  EXPECT_EQ(second.resolved, 0);
+  // A was inconclusive and grew (its trial is pending); B is better.
+  EXPECT_EQ(second.waiting, 1);
+  EXPECT_EQ(second.resolved, 1);
 }
 
 }  // namespace

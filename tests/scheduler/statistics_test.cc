@@ -1,6 +1,7 @@
 #include "scheduler/statistics.h"
 
 #include <cmath>
+#include <limits>
 #include <optional>
 #include <thread>
 #include <vector>
@@ -163,6 +164,126 @@ TEST(HolmAdjustTest, CapsAtOneAndKeepsASingleTest) {
   EXPECT_EQ(HolmAdjust({0.7, 0.9}), (std::vector<double>{1.0, 1.0}));
   EXPECT_EQ(HolmAdjust({0.04}), (std::vector<double>{0.04}));
   EXPECT_TRUE(HolmAdjust({}).empty());
+}
+
+// The values below come from tests/scheduler/reference/statistics_reference.py
+// (scipy 1.10, an independent implementation).
+
+TEST(PolygammaTest, MatchesScipy) {
+  EXPECT_NEAR(Digamma(1.0), -0.5772156649015329, 1e-12);
+  EXPECT_NEAR(Digamma(0.3), -3.502524222200133, 1e-11);
+  EXPECT_NEAR(Digamma(12.5), 2.4851956512749123, 1e-12);
+  EXPECT_NEAR(Trigamma(1.0), 1.6449340668482266, 1e-12);
+  EXPECT_NEAR(Trigamma(0.3), 12.245364546107734, 1e-10);
+  EXPECT_NEAR(Trigamma(12.5), 0.08328522460157839, 1e-13);
+  EXPECT_NEAR(Tetragamma(1.0), -2.404113806319188, 1e-11);
+  EXPECT_NEAR(Tetragamma(0.3), -75.27253658872601, 1e-8);
+  EXPECT_NEAR(Tetragamma(12.5), -0.006932436585788242, 1e-13);
+  EXPECT_TRUE(std::isnan(Digamma(0.0)));
+  EXPECT_TRUE(std::isnan(Trigamma(-1.0)));
+}
+
+TEST(PolygammaTest, TrigammaInverseInvertsTrigamma) {
+  for (double y : {0.01, 0.3, 1.0, 2.5, 40.0, 1e4}) {
+    EXPECT_NEAR(TrigammaInverse(Trigamma(y)), y, 1e-6 * y) << y;
+  }
+  EXPECT_TRUE(std::isnan(TrigammaInverse(0.0)));
+}
+
+TEST(NormalTest, QuantileAndCdfMatchScipy) {
+  EXPECT_NEAR(NormalQuantile(0.975), 1.959963984540054, 1e-10);
+  EXPECT_NEAR(NormalQuantile(1e-6), -4.753424308822899, 1e-8);
+  EXPECT_NEAR(NormalCdf(1.959963984540054), 0.975, 1e-12);
+  EXPECT_TRUE(std::isnan(NormalQuantile(1.0)));
+}
+
+TEST(StudentTTest, TakesRealDegreesOfFreedom) {
+  EXPECT_NEAR(StudentTTwoSidedP(2.5, 7.3), 0.039650234665600415, 1e-9);
+  EXPECT_NEAR(StudentTQuantile(5.5, 0.95), 2.501858612469493, 1e-6);
+  // An infinite dof is the normal.
+  EXPECT_NEAR(StudentTQuantile(std::numeric_limits<double>::infinity(), 0.95),
+              1.959963984540054, 1e-9);
+  EXPECT_NEAR(StudentTTwoSidedP(1.959963984540054,
+                                std::numeric_limits<double>::infinity()),
+              0.05, 1e-12);
+}
+
+TEST(BenjaminiHochbergTest, MatchesRsPAdjust) {
+  const std::vector<double> adjusted =
+      BenjaminiHochbergAdjust({0.01, 0.04, 0.03, 0.005, 0.2, 0.04});
+  const std::vector<double> expected = {0.03, 0.048, 0.048, 0.03, 0.2, 0.048};
+  ASSERT_EQ(adjusted.size(), expected.size());
+  for (size_t i = 0; i < expected.size(); ++i) {
+    EXPECT_NEAR(adjusted[i], expected[i], 1e-15) << i;
+  }
+  EXPECT_TRUE(BenjaminiHochbergAdjust({}).empty());
+  const std::vector<double> with_nan =
+      BenjaminiHochbergAdjust({0.01, std::nan("")});
+  EXPECT_NEAR(with_nan[0], 0.01, 1e-15);  // NaN is not counted in m
+  EXPECT_TRUE(std::isnan(with_nan[1]));
+}
+
+TEST(BenjaminiHochbergTest, NeverAdjustsBelowHolmsNorAboveIt) {
+  // BH is uniformly less strict than Holm: its adjusted p is never larger.
+  const std::vector<double> p = {0.001, 0.008, 0.039, 0.041, 0.042,
+                                 0.06,  0.074, 0.205, 0.212, 0.216};
+  const std::vector<double> bh = BenjaminiHochbergAdjust(p);
+  const std::vector<double> holm = HolmAdjust(p);
+  for (size_t i = 0; i < p.size(); ++i) {
+    EXPECT_LE(bh[i], holm[i] + 1e-15) << i;
+    EXPECT_GE(bh[i], p[i]) << i;
+  }
+}
+
+TEST(VariancePriorTest, MatchesTheReferenceFit) {
+  // Variances as spread as 2 dof alone makes them: the prior pools them.
+  const VariancePrior pooled = FitVariancePrior(
+      {1.1e-4, 0.6e-4, 2.3e-4, 0.9e-4, 1.4e-4, 0.3e-4, 1.8e-4, 1.0e-4},
+      std::vector<double>(8, 2.0));
+  ASSERT_TRUE(pooled.fitted);
+  EXPECT_TRUE(std::isinf(pooled.dof));
+  EXPECT_NEAR(pooled.variance, 0.0001788282339826774, 1e-12);
+  EXPECT_DOUBLE_EQ(PosteriorVariance(pooled, 5e-4, 2.0), pooled.variance);
+
+  // Log-normally spread true variances (sd 1 on the log), 4 dof each.
+  const std::vector<double> s2 = {
+      1.231303, 0.027413, 2.096937,  0.041009, 0.676329, 1.885782, 0.14377,
+      1.673388, 0.259061, 68.210241, 1.780372, 0.75885,  0.314122, 1.060001,
+      0.175676, 0.66765,  0.419588,  0.65423,  3.710102, 0.528118, 0.702767,
+      1.963614, 1.317483, 0.595469,  1.851809, 0.151795, 3.455247, 1.320564,
+      0.272645, 2.347481, 1.227026,  1.070729, 6.196722, 3.690624, 0.783851,
+      4.360639, 0.038516, 3.295993,  0.139964, 0.687826, 0.690277, 0.472482,
+      0.969153, 0.363644, 0.950589,  0.638571, 3.700281, 1.186841, 0.772104,
+      1.815914, 1.202337, 0.981095,  2.721919, 1.653304, 1.408766, 0.428558,
+      0.83462,  0.120837, 6.283351,  5.188431};
+  const VariancePrior spread =
+      FitVariancePrior(s2, std::vector<double>(s2.size(), 4.0));
+  ASSERT_TRUE(spread.fitted);
+  EXPECT_NEAR(spread.dof, 2.314320547759966, 1e-6);
+  EXPECT_NEAR(spread.variance, 0.724760481157083, 1e-7);
+  // The posterior lies between the sample variance and the prior's.
+  const double post = PosteriorVariance(spread, 10.0, 4.0);
+  EXPECT_NEAR(post,
+              (2.314320547759966 * 0.724760481157083 + 40.0) /
+                  (2.314320547759966 + 4.0),
+              1e-6);
+
+  EXPECT_FALSE(FitVariancePrior({1.0}, {2.0}).fitted);
+  EXPECT_DOUBLE_EQ(PosteriorVariance(VariancePrior{}, 3.0, 2.0), 3.0);
+}
+
+TEST(DunnettTest, MatchesTheMultivariateNormalAndTables) {
+  const double inf = std::numeric_limits<double>::infinity();
+  EXPECT_NEAR(DunnettOneSidedCritical(2, inf, 0.95), 1.9163321213390885, 1e-3);
+  EXPECT_NEAR(DunnettOneSidedCritical(5, inf, 0.95), 2.233816440887034, 1e-3);
+  EXPECT_NEAR(DunnettOneSidedCritical(9, inf, 0.95), 2.417011575194006, 1e-3);
+  // k = 5 comparisons on 20 dof: the reference's Monte Carlo (10^6 draws)
+  // covers 0.950 at 2.389 and 0.941 at 2.30.
+  EXPECT_NEAR(DunnettOneSidedCritical(5, 20, 0.95), 2.389, 0.005);
+  // One comparison is the one-sided t quantile.
+  EXPECT_NEAR(DunnettOneSidedCritical(1, 10, 0.95), StudentTQuantile(10, 0.90),
+              1e-9);
+  EXPECT_TRUE(std::isnan(DunnettOneSidedCritical(0, 10, 0.95)));
 }
 
 }  // namespace

@@ -160,6 +160,43 @@ TEST(SpecTest, BudgetAndAttemptsAreChecked) {
       HasSubstr("negative"));
 }
 
+TEST(SpecTest, VerdictPolicyResolvesToExplicitDefaults) {
+  absl::StatusOr<ExperimentPlan> plan =
+      Plan("model { preset: 'tiny' } seeds: 1");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->spec.verdicts().method(), v1::VERDICT_METHOD_MODERATED_T);
+  EXPECT_EQ(plan->spec.verdicts().family(), v1::VERDICT_FAMILY_BH);
+  EXPECT_DOUBLE_EQ(plan->spec.verdicts().alpha(), 0.05);
+  plan = Plan(
+      "model { preset: 'tiny' } seeds: 1 verdicts { method: "
+      "VERDICT_METHOD_PAIRED_T family: VERDICT_FAMILY_HOLM alpha: 0.01 }");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  EXPECT_EQ(plan->spec.verdicts().method(), v1::VERDICT_METHOD_PAIRED_T);
+  EXPECT_EQ(plan->spec.verdicts().family(), v1::VERDICT_FAMILY_HOLM);
+  EXPECT_DOUBLE_EQ(plan->spec.verdicts().alpha(), 0.01);
+}
+
+TEST(SpecTest, BadVerdictPolicyIsRefusedNamingTheField) {
+  for (const char* alpha : {"0.5", "0.7", "-0.1", "nan"}) {
+    absl::StatusOr<ExperimentPlan> plan = Plan(
+        std::string("model { preset: 'tiny' } seeds: 1 verdicts { alpha: ") +
+        alpha + " }");
+    ASSERT_FALSE(plan.ok()) << alpha;
+    EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(plan.status().message(), HasSubstr("verdicts.alpha"));
+  }
+  v1::ExperimentSpec spec = Parse("model { preset: 'tiny' } seeds: 1");
+  spec.mutable_verdicts()->set_method(static_cast<v1::VerdictMethod>(9));
+  absl::StatusOr<ExperimentPlan> plan = PlanExperiment(spec, PlanOptions{});
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(plan.status().message(), HasSubstr("verdicts.method"));
+  spec = Parse("model { preset: 'tiny' } seeds: 1");
+  spec.mutable_verdicts()->set_family(static_cast<v1::VerdictFamily>(7));
+  plan = PlanExperiment(spec, PlanOptions{});
+  ASSERT_FALSE(plan.ok());
+  EXPECT_THAT(plan.status().message(), HasSubstr("verdicts.family"));
+}
+
 TEST(SpecTest, ParseErrorsCarryLineAndColumn) {
   absl::StatusOr<v1::ExperimentSpec> spec =
       ParseSpecText("name: 'x'\nseeds: one\n");

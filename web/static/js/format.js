@@ -37,10 +37,10 @@ export function interval(iv, { digits = 4, sign = false } = {}) {
 }
 
 // verdictWord is the ranking's verdict as the CLI prints it ("better",
-// "worse", "tied", "needs_seeds"); the baseline has none.
+// "worse", "inconclusive", "needs seeds"); the baseline has none.
 export function verdictWord(verdict) {
   if (!verdict || verdict === 'VERDICT_UNSPECIFIED') return kDash;
-  return String(verdict).replace(/^VERDICT_/, '').toLowerCase();
+  return String(verdict).replace(/^VERDICT_/, '').toLowerCase().replace('_', ' ');
 }
 
 // deltaClass colours a delta by its verdict, never by the sign of a mean:

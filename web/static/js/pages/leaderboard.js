@@ -199,6 +199,41 @@ function effectsCard(effects) {
   return card;
 }
 
+// verdictTitle says how the verdicts were reached: the method the
+// coordinator used, the family and alpha.
+function verdictTitle(v) {
+  if (!v) return 'verdict vs the uniform baseline';
+  const family = v.family === 'VERDICT_FAMILY_HOLM' ? 'Holm (familywise error)' : 'Benjamini-Hochberg (FDR)';
+  return `${v.methodDescription || 'paired t'}; ${family} at ${num(v.alpha) || 0.05}; `
+         + 'inconclusive = no difference found, which does not mean equal';
+}
+
+function verdictDetail(r) {
+  if (r.isBaseline) return 'the baseline';
+  if (r.verdict === 'VERDICT_NEEDS_SEEDS') return 'fewer than 2 seeds paired with the baseline';
+  const p = r.adjustedPValue === undefined ? '' : `adjusted p ${Number(r.adjustedPValue).toPrecision(2)}`;
+  if (r.verdict === 'VERDICT_INCONCLUSIVE' && num(r.seedsNeeded) > 0) {
+    return `${p}; about ${integer(r.seedsNeeded)} paired seeds would detect this delta at 80% power`;
+  }
+  return num(r.decidedAtSeeds) ? `${p}; decided at ${integer(r.decidedAtSeeds)} seeds` : p;
+}
+
+// verdictSummary is the line over the leaderboard: the counts, the method
+// and the best-set.
+function verdictSummary(v) {
+  if (!v) return null;
+  const best = v.bestSet || [];
+  return h('div', { class: 'verdict-summary', id: 'verdict-summary' },
+    h('p', {}, `Verdicts: ${integer(v.better)} better, ${integer(v.worse)} worse, `
+               + `${integer(v.inconclusive)} inconclusive, ${integer(v.needsSeeds)} need seeds \u2014 `
+               + verdictTitle(v)),
+    h('p', { id: 'best-set' }, best.length
+      ? `Best-set (${Math.round(100 * (1 - (num(v.alpha) || 0.05)))}% confidence, Hsu\u2019s MCB): `
+        + `${integer(best.length)} schedule${best.length === 1 ? '' : 's'}: `
+        + best.slice(0, 8).join('  ') + (best.length > 8 ? ` and ${best.length - 8} more` : '')
+      : 'Best-set: needs 2 paired seeds per schedule.'));
+}
+
 function controls(state, apply) {
   const boxes = kPrinciples.map((p) => h('label', { class: 'check', title: kPrincipleTitles[p] },
     h('input', { type: 'checkbox', name: 'require', value: p, checked: state.require.includes(p),
@@ -250,19 +285,26 @@ export async function render(ctx) {
       columns: [
         { label: 'Rank', class: 'num rank', sort: 'rank', title: 'by the paired delta vs the baseline',
           render: (r) => integer(r.rank) },
-        { label: 'Schedule', render: scheduleCell },
+        { label: 'Schedule', render: (r) => (r.inBestSet
+          ? h('span', { class: 'best-set-cell' }, scheduleCell(r),
+              h('span', { class: 'badge best-set', title: 'in the 95% confidence set for the best (Hsu\u2019s MCB)' },
+                'best-set'))
+          : scheduleCell(r)) },
         { label: 'Principles', render: (r) => principleBadges(r.principles) },
         { label: 'Val loss', class: 'num', sort: 'val_loss', title: 'final val loss, mean \u00b1 95% CI half-width over seeds',
           render: (r) => interval(r.finalValLoss) },
         { label: '\u0394 vs baseline', class: 'num', sort: 'delta', title: 'paired per-seed delta vs the uniform baseline (negative is better)',
           render: (r) => h('span', { class: `delta ${r.isBaseline ? 'delta-none' : deltaClass(r.verdict)}` },
                            r.isBaseline ? '\u2014' : interval(r.deltaVsBaseline, { sign: true })) },
-        { label: 'Verdict', title: 'paired t-test vs the baseline over shared seeds, Holm-Bonferroni across the '
-                                   + 'schedules compared, alpha 0.05; tied = not significant',
+        { label: 'Verdict', title: verdictTitle(rank.verdicts),
           render: (r) => h('span', { class: `verdict ${deltaClass(r.isBaseline ? '' : r.verdict)}`,
-                                     title: r.adjustedPValue === undefined ? 'fewer than 2 paired seeds'
-                                       : `adjusted p ${Number(r.adjustedPValue).toPrecision(2)}` },
+                                     title: verdictDetail(r) },
                            verdictWord(r.verdict)) },
+        { label: 'Adjusted Δ', class: 'num',
+          title: 'the family-adjusted interval of the delta: it lies below 0 exactly when the verdict is '
+                 + 'better, above 0 when worse',
+          render: (r) => (r.isBaseline || !r.adjustedDelta || r.adjustedDelta.low === undefined ? '—'
+            : `[${signed(r.adjustedDelta.low)}, ${signed(r.adjustedDelta.high)}]`) },
         { label: 'Min val loss', class: 'num', sort: 'min_val_loss', render: (r) => loss(r.minValLoss) },
         { label: 'Speed-up', class: 'num', sort: 'speedup',
           title: 'per seed: baseline steps / steps to reach the baseline\u2019s final val loss (interpolated between '
@@ -279,7 +321,8 @@ export async function render(ctx) {
                            + (num(r.seedsFailed) ? `, ${integer(r.seedsFailed)} failed` : '')) },
       ],
       rows,
-      rowAttrs: (r) => ({ class: r.isBaseline ? 'is-baseline' : '', dataset: { schedule: r.schedule } }),
+      rowAttrs: (r) => ({ class: [r.isBaseline ? 'is-baseline' : '', r.inBestSet ? 'in-best-set' : ''].join(' ').trim(),
+                          dataset: { schedule: r.schedule } }),
     }) : (state.require.length
       ? empty('No finished schedule satisfies the chosen principles.', 'Clear a filter to see more.')
       : empty('No finished trials yet.', 'Schedules are ranked as soon as their trials complete.'));
@@ -291,6 +334,7 @@ export async function render(ctx) {
               h('div', { class: 'card-head' }, h('h2', {}, 'Leaderboard'),
                 h('span', { class: 'muted', id: 'rank-total', dataset: { total: String(total) } },
                   `${integer(total)} schedule${total === 1 ? '' : 's'}`)),
+              verdictSummary(rank.verdicts),
               controls(state, apply),
               board,
               rows.length || paging.trail.length ? pager({

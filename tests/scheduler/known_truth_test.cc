@@ -1,0 +1,165 @@
+#include "scheduler/known_truth.h"
+
+#include <algorithm>
+#include <cmath>
+#include <set>
+
+#include "gtest/gtest.h"
+
+namespace prism {
+namespace {
+
+KnownTruthSpec Spec(TruthStructure structure) {
+  KnownTruthSpec spec;
+  spec.structure = structure;
+  spec.seed = 4;
+  return spec;
+}
+
+TEST(KnownTruthTest, EveryScheduleOnEverySeedWithTheBaseline) {
+  const KnownTruth t = *GenerateKnownTruth(Spec(TruthStructure::kPlanted));
+  EXPECT_EQ(t.baseline, "8x8");
+  EXPECT_EQ(t.schedules.size(), 120u);
+  EXPECT_EQ(t.trials.size(), 360u);
+  EXPECT_EQ(t.true_delta.at("8x8"), 0.0);
+  for (const KnownTruthTrial& trial : t.trials) {
+    ASSERT_EQ(trial.val_steps.size(), 21u);  // 0, 10, ..., 200
+    EXPECT_EQ(trial.val_steps.back(), 200);
+    EXPECT_EQ(trial.is_baseline, trial.schedule == "8x8");
+    // A learning curve: far lower at the end than at the start.
+    EXPECT_LT(trial.val_losses.back(), trial.val_losses.front() - 1.0);
+  }
+}
+
+TEST(KnownTruthTest, SameSpecSameTruthOtherSeedOtherTruth) {
+  const KnownTruth a = *GenerateKnownTruth(Spec(TruthStructure::kPlanted));
+  const KnownTruth b = *GenerateKnownTruth(Spec(TruthStructure::kPlanted));
+  EXPECT_EQ(a.trials[17].val_losses, b.trials[17].val_losses);
+  EXPECT_EQ(a.best, b.best);
+  KnownTruthSpec other = Spec(TruthStructure::kPlanted);
+  other.seed = 5;
+  EXPECT_NE(GenerateKnownTruth(other)->trials[17].val_losses,
+            a.trials[17].val_losses);
+}
+
+TEST(KnownTruthTest, PlantedEffectsHaveTheirSizesAndOneBest) {
+  KnownTruthSpec spec = Spec(TruthStructure::kPlanted);
+  spec.planted_fraction = 0.25;
+  spec.worse_fraction = 0.1;
+  const KnownTruth t = *GenerateKnownTruth(spec);
+  int better = 0, worse = 0, null = 0;
+  for (const auto& [schedule, delta] : t.true_delta) {
+    if (schedule == t.baseline) continue;
+    if (delta < 0) ++better;
+    if (delta > 0) ++worse;
+    if (delta == 0) ++null;
+  }
+  EXPECT_EQ(better, 30);  // round(0.25 * 119)
+  EXPECT_EQ(worse, 12);
+  EXPECT_EQ(null, 77);
+  EXPECT_DOUBLE_EQ(t.true_delta.at(t.best), -spec.effect - spec.best_gap);
+}
+
+TEST(KnownTruthTest, NullHasNoEffectAndTheBaselineIsTheBest) {
+  const KnownTruth t = *GenerateKnownTruth(Spec(TruthStructure::kNull));
+  for (const auto& [schedule, delta] : t.true_delta) EXPECT_EQ(delta, 0.0);
+  EXPECT_EQ(t.best, t.baseline);
+}
+
+TEST(KnownTruthTest, FinalNoiseHasTheStatedSdAroundTheTruth) {
+  KnownTruthSpec spec = Spec(TruthStructure::kNull);
+  spec.seeds = 40;
+  spec.curves = false;
+  spec.seed_offset_sd = 0.0;
+  const KnownTruth t = *GenerateKnownTruth(spec);
+  double sum = 0.0, squares = 0.0;
+  for (const KnownTruthTrial& trial : t.trials) {
+    sum += trial.val_losses.back();
+    squares += trial.val_losses.back() * trial.val_losses.back();
+  }
+  const double n = static_cast<double>(t.trials.size());
+  const double sd = std::sqrt(squares / n - (sum / n) * (sum / n));
+  EXPECT_NEAR(sd, spec.noise_sd, 0.05 * spec.noise_sd);
+}
+
+TEST(KnownTruthTest, IsolatedBestIsAnUnremarkableSchedule) {
+  KnownTruthSpec spec = Spec(TruthStructure::kIsolatedBest);
+  const KnownTruth t = *GenerateKnownTruth(spec);
+  KnownTruthSpec smooth_spec = spec;
+  smooth_spec.structure = TruthStructure::kSmooth;
+  const KnownTruth smooth = *GenerateKnownTruth(smooth_spec);
+  // Under the smooth effect alone the isolated best sits mid-table.
+  std::vector<double> deltas;
+  for (const auto& [s, d] : smooth.true_delta) {
+    if (s != smooth.baseline) deltas.push_back(d);
+  }
+  std::sort(deltas.begin(), deltas.end());
+  const double at = smooth.true_delta.at(t.best);
+  const auto rank =
+      std::lower_bound(deltas.begin(), deltas.end(), at) - deltas.begin();
+  EXPECT_GT(rank, 40);
+  EXPECT_LT(rank, 80);
+  // And leads every other schedule by best_gap.
+  for (const auto& [s, d] : t.true_delta) {
+    if (s != t.best)
+      EXPECT_GE(d - t.true_delta.at(t.best), spec.best_gap - 1e-12);
+  }
+}
+
+TEST(KnownTruthTest, FadingTrapHidesTheBestEarlyAndIsGoneLate) {
+  KnownTruthSpec spec = Spec(TruthStructure::kFadingTrap);
+  spec.noise_sd = 0.0;
+  spec.seed_offset_sd = 0.0;
+  const KnownTruth t = *GenerateKnownTruth(spec);
+  auto rank_at = [&t](int64_t step) {
+    double best_loss = 0.0;
+    std::vector<double> losses;
+    for (const KnownTruthTrial& trial : t.trials) {
+      if (trial.seed != 1) continue;
+      const double loss = ValLossAt(trial, step);
+      losses.push_back(loss);
+      if (trial.schedule == t.best) best_loss = loss;
+    }
+    return std::count_if(losses.begin(), losses.end(),
+                         [best_loss](double l) { return l < best_loss; });
+  };
+  EXPECT_GT(rank_at(20), 30);  // worse than the trapped third early
+  EXPECT_EQ(rank_at(200), 0);  // the best at the end
+}
+
+TEST(KnownTruthTest, DivergedTrialsEndAtTheirDivergence) {
+  KnownTruthSpec spec = Spec(TruthStructure::kPlanted);
+  spec.diverged_trials = 3;
+  const KnownTruth t = *GenerateKnownTruth(spec);
+  int diverged = 0;
+  for (const KnownTruthTrial& trial : t.trials) {
+    if (!trial.diverged) continue;
+    ++diverged;
+    EXPECT_FALSE(trial.is_baseline);
+    EXPECT_EQ(trial.val_steps.back(), trial.diverged_step);
+    EXPECT_LT(trial.diverged_step, spec.steps);
+    EXPECT_EQ(TruthOutcome(trial, 1).state, OutcomeState::kDiverged);
+  }
+  EXPECT_EQ(diverged, 3);
+}
+
+TEST(KnownTruthTest, RefusesBadSpecsNamingTheField) {
+  KnownTruthSpec spec;
+  spec.seeds = 0;
+  EXPECT_EQ(GenerateKnownTruth(spec).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  spec = KnownTruthSpec();
+  spec.noise_sd = -1;
+  EXPECT_NE(GenerateKnownTruth(spec).status().message().find("noise_sd"),
+            std::string::npos);
+  spec = KnownTruthSpec();
+  spec.planted_fraction = 0.8;
+  spec.worse_fraction = 0.4;
+  EXPECT_FALSE(GenerateKnownTruth(spec).ok());
+  EXPECT_EQ(ParseTruthStructure("fading-trap").value(),
+            TruthStructure::kFadingTrap);
+  EXPECT_FALSE(ParseTruthStructure("nope").ok());
+}
+
+}  // namespace
+}  // namespace prism
