@@ -121,6 +121,9 @@ TEST(ViewsTest, RankingTextShowsDashesAndSaysWhyOnce) {
   EXPECT_EQ(text.find("never reached"), text.rfind("never reached"));
 }
 
+// Defined below, with the tests that read it closely.
+v1::RankResponse TwoSeedRanking();
+
 TEST(ViewsTest, DefaultRankingFitsOneHundredColumnsAndEndsWithASummary) {
   v1::RankResponse response = TwoSeedRanking();
   v1::RankedSchedule* best = response.mutable_schedules(0);
