@@ -138,6 +138,10 @@ int ShowExperiment(RpcClient& client, int64_t id, Format format) {
               << c.failed() + c.diverged() << " failed, "
               << static_cast<int>(experiment.progress() * 100 + 0.5)
               << "% of steps\n";
+    const std::string cost = SearchCostLine(experiment);
+    if (!cost.empty()) std::cout << cost << "\n";
+    std::cout << "queue order: shuffled by sample_seed "
+              << experiment.spec().sample_seed() << "\n";
     if (experiment.spec().has_seeds_policy()) {
       std::cout << "adaptive seeds " << experiment.spec().seeds_policy().min()
                 << ".." << experiment.spec().seeds_policy().max()
@@ -151,12 +155,26 @@ int ShowExperiment(RpcClient& client, int64_t id, Format format) {
     if (experiment.spec().strategy() == v1::STRATEGY_ASHA) {
       const v1::AshaPolicy& a = experiment.spec().asha();
       std::cout << "asha: rungs at steps " << absl::StrJoin(a.rungs(), ", ")
-                << " (eta " << a.eta() << "); " << c.stopped_at_rung()
-                << " trials stopped at a rung";
+                << " (eta " << a.eta() << ", "
+                << (a.mode() == v1::ASHA_MODE_UNSPECIFIED
+                        ? std::string("ASHA_MODE_ASYNCHRONOUS")
+                        : v1::AshaMode_Name(a.mode()))
+                << "); " << c.stopped_at_rung() << " trials stopped at a rung";
       if (!experiment.seeds_note().empty()) {
         std::cout << "; last decision: " << Printable(experiment.seeds_note());
       }
       std::cout << "\n";
+      // The rungs' counts come with the ranking.
+      v1::RankRequest rank;
+      rank.set_experiment_id(id);
+      rank.set_page_size(1);
+      v1::RankResponse ranked;
+      status = client.Call(&v1::ResultsService::Stub::Rank, client.results(),
+                           rank, &ranked);
+      if (!status.ok()) return ReportError("status", status);
+      for (const v1::AshaRung& rung : ranked.asha_rungs()) {
+        std::cout << "  " << AshaRungLine(rung) << "\n";
+      }
     }
     if (experiment.spec().strategy() == v1::STRATEGY_GUIDED) {
       const v1::GuidedPolicy& g = experiment.spec().guided();

@@ -494,6 +494,22 @@ Table PrincipleEffectsTable(const v1::RankResponse& response) {
   return table;
 }
 
+std::string SearchCostLine(const v1::Experiment& e) {
+  if (e.grid_steps() <= 0) return "";
+  return fmt::format(
+      "steps trained: {} of the grid's {:.0f} ({:.1f}%)", e.steps_trained(),
+      e.grid_steps(),
+      100.0 * static_cast<double>(e.steps_trained()) / e.grid_steps());
+}
+
+std::string AshaRungLine(const v1::AshaRung& rung) {
+  return fmt::format(
+      "rung {}: promoted {} / quota {} / reached {} of {} "
+      "members{}",
+      rung.step(), rung.promoted(), rung.promote_quota(), rung.schedules_size(),
+      rung.members(), rung.complete() ? " (complete)" : "");
+}
+
 Table AshaRungsTable(const v1::RankResponse& response) {
   Table table({"rung", "schedule", "score", "scored_as", "seeds", "promoted"});
   for (const v1::AshaRung& rung : response.asha_rungs()) {
@@ -510,10 +526,19 @@ Table AshaRungsTable(const v1::RankResponse& response) {
 
 namespace {
 
+// PrintSearchCost prints the experiment's steps trained against the grid's.
+void PrintSearchCost(const v1::RankResponse& response, std::ostream& out) {
+  const std::string line = SearchCostLine(response.experiment());
+  if (!line.empty()) out << "\n" << line << "\n";
+}
+
 // PrintAshaRungs prints the rung view of an ASHA experiment's ranking.
 void PrintAshaRungs(const v1::RankResponse& response, std::ostream& out) {
   if (response.asha_rungs().empty()) return;
   out << "\nASHA rungs (trials stopped at a rung are not ranked above):\n";
+  for (const v1::AshaRung& rung : response.asha_rungs()) {
+    out << AshaRungLine(rung) << "\n";
+  }
   AshaRungsTable(response).Print(out, Format::kText);
 }
 
@@ -529,6 +554,7 @@ void PrintRanking(const v1::RankResponse& response, Format format,
   if (format == Format::kCsv) return;
   if (response.schedules().empty()) {
     out << "(no completed trials yet)\n";
+    PrintSearchCost(response, out);
     PrintAshaRungs(response, out);
     return;
   }
@@ -546,6 +572,7 @@ void PrintRanking(const v1::RankResponse& response, Format format,
     PrincipleEffectsTable(response).Print(out, format);
     out << PrincipleMethod() << "\n";
   }
+  PrintSearchCost(response, out);
   PrintAshaRungs(response, out);
   out << "\n";
   for (const std::string& line : SummaryLines(response, view.more_seeds)) {

@@ -96,6 +96,13 @@ std::string PrincipleEffectNote(const v1::PrincipleEffect& effect);
 // PrincipleMethod is the one line that states how the effects are estimated.
 std::string PrincipleMethod();
 
+// SearchCostLine returns "steps trained: 1200 of the grid's 8000 (15.0%)",
+// or "" when the experiment's grid could not be counted (grid_steps 0).
+std::string SearchCostLine(const v1::Experiment& e);
+// AshaRungLine returns one rung's count, e.g. "rung 60: promoted 3 / quota 3
+// / reached 9 of 9 members (complete)".
+std::string AshaRungLine(const v1::AshaRung& rung);
+
 // AshaRungsTable: per ASHA rung and schedule that reached it (best first),
 // its score, whether that is a paired delta or a raw val loss, its seeds and
 // whether it went on.
@@ -103,8 +110,9 @@ Table AshaRungsTable(const v1::RankResponse& response);
 
 // PrintRanking prints a Rank response: in text the table and the note on its
 // missing values, then the baseline, the verdict method, the principle
-// effects and their method, an ASHA experiment's rungs and the summary
-// lines; in CSV the table only; in JSON the response.
+// effects and their method, the search's cost, an ASHA experiment's rungs
+// (a count line per rung, then the table) and the summary lines; in CSV the
+// table only; in JSON the response.
 // RankingView: `wide` prints every column and the ratio method; more_seeds
 // is SummaryLines' rerun command.
 struct RankingView {

@@ -64,8 +64,26 @@ absl::Status CheckAshaPlan(const std::vector<int64_t>& rungs, int eta,
   return absl::OkStatus();
 }
 
+const char* AshaModeName(AshaMode mode) {
+  switch (mode) {
+    case AshaMode::kAsynchronous:
+      return "asynchronous";
+    case AshaMode::kSynchronous:
+      return "synchronous";
+    case AshaMode::kGuarded:
+      return "guarded";
+  }
+  return "unknown";
+}
+
+int AshaRungView::Promoted() const {
+  return static_cast<int>(
+      std::count_if(entries.begin(), entries.end(),
+                    [](const AshaRungEntry& e) { return e.promoted; }));
+}
+
 AshaDecision DecideAsha(const std::vector<int64_t>& rungs, int eta,
-                        const std::vector<AshaTrial>& trials) {
+                        AshaMode mode, const std::vector<AshaTrial>& trials) {
   std::map<std::string, std::vector<const AshaTrial*>> by_schedule;
   std::map<int64_t, const AshaTrial*> baseline_by_seed;
   for (const AshaTrial& t : trials) {
@@ -76,11 +94,16 @@ AshaDecision DecideAsha(const std::vector<int64_t>& rungs, int eta,
     }
   }
   AshaDecision decision;
+  // The first rung's members are every schedule; a later rung's are the
+  // ones that went on from the rung below.
+  int members = static_cast<int>(by_schedule.size());
+  bool below_complete = true;
   for (size_t k = 0; k < rungs.size(); ++k) {
     const int64_t step = rungs[k];
     const int64_t next = k + 1 < rungs.size() ? rungs[k + 1] : 0;
     AshaRungView view;
     view.step = step;
+    view.members = members;
     // The schedules that reached the rung, and whether every seed among
     // them has the baseline's loss there.
     std::vector<std::pair<std::string, const std::vector<const AshaTrial*>*>>
@@ -101,6 +124,8 @@ AshaDecision DecideAsha(const std::vector<int64_t>& rungs, int eta,
       }
     }
     if (reached.empty()) view.paired = false;
+    view.complete = below_complete && members > 0 &&
+                    static_cast<int>(reached.size()) >= members;
     for (const auto& [schedule, list] : reached) {
       AshaRungEntry entry;
       entry.schedule = schedule;
@@ -124,10 +149,32 @@ AshaDecision DecideAsha(const std::vector<int64_t>& rungs, int eta,
                 return std::tie(a.score, a.schedule) <
                        std::tie(b.score, b.schedule);
               });
-    view.quota = static_cast<int>(view.entries.size()) / eta;
-    for (int i = 0; i < view.quota; ++i) {
+    const int n = static_cast<int>(view.entries.size());
+    // `slots`: how many more may go on now; `ranks`: only from the best
+    // `ranks` of those that reached the rung.
+    int slots = 0;
+    int ranks = n;
+    if (mode == AshaMode::kAsynchronous) {
+      view.quota = n / eta;
+      slots = view.quota;
+      ranks = view.quota;
+    } else {
+      view.quota = members > 0 ? std::max(1, members / eta) : 0;
+      const int allowed = view.complete                ? view.quota
+                          : mode == AshaMode::kGuarded ? view.quota / 2
+                                                       : 0;
+      if (!view.complete) ranks = n / eta;
+      slots = std::max(0, allowed - view.Promoted());
+    }
+    for (int i = 0; i < ranks && slots > 0; ++i) {
       AshaRungEntry& entry = view.entries[i];
-      if (entry.promoted) continue;
+      if (entry.promoted) {
+        if (mode == AshaMode::kAsynchronous) --slots;
+        continue;
+      }
+      // A schedule still finishing the rung keeps its place: the round after
+      // it stops there promotes it, not the next one down.
+      --slots;
       const std::vector<const AshaTrial*>& list =
           by_schedule.at(entry.schedule);
       const bool waiting =
@@ -138,6 +185,8 @@ AshaDecision DecideAsha(const std::vector<int64_t>& rungs, int eta,
       entry.promoted = true;
       decision.promotions.push_back(AshaPromotion{entry.schedule, step, next});
     }
+    members = view.Promoted();
+    below_complete = view.complete;
     decision.rungs.push_back(std::move(view));
   }
   return decision;
@@ -156,12 +205,9 @@ std::string DescribeAshaDecision(const AshaDecision& d) {
           ? std::string("asha: nothing to promote")
           : absl::StrCat("asha: promoted ", absl::StrJoin(promoted, ", ")));
   for (const AshaRungView& r : d.rungs) {
-    const int n = static_cast<int>(
-        std::count_if(r.entries.begin(), r.entries.end(),
-                      [](const AshaRungEntry& e) { return e.promoted; }));
-    parts.push_back(absl::StrCat("rung ", r.step, ": ", n, " of ",
-                                 r.entries.size(), " promoted (",
-                                 r.paired ? "paired" : "raw", ")"));
+    parts.push_back(absl::StrCat("rung ", r.step, ": ", r.Promoted(), " of ",
+                                 r.entries.size(), " promoted, quota ", r.quota,
+                                 " (", r.paired ? "paired" : "raw", ")"));
   }
   return absl::StrJoin(parts, "; ");
 }

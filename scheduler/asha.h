@@ -1,10 +1,31 @@
-// ASHA (STRATEGY_ASHA): asynchronous successive halving over head schedules.
-// Every non-baseline schedule first trains to the first rung on each of its
-// seeds; at each rung, whenever a schedule is among the floor(n / eta) best
-// of the n schedules that have reached it and has not gone on yet, all its
-// trials are promoted to the next rung (the whole budget after the last).
-// The baseline always trains the whole budget and is never ranked here: it
-// is what the schedules are paired against.
+// ASHA (STRATEGY_ASHA): successive halving over head schedules. Every
+// non-baseline schedule first trains to the first rung on each of its seeds;
+// at each rung some of them have all their trials promoted to the next rung
+// (the whole budget after the last). The baseline always trains the whole
+// budget and is never ranked here: it is what the schedules are paired
+// against. Which ones go on depends on the mode:
+//
+// - kSynchronous: a rung's *members* are every schedule (the first rung) or
+//   the ones promoted from the rung below. Once the rung below is complete
+//   and every member has reached the rung, the max(1, floor(N / eta)) best
+//   of its N members go on. Nothing is decided on partial data, so the
+//   choice does not depend on the order in which trials arrive.
+// - kGuarded: as kSynchronous, but while the rung is incomplete up to
+//   floor(Q / 2) of its quota Q = max(1, floor(N / eta)) may go on early
+//   (a schedule among the floor(n / eta) best of the n that reached it), so
+//   idle workers get work; the rest of the quota is given when the rung is
+//   complete, to the best not yet promoted. An early promotion that turns
+//   out not to be in the top Q costs a slot, never the best's place unless
+//   Q - floor(Q / 2) better schedules went early.
+// - kAsynchronous: the published ASHA rule (Li et al. 2018): whenever a
+//   schedule is among the floor(n / eta) best of the n that have reached the
+//   rung, it goes on. Correct only when schedules arrive in random order:
+//   when arrival order correlates with quality it promotes far more than
+//   1 / eta (issue #27). Kept for experiments submitted before the modes.
+//
+// Promotions from a rung with N members: at most max(1, floor(N / eta)) <=
+// ceil(N / eta) under kSynchronous and kGuarded (slack 0), whatever the
+// arrival order; unbounded (up to N) under kAsynchronous.
 //
 // A schedule *reaches* rung r when every one of its trials has a val loss at
 // step r. Its score there is the mean over its seeds of the paired delta
@@ -20,7 +41,7 @@
 // decides, and applies the promotions in one transaction (server/seeds.h),
 // so a decision re-run on the same state promotes nothing twice.
 //
-//   AshaDecision d = DecideAsha(rungs, eta, trials);
+//   AshaDecision d = DecideAsha(rungs, eta, AshaMode::kSynchronous, trials);
 //   for (const AshaPromotion& p : d.promotions) Requeue(p);
 //
 // Thread-safety: pure functions.
@@ -37,6 +58,12 @@
 namespace prism {
 
 inline constexpr int kDefaultAshaEta = 3;
+
+// AshaMode is the promotion rule (see the top).
+enum class AshaMode { kAsynchronous, kSynchronous, kGuarded };
+
+// AshaModeName returns "asynchronous", "synchronous" or "guarded".
+const char* AshaModeName(AshaMode mode);
 // The most rungs DefaultAshaRungs gives.
 inline constexpr int kMaxDefaultAshaRungs = 4;
 
@@ -83,8 +110,18 @@ struct AshaRungEntry {
 struct AshaRungView {
   int64_t step = 0;
   bool paired = false;
-  int quota = 0;                       // floor(reached / eta)
-  std::vector<AshaRungEntry> entries;  // by score, lowest first
+  // How many go on from this rung: kAsynchronous floor(reached / eta) now;
+  // kSynchronous and kGuarded max(1, floor(members / eta)), 0 while the
+  // rung has no members.
+  int quota = 0;
+  // Schedules that train to this rung: every schedule at the first rung,
+  // the ones promoted from the rung below at the others.
+  int members = 0;
+  // Every member reached the rung and the rung below is complete.
+  bool complete = false;
+  std::vector<AshaRungEntry> entries;  // reached; by score, lowest first
+  // Promoted returns how many entries went on past the rung.
+  int Promoted() const;
 };
 
 struct AshaDecision {
@@ -92,15 +129,15 @@ struct AshaDecision {
   std::vector<AshaRungView> rungs;        // every rung, lowest first
 };
 
-// DecideAsha decides the promotions due now (see the top). `rungs` and
-// `eta` are the resolved policy's (CheckAshaPlan holds); `trials` is every
-// trial of the experiment.
+// DecideAsha decides the promotions due now under `mode` (see the top).
+// `rungs` and `eta` are the resolved policy's (CheckAshaPlan holds);
+// `trials` is every trial of the experiment.
 AshaDecision DecideAsha(const std::vector<int64_t>& rungs, int eta,
-                        const std::vector<AshaTrial>& trials);
+                        AshaMode mode, const std::vector<AshaTrial>& trials);
 
 // DescribeAshaDecision is a one-line summary for users, e.g. "asha: promoted
-// 2x2,8x6 at 30 to 90; rung 30: 3 of 9 promoted (paired); rung 90: 0 of 3
-// promoted (raw)".
+// 2x2,8x6 at 30 to 90; rung 30: 3 of 9 promoted, quota 3 (paired); rung 90:
+// 0 of 3 promoted, quota 1 (raw)".
 std::string DescribeAshaDecision(const AshaDecision& d);
 
 }  // namespace prism

@@ -661,4 +661,15 @@ absl::StatusOr<std::vector<Schedule>> SampleSchedules(const SpaceSpec& spec,
   return out;
 }
 
+std::vector<Schedule> ShuffleSchedules(std::vector<Schedule> schedules,
+                                       uint64_t seed) {
+  // A stream of its own, so the order is not the sample's draws again.
+  std::mt19937_64 rng(seed ^ 0x9e3779b97f4a7c15ULL);
+  for (size_t i = schedules.size(); i > 1; --i) {
+    const uint64_t j = UniformBelow(rng, i);
+    std::swap(schedules[i - 1], schedules[j]);
+  }
+  return schedules;
+}
+
 }  // namespace prism

@@ -151,6 +151,14 @@ inline constexpr int kMaxSampleSize = 10'000'000;
 absl::StatusOr<std::vector<Schedule>> SampleSchedules(const SpaceSpec& spec,
                                                       int n, uint64_t seed);
 
+// ShuffleSchedules returns `schedules` in a uniformly random order,
+// deterministic for a seed on every platform. The coordinator queues a
+// search's trials in this order (seeded by the spec's sample_seed) so that
+// which schedules train first never follows the enumeration order, which
+// correlates with quality (issue #27).
+std::vector<Schedule> ShuffleSchedules(std::vector<Schedule> schedules,
+                                       uint64_t seed);
+
 }  // namespace prism
 
 #endif  // PRISM_SCHEDULER_SPACE_H_

@@ -1,6 +1,8 @@
 #include "server/convert.h"
 
 #include <cmath>
+#include <set>
+#include <string>
 
 #include "absl/strings/escaping.h"
 #include "absl/strings/numbers.h"
@@ -324,7 +326,40 @@ AshaSettings AshaSettingsOf(const v1::ExperimentSpec& resolved) {
   settings.rungs.assign(resolved.asha().rungs().begin(),
                         resolved.asha().rungs().end());
   settings.eta = resolved.asha().eta();
+  switch (resolved.asha().mode()) {
+    case v1::ASHA_MODE_SYNCHRONOUS:
+      settings.mode = AshaMode::kSynchronous;
+      break;
+    case v1::ASHA_MODE_GUARDED:
+      settings.mode = AshaMode::kGuarded;
+      break;
+    default:
+      settings.mode = AshaMode::kAsynchronous;
+      break;
+  }
   return settings;
+}
+
+double GridStepsOf(const v1::ExperimentSpec& resolved) {
+  const SpaceSpec space = SpaceForSpec(resolved);
+  double schedules = 0.0;
+  if (!resolved.schedules().empty()) {
+    std::set<std::string> distinct(resolved.schedules().begin(),
+                                   resolved.schedules().end());
+    distinct.insert(
+        Schedule::Uniform(space.base_heads, space.layers).ToString());
+    schedules = static_cast<double>(distinct.size());
+  } else {
+    absl::StatusOr<SpaceCount> n = CountSchedules(space);
+    if (!n.ok() || n->exceeds_uint64) return 0.0;
+    schedules = static_cast<double>(n->value);
+  }
+  return schedules * resolved.seeds_size() *
+         static_cast<double>(resolved.budget().steps());
+}
+
+void FillSearchCost(v1::Experiment* e) {
+  e->set_grid_steps(GridStepsOf(e->spec()));
 }
 
 v1::AshaRung AshaRungToProto(const AshaRungView& rung) {
@@ -332,6 +367,9 @@ v1::AshaRung AshaRungToProto(const AshaRungView& rung) {
   out.set_step(rung.step);
   out.set_paired(rung.paired);
   out.set_promote_quota(rung.quota);
+  out.set_members(rung.members);
+  out.set_promoted(rung.Promoted());
+  out.set_complete(rung.complete);
   for (const AshaRungEntry& e : rung.entries) {
     v1::AshaRungEntry* entry = out.add_schedules();
     entry->set_schedule(e.schedule);

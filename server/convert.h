@@ -66,12 +66,24 @@ v1::PrincipleEffect PrincipleEffectToProto(const PrincipleEffect& e);
 VerdictOptions VerdictOptionsOf(const v1::ExperimentSpec& resolved);
 v1::VerdictReport VerdictReportToProto(const VerdictSummary& summary);
 
-// AshaSettings is a resolved spec's ASHA policy, as DecideAsha takes it.
+// AshaSettings is a resolved spec's ASHA policy, as DecideAsha takes it. A
+// spec stored before AshaPolicy.mode existed (unset) keeps the asynchronous
+// rule it was submitted under.
 struct AshaSettings {
   std::vector<int64_t> rungs;
   int eta = 0;
+  AshaMode mode = AshaMode::kAsynchronous;
 };
 AshaSettings AshaSettingsOf(const v1::ExperimentSpec& resolved);
+
+// GridStepsOf returns the steps a grid search of a resolved spec's space
+// trains: its schedules (the spec's list plus the baseline, else the shape's
+// grid under its principles) x seeds x budget.steps; 0 when the space cannot
+// be counted (invalid, or past 2^64-1 schedules).
+double GridStepsOf(const v1::ExperimentSpec& resolved);
+// FillSearchCost sets e->grid_steps from its spec (storage sets
+// steps_trained), so every view of an experiment shows the search's cost.
+void FillSearchCost(v1::Experiment* e);
 v1::AshaRung AshaRungToProto(const AshaRungView& rung);
 
 // Page tokens are opaque to clients: web-safe base64 of "<kind>:<number>".

@@ -61,6 +61,7 @@ absl::StatusOr<v1::SubmitResponse> ExperimentManager::Submit(
   Failpoint("submit.committed");
   PRISM_ASSIGN_OR_RETURN(v1::Experiment experiment,
                          store_->GetExperiment(created->id));
+  FillSearchCost(&experiment);
   Log(LogLevel::kInfo, "experiment submitted")
       .Kv("experiment", created->id)
       .Kv("name", experiment.name())
@@ -73,7 +74,9 @@ absl::StatusOr<v1::SubmitResponse> ExperimentManager::Submit(
 }
 
 absl::StatusOr<v1::Experiment> ExperimentManager::Get(int64_t id) {
-  return store_->GetExperiment(id);
+  PRISM_ASSIGN_OR_RETURN(v1::Experiment e, store_->GetExperiment(id));
+  FillSearchCost(&e);
+  return e;
 }
 
 absl::StatusOr<v1::ListExperimentsResponse> ExperimentManager::List(
@@ -88,6 +91,7 @@ absl::StatusOr<v1::ListExperimentsResponse> ExperimentManager::List(
       store_->ListExperiments(request.owner(), limit, after));
   v1::ListExperimentsResponse response;
   for (v1::Experiment& e : page.experiments) {
+    FillSearchCost(&e);
     *response.add_experiments() = std::move(e);
   }
   if (page.next_after_id != 0) {

@@ -324,10 +324,11 @@ absl::StatusOr<v1::RankResponse> ResultsManager::Rank(
     PRISM_ASSIGN_OR_RETURN(std::vector<AshaTrial> trials,
                            store_->ListAshaTrials(experiment.id(), asha.rungs));
     for (const AshaRungView& rung :
-         DecideAsha(asha.rungs, asha.eta, trials).rungs) {
+         DecideAsha(asha.rungs, asha.eta, asha.mode, trials).rungs) {
       *response.add_asha_rungs() = AshaRungToProto(rung);
     }
   }
+  FillSearchCost(&experiment);
   *response.mutable_experiment() = std::move(experiment);
   return response;
 }

@@ -146,7 +146,7 @@ absl::StatusOr<int> SeedPlanner::Round(const v1::Experiment& experiment) {
       const AshaSettings policy = AshaSettingsOf(experiment.spec());
       PRISM_ASSIGN_OR_RETURN(std::vector<AshaTrial> asha,
                              store_->ListAshaTrials(id, policy.rungs));
-      AshaDecision d = DecideAsha(policy.rungs, policy.eta, asha);
+      AshaDecision d = DecideAsha(policy.rungs, policy.eta, policy.mode, asha);
       decision.note = DescribeAshaDecision(d);
       decision.promotions = std::move(d.promotions);
     } else {

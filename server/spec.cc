@@ -6,6 +6,7 @@
 #include <optional>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
@@ -21,6 +22,7 @@
 #include "scheduler/adaptive_seeds.h"
 #include "scheduler/asha.h"
 #include "scheduler/guided.h"
+#include "scheduler/space.h"
 #include "scheduler/surrogate.h"
 #include "server/auth.h"
 #include "server/convert.h"
@@ -298,6 +300,13 @@ absl::StatusOr<v1::AshaPolicy> ResolveAsha(const v1::ExperimentSpec& spec,
   }
   v1::AshaPolicy a = spec.asha();
   if (a.eta() == 0) a.set_eta(kDefaultAshaEta);
+  if (!v1::AshaMode_IsValid(a.mode())) {
+    return Invalid("asha.mode: unknown mode ",
+                   absl::StrCat(static_cast<int>(a.mode())));
+  }
+  if (a.mode() == v1::ASHA_MODE_UNSPECIFIED) {
+    a.set_mode(v1::ASHA_MODE_SYNCHRONOUS);
+  }
   std::vector<int64_t> rungs(a.rungs().begin(), a.rungs().end());
   if (rungs.empty()) {
     rungs = DefaultAshaRungs(budget.steps(), a.eta(), budget.eval_every());
@@ -539,6 +548,13 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
   std::optional<v1::AshaPolicy> asha;
   if (strategy == v1::STRATEGY_ASHA) {
     PRISM_ASSIGN_OR_RETURN(asha, ResolveAsha(spec, budget));
+  } else if (strategy == v1::STRATEGY_GUIDED &&
+             (spec.asha().mode() == v1::ASHA_MODE_SYNCHRONOUS ||
+              spec.asha().mode() == v1::ASHA_MODE_GUARDED)) {
+    return Invalid("asha.mode: ", v1::AshaMode_Name(spec.asha().mode()),
+                   " waits for every member of a rung, but STRATEGY_GUIDED "
+                   "adds schedules as it goes (its members are not known up "
+                   "front)");
   } else if (spec.has_asha()) {
     return Invalid("asha is set but strategy is not STRATEGY_ASHA");
   }
@@ -602,6 +618,9 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
   plan.baseline = baseline.ToString();
   // Under ASHA every schedule but the baseline trains to the first rung.
   const int64_t first_target = asha.has_value() ? asha->rungs(0) : 0;
+  // Workers lease in queue order: queue the schedules in an order shuffled
+  // by sample_seed, never the enumeration's, which correlates with quality.
+  schedules = ShuffleSchedules(std::move(schedules), spec.sample_seed());
   plan.trials.reserve((schedules.size() + 1) * first_round.size());
   for (int64_t seed : first_round) {
     plan.trials.push_back(storage::NewTrial{plan.baseline, seed, true});

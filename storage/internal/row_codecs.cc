@@ -179,11 +179,12 @@ absl::StatusOr<v1::Experiment> ReadExperiment(Connection* conn, int64_t id) {
   }
   PRISM_ASSIGN_OR_RETURN(
       Query q,
-      conn->Prepare("SELECT state, COUNT(*), SUM(CASE WHEN state BETWEEN 4 AND "
-                    "7 THEN 1.0 "
-                    "WHEN total_steps > 0 THEN MIN(1.0, last_step * 1.0 / "
-                    "total_steps) ELSE 0.0 END) FROM trials WHERE "
-                    "experiment_id = ? GROUP BY state"));
+      conn->Prepare(
+          "SELECT state, COUNT(*), SUM(CASE WHEN state BETWEEN 4 AND "
+          "7 THEN 1.0 "
+          "WHEN total_steps > 0 THEN MIN(1.0, last_step * 1.0 / "
+          "total_steps) ELSE 0.0 END), SUM(last_step) FROM trials WHERE "
+          "experiment_id = ? GROUP BY state"));
   q.Bind(1, id);
   v1::TrialCounts* c = e.mutable_counts();
   double done = 0.0;
@@ -192,6 +193,7 @@ absl::StatusOr<v1::Experiment> ReadExperiment(Connection* conn, int64_t id) {
     if (!row) break;
     const auto n = static_cast<int32_t>(q.Int(1));
     done += q.Double(2);
+    e.set_steps_trained(e.steps_trained() + q.Int(3));
     c->set_total(c->total() + n);
     switch (q.Int(0)) {
       case v1::TRIAL_QUEUED:

@@ -252,9 +252,8 @@ TEST(EndToEndTest, AnAshaSearchPromotesAndResumesFromTheRung) {
   )pb");
   ASSERT_TRUE(done.ok()) << done.status() << cluster.Logs();
   EXPECT_EQ(done->state(), v1::EXPERIMENT_DONE) << cluster.Logs();
-  // The baseline and 4 schedules. floor(3 / 3) = 1 goes on once three have
-  // reached the rung; the fourth too if it beats that one (floor(4 / 3) is
-  // still 1, and the asynchronous rule promotes the best not yet promoted).
+  // The baseline and 4 schedules: under the default synchronous rule,
+  // max(1, floor(4 / 3)) = 1 goes on once all four have reached the rung.
   EXPECT_EQ(done->counts().total(), 5);
   absl::StatusOr<std::vector<v1::Trial>> trials =
       cluster.ListTrials(done->id());
@@ -277,15 +276,20 @@ TEST(EndToEndTest, AnAshaSearchPromotesAndResumesFromTheRung) {
         << cluster.Logs();
     EXPECT_EQ(full->trial().metrics().steps(), kSteps);
   }
-  EXPECT_TRUE(promoted == 1 || promoted == 2) << promoted;
+  EXPECT_EQ(promoted, 1);
   EXPECT_EQ(done->counts().completed(), 1 + promoted);
   EXPECT_EQ(done->counts().stopped_at_rung(), 4 - promoted);
 
   CommandResult status = cluster.Run({"status", std::to_string(done->id())});
   ASSERT_EQ(status.status, 0) << status.err;
-  EXPECT_THAT(status.out, HasSubstr(absl::StrCat(
-                              "asha: rungs at steps 10 (eta 3); ", 4 - promoted,
-                              " trials stopped at a rung")));
+  EXPECT_THAT(status.out,
+              HasSubstr(absl::StrCat(
+                  "asha: rungs at steps 10 (eta 3, ASHA_MODE_SYNCHRONOUS); ",
+                  4 - promoted, " trials stopped at a rung")));
+  EXPECT_THAT(status.out,
+              HasSubstr(absl::StrCat("rung 10: promoted ", promoted,
+                                     " / quota 1 / reached 4 of 4 members")));
+  EXPECT_THAT(status.out, HasSubstr("steps trained: "));
   CommandResult results =
       cluster.Run({"results", "--experiment", std::to_string(done->id())});
   ASSERT_EQ(results.status, 0) << results.err;

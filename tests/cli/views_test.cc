@@ -3,6 +3,7 @@
 #include <sstream>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -120,7 +121,8 @@ TEST(ViewsTest, RankingTextShowsDashesAndSaysWhyOnce) {
   EXPECT_EQ(text.find("never reached"), text.rfind("never reached"));
 }
 
-v1::RankResponse TwoSeedRanking();  // defined below, with its tests
+// Defined below, with the tests that read it closely.
+v1::RankResponse TwoSeedRanking();
 
 TEST(ViewsTest, DefaultRankingFitsOneHundredColumnsAndEndsWithASummary) {
   v1::RankResponse response = TwoSeedRanking();
@@ -481,6 +483,32 @@ TEST(ViewsTest, SuggestionsShowPredictionUncertaintyAndTheMethod) {
   std::ostringstream json;
   PrintSuggestions(response, Format::kJson, json);
   EXPECT_THAT(json.str(), HasSubstr("\"predictedDelta\": -0.02131"));
+}
+
+TEST(ViewsTest, RankingShowsTheSearchCostAndEachRungsCounts) {
+  v1::RankResponse response;
+  response.mutable_experiment()->set_steps_trained(5760);
+  response.mutable_experiment()->set_grid_steps(24000);
+  v1::AshaRung* rung = response.add_asha_rungs();
+  rung->set_step(60);
+  rung->set_promote_quota(3);
+  rung->set_members(9);
+  rung->set_promoted(3);
+  rung->set_complete(true);
+  for (int i = 0; i < 9; ++i) {
+    rung->add_schedules()->set_schedule(absl::StrCat("s", i));
+  }
+  EXPECT_EQ(SearchCostLine(response.experiment()),
+            "steps trained: 5760 of the grid's 24000 (24.0%)");
+  EXPECT_EQ(AshaRungLine(*rung),
+            "rung 60: promoted 3 / quota 3 / reached 9 of 9 members "
+            "(complete)");
+  std::ostringstream text;
+  PrintRanking(response, Format::kText, text);
+  EXPECT_THAT(text.str(), HasSubstr("steps trained: 5760 of the grid's"));
+  EXPECT_THAT(text.str(), HasSubstr("rung 60: promoted 3 / quota 3"));
+  // An uncountable grid prints no cost line.
+  EXPECT_EQ(SearchCostLine(v1::Experiment()), "");
 }
 
 }  // namespace

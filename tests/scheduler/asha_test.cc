@@ -1,5 +1,8 @@
 #include "scheduler/asha.h"
 
+#include <algorithm>
+#include <deque>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -14,6 +17,7 @@ using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 
 const std::vector<int64_t> kRungs = {10, 30};
+constexpr AshaMode kAsync = AshaMode::kAsynchronous;
 
 AshaTrial AtRung(const std::string& schedule, int64_t seed, int64_t step,
                  double loss) {
@@ -74,7 +78,7 @@ TEST(DecideAshaTest, PromotesTheTopThirdByRawLossWithoutABaseline) {
   const std::vector<std::pair<std::string, double>> losses = {
       {"a", 3.0}, {"b", 2.0}, {"c", 4.0}, {"d", 1.0}, {"e", 5.0}, {"f", 6.0}};
   for (const auto& [s, loss] : losses) trials.push_back(AtRung(s, 1, 10, loss));
-  const AshaDecision d = DecideAsha(kRungs, 3, trials);
+  const AshaDecision d = DecideAsha(kRungs, 3, kAsync, trials);
   EXPECT_THAT(Promoted(d), ElementsAre("d@10->30", "b@10->30"));
   ASSERT_EQ(d.rungs.size(), 2u);
   EXPECT_FALSE(d.rungs[0].paired);
@@ -89,10 +93,11 @@ TEST(DecideAshaTest, AsynchronousRuleWaitsForEnoughSchedules) {
   // Two schedules at the rung: floor(2 / 3) = 0 promotions yet.
   std::vector<AshaTrial> trials = {AtRung("a", 1, 10, 1.0),
                                    AtRung("b", 1, 10, 2.0)};
-  EXPECT_TRUE(DecideAsha(kRungs, 3, trials).promotions.empty());
+  EXPECT_TRUE(DecideAsha(kRungs, 3, kAsync, trials).promotions.empty());
   // A third arrives: the best one goes on, even though it came first.
   trials.push_back(AtRung("c", 1, 10, 3.0));
-  EXPECT_THAT(Promoted(DecideAsha(kRungs, 3, trials)), ElementsAre("a@10->30"));
+  EXPECT_THAT(Promoted(DecideAsha(kRungs, 3, kAsync, trials)),
+              ElementsAre("a@10->30"));
 }
 
 TEST(DecideAshaTest, PromotedSchedulesAreNotPromotedAgain) {
@@ -101,7 +106,7 @@ TEST(DecideAshaTest, PromotedSchedulesAreNotPromotedAgain) {
                                    AtRung("c", 1, 10, 3.0)};
   trials[0].at_rung = false;  // promoted: now training to 30
   trials[0].target_steps = 30;
-  const AshaDecision d = DecideAsha(kRungs, 3, trials);
+  const AshaDecision d = DecideAsha(kRungs, 3, kAsync, trials);
   EXPECT_TRUE(d.promotions.empty());
   EXPECT_TRUE(d.rungs[0].entries[0].promoted);
 }
@@ -113,7 +118,8 @@ TEST(DecideAshaTest, LastRungPromotesToTheWholeBudget) {
     t.val_loss[10] = 1.0;
     trials.push_back(t);
   }
-  EXPECT_THAT(Promoted(DecideAsha(kRungs, 3, trials)), ElementsAre("c@30->0"));
+  EXPECT_THAT(Promoted(DecideAsha(kRungs, 3, kAsync, trials)),
+              ElementsAre("c@30->0"));
 }
 
 TEST(DecideAshaTest, PairsByBaselineSeedWhenTheBaselineReachedTheRung) {
@@ -122,13 +128,13 @@ TEST(DecideAshaTest, PairsByBaselineSeedWhenTheBaselineReachedTheRung) {
   std::vector<AshaTrial> trials = {
       AtRung("a", 1, 10, 2.0), AtRung("b", 2, 10, 2.5), AtRung("c", 2, 10, 2.9),
       Baseline(1, {{10, 1.0}}), Baseline(2, {{10, 2.6}})};
-  const AshaDecision d = DecideAsha(kRungs, 3, trials);
+  const AshaDecision d = DecideAsha(kRungs, 3, kAsync, trials);
   EXPECT_TRUE(d.rungs[0].paired);
   EXPECT_THAT(Promoted(d), ElementsAre("b@10->30"));
   EXPECT_NEAR(d.rungs[0].entries[0].score, -0.1, 1e-12);
   // Without the baseline's loss on one seed the rung falls back to raw.
   trials[4].val_loss.clear();
-  const AshaDecision raw = DecideAsha(kRungs, 3, trials);
+  const AshaDecision raw = DecideAsha(kRungs, 3, kAsync, trials);
   EXPECT_FALSE(raw.rungs[0].paired);
   EXPECT_THAT(Promoted(raw), ElementsAre("a@10->30"));
 }
@@ -139,21 +145,170 @@ TEST(DecideAshaTest, ScheduleWaitsUntilEverySeedStopsAtTheRung) {
       AtRung("b", 1, 10, 2.0), AtRung("b", 2, 10, 2.0),
       AtRung("c", 1, 10, 3.0), AtRung("c", 2, 10, 3.0)};
   trials[1].at_rung = false;  // reported its rung point, not yet completed
-  EXPECT_TRUE(DecideAsha(kRungs, 3, trials).promotions.empty());
+  EXPECT_TRUE(DecideAsha(kRungs, 3, kAsync, trials).promotions.empty());
   trials[1].at_rung = true;
-  EXPECT_THAT(Promoted(DecideAsha(kRungs, 3, trials)), ElementsAre("a@10->30"));
+  EXPECT_THAT(Promoted(DecideAsha(kRungs, 3, kAsync, trials)),
+              ElementsAre("a@10->30"));
   // A schedule missing a seed's loss has not reached the rung.
   trials[5].val_loss.clear();
-  EXPECT_EQ(DecideAsha(kRungs, 3, trials).rungs[0].entries.size(), 2u);
+  EXPECT_EQ(DecideAsha(kRungs, 3, kAsync, trials).rungs[0].entries.size(), 2u);
+}
+
+// Replay drives the rule as the coordinator does, one worker at a time: the
+// schedules reach the first rung in `order`, each promotion joins the end of
+// the queue, and after every arrival the rule decides again. A schedule's
+// score at every rung is its quality (lower is better). Returns the final
+// decision (every trial finished or waiting).
+AshaDecision Replay(AshaMode mode, const std::vector<int64_t>& rungs, int eta,
+                    const std::vector<std::pair<std::string, double>>& order) {
+  std::vector<AshaTrial> trials;
+  std::map<std::string, double> quality;
+  std::deque<size_t> queue;
+  for (const auto& [s, q] : order) {
+    AshaTrial t;
+    t.schedule = s;
+    t.seed = 1;
+    t.target_steps = rungs.front();
+    quality[s] = q;
+    queue.push_back(trials.size());
+    trials.push_back(t);
+  }
+  AshaDecision d;
+  while (!queue.empty()) {
+    AshaTrial& t = trials[queue.front()];
+    queue.pop_front();
+    for (int64_t r : rungs) {
+      if (t.target_steps == 0 || r <= t.target_steps) {
+        t.val_loss[r] = quality[t.schedule];
+      }
+    }
+    t.at_rung = t.target_steps != 0;
+    d = DecideAsha(rungs, eta, mode, trials);
+    for (const AshaPromotion& p : d.promotions) {
+      for (size_t i = 0; i < trials.size(); ++i) {
+        if (trials[i].schedule != p.schedule) continue;
+        trials[i].at_rung = false;
+        trials[i].target_steps = p.to_step;
+        queue.push_back(i);
+      }
+    }
+  }
+  return DecideAsha(rungs, eta, mode, trials);
+}
+
+// Orders returns 27 schedules, "s00" the best, in four arrival orders:
+// best first, best last (worst first), alternating, and shuffled.
+std::vector<std::vector<std::pair<std::string, double>>> Orders() {
+  std::vector<std::pair<std::string, double>> best_first;
+  for (int i = 0; i < 27; ++i) {
+    best_first.emplace_back(absl::StrCat("s", i < 10 ? "0" : "", i), i);
+  }
+  std::vector<std::pair<std::string, double>> best_last(best_first.rbegin(),
+                                                        best_first.rend());
+  std::vector<std::pair<std::string, double>> alternating;
+  for (int i = 0; i < 27; ++i) {
+    alternating.push_back(best_first[i % 2 == 0 ? i / 2 : 26 - i / 2]);
+  }
+  std::vector<std::pair<std::string, double>> shuffled = best_first;
+  std::mt19937_64 rng(27);
+  std::shuffle(shuffled.begin(), shuffled.end(), rng);
+  return {best_first, best_last, alternating, shuffled};
+}
+
+TEST(DecideAshaTest, OrderProofModesPromoteAtMostTheQuotaInAnyArrivalOrder) {
+  const std::vector<int64_t> rungs = {10, 30, 90};
+  for (AshaMode mode : {AshaMode::kSynchronous, AshaMode::kGuarded}) {
+    int order_index = 0;
+    for (const auto& order : Orders()) {
+      SCOPED_TRACE(absl::StrCat(AshaModeName(mode), " order ", order_index++));
+      const AshaDecision d = Replay(mode, rungs, 3, order);
+      ASSERT_EQ(d.rungs.size(), 3u);
+      int members = 27;
+      for (const AshaRungView& r : d.rungs) {
+        EXPECT_TRUE(r.complete);
+        EXPECT_EQ(r.members, members);
+        EXPECT_EQ(static_cast<int>(r.entries.size()), members);
+        // ceil(members / eta), slack 0.
+        EXPECT_LE(r.Promoted(), (members + 2) / 3);
+        EXPECT_EQ(r.Promoted(), r.quota);
+        members = r.Promoted();
+      }
+      EXPECT_EQ(d.rungs[0].Promoted(), 9);
+      EXPECT_EQ(d.rungs[1].Promoted(), 3);
+      EXPECT_EQ(d.rungs[2].Promoted(), 1);
+      // The one that trains the whole budget is the best.
+      EXPECT_EQ(d.rungs[2].entries.front().schedule, "s00");
+      EXPECT_TRUE(d.rungs[2].entries.front().promoted);
+    }
+  }
+}
+
+TEST(DecideAshaTest, SynchronousRulePromotesTheTrueTopThirdInAnyOrder) {
+  const std::vector<int64_t> rungs = {10, 30};
+  for (const auto& order : Orders()) {
+    const AshaDecision d = Replay(AshaMode::kSynchronous, rungs, 3, order);
+    for (int i = 0; i < 27; ++i) {
+      EXPECT_EQ(d.rungs[0].entries[i].promoted, i < 9) << i;
+    }
+  }
+}
+
+TEST(DecideAshaTest, AsynchronousRuleOverPromotesWhenTheBestArriveLast) {
+  // The failure of issue #27: when each arrival improves on the ones before
+  // it, each is in the current top third, so far more than 1 / eta go on.
+  const AshaDecision d =
+      Replay(AshaMode::kAsynchronous, {10, 30}, 3, Orders()[1]);
+  EXPECT_GT(d.rungs[0].Promoted(), (27 + 2) / 3);
+}
+
+TEST(DecideAshaTest, SynchronousRuleWaitsForEveryMember) {
+  std::vector<AshaTrial> trials = {AtRung("a", 1, 10, 1.0),
+                                   AtRung("b", 1, 10, 2.0),
+                                   AtRung("c", 1, 10, 3.0)};
+  AshaTrial training;
+  training.schedule = "d";
+  training.seed = 1;
+  training.target_steps = 10;
+  trials.push_back(training);
+  AshaDecision d = DecideAsha(kRungs, 3, AshaMode::kSynchronous, trials);
+  EXPECT_TRUE(d.promotions.empty());
+  EXPECT_FALSE(d.rungs[0].complete);
+  EXPECT_EQ(d.rungs[0].members, 4);
+  EXPECT_EQ(d.rungs[0].quota, 1);
+  trials[3] = AtRung("d", 1, 10, 0.5);
+  d = DecideAsha(kRungs, 3, AshaMode::kSynchronous, trials);
+  EXPECT_TRUE(d.rungs[0].complete);
+  EXPECT_THAT(Promoted(d), ElementsAre("d@10->30"));
+  EXPECT_EQ(d.rungs[1].members, 1);
+}
+
+TEST(DecideAshaTest, GuardedRuleSpendsHalfTheQuotaEarly) {
+  // 12 members, quota 4: while 9 of them wait, the 3 best of those may go
+  // on early, capped at floor(4 / 2) = 2.
+  std::vector<AshaTrial> trials;
+  for (int i = 0; i < 9; ++i) {
+    trials.push_back(AtRung(absl::StrCat("s", i), 1, 10, 1.0 + i));
+  }
+  for (int i = 9; i < 12; ++i) {
+    AshaTrial t;
+    t.schedule = absl::StrCat("s", i);
+    t.seed = 1;
+    t.target_steps = 10;
+    trials.push_back(t);
+  }
+  AshaDecision d = DecideAsha(kRungs, 3, AshaMode::kGuarded, trials);
+  EXPECT_THAT(Promoted(d), ElementsAre("s0@10->30", "s1@10->30"));
+  EXPECT_EQ(d.rungs[0].quota, 4);
 }
 
 TEST(DescribeAshaDecisionTest, NamesPromotionsAndRungs) {
   std::vector<AshaTrial> trials = {AtRung("a", 1, 10, 1.0),
                                    AtRung("b", 1, 10, 2.0),
                                    AtRung("c", 1, 10, 3.0)};
-  EXPECT_EQ(DescribeAshaDecision(DecideAsha(kRungs, 3, trials)),
-            "asha: promoted a at 10 to 30; rung 10: 1 of 3 promoted (raw); "
-            "rung 30: 0 of 0 promoted (raw)");
+  EXPECT_EQ(
+      DescribeAshaDecision(DecideAsha(kRungs, 3, kAsync, trials)),
+      "asha: promoted a at 10 to 30; rung 10: 1 of 3 promoted, quota 1 (raw); "
+      "rung 30: 0 of 0 promoted, quota 0 (raw)");
 }
 
 }  // namespace

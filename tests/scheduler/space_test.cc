@@ -1,5 +1,6 @@
 #include "scheduler/space.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <map>
@@ -580,6 +581,21 @@ TEST(SampleSchedulesTest, SingleDrawsAreRoughlyUniform) {
     chi2 += (count - expected) * (count - expected) / expected;
   }
   EXPECT_LT(chi2, (n - 1) + 10.0 * std::sqrt(2.0 * (n - 1)));
+}
+
+TEST(ShuffleSchedulesTest, IsAPermutationFixedByItsSeed) {
+  std::vector<Schedule> grid;
+  for (int h = 1; h <= 20; ++h) grid.push_back(Schedule::Uniform(h, 2));
+  const std::vector<Schedule> a = ShuffleSchedules(grid, 7);
+  EXPECT_EQ(a, ShuffleSchedules(grid, 7));
+  EXPECT_NE(a, grid);
+  EXPECT_NE(a, ShuffleSchedules(grid, 8));
+  std::vector<std::string> sorted_a, sorted_grid;
+  for (const Schedule& s : a) sorted_a.push_back(s.ToString());
+  for (const Schedule& s : grid) sorted_grid.push_back(s.ToString());
+  std::sort(sorted_a.begin(), sorted_a.end());
+  std::sort(sorted_grid.begin(), sorted_grid.end());
+  EXPECT_EQ(sorted_a, sorted_grid);
 }
 
 }  // namespace

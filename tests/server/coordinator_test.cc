@@ -1409,20 +1409,24 @@ TEST_F(AshaTest, PromotesTheBestAtTheRungAndResumesItFromTheRungCheckpoint) {
   EXPECT_EQ(baseline.trial().schedule(), "4x6");
   EXPECT_EQ(baseline.stop_at_step(), 0);
   Train(worker, baseline);
+  // The schedules come in the order sample_seed shuffles them.
+  std::vector<std::string> leased;
   for (int i = 0; i < 2; ++i) {
     const v1::TrialTask task = Lease(worker_token_, worker);
     EXPECT_EQ(task.stop_at_step(), 20) << task.trial().schedule();
+    leased.push_back(task.trial().schedule());
     Train(worker, task);
   }
-  // Two schedules at the rung: floor(2 / 3) = 0 promotions, and one of
-  // them ended its attempt waiting there.
+  // Two of the three members at the rung: the synchronous rule waits for
+  // the third, and both ended their attempt waiting there.
   std::map<std::string, v1::Trial> trials = TrialsBySchedule(id);
-  EXPECT_EQ(trials["1x2,4x4"].state(), v1::TRIAL_STOPPED_AT_RUNG);
+  EXPECT_EQ(trials[leased[0]].state(), v1::TRIAL_STOPPED_AT_RUNG);
+  EXPECT_EQ(trials[leased[1]].state(), v1::TRIAL_STOPPED_AT_RUNG);
   EXPECT_EQ(GetExperiment(id).counts().stopped_at_rung(), 2);
   // The third arrives but completes in storage only: the coordinator died
   // before its decision, which the restart makes.
   const v1::TrialTask third = Lease(worker_token_, worker);
-  ASSERT_EQ(third.trial().schedule(), "2x3,4x3");
+  ASSERT_EQ(third.stop_at_step(), 20);
   Train(worker, third, /*rpc=*/false);
   EXPECT_EQ(Lease(worker_token_, worker).trial().id(), 0);
   EXPECT_EQ(GetExperiment(id).state(), v1::EXPERIMENT_ACTIVE);
@@ -1469,6 +1473,13 @@ TEST_F(AshaTest, PromotesTheBestAtTheRungAndResumesItFromTheRungCheckpoint) {
   EXPECT_EQ(rung.step(), 20);
   EXPECT_TRUE(rung.paired());
   EXPECT_EQ(rung.promote_quota(), 1);
+  EXPECT_EQ(rung.members(), 3);
+  EXPECT_EQ(rung.promoted(), 1);
+  EXPECT_TRUE(rung.complete());
+  // The cost: the baseline 100 steps, the schedules 20 each, the promoted
+  // one 80 more, of a grid of 4 schedules x 1 seed x 100 steps.
+  EXPECT_EQ(ranked.experiment().steps_trained(), 100 + 3 * 20 + 80);
+  EXPECT_DOUBLE_EQ(ranked.experiment().grid_steps(), 400.0);
   ASSERT_EQ(rung.schedules_size(), 3);
   EXPECT_EQ(rung.schedules(0).schedule(), "1x2,4x4");
   EXPECT_TRUE(rung.schedules(0).promoted());
@@ -1478,11 +1489,11 @@ TEST_F(AshaTest, PromotesTheBestAtTheRungAndResumesItFromTheRungCheckpoint) {
 
 TEST_F(AshaTest, APromotedTrialWhoseLeaseExpiresKeepsItsTarget) {
   v1::ExperimentSpec spec = AshaSpec();
-  spec.mutable_asha()->set_eta(2);  // floor(2 / 2) = 1 after two schedules
+  spec.mutable_asha()->set_eta(2);  // max(1, floor(3 / 2)) = 1 goes on
   const int64_t id = Submit(alice_, spec);
   ASSERT_GT(id, 0);
   const std::string worker = Register(worker_token_);
-  for (int i = 0; i < 3; ++i) Train(worker, Lease(worker_token_, worker));
+  for (int i = 0; i < 4; ++i) Train(worker, Lease(worker_token_, worker));
   const v1::TrialTask promoted = Lease(worker_token_, worker);
   ASSERT_EQ(promoted.trial().schedule(), "1x2,4x4");
   ASSERT_EQ(promoted.resume_step(), 20);

@@ -1,7 +1,11 @@
 #include "server/spec.h"
 
+#include <algorithm>
 #include <set>
+#include <string>
+#include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -280,6 +284,8 @@ TEST(SpecTest, AshaResolvesDefaultRungsAndStartsSchedulesAtTheFirstRung) {
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->spec.asha().eta(), 3);
   EXPECT_THAT(plan->spec.asha().rungs(), ::testing::ElementsAre(20, 60));
+  // The resolved spec records the default rule.
+  EXPECT_EQ(plan->spec.asha().mode(), v1::ASHA_MODE_SYNCHRONOUS);
   ASSERT_EQ(plan->trials.size(), 6u);
   for (const storage::NewTrial& t : plan->trials) {
     EXPECT_EQ(t.target_steps, t.is_baseline ? 0 : 20) << t.schedule;
@@ -308,6 +314,26 @@ TEST(SpecTest, AshaKeepsListedRungsAndSamplesWhenAsked) {
   }
 }
 
+TEST(SpecTest, TrialsAreQueuedInAnOrderShuffledBySampleSeed) {
+  auto order = [](uint64_t sample_seed) {
+    absl::StatusOr<ExperimentPlan> plan = Plan(absl::StrCat(
+        "model { preset: 'tiny' } seeds: 1 sample_seed: ", sample_seed));
+    EXPECT_TRUE(plan.ok()) << plan.status();
+    std::vector<std::string> schedules;
+    for (const storage::NewTrial& t : plan->trials) {
+      if (!t.is_baseline) schedules.push_back(t.schedule);
+    }
+    return schedules;
+  };
+  const std::vector<std::string> a = order(1);
+  EXPECT_EQ(a, order(1));
+  EXPECT_NE(a, order(2));
+  std::vector<std::string> sorted = a;
+  std::sort(sorted.begin(), sorted.end());
+  EXPECT_NE(a, sorted);
+  EXPECT_EQ(std::set<std::string>(a.begin(), a.end()).size(), a.size());
+}
+
 TEST(SpecTest, BadAshaPoliciesAreInvalidArgumentsNamingTheProblem) {
   const std::string base =
       "model { preset: 'tiny' } seeds: 1 schedules: '2x2,4x4' "
@@ -328,6 +354,10 @@ TEST(SpecTest, BadAshaPoliciesAreInvalidArgumentsNamingTheProblem) {
       {"strategy: STRATEGY_ASHA seeds_policy { min: 2 max: 4 }",
        "seeds_policy cannot be combined with STRATEGY_ASHA"},
       {"asha { eta: 3 }", "asha is set but strategy is not STRATEGY_ASHA"},
+      {"strategy: STRATEGY_GUIDED asha { mode: ASHA_MODE_SYNCHRONOUS }",
+       "asha.mode: ASHA_MODE_SYNCHRONOUS waits for every member of a rung"},
+      {"strategy: STRATEGY_GUIDED asha { mode: ASHA_MODE_GUARDED }",
+       "asha.mode: ASHA_MODE_GUARDED waits for every member of a rung"},
   };
   for (const Case& c : cases) {
     absl::StatusOr<ExperimentPlan> plan = Plan(base + c.spec);

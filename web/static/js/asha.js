@@ -13,8 +13,10 @@ function rungTable(rung) {
   const paired = Boolean(rung.paired);
   const entries = rung.schedules || [];
   return h('div', { class: 'asha-rung', dataset: { step: String(rung.step) } },
-           h('h3', {}, `Step ${integer(rung.step)}: ${integer(entries.length)} reached, `
-                       + `top ${integer(rung.promoteQuota)} go on`
+           h('h3', {}, `Step ${integer(rung.step)}: promoted ${integer(rung.promoted || 0)} / `
+                       + `quota ${integer(rung.promoteQuota || 0)} / reached ${integer(entries.length)} `
+                       + `of ${integer(rung.members || 0)} members`
+                       + (rung.complete ? ' (complete)' : '')
                        + (paired ? ' (paired \u0394 vs baseline)' : ' (raw val loss)')),
            table({
              columns: [

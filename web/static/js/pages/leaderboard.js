@@ -12,7 +12,7 @@ import { ashaCard } from '../asha.js';
 import { barChart, kColors } from '../charts.js';
 import { h, replace } from '../dom.js';
 import {
-  compact, deltaClass, experimentState, fixed, integer, interval, kDash, loss, num, principleName, ratio,
+  compact, deltaClass, experimentState, fixed, integer, interval, kDash, loss, num, percent, principleName, ratio,
   signed, verdictWord,
 } from '../format.js';
 import { layerHeads, staircase } from '../staircase.js';
@@ -108,9 +108,20 @@ function header(experiment) {
                ['Budget', `${budget.steps ? `${integer(budget.steps)} steps` : 'preset steps'}${budget.batchSize ? `, batch ${budget.batchSize}` : ''}`],
                ['Seeds', seeds || '\u2014'],
                ['Trials', `${integer(experiment.counts?.completed)} of ${integer(experiment.counts?.total)} completed`],
+               ['Steps trained', searchCost(experiment)],
+               ['Queue order', `shuffled by sample_seed ${spec.sampleSeed || 0}`],
              ]),
              h('div', { class: 'head-progress' }, progressBar(experiment.progress),
                h('a', { href: `#/experiments/${experiment.id}/trials`, class: 'button-link', id: 'trials-link' }, 'All trials \u203a'))));
+}
+
+// searchCost: the steps trained so far against a grid search of the same
+// space (Experiment.steps_trained, grid_steps).
+function searchCost(experiment) {
+  const trained = num(experiment.stepsTrained || 0);
+  const grid = num(experiment.gridSteps || 0);
+  if (!(grid > 0)) return compact(trained);
+  return `${compact(trained)} of the grid's ${compact(grid)} (${percent(trained / grid)})`;
 }
 
 function baselineCard(baseline) {

@@ -1,0 +1,492 @@
+// search_bench: the known-truth search benchmark of issue #27 (results in
+// bench/RESULTS.md, "Search on known truth"). For each structure of
+// scheduler/known_truth.h and each search seed it generates an experiment
+// whose best schedule is known, then runs every strategy over the generated
+// curves on a simulated fleet, in three dispatch orders (the enumeration's,
+// reversed, shuffled), and reports per structure, strategy and order: the
+// exact-best rate, the regret (true delta of the choice minus the best's,
+// in noise sd), the share of searches within 1 noise sd, the steps trained
+// as a fraction of the grid's, and (for the no-effect structure) how often
+// the search named a winner (any verdict "better" among the schedules it
+// trained to the end).
+//
+// The strategies drive the same pure rules the coordinator applies
+// (DecideAsha, DecideGuided, RankSchedules) over the curves directly, so
+// thousands of searches take seconds; the coordinator's own path is covered
+// by the end-to-end tests with replay workers.
+//
+// Simulated fleet: `--workers` workers take trials from one FIFO queue, in
+// the order the coordinator queues them (the baseline's trials first, then
+// the schedules in the dispatch order, seed-major); a trial takes as long as
+// the steps it trains; after every finished trial the strategy decides
+// again and appends what it adds or promotes to the queue.
+//
+//   build/bench/search_bench --searches 20 --workers 8
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <deque>
+#include <map>
+#include <queue>
+#include <random>
+#include <set>
+#include <string>
+#include <tuple>
+#include <vector>
+
+#include "CLI/CLI.hpp"
+#include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
+#include "scheduler/asha.h"
+#include "scheduler/guided.h"
+#include "scheduler/known_truth.h"
+#include "scheduler/ranking.h"
+#include "scheduler/screening.h"
+#include "scheduler/surrogate.h"
+
+namespace prism {
+namespace {
+
+enum class Order { kEnumeration, kReversed, kShuffled };
+
+const char* OrderName(Order o) {
+  switch (o) {
+    case Order::kEnumeration:
+      return "enumeration";
+    case Order::kReversed:
+      return "reversed";
+    case Order::kShuffled:
+      return "shuffled";
+  }
+  return "?";
+}
+
+// SearchResult is one search's answer and cost.
+struct SearchResult {
+  std::string chosen;         // "" when nothing trained to the end
+  double steps = 0.0;         // steps trained, every trial
+  bool named_winner = false;  // a verdict "better" among its finalists
+};
+
+// Fleet is the simulated workers and their queue of trials.
+class Fleet {
+ public:
+  Fleet(const KnownTruth& truth, int workers)
+      : truth_(truth), workers_(workers) {
+    state_.resize(truth.trials.size());
+    for (size_t i = 0; i < truth.trials.size(); ++i) {
+      index_[{truth.trials[i].schedule, truth.trials[i].seed}] = i;
+    }
+  }
+
+  // Queue adds the schedule's trials on every seed, to train to `target`
+  // (0: the whole budget).
+  void Queue(const std::string& schedule, int64_t target) {
+    for (int64_t seed = 1; seed <= truth_.spec.seeds; ++seed) {
+      const size_t i = index_.at({schedule, seed});
+      state_[i].target = target;
+      state_[i].queued = true;
+      state_[i].at_rung = false;
+      queue_.push_back(i);
+    }
+  }
+
+  // Step runs until one trial finishes; returns false when nothing is left
+  // to run.
+  bool Step() {
+    while (static_cast<int>(running_.size()) < workers_ && !queue_.empty()) {
+      const size_t i = queue_.front();
+      queue_.pop_front();
+      const int64_t end = End(i);
+      running_.push({now_ + static_cast<double>(end - state_[i].trained),
+                     sequence_++, i});
+    }
+    if (running_.empty()) return false;
+    const auto [when, seq, i] = running_.top();
+    running_.pop();
+    now_ = when;
+    TrialState& s = state_[i];
+    steps_ += static_cast<double>(End(i) - s.trained);
+    s.trained = End(i);
+    s.queued = false;
+    s.at_rung = s.target != 0;
+    return true;
+  }
+
+  // AshaTrials is every queued or trained trial as DecideAsha sees it
+  // (only the baseline and `only`'s schedules when `only` is given).
+  std::vector<AshaTrial> AshaTrials(
+      const std::vector<int64_t>& rungs,
+      const std::set<std::string>* only = nullptr) const {
+    std::vector<AshaTrial> out;
+    for (size_t i = 0; i < state_.size(); ++i) {
+      const TrialState& s = state_[i];
+      if (!s.queued && s.trained == 0) continue;
+      const KnownTruthTrial& t = truth_.trials[i];
+      if (only != nullptr && !t.is_baseline && only->count(t.schedule) == 0) {
+        continue;
+      }
+      AshaTrial a;
+      a.schedule = t.schedule;
+      a.seed = t.seed;
+      a.is_baseline = t.is_baseline;
+      a.at_rung = s.at_rung;
+      a.target_steps = s.target;
+      for (int64_t r : rungs) {
+        if (r <= s.trained) a.val_loss[r] = ValLossAt(t, r);
+      }
+      out.push_back(std::move(a));
+    }
+    return out;
+  }
+
+  // SeedTrials and Outcomes are the trials as DecideGuided and RankSchedules
+  // see them: pending, and finished at the whole budget.
+  std::vector<SeedTrial> SeedTrials() const {
+    std::vector<SeedTrial> out;
+    for (size_t i = 0; i < state_.size(); ++i) {
+      if (!state_[i].queued && state_[i].trained == 0) continue;
+      const KnownTruthTrial& t = truth_.trials[i];
+      out.push_back(
+          SeedTrial{t.schedule, t.seed, t.is_baseline, state_[i].queued});
+    }
+    return out;
+  }
+  std::vector<TrialOutcome> Outcomes() const {
+    std::vector<TrialOutcome> out;
+    for (size_t i = 0; i < state_.size(); ++i) {
+      if (state_[i].queued || state_[i].trained < truth_.spec.steps) continue;
+      out.push_back(TruthOutcome(truth_.trials[i], static_cast<int64_t>(i)));
+    }
+    return out;
+  }
+
+  double steps() const { return steps_; }
+  bool Busy() const { return !running_.empty() || !queue_.empty(); }
+
+ private:
+  struct TrialState {
+    int64_t trained = 0;
+    int64_t target = 0;
+    bool queued = false;
+    bool at_rung = false;
+  };
+  int64_t End(size_t i) const {
+    return state_[i].target == 0 ? truth_.spec.steps : state_[i].target;
+  }
+
+  const KnownTruth& truth_;
+  const int workers_;
+  std::vector<TrialState> state_;
+  std::map<std::pair<std::string, int64_t>, size_t> index_;
+  std::deque<size_t> queue_;
+  using Running = std::tuple<double, int64_t, size_t>;
+  std::priority_queue<Running, std::vector<Running>, std::greater<Running>>
+      running_;
+  double now_ = 0.0;
+  int64_t sequence_ = 0;
+  double steps_ = 0.0;
+};
+
+// Finalists ranks what trained to the end; the choice is the lowest mean
+// paired delta (the ranking's first non-baseline row with a delta).
+SearchResult Choose(const KnownTruth& truth, const Fleet& fleet) {
+  SearchResult r;
+  r.steps = fleet.steps();
+  const Ranking ranking =
+      RankSchedules(truth.spec.space, truth.baseline, fleet.Outcomes());
+  double best = 0.0;
+  for (const RankedRow& row : ranking.rows) {
+    if (row.is_baseline || row.paired_seeds < 1) continue;
+    if (row.verdict == Verdict::kBetter) r.named_winner = true;
+    if (r.chosen.empty() || row.delta_vs_baseline.mean < best) {
+      r.chosen = row.schedule;
+      best = row.delta_vs_baseline.mean;
+    }
+  }
+  return r;
+}
+
+std::vector<std::string> Dispatch(const KnownTruth& truth, Order order,
+                                  uint64_t seed) {
+  std::vector<std::string> out;
+  for (const std::string& s : truth.schedules) {
+    if (s != truth.baseline) out.push_back(s);
+  }
+  if (order == Order::kReversed) std::reverse(out.begin(), out.end());
+  if (order == Order::kShuffled) {
+    std::vector<Schedule> parsed;
+    for (const std::string& s : out) parsed.push_back(*ParseSchedule(s));
+    out.clear();
+    for (const Schedule& s : ShuffleSchedules(parsed, seed)) {
+      out.push_back(s.ToString());
+    }
+  }
+  return out;
+}
+
+SearchResult RunAsha(const KnownTruth& truth,
+                     const std::vector<std::string>& order, AshaMode mode,
+                     const std::vector<int64_t>& rungs, int eta, int workers) {
+  Fleet fleet(truth, workers);
+  fleet.Queue(truth.baseline, 0);
+  for (const std::string& s : order) fleet.Queue(s, rungs.front());
+  while (fleet.Step()) {
+    const AshaDecision d =
+        DecideAsha(rungs, eta, mode, fleet.AshaTrials(rungs));
+    for (const AshaPromotion& p : d.promotions)
+      fleet.Queue(p.schedule, p.to_step);
+  }
+  return Choose(truth, fleet);
+}
+
+// RunFull trains `schedules` (and the baseline) to the end.
+SearchResult RunFull(const KnownTruth& truth,
+                     const std::vector<std::string>& schedules, int workers) {
+  Fleet fleet(truth, workers);
+  fleet.Queue(truth.baseline, 0);
+  for (const std::string& s : schedules) fleet.Queue(s, 0);
+  while (fleet.Step()) {
+  }
+  return Choose(truth, fleet);
+}
+
+SearchResult RunGuided(const KnownTruth& truth, int budget, uint64_t seed,
+                       int workers) {
+  GuidedPlan plan;
+  plan.space = truth.spec.space;
+  plan.baseline = truth.baseline;
+  plan.budget = budget;
+  plan.initial = DefaultGuidedInitial(budget);
+  plan.seed = seed;
+  Fleet fleet(truth, workers);
+  fleet.Queue(truth.baseline, 0);
+  absl::StatusOr<std::vector<Schedule>> initial =
+      GuidedInitialDesign(plan.space, plan.baseline, plan.initial, plan.seed);
+  for (const Schedule& s : *initial) fleet.Queue(s.ToString(), 0);
+  while (true) {
+    if (!fleet.Step()) {
+      // Nothing running: one more decision may add schedules.
+    }
+    const Ranking ranking =
+        RankSchedules(plan.space, plan.baseline, fleet.Outcomes());
+    absl::StatusOr<GuidedDecision> d =
+        DecideGuided(plan, fleet.SeedTrials(), ranking);
+    if (!d.ok()) break;
+    bool pending = false;
+    for (const SeedTrial& t : fleet.SeedTrials()) pending |= t.pending;
+    for (const GuidedAddition& a : d->additions) fleet.Queue(a.schedule, 0);
+    if (d->additions.empty() && !pending) break;
+  }
+  return Choose(truth, fleet);
+}
+
+// RunScreening is the guided search that screens (scheduler/screening.h):
+// brackets of `size` schedules enter at the first rung, each decided by the
+// synchronous rule on its own; the next bracket is chosen (surrogate on
+// every rung's scores, a third explored at random) once the current one has
+// completed its first rung, while the projected cost stays within
+// `fraction` of the grid's steps.
+SearchResult RunScreening(const KnownTruth& truth,
+                          const std::vector<int64_t>& rungs, int eta, int size,
+                          double fraction, uint64_t seed, int workers) {
+  ScreeningPlan plan;
+  plan.space = truth.spec.space;
+  plan.baseline = truth.baseline;
+  plan.size = size;
+  plan.seed = seed;
+  const double seeds = truth.spec.seeds;
+  const double budget = fraction * static_cast<double>(truth.schedules.size()) *
+                        seeds * static_cast<double>(truth.spec.steps);
+  auto bracket_cost = [&](int n) {
+    double cost = 0.0;
+    int members = n;
+    int64_t from = 0;
+    for (size_t k = 0; k <= rungs.size(); ++k) {
+      const int64_t to = k < rungs.size() ? rungs[k] : truth.spec.steps;
+      cost += members * seeds * static_cast<double>(to - from);
+      from = to;
+      members = std::max(1, members / eta);
+    }
+    return cost;
+  };
+  Fleet fleet(truth, workers);
+  fleet.Queue(truth.baseline, 0);
+  double committed = seeds * static_cast<double>(truth.spec.steps);
+  std::vector<std::set<std::string>> brackets;
+  std::set<std::string> tried;
+  auto launch = [&]() {
+    std::vector<RungScore> scores;
+    for (const std::set<std::string>& b : brackets) {
+      for (const AshaRungView& r :
+           DecideAsha(rungs, eta, AshaMode::kSynchronous,
+                      fleet.AshaTrials(rungs, &b))
+               .rungs) {
+        if (!r.paired) continue;
+        for (const AshaRungEntry& e : r.entries) {
+          scores.push_back(RungScore{e.schedule, r.step, e.score, e.seeds});
+        }
+      }
+    }
+    absl::StatusOr<ScreeningBracket> next = NextScreeningBracket(
+        plan, scores, tried, static_cast<int>(brackets.size()));
+    if (!next.ok() || next->schedules.empty()) return false;
+    std::set<std::string> members(next->schedules.begin(),
+                                  next->schedules.end());
+    committed += bracket_cost(static_cast<int>(members.size()));
+    for (const std::string& s : next->schedules) {
+      tried.insert(s);
+      fleet.Queue(s, rungs.front());
+    }
+    brackets.push_back(std::move(members));
+    return true;
+  };
+  launch();
+  bool open = true;
+  while (true) {
+    const bool ran = fleet.Step();
+    bool first_rung_done = false;
+    for (size_t k = 0; k < brackets.size(); ++k) {
+      const AshaDecision d = DecideAsha(rungs, eta, AshaMode::kSynchronous,
+                                        fleet.AshaTrials(rungs, &brackets[k]));
+      for (const AshaPromotion& p : d.promotions) {
+        fleet.Queue(p.schedule, p.to_step);
+      }
+      if (k + 1 == brackets.size()) first_rung_done = d.rungs[0].complete;
+    }
+    if (open && first_rung_done) {
+      open = committed + bracket_cost(size) <= budget && launch();
+    }
+    if (!ran && !fleet.Busy()) break;
+  }
+  return Choose(truth, fleet);
+}
+
+struct Cell {
+  int searches = 0;
+  int exact = 0;
+  int within_sd = 0;
+  int named = 0;
+  double regret_sum = 0.0;
+  double regret_max = 0.0;
+  double fraction_sum = 0.0;
+};
+
+}  // namespace
+}  // namespace prism
+
+int main(int argc, char** argv) {
+  using namespace prism;
+  CLI::App app{"known-truth search benchmark (issue #27)"};
+  int searches = 20;
+  int workers = 8;
+  double guided_fraction = 0.3;
+  std::string structures = "smooth,isolated-best,fading-trap,null,near-ties";
+  std::vector<int64_t> rungs;
+  int eta = 3;
+  app.add_option("--searches", searches, "search seeds per structure");
+  app.add_option("--workers", workers, "simulated workers");
+  app.add_option("--structures", structures, "comma-separated");
+  app.add_option("--rungs", rungs, "ASHA rungs (default: DefaultAshaRungs)");
+  app.add_option("--eta", eta, "ASHA reduction factor");
+  int screen_size = 30;
+  app.add_option("--screen-size", screen_size,
+                 "guided-screen: schedules per bracket");
+  app.add_option("--guided-fraction", guided_fraction,
+                 "random and guided: schedules tried, as a share of the grid");
+  CLI11_PARSE(app, argc, argv);
+
+  const std::vector<Order> orders = {Order::kEnumeration, Order::kReversed,
+                                     Order::kShuffled};
+  const std::vector<std::string> strategies = {
+      "grid",         "random", "asha-async",   "asha-sync",
+      "asha-guarded", "guided", "guided-screen"};
+  std::printf(
+      "| structure | strategy | order | exact best | regret <= 1 sd | mean "
+      "regret (sd) | max regret (sd) | grid steps | named a winner |\n"
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+  for (const std::string& word :
+       std::vector<std::string>(absl::StrSplit(structures, ','))) {
+    absl::StatusOr<TruthStructure> structure = ParseTruthStructure(word);
+    if (!structure.ok()) {
+      std::fprintf(stderr, "%s\n", structure.status().ToString().c_str());
+      return 2;
+    }
+    std::map<std::pair<std::string, int>, Cell> cells;
+    for (int search = 1; search <= searches; ++search) {
+      KnownTruthSpec spec;
+      spec.structure = *structure;
+      spec.seed = static_cast<uint64_t>(search);
+      absl::StatusOr<KnownTruth> truth = GenerateKnownTruth(spec);
+      if (!truth.ok()) {
+        std::fprintf(stderr, "%s\n", truth.status().ToString().c_str());
+        return 2;
+      }
+      const std::vector<int64_t> plan_rungs =
+          rungs.empty() ? DefaultAshaRungs(spec.steps, eta, spec.eval_every)
+                        : rungs;
+      const int n = static_cast<int>(truth->schedules.size());
+      const double grid_steps =
+          static_cast<double>(n) * spec.seeds * static_cast<double>(spec.steps);
+      const int tried =
+          std::max(kMinSurrogateSchedules + 1,
+                   static_cast<int>(std::lround(guided_fraction * (n - 1))));
+      for (size_t o = 0; o < orders.size(); ++o) {
+        const std::vector<std::string> order =
+            Dispatch(*truth, orders[o], static_cast<uint64_t>(search));
+        for (const std::string& strategy : strategies) {
+          SearchResult r;
+          if (strategy == "grid") {
+            r = RunFull(*truth, order, workers);
+          } else if (strategy == "random") {
+            // A uniform subset; the dispatch order is irrelevant to it.
+            std::vector<std::string> subset =
+                Dispatch(*truth, Order::kShuffled,
+                         static_cast<uint64_t>(search) * 7919 + 1);
+            subset.resize(static_cast<size_t>(tried));
+            r = RunFull(*truth, subset, workers);
+          } else if (strategy == "guided-screen") {
+            r = RunScreening(*truth, plan_rungs, eta, screen_size,
+                             guided_fraction, static_cast<uint64_t>(search),
+                             workers);
+          } else if (strategy == "guided") {
+            r = RunGuided(*truth, tried, static_cast<uint64_t>(search),
+                          workers);
+          } else {
+            const AshaMode mode =
+                strategy == "asha-async"  ? AshaMode::kAsynchronous
+                : strategy == "asha-sync" ? AshaMode::kSynchronous
+                                          : AshaMode::kGuarded;
+            r = RunAsha(*truth, order, mode, plan_rungs, eta, workers);
+          }
+          Cell& c = cells[{strategy, static_cast<int>(o)}];
+          ++c.searches;
+          const double best = truth->true_delta.at(truth->best);
+          const double chosen =
+              r.chosen.empty() ? 0.0 : truth->true_delta.at(r.chosen);
+          const double regret = (chosen - best) / spec.noise_sd;
+          c.exact += r.chosen == truth->best ? 1 : 0;
+          c.within_sd += regret <= 1.0 + 1e-9 ? 1 : 0;
+          c.named += r.named_winner ? 1 : 0;
+          c.regret_sum += regret;
+          c.regret_max = std::max(c.regret_max, regret);
+          c.fraction_sum += r.steps / grid_steps;
+        }
+      }
+    }
+    for (const std::string& strategy : strategies) {
+      for (size_t o = 0; o < orders.size(); ++o) {
+        const Cell& c = cells[{strategy, static_cast<int>(o)}];
+        std::printf(
+            "| %s | %s | %s | %d/%d | %d/%d | %.2f | %.2f | %.1f%% | %d/%d |\n",
+            std::string(word).c_str(), strategy.c_str(), OrderName(orders[o]),
+            c.exact, c.searches, c.within_sd, c.searches,
+            c.regret_sum / c.searches, c.regret_max,
+            100.0 * c.fraction_sum / c.searches, c.named, c.searches);
+      }
+    }
+    std::fflush(stdout);
+  }
+  return 0;
+}
