@@ -3,6 +3,7 @@
 #include <grpcpp/grpcpp.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
@@ -201,6 +202,14 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
   http_options.max_event_streams = limits.max_event_streams;
   http_options.max_event_streams_per_user = limits.max_event_streams_per_user;
   http_options.max_stream_buffer_bytes = limits.max_stream_buffer_bytes;
+  http_options.max_threads = limits.http_max_connections;
+  http_options.threads =
+      std::min(http_options.threads, limits.http_max_connections);
+  http_options.max_connections_per_peer = limits.http_max_connections_per_peer;
+  http_options.max_head_bytes = limits.http_max_head_bytes;
+  http_options.max_line_bytes =
+      std::min(http_options.max_line_bytes, limits.http_max_head_bytes);
+  http_options.header_timeout_ms = limits.http_header_timeout_ms;
   http_options.tls_cert_file = options.tls.cert;
   http_options.tls_key_file = options.tls.key;
   http_ = std::make_unique<HttpServer>(
@@ -255,12 +264,18 @@ absl::Status Coordinator::Start() {
   // Without this gRPC sets SO_REUSEPORT, and a second coordinator given the
   // same port would silently share it instead of failing to start.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  // Reports of a few thousand points and whole curves in GetTrial exceed
-  // gRPC's 4 MiB default; a bigger request is refused before it is read.
+  // Answers (whole curves in GetTrial, pages) may be as big as
+  // --max-message-bytes; a request only as big as the largest legitimate
+  // one (MaxRequestBytes): a bigger one is refused from its length prefix,
+  // before it is read.
   builder.SetMaxReceiveMessageSize(
-      static_cast<int>(options_.limits.max_message_bytes));
+      static_cast<int>(MaxRequestBytes(options_.limits)));
   builder.SetMaxSendMessageSize(
       static_cast<int>(options_.limits.max_message_bytes));
+  // Each stream on a connection may buffer a message: bound how many one
+  // connection runs at once (gRPC's default is unlimited).
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             options_.limits.grpc_max_streams_per_connection);
   builder.RegisterService(experiment_service_.get());
   builder.RegisterService(worker_service_.get());
   builder.RegisterService(results_service_.get());
