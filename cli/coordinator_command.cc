@@ -373,6 +373,10 @@ void RegisterCoordinatorCommands(CLI::App& app, Action* action) {
   cmd->add_flag("--metrics-open", o.metrics_open,
                 "Serve /metrics without a token (default: any role's token, "
                 "as a Bearer header or the dashboard's cookie)");
+  cmd->add_option("--data-root", o.data_roots,
+                  "Directory a spec's data paths must lie in, after resolving "
+                  "'..' and symlinks (repeatable; default: the demo corpus, "
+                  "$PRISM_DATA_DIR/corpus or ./prism-data/corpus)");
   cmd->add_option("--web-root", o.web_root,
                   "Dashboard assets directory (default: web/ beside the "
                   "build, else the source tree's)");

@@ -10,6 +10,8 @@
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/data_roots.h"
 #include "base/log.h"
 #include "base/status_macros.h"
 #include "proto/enum_names.h"
@@ -109,6 +111,7 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
 absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
     const CoordinatorOptions& options, const Clock* clock) {
   PRISM_RETURN_IF_ERROR(ValidateOptions(options));
+  PRISM_RETURN_IF_ERROR(ResolveDataRoots(options.data_roots).status());
   PRISM_ASSIGN_OR_RETURN(TlsPem tls,
                          LoadTlsFiles(options.tls, "--tls-client-ca"));
   storage::SqliteStoreOptions store_options;
@@ -134,8 +137,14 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
 absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
     const CoordinatorOptions& options, TlsPem tls,
     std::unique_ptr<storage::Store> store, const Clock* clock) {
+  CoordinatorOptions resolved = options;
+  PRISM_ASSIGN_OR_RETURN(
+      resolved.data_roots,
+      ResolveDataRoots(options.data_roots.empty()
+                           ? std::vector<std::string>{DefaultDataRoot()}
+                           : options.data_roots));
   std::unique_ptr<Coordinator> c(
-      new Coordinator(options, std::move(tls), std::move(store), clock));
+      new Coordinator(resolved, std::move(tls), std::move(store), clock));
   PRISM_RETURN_IF_ERROR(c->Bootstrap());
   return c;
 }
@@ -184,6 +193,7 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
   PlanOptions plan_options;
   plan_options.default_max_attempts = options.max_attempts;
   plan_options.max_trials = limits.max_trials_per_experiment;
+  plan_options.data_roots = options.data_roots;
   experiments_ = std::make_unique<ExperimentManager>(
       store_.get(), clock_, &events_, plan_options, limits);
   experiment_service_ = std::make_unique<ExperimentServiceImpl>(
@@ -337,7 +347,8 @@ absl::Status Coordinator::Start() {
       .Kv("grpc", grpc_address_)
       .Kv("http", http_address_)
       .Kv("tls", tls)
-      .Kv("db", options_.db_path);
+      .Kv("db", options_.db_path)
+      .Kv("data_roots", absl::StrJoin(options_.data_roots, ","));
   if (tls_.cert.empty()) {
     for (const std::string& host : {grpc_host.first, http_host.first}) {
       if (!IsLoopbackHost(host)) {
