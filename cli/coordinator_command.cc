@@ -322,6 +322,9 @@ void RegisterCoordinatorCommands(CLI::App& app, Action* action) {
         "storing reported points, leases and heartbeats go first. 0: equal");
   limit("--grpc-max-streams-per-connection", l.grpc_max_streams_per_connection,
         "gRPC calls one connection may run at once");
+  limit("--grpc-max-buffered-bytes", l.grpc_max_buffered_bytes,
+        "Received gRPC data held at once, all connections (gRPC's memory "
+        "quota: past it calls are cancelled); at least the largest request");
   limit("--http-max-connections", l.http_max_connections,
         "Dashboard HTTP connections open at once (then 503)");
   limit("--http-max-connections-per-peer", l.http_max_connections_per_peer,

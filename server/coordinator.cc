@@ -1,6 +1,7 @@
 #include "server/coordinator.h"
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/resource_quota.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -286,6 +287,13 @@ absl::Status Coordinator::Start() {
   // connection runs at once (gRPC's default is unlimited).
   builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
                              options_.limits.grpc_max_streams_per_connection);
+  // gRPC 1.51 assembles a whole message before it checks its size, so the
+  // limit above alone still let parallel oversized calls fill memory. The
+  // memory quota bounds what all connections buffer: past it gRPC cancels
+  // streams (RESOURCE_EXHAUSTED) and stops reading.
+  grpc::ResourceQuota quota("prism-grpc");
+  quota.Resize(static_cast<size_t>(options_.limits.grpc_max_buffered_bytes));
+  builder.SetResourceQuota(quota);
   builder.RegisterService(experiment_service_.get());
   builder.RegisterService(worker_service_.get());
   builder.RegisterService(results_service_.get());

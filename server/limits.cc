@@ -85,6 +85,7 @@ absl::Status ValidateLimits(const Limits& l) {
       {"max-live-points", l.max_live_points},
       {"max-waiting-reads", l.max_waiting_reads},
       {"grpc-max-streams-per-connection", l.grpc_max_streams_per_connection},
+      {"grpc-max-buffered-bytes", l.grpc_max_buffered_bytes},
       {"http-max-connections", l.http_max_connections},
       {"http-max-connections-per-peer", l.http_max_connections_per_peer},
       {"http-max-head-bytes", l.http_max_head_bytes},
@@ -102,6 +103,12 @@ absl::Status ValidateLimits(const Limits& l) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--", p.flag, " must be at least 1 (got ", p.value, ")"));
     }
+  }
+  if (l.grpc_max_buffered_bytes < MaxRequestBytes(l)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--grpc-max-buffered-bytes=", l.grpc_max_buffered_bytes,
+        " cannot hold the largest request (", MaxRequestBytes(l),
+        " bytes, from --max-spec-bytes and --max-points-per-report)"));
   }
   if (l.max_concurrent_reads < 0) {
     return absl::InvalidArgumentError(

@@ -33,6 +33,11 @@ struct Limits {
   int64_t max_message_bytes = int64_t{64} << 20;
   // Calls one gRPC connection may run at once (HTTP/2 streams).
   int grpc_max_streams_per_connection = 64;
+  // What gRPC may hold of received data across all connections (its memory
+  // quota: gRPC 1.51 assembles a whole message before checking its size, so
+  // this is what bounds parallel oversized calls); at least
+  // MaxRequestBytes.
+  int64_t grpc_max_buffered_bytes = int64_t{32} << 20;
   // Trials one experiment may plan, for every strategy (after planning).
   int64_t max_trials_per_experiment = 100000;
   int max_seeds = 1000;
@@ -105,7 +110,8 @@ inline constexpr int64_t kRequestOverheadBytes = int64_t{1} << 20;
 int64_t MaxRequestBytes(const Limits& limits);
 
 // ValidateLimits returns InvalidArgument naming the first limit that is not
-// positive (or, for max_user_priority, negative).
+// positive (or, for max_user_priority, negative), or a
+// grpc_max_buffered_bytes below MaxRequestBytes.
 absl::Status ValidateLimits(const Limits& limits);
 
 // OverLimit returns `code` with "<what> is <value>; limit --<flag>=<limit>".
