@@ -255,6 +255,20 @@ void Refuse(Transport* t, int status, absl::string_view reason) {
   }
 }
 
+// ReadUnlessStopping is Transport::Read that also gives up, as at the end
+// of the stream, once the server is stopping: Stop waits for every
+// connection's thread, and a quiet client may have seconds left.
+ssize_t ReadUnlessStopping(Transport* t, char* buf, size_t n, Deadline deadline,
+                           const std::function<bool()>& stopping) {
+  constexpr auto kSlice = std::chrono::milliseconds(100);
+  while (true) {
+    const Deadline slice = std::min(deadline, SteadyClock::now() + kSlice);
+    const ssize_t r = t->Read(buf, n, slice);
+    if (r != Transport::kTimeout || slice == deadline) return r;
+    if (stopping()) return 0;
+  }
+}
+
 thread_local bool t_refuse_at_once = false;
 
 }  // namespace
@@ -370,7 +384,8 @@ void ServeBoundedConnection(int sock, void* ssl_ctx,
           }
           const size_t old = buffer.size();
           buffer.resize(old + room);
-          const ssize_t n = transport.Read(&buffer[old], room, deadline);
+          const ssize_t n = ReadUnlessStopping(&transport, &buffer[old], room,
+                                               deadline, stopping);
           buffer.resize(old + static_cast<size_t>(std::max<ssize_t>(n, 0)));
           if (n == Transport::kTimeout && begun) {
             count(408);

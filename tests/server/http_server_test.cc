@@ -702,5 +702,23 @@ TEST_F(HttpEdgeLimitTest, SlowHeadIs408AfterTheHeaderTimeout) {
   close(fd);
 }
 
+// A client that connected and sent nothing has seconds left of its header
+// timeout; stopping the coordinator does not wait them out.
+TEST_F(HttpTest, ShutdownDoesNotWaitForQuietConnections) {
+  const int quiet = Connect(coordinator_->http_address());
+  ASSERT_GE(quiet, 0);
+  const int half = Connect(coordinator_->http_address());
+  ASSERT_GE(half, 0);
+  const std::string start = "GET /healthz HTTP/1.1\r\n";
+  ASSERT_GT(send(half, start.data(), start.size(), MSG_NOSIGNAL), 0);
+  // Both are being served (the healthz below shares their pool).
+  EXPECT_EQ(client_->Get("/healthz")->status, 200);
+  const absl::Time begin = absl::Now();
+  coordinator_->Shutdown();
+  EXPECT_LT(absl::Now() - begin, absl::Seconds(3));
+  close(quiet);
+  close(half);
+}
+
 }  // namespace
 }  // namespace prism::server::testing
