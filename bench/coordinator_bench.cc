@@ -78,6 +78,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -1669,6 +1670,18 @@ int Hostile(const HostileOptions& o) {
                  "60",
                  "--log-level",
                  "warning"};
+  // Every hostile client here is 127.0.0.1, where in use they would be many
+  // hosts: one peer's connection cap (64) would refuse the slow connections
+  // and the dashboard probe alike. Raised to what the run opens, unless a
+  // --coordinator-arg sets it.
+  if (std::none_of(o.coordinator_args.begin(), o.coordinator_args.end(),
+                   [](const std::string& arg) {
+                     return absl::StartsWith(arg,
+                                             "--http-max-connections-per-peer");
+                   })) {
+    launch.args.push_back(absl::StrCat("--http-max-connections-per-peer=",
+                                       o.slow_connections + 64));
+  }
   for (const std::string& arg : o.coordinator_args) launch.args.push_back(arg);
   launch.env = {absl::StrCat("PRISM_ADMIN_TOKEN=", kAdminToken)};
   launch.log_path = dir.File("coordinator.log");
