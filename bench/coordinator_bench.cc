@@ -64,6 +64,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -1492,7 +1493,12 @@ void HostileClients::StartThreads() {
         httplib::Client client(t_.http_host, t_.http_port);
         httplib::Result r =
             client.Post("/api/v1/experiments", body, "application/json");
-        ++(r && r->status == 413 ? k_.bodies_refused : k_.bodies_other);
+        // Refused: 413, or the connection closed under the body (the
+        // coordinator answers from the headers and reads none of it).
+        const bool refused = r ? r->status == 413
+                               : r.error() == httplib::Error::Write ||
+                                     r.error() == httplib::Error::Read;
+        ++(refused ? k_.bodies_refused : k_.bodies_other);
       }
     });
   }
@@ -1936,6 +1942,9 @@ int main(int argc, char** argv) {
   // As `prism` runs (base/mutex_mode.h): PRISM_MUTEX_DEADLOCK_DETECTION=1
   // measures with Abseil's debug deadlock detector on.
   prism::ApplyMutexDeadlockDetectionSetting();
+  // The coordinator closes a connection whose body it refuses (413) without
+  // reading it: the client's next write fails, which must not kill us.
+  signal(SIGPIPE, SIG_IGN);
   CLI::App app{"Coordinator benchmarks (see the file header)",
                "coordinator_bench"};
   app.require_subcommand(1);
