@@ -64,6 +64,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cmath>
+#include <csignal>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
@@ -78,6 +79,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -1491,7 +1493,12 @@ void HostileClients::StartThreads() {
         httplib::Client client(t_.http_host, t_.http_port);
         httplib::Result r =
             client.Post("/api/v1/experiments", body, "application/json");
-        ++(r && r->status == 413 ? k_.bodies_refused : k_.bodies_other);
+        // Refused: 413, or the connection closed under the body (the
+        // coordinator answers from the headers and reads none of it).
+        const bool refused = r ? r->status == 413
+                               : r.error() == httplib::Error::Write ||
+                                     r.error() == httplib::Error::Read;
+        ++(refused ? k_.bodies_refused : k_.bodies_other);
       }
     });
   }
@@ -1669,6 +1676,18 @@ int Hostile(const HostileOptions& o) {
                  "60",
                  "--log-level",
                  "warning"};
+  // Every hostile client here is 127.0.0.1, where in use they would be many
+  // hosts: one peer's connection cap (64) would refuse the slow connections
+  // and the dashboard probe alike. Raised to what the run opens, unless a
+  // --coordinator-arg sets it.
+  if (std::none_of(o.coordinator_args.begin(), o.coordinator_args.end(),
+                   [](const std::string& arg) {
+                     return absl::StartsWith(arg,
+                                             "--http-max-connections-per-peer");
+                   })) {
+    launch.args.push_back(absl::StrCat("--http-max-connections-per-peer=",
+                                       o.slow_connections + 64));
+  }
   for (const std::string& arg : o.coordinator_args) launch.args.push_back(arg);
   launch.env = {absl::StrCat("PRISM_ADMIN_TOKEN=", kAdminToken)};
   launch.log_path = dir.File("coordinator.log");
@@ -1923,6 +1942,9 @@ int main(int argc, char** argv) {
   // As `prism` runs (base/mutex_mode.h): PRISM_MUTEX_DEADLOCK_DETECTION=1
   // measures with Abseil's debug deadlock detector on.
   prism::ApplyMutexDeadlockDetectionSetting();
+  // The coordinator closes a connection whose body it refuses (413) without
+  // reading it: the client's next write fails, which must not kill us.
+  signal(SIGPIPE, SIG_IGN);
   CLI::App app{"Coordinator benchmarks (see the file header)",
                "coordinator_bench"};
   app.require_subcommand(1);

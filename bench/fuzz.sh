@@ -22,7 +22,7 @@ SECONDS_EACH=${FUZZ_SECONDS:-60}
 BUILD=${FUZZ_BUILD:-build-fuzz}
 TARGETS=("$@")
 if [ ${#TARGETS[@]} -eq 0 ]; then
-  TARGETS=(schedule spec shard eval_file http_query)
+  TARGETS=(schedule spec shard eval_file http_query http_head)
 fi
 
 if ! command -v clang++ >/dev/null ||

@@ -278,7 +278,8 @@ void RegisterCoordinatorCommands(CLI::App& app, Action* action) {
     cmd->add_option(name, value, help)->capture_default_str()->group(limits);
   };
   limit("--max-message-bytes", l.max_message_bytes,
-        "Largest gRPC message received or sent");
+        "Largest gRPC message sent (requests: at most the largest spec or "
+        "report, see --max-spec-bytes and --max-points-per-report)");
   limit("--max-trials-per-experiment", l.max_trials_per_experiment,
         "Trials one experiment may plan, for every strategy (grid, random "
         "samples, explicit schedule lists) x seeds");
@@ -319,6 +320,19 @@ void RegisterCoordinatorCommands(CLI::App& app, Action* action) {
         "Expensive reads run on threads of their own, this many nice steps "
         "(0-19) below the rest of the coordinator: when the cores are busy, "
         "storing reported points, leases and heartbeats go first. 0: equal");
+  limit("--grpc-max-streams-per-connection", l.grpc_max_streams_per_connection,
+        "gRPC calls one connection may run at once");
+  limit("--grpc-max-buffered-bytes", l.grpc_max_buffered_bytes,
+        "Received gRPC data held at once, all connections (gRPC's memory "
+        "quota: past it calls are cancelled); at least the largest request");
+  limit("--http-max-connections", l.http_max_connections,
+        "Dashboard HTTP connections open at once (then 503)");
+  limit("--http-max-connections-per-peer", l.http_max_connections_per_peer,
+        "Dashboard HTTP connections one peer address may hold (then 503)");
+  limit("--http-max-head-bytes", l.http_max_head_bytes,
+        "An HTTP request's line and headers (then 431, connection closed)");
+  limit("--http-header-timeout-ms", l.http_header_timeout_ms,
+        "Time an HTTP request's head and body may take to arrive (then 408)");
   limit("--max-live-points", l.max_live_points,
         "Points per split one merged live event carries (a busy trial's are "
         "thinned; every point is stored)");
@@ -362,6 +376,10 @@ void RegisterCoordinatorCommands(CLI::App& app, Action* action) {
   cmd->add_flag("--metrics-open", o.metrics_open,
                 "Serve /metrics without a token (default: any role's token, "
                 "as a Bearer header or the dashboard's cookie)");
+  cmd->add_option("--data-root", o.data_roots,
+                  "Directory a spec's data paths must lie in, after resolving "
+                  "'..' and symlinks (repeatable; default: the demo corpus, "
+                  "$PRISM_DATA_DIR/corpus or ./prism-data/corpus)");
   cmd->add_option("--web-root", o.web_root,
                   "Dashboard assets directory (default: web/ beside the "
                   "build, else the source tree's)");

@@ -89,14 +89,12 @@ absl::Status StartLocalCoordinator(const fs::path& data, StopSignals& signals,
   local.coordinator_log = (data / "logs" / "coordinator.log").string();
   CoordinatorLaunch launch;
   launch.binary = SelfExecutable();
-  launch.args = {"--db",
-                 (data / "prism.db").string(),
-                 "--listen",
-                 "127.0.0.1:0",
-                 "--http",
-                 "127.0.0.1:0",
-                 "--admin-token-file",
-                 (data / "admin.token").string()};
+  launch.args = {"--db", (data / "prism.db").string(), "--listen",
+                 "127.0.0.1:0", "--http", "127.0.0.1:0", "--admin-token-file",
+                 (data / "admin.token").string(),
+                 // The demo corpus under this run's data dir, whatever
+                 // $PRISM_DATA_DIR says.
+                 "--data-root", (data / "corpus").string()};
   launch.log_path = local.coordinator_log;
   launch.ready_file = (data / "run" / "coordinator.ready.json").string();
   launch.timeout = kCoordinatorStartTimeout;
@@ -127,6 +125,7 @@ absl::Status StartWorkers(const RunOptions& o, const fs::path& data,
   launch.threads = o.threads > 0 ? o.threads : cores;
   launch.attention = o.attention;
   launch.checkpoint_dir = (data / "checkpoints").string();
+  launch.args = {"--data-root", (data / "corpus").string()};
   for (int i = 0; i < o.workers; ++i) {
     launch.log_path =
         (data / "logs" / absl::StrCat("worker-", i + 1, ".log")).string();

@@ -9,9 +9,12 @@
 #include <memory>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/data_roots.h"
 #include "base/log.h"
 #include "cli/client.h"
 #include "cli/command.h"
@@ -38,6 +41,7 @@ struct WorkerCommandOptions {
   double idle_exit_seconds = 0;
   std::string worker_id;
   std::string replay;  // a fixture: serve recorded curves instead of training
+  std::vector<std::string> data_roots;  // empty: the demo corpus root
 };
 
 std::string HostName() {
@@ -60,6 +64,10 @@ int RunWorker(const WorkerCommandOptions& o) {
   if (absl::Status s = model::CheckAttentionKernel(o.attention); !s.ok()) {
     return ReportError("worker", s);
   }
+  absl::StatusOr<std::vector<std::string>> data_roots = ResolveDataRoots(
+      o.data_roots.empty() ? std::vector<std::string>{DefaultDataRoot()}
+                           : o.data_roots);
+  if (!data_roots.ok()) return ReportError("worker", data_roots.status());
   std::unique_ptr<worker::TrainerLauncher> launcher;
   if (o.replay.empty()) {
     launcher = worker::NewModelTrainerLauncher();
@@ -79,6 +87,7 @@ int RunWorker(const WorkerCommandOptions& o) {
           : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
   options.resources.checkpoint_root = o.checkpoint_dir;
   options.resources.attention = o.attention;
+  options.resources.data_roots = *data_roots;
   options.keep_checkpoints = o.keep_checkpoints;
   options.max_trials = o.max_trials;
   options.idle_exit = absl::Seconds(o.idle_exit_seconds);
@@ -101,6 +110,7 @@ int RunWorker(const WorkerCommandOptions& o) {
       .Kv("threads", options.resources.threads)
       .Kv("attention", options.resources.attention)
       .Kv("checkpoint_dir", options.resources.checkpoint_root)
+      .Kv("data_roots", absl::StrJoin(options.resources.data_roots, ","))
       .Kv("replay", o.replay.empty() ? "off" : o.replay)
       .Kv("pid", static_cast<int64_t>(getpid()));
 
@@ -174,6 +184,11 @@ void RegisterWorkerCommands(CLI::App& app, Action* action) {
                   "Register under this id (default: the coordinator picks "
                   "one). The Slurm script passes slurm-$SLURM_JOB_ID, which "
                   "`prism coordinator --scale slurm` looks for");
+  cmd->add_option(
+      "--data-root", o->data_roots,
+      "Directory a task's data paths must lie in, checked again "
+      "here before anything is opened (repeatable; default: the "
+      "demo corpus, $PRISM_DATA_DIR/corpus or ./prism-data/corpus)");
   cmd->add_option("--replay", o->replay,
                   "Serve the recorded curves of this replay fixture instead "
                   "of training (bench/replay/, README \"Replay benchmark\"): "

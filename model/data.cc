@@ -160,7 +160,9 @@ absl::StatusOr<int64_t> ValidateShard(absl::string_view name,
 
 absl::StatusOr<TokenShard> TokenShard::Open(const std::string& path,
                                             int vocab_size) {
-  const int fd = ::open(path.c_str(), O_RDONLY);
+  // O_NONBLOCK: opening a FIFO must not wait for a writer; it is refused
+  // below with anything else that is not a regular file.
+  const int fd = ::open(path.c_str(), O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   if (fd < 0) {
     if (errno == ENOENT) {
       return absl::NotFoundError(
@@ -173,6 +175,11 @@ absl::StatusOr<TokenShard> TokenShard::Open(const std::string& path,
   if (::fstat(fd, &st) != 0) {
     ::close(fd);
     return absl::InternalError(absl::StrCat("cannot stat ", path));
+  }
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return absl::InvalidArgumentError(
+        absl::StrCat("token shard ", path, " is not a regular file"));
   }
   const int64_t file_bytes = st.st_size;
   if (file_bytes < kShardHeaderBytes) {
@@ -261,8 +268,13 @@ absl::StatusOr<std::vector<std::string>> ExpandShardPaths(
       }
       std::sort(found.begin(), found.end());
       files.insert(files.end(), found.begin(), found.end());
-    } else if (fs::exists(path, ec)) {
+    } else if (fs::is_regular_file(path, ec)) {
       files.push_back(path);
+    } else if (fs::exists(path, ec)) {
+      // A FIFO would block the trainer, a device never end.
+      return absl::InvalidArgumentError(
+          absl::StrCat("data path ", path,
+                       " is neither a regular file nor a directory of shards"));
     } else {
       return absl::NotFoundError(
           absl::StrCat("data path ", path, " not found"));

@@ -46,8 +46,10 @@ inline constexpr int kByteVocabSize = 256;
 class TokenShard {
  public:
   // Open maps `path` and validates it. Returns NotFound when the file is
-  // missing, DataLoss naming the file and byte offset for a wrong magic or
-  // version, a size that disagrees with the header, or the first token id
+  // missing, InvalidArgument when it is not a regular file (a FIFO, a
+  // device: opened without blocking, never read), DataLoss naming the file and
+  // byte offset for a wrong magic or version, a size that disagrees with the
+  // header, or the first token id
   // >= vocab_size.
   static absl::StatusOr<TokenShard> Open(const std::string& path,
                                          int vocab_size);
@@ -86,7 +88,8 @@ absl::Status WriteShard(const std::string& path,
 
 // ExpandShardPaths turns files and directories into a sorted list of shard
 // files (a directory contributes its *.bin files, not recursively). Returns
-// NotFound for a missing path or a directory without .bin files.
+// NotFound for a missing path or a directory without .bin files,
+// InvalidArgument for a path that is neither a regular file nor a directory.
 absl::StatusOr<std::vector<std::string>> ExpandShardPaths(
     const std::vector<std::string>& paths);
 

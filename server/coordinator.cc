@@ -1,14 +1,18 @@
 #include "server/coordinator.h"
 
 #include <grpcpp/grpcpp.h>
+#include <grpcpp/resource_quota.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <utility>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
+#include "base/data_roots.h"
 #include "base/log.h"
 #include "base/status_macros.h"
 #include "proto/enum_names.h"
@@ -108,6 +112,7 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
 absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
     const CoordinatorOptions& options, const Clock* clock) {
   PRISM_RETURN_IF_ERROR(ValidateOptions(options));
+  PRISM_RETURN_IF_ERROR(ResolveDataRoots(options.data_roots).status());
   PRISM_ASSIGN_OR_RETURN(TlsPem tls,
                          LoadTlsFiles(options.tls, "--tls-client-ca"));
   storage::SqliteStoreOptions store_options;
@@ -133,8 +138,14 @@ absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
 absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
     const CoordinatorOptions& options, TlsPem tls,
     std::unique_ptr<storage::Store> store, const Clock* clock) {
+  CoordinatorOptions resolved = options;
+  PRISM_ASSIGN_OR_RETURN(
+      resolved.data_roots,
+      ResolveDataRoots(options.data_roots.empty()
+                           ? std::vector<std::string>{DefaultDataRoot()}
+                           : options.data_roots));
   std::unique_ptr<Coordinator> c(
-      new Coordinator(options, std::move(tls), std::move(store), clock));
+      new Coordinator(resolved, std::move(tls), std::move(store), clock));
   PRISM_RETURN_IF_ERROR(c->Bootstrap());
   return c;
 }
@@ -183,6 +194,7 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
   PlanOptions plan_options;
   plan_options.default_max_attempts = options.max_attempts;
   plan_options.max_trials = limits.max_trials_per_experiment;
+  plan_options.data_roots = options.data_roots;
   experiments_ = std::make_unique<ExperimentManager>(
       store_.get(), clock_, &events_, plan_options, limits);
   experiment_service_ = std::make_unique<ExperimentServiceImpl>(
@@ -201,6 +213,14 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
   http_options.max_event_streams = limits.max_event_streams;
   http_options.max_event_streams_per_user = limits.max_event_streams_per_user;
   http_options.max_stream_buffer_bytes = limits.max_stream_buffer_bytes;
+  http_options.max_threads = limits.http_max_connections;
+  http_options.threads =
+      std::min(http_options.threads, limits.http_max_connections);
+  http_options.max_connections_per_peer = limits.http_max_connections_per_peer;
+  http_options.max_head_bytes = limits.http_max_head_bytes;
+  http_options.max_line_bytes =
+      std::min(http_options.max_line_bytes, limits.http_max_head_bytes);
+  http_options.header_timeout_ms = limits.http_header_timeout_ms;
   http_options.tls_cert_file = options.tls.cert;
   http_options.tls_key_file = options.tls.key;
   http_ = std::make_unique<HttpServer>(
@@ -255,12 +275,25 @@ absl::Status Coordinator::Start() {
   // Without this gRPC sets SO_REUSEPORT, and a second coordinator given the
   // same port would silently share it instead of failing to start.
   builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  // Reports of a few thousand points and whole curves in GetTrial exceed
-  // gRPC's 4 MiB default; a bigger request is refused before it is read.
+  // Answers (whole curves in GetTrial, pages) may be as big as
+  // --max-message-bytes; a request only as big as the largest legitimate
+  // one (MaxRequestBytes): a bigger one is refused from its length prefix,
+  // before it is read.
   builder.SetMaxReceiveMessageSize(
-      static_cast<int>(options_.limits.max_message_bytes));
+      static_cast<int>(MaxRequestBytes(options_.limits)));
   builder.SetMaxSendMessageSize(
       static_cast<int>(options_.limits.max_message_bytes));
+  // Each stream on a connection may buffer a message: bound how many one
+  // connection runs at once (gRPC's default is unlimited).
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             options_.limits.grpc_max_streams_per_connection);
+  // gRPC 1.51 assembles a whole message before it checks its size, so the
+  // limit above alone still let parallel oversized calls fill memory. The
+  // memory quota bounds what all connections buffer: past it gRPC cancels
+  // streams (RESOURCE_EXHAUSTED) and stops reading.
+  grpc::ResourceQuota quota("prism-grpc");
+  quota.Resize(static_cast<size_t>(options_.limits.grpc_max_buffered_bytes));
+  builder.SetResourceQuota(quota);
   builder.RegisterService(experiment_service_.get());
   builder.RegisterService(worker_service_.get());
   builder.RegisterService(results_service_.get());
@@ -322,7 +355,8 @@ absl::Status Coordinator::Start() {
       .Kv("grpc", grpc_address_)
       .Kv("http", http_address_)
       .Kv("tls", tls)
-      .Kv("db", options_.db_path);
+      .Kv("db", options_.db_path)
+      .Kv("data_roots", absl::StrJoin(options_.data_roots, ","));
   if (tls_.cert.empty()) {
     for (const std::string& host : {grpc_host.first, http_host.first}) {
       if (!IsLoopbackHost(host)) {

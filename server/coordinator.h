@@ -33,6 +33,7 @@
 #include <optional>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "absl/base/thread_annotations.h"
 #include "absl/status/statusor.h"
@@ -93,6 +94,9 @@ struct CoordinatorOptions {
   // The address the jobs' workers dial; "": the gRPC address it listens
   // on, a wildcard host (0.0.0.0, [::]) replaced by this host's name.
   std::string scaler_coordinator_address;
+  // Directories a spec's data paths must lie in (--data-root, repeatable);
+  // empty: the demo corpus root (base/data_roots.h). Resolved by Create.
+  std::vector<std::string> data_roots;
   // TLS (proto/tls.h): with a certificate and key both gRPC and HTTP serve
   // TLS only; with a CA too (--tls-client-ca) every gRPC client must present
   // a certificate it signed. None: plaintext, as before.
@@ -113,9 +117,10 @@ bool IsLoopbackHost(const std::string& host);
 
 class Coordinator {
  public:
-  // Create reads the TLS files (LoadTlsFiles's errors, before any database
-  // is opened), opens the SQLite store at options.db_path and bootstraps
-  // the first admin token of a new database.
+  // Create resolves the data roots and reads the TLS files (InvalidArgument
+  // for a root that cannot be resolved; LoadTlsFiles's errors; both before
+  // any database is opened), opens the SQLite store at options.db_path and
+  // bootstraps the first admin token of a new database.
   static absl::StatusOr<std::unique_ptr<Coordinator>> Create(
       const CoordinatorOptions& options, const Clock* clock = SystemClock());
   // Create with an injected store (tests).

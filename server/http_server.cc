@@ -24,6 +24,7 @@
 #include "base/json.h"
 #include "base/log.h"
 #include "google/protobuf/util/json_util.h"
+#include "server/http_connection.h"
 
 namespace prism::server {
 namespace {
@@ -146,12 +147,15 @@ std::string RouteLabel(const std::string& path) {
 
 // GrowingPool is the HTTP server's connection pool: `threads` wait for
 // connections, and while none is idle a new connection gets a thread of its
-// own, up to `max_threads` (then it waits in line). cpp-httplib 0.11 has no
-// deadline for a request's headers, so a client dripping a header byte at a
-// time holds its thread: with a fixed pool, a few dozen such clients left
-// nothing for the dashboard.
+// own, up to `max_threads` (then it waits in line, at most kBacklog of
+// them: past that the accepting thread closes it at once). A client
+// dripping a header byte at a time holds its thread until the header
+// timeout (http_connection.h): with a fixed pool, a few dozen such clients
+// left nothing for the dashboard.
 class GrowingPool final : public httplib::TaskQueue {
  public:
+  static constexpr int kBacklog = 64;
+
   GrowingPool(int threads, int max_threads) : max_threads_(max_threads) {
     absl::MutexLock lock(&mu_);
     for (int i = 0; i < threads; ++i) Spawn();
@@ -160,6 +164,13 @@ class GrowingPool final : public httplib::TaskQueue {
 
   void enqueue(std::function<void()> fn) override {
     absl::MutexLock lock(&mu_);
+    if (static_cast<int>(threads_.size()) >= max_threads_ &&
+        static_cast<int>(jobs_.size()) >= idle_ + kBacklog) {
+      RefuseConnectionsOnThisThread(true);
+      fn();
+      RefuseConnectionsOnThisThread(false);
+      return;
+    }
     jobs_.push_back(std::move(fn));
     if (idle_ < static_cast<int>(jobs_.size()) &&
         static_cast<int>(threads_.size()) < max_threads_) {
@@ -237,6 +248,33 @@ class SseStream {
   bool closed_ ABSL_GUARDED_BY(mu_) = false;
 };
 
+HttpConnectionLimits ConnectionLimitsFor(const HttpOptions& o) {
+  HttpConnectionLimits limits;
+  limits.head.max_line_bytes = o.max_line_bytes;
+  limits.head.max_head_bytes = o.max_head_bytes;
+  limits.head.max_body_bytes = o.max_request_body_bytes;
+  limits.max_connections = std::max(o.threads, o.max_threads);
+  limits.max_connections_per_peer = o.max_connections_per_peer;
+  limits.header_timeout_ms = o.header_timeout_ms;
+  return limits;
+}
+
+// MakeServer builds the bounded server (HTTPS with the TLS files set); the
+// requests its reader refuses count in /metrics as route "refused".
+std::unique_ptr<httplib::Server> MakeServer(const HttpOptions& o,
+                                            Metrics* metrics) {
+  RefusalCounter refused = [metrics](int status) {
+    metrics->CountHttp("refused", status);
+  };
+  if (o.tls_cert_file.empty()) {
+    return std::make_unique<BoundedHttpServer>(ConnectionLimitsFor(o),
+                                               std::move(refused));
+  }
+  return std::make_unique<BoundedHttpsServer>(
+      o.tls_cert_file.c_str(), o.tls_key_file.c_str(), ConnectionLimitsFor(o),
+      std::move(refused));
+}
+
 }  // namespace
 
 HttpServer::HttpServer(AuthManager* auth, ExperimentManager* experiments,
@@ -252,18 +290,14 @@ HttpServer::HttpServer(AuthManager* auth, ExperimentManager* experiments,
       metrics_(metrics),
       gauges_(std::move(gauges)),
       options_(std::move(options)),
-      server_(options_.tls_cert_file.empty()
-                  ? std::make_unique<httplib::Server>()
-                  : std::make_unique<httplib::SSLServer>(
-                        options_.tls_cert_file.c_str(),
-                        options_.tls_key_file.c_str())),
+      server_(MakeServer(options_, metrics)),
       event_slots_(options_.max_event_streams, "max-event-streams",
                    options_.max_event_streams_per_user,
                    "max-event-streams-per-user") {
   const int threads = options_.threads;
   const int max_threads = std::max(options_.threads, options_.max_threads);
-  // Every route is a GET: a request body beyond this is refused with 413
-  // before it is read.
+  // The bounded reader refused longer bodies already; this is a second
+  // fence.
   server_->set_payload_max_length(options_.max_request_body_bytes);
   server_->new_task_queue = [threads, max_threads] {
     return new GrowingPool(threads, max_threads);

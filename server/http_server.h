@@ -44,8 +44,13 @@
 // thread within about twice that, and at most max_event_streams may be open
 // at once, which keeps the rest of the pool for API calls.
 //
-// A request body (no route takes one) over max_request_body_bytes is
-// refused with 413 without being read.
+// Requests are read by the bounded reader (server/http_connection.h), not
+// by httplib: a request line over max_line_bytes (414), a head over
+// max_head_bytes (431), a body over max_request_body_bytes (413; no route
+// takes one) or a Transfer-Encoding (411) is answered and the connection
+// closed without reading the rest; a head and body must arrive within
+// header_timeout_ms (408). One peer address may hold
+// max_connections_per_peer connections, the server max_threads (503).
 //
 // Thread-safety: requests are served concurrently on the server's pool.
 #ifndef PRISM_SERVER_HTTP_SERVER_H_
@@ -62,6 +67,7 @@
 #include "server/events.h"
 #include "server/experiments.h"
 #include "server/http_api.h"
+#include "server/http_head.h"
 #include "server/metrics.h"
 #include "server/queue.h"
 #include "server/read_gate.h"
@@ -84,8 +90,17 @@ struct HttpOptions {
   // Each kept-alive connection and each event stream holds one thread.
   int threads = kDefaultHttpThreads;
   // Connections served at once: a thread each beyond `threads` while none
-  // is idle (slow clients cannot starve the rest below this).
+  // is idle (slow clients cannot starve the rest below this). Past it a
+  // connection waits in a short backlog, then is closed unanswered.
   int max_threads = kDefaultMaxHttpThreads;
+  // Connections one peer address may hold open (503 past it).
+  int max_connections_per_peer = 64;
+  // Bounds on a request read before httplib parses it
+  // (server/http_connection.h): a line, the whole head, and the time its
+  // head and body may take to arrive.
+  int64_t max_line_bytes = kDefaultMaxHttpLineBytes;
+  int64_t max_head_bytes = kDefaultMaxHttpHeadBytes;
+  int header_timeout_ms = 10000;
   int keepalive_seconds = 1;  // event streams' longest silence
   int max_event_streams = kDefaultMaxEventStreams;
   int max_event_streams_per_user = 4;

@@ -58,6 +58,12 @@ absl::Status CheckShape(const ModelShape& shape, const Limits& limits) {
 
 }  // namespace
 
+int64_t MaxRequestBytes(const Limits& l) {
+  const int64_t report = l.max_points_per_report * kMaxLossPointWireBytes;
+  return std::min(l.max_message_bytes,
+                  std::max(l.max_spec_bytes, report) + kRequestOverheadBytes);
+}
+
 absl::Status ValidateLimits(const Limits& l) {
   const struct {
     const char* flag;
@@ -78,6 +84,12 @@ absl::Status ValidateLimits(const Limits& l) {
       {"watch-interval-ms", l.watch_interval_ms},
       {"max-live-points", l.max_live_points},
       {"max-waiting-reads", l.max_waiting_reads},
+      {"grpc-max-streams-per-connection", l.grpc_max_streams_per_connection},
+      {"grpc-max-buffered-bytes", l.grpc_max_buffered_bytes},
+      {"http-max-connections", l.http_max_connections},
+      {"http-max-connections-per-peer", l.http_max_connections_per_peer},
+      {"http-max-head-bytes", l.http_max_head_bytes},
+      {"http-header-timeout-ms", l.http_header_timeout_ms},
       {"max-active-experiments-per-user", l.max_active_experiments_per_user},
       {"max-attempts-limit", l.max_attempts_limit},
       {"max-layers", l.max_layers},
@@ -91,6 +103,12 @@ absl::Status ValidateLimits(const Limits& l) {
       return absl::InvalidArgumentError(absl::StrCat(
           "--", p.flag, " must be at least 1 (got ", p.value, ")"));
     }
+  }
+  if (l.grpc_max_buffered_bytes < MaxRequestBytes(l)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--grpc-max-buffered-bytes=", l.grpc_max_buffered_bytes,
+        " cannot hold the largest request (", MaxRequestBytes(l),
+        " bytes, from --max-spec-bytes and --max-points-per-report)"));
   }
   if (l.max_concurrent_reads < 0) {
     return absl::InvalidArgumentError(

@@ -28,8 +28,16 @@
 namespace prism::server {
 
 struct Limits {
-  // Largest gRPC message, either way (the CLI and workers accept as much).
+  // Largest gRPC message sent (the CLI and workers accept as much), and the
+  // most any request may be: requests are held to MaxRequestBytes, below.
   int64_t max_message_bytes = int64_t{64} << 20;
+  // Calls one gRPC connection may run at once (HTTP/2 streams).
+  int grpc_max_streams_per_connection = 64;
+  // What gRPC may hold of received data across all connections (its memory
+  // quota: gRPC 1.51 assembles a whole message before checking its size, so
+  // this is what bounds parallel oversized calls); at least
+  // MaxRequestBytes.
+  int64_t grpc_max_buffered_bytes = int64_t{32} << 20;
   // Trials one experiment may plan, for every strategy (after planning).
   int64_t max_trials_per_experiment = 100000;
   int max_seeds = 1000;
@@ -66,6 +74,14 @@ struct Limits {
   // reads run: when the cores are busy, storing reported points, leases
   // and heartbeats go first.
   int read_nice = 10;
+  // The dashboard's HTTP edge (server/http_connection.h): connections in
+  // total and from one peer address, the largest request head (request
+  // line and headers), and how long a request's head and body may take to
+  // arrive.
+  int http_max_connections = 512;
+  int http_max_connections_per_peer = 64;
+  int64_t http_max_head_bytes = int64_t{64} << 10;
+  int http_header_timeout_ms = 10000;
   // Active or paused experiments a non-admin user may have.
   int max_active_experiments_per_user = 100;
   // Non-admins' priorities lie in [-max_user_priority, max_user_priority].
@@ -80,8 +96,22 @@ struct Limits {
   int64_t max_parameters = int64_t{20'000'000'000};
 };
 
+// kMaxLossPointWireBytes bounds one LossPoint on the wire, with its tag
+// and length in the enclosing message: six fields of at most 10 + 1 bytes.
+inline constexpr int64_t kMaxLossPointWireBytes = 2 + 6 * 11;
+// kRequestOverheadBytes covers a request's fields besides its points or
+// spec text: ids, strings up to max_string_bytes, final metrics.
+inline constexpr int64_t kRequestOverheadBytes = int64_t{1} << 20;
+
+// MaxRequestBytes is the largest gRPC request the coordinator receives:
+// the bigger of a spec of max_spec_bytes and a report (or completion) of
+// max_points_per_report points, plus kRequestOverheadBytes, and at most
+// max_message_bytes. With the defaults: 7.5 MiB.
+int64_t MaxRequestBytes(const Limits& limits);
+
 // ValidateLimits returns InvalidArgument naming the first limit that is not
-// positive (or, for max_user_priority, negative).
+// positive (or, for max_user_priority, negative), or a
+// grpc_max_buffered_bytes below MaxRequestBytes.
 absl::Status ValidateLimits(const Limits& limits);
 
 // OverLimit returns `code` with "<what> is <value>; limit --<flag>=<limit>".

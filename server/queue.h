@@ -109,15 +109,18 @@ class QueueManager {
   // Report validates the points and hands them to the group commit; `done`
   // runs (on the writer thread, or at once for bad input) with the stored
   // and duplicate counts, or FailedPrecondition for a stale attempt.
-  // InvalidArgument for more than max_points_per_report points or a point
-  // with a non-finite value (nothing of the report is stored).
+  // InvalidArgument for more than max_points_per_report points, a point
+  // with a non-finite value or a step outside the trial's budget (0 to its
+  // total steps; nothing of the report is stored).
   // `request` must stay alive until `done` has run.
   void Report(const Caller& caller, const v1::ReportRequest& request,
               ReportDone done);
   // Complete finishes the trial (diverged when metrics say so); idempotent
   // for the same attempt. FailedPrecondition for a stale attempt;
-  // InvalidArgument for a non-finite point, or a non-finite metric of a
-  // trial not reported diverged.
+  // InvalidArgument for a non-finite point, a point outside the budget, a
+  // non-finite metric of a trial not reported diverged, or metrics.steps
+  // other than what was trained (the budget, or the ASHA rung; within the
+  // budget when diverged).
   absl::StatusOr<v1::CompleteResponse> Complete(
       const Caller& caller, const v1::CompleteRequest& request);
   // Fail requeues (released; or retryable with attempts left) or fails the

@@ -12,6 +12,7 @@
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "base/data_roots.h"
 #include "base/status_macros.h"
 #include "google/protobuf/io/coded_stream.h"
 #include "google/protobuf/io/tokenizer.h"
@@ -517,11 +518,16 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
     return Invalid("max_attempts must not be negative (got ",
                    absl::StrCat(spec.max_attempts()), ")");
   }
-  for (const std::string& path : spec.data().train()) {
-    if (path.empty()) return Invalid("data.train: empty path");
-  }
-  for (const std::string& path : spec.data().val()) {
-    if (path.empty()) return Invalid("data.val: empty path");
+  for (const auto& [field, paths] :
+       {std::make_pair("data.train: ", &spec.data().train()),
+        std::make_pair("data.val: ", &spec.data().val())}) {
+    for (const std::string& path : *paths) {
+      if (path.empty()) return Invalid(field, "empty path");
+      if (options.data_roots.empty()) continue;
+      absl::StatusOr<std::string> confined =
+          ConfineDataPath(path, options.data_roots);
+      if (!confined.ok()) return Invalid(field, confined.status().message());
+    }
   }
 
   PRISM_ASSIGN_OR_RETURN(v1::VerdictPolicy verdicts, ResolveVerdicts(spec));

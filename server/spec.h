@@ -34,6 +34,9 @@ inline constexpr int64_t kDefaultMaxGridTrials = 100000;
 struct PlanOptions {
   int default_max_attempts = kDefaultMaxAttempts;
   int64_t max_trials = kDefaultMaxGridTrials;
+  // Resolved data roots (base/data_roots.h) every data path must lie in;
+  // empty: not checked (offline tools planning their own specs).
+  std::vector<std::string> data_roots;
 };
 
 struct ExperimentPlan {
@@ -57,7 +60,8 @@ absl::StatusOr<v1::ExperimentSpec> ParseSpecText(absl::string_view text);
 // below min or above kMaxPolicySeeds, more seeds listed than max), a principle
 // filter that leaves no schedule, an explicit schedule that is malformed, of
 // the wrong depth, breaks a hard constraint or a requested principle, random
-// strategy without samples, or a grid over options.max_trials trials.
+// strategy without samples, a grid over options.max_trials trials, or a
+// data path outside options.data_roots (after resolving `..` and symlinks).
 absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
                                               const PlanOptions& options);
 

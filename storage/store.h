@@ -333,7 +333,8 @@ class Store {
       const std::string& worker_id, int64_t now_ms, int64_t deadline_ms) = 0;
   // Heartbeat renews the lease (leased -> running on the first one) and
   // records the step; stop=true (and nothing renewed) when the trial is no
-  // longer this attempt's. NotFound for an unknown trial.
+  // longer this attempt's. NotFound for an unknown trial; InvalidArgument
+  // for a step outside the trial's budget (0 to total_steps).
   virtual absl::StatusOr<HeartbeatResult> Heartbeat(const AttemptRef& ref,
                                                     int64_t step,
                                                     int64_t now_ms,
@@ -341,15 +342,18 @@ class Store {
   // StartAttempt records the step the attempt's trainer resumed from on its
   // open attempt row, and renews the lease like a heartbeat (leased ->
   // running). Returns the lease deadline; FailedPrecondition for a stale
-  // attempt; NotFound for an unknown trial.
+  // attempt; NotFound for an unknown trial; InvalidArgument for a step
+  // outside the trial's budget.
   virtual absl::StatusOr<int64_t> StartAttempt(const AttemptRef& ref,
                                                int64_t resumed_from_step,
                                                int64_t now_ms,
                                                int64_t deadline_ms) = 0;
   // WriteReports applies every report in one transaction (group commit):
   // points INSERT OR IGNORE keyed (trial, split, step). One outcome per
-  // report, in order; a stale report's outcome is FailedPrecondition. A
-  // non-OK return means nothing was committed.
+  // report, in order; a stale report's outcome is FailedPrecondition, one
+  // with a point outside the trial's budget (0 to total_steps)
+  // InvalidArgument (none of its points stored). A non-OK return means
+  // nothing was committed.
   virtual absl::StatusOr<std::vector<ReportOutcome>> WriteReports(
       const std::vector<const ReportWrite*>& reports) = 0;
   // CompleteTrial stores remaining points, the metrics and the compact val
@@ -358,7 +362,10 @@ class Store {
   // (and did not diverge): the attempt ends there, the trial waits for an
   // ASHA decision.
   // Idempotent: the same attempt completing again returns the trial.
-  // FailedPrecondition for a stale attempt.
+  // FailedPrecondition for a stale attempt. InvalidArgument for a point
+  // outside the budget, or metrics.steps other than what the attempt
+  // trained: total_steps, or target_steps at an ASHA rung (a diverged
+  // trial: anything within the budget).
   virtual absl::StatusOr<v1::Trial> CompleteTrial(
       const AttemptRef& ref, const v1::TrialMetrics& metrics,
       const std::vector<v1::LossPoint>& points, int64_t now_ms) = 0;

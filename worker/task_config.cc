@@ -3,6 +3,8 @@
 #include <filesystem>
 
 #include "absl/strings/str_cat.h"
+#include "base/data_roots.h"
+#include "model/data.h"
 #include "scheduler/presets.h"
 #include "scheduler/schedule.h"
 
@@ -39,6 +41,27 @@ absl::StatusOr<ModelShape> ShapeForTask(const v1::ModelConfig& model) {
   return shape;
 }
 
+// ConfineTaskData holds each data path, and each shard a data directory
+// holds (a link in it could lead out), to `roots` before anything is opened;
+// ExpandShardPaths refuses what is neither a regular file nor a directory.
+absl::Status ConfineTaskData(const std::vector<std::string>& paths,
+                             const std::vector<std::string>& roots) {
+  if (roots.empty()) return absl::OkStatus();
+  for (const std::string& path : paths) {
+    absl::StatusOr<std::string> confined = ConfineDataPath(path, roots);
+    if (!confined.ok()) return confined.status();
+    absl::StatusOr<std::vector<std::string>> files =
+        model::ExpandShardPaths({path});
+    if (!files.ok()) return files.status();
+    for (const std::string& file : *files) {
+      if (file == path) continue;
+      absl::StatusOr<std::string> shard = ConfineDataPath(file, roots);
+      if (!shard.ok()) return shard.status();
+    }
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 std::string CheckpointDirFor(const v1::TrialTask& task,
@@ -70,6 +93,16 @@ absl::StatusOr<model::TrainConfig> TrainConfigForTask(
   config.train_paths.assign(task.data().train().begin(),
                             task.data().train().end());
   config.val_paths.assign(task.data().val().begin(), task.data().val().end());
+  if (absl::Status confined =
+          ConfineTaskData(config.train_paths, resources.data_roots);
+      !confined.ok()) {
+    return confined;
+  }
+  if (absl::Status confined =
+          ConfineTaskData(config.val_paths, resources.data_roots);
+      !confined.ok()) {
+    return confined;
+  }
 
   // Trial-level budget first, then the preset's training defaults for any
   // field the coordinator left at zero.

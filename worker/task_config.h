@@ -7,6 +7,7 @@
 #define PRISM_WORKER_TASK_CONFIG_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "model/trainer.h"
@@ -22,6 +23,9 @@ struct WorkerResources {
   // The attention kernel: "auto" (timed at each trial's start on the CPU),
   // "fused", "masked" or "sdpa"; see model::TrainConfig::attention.
   std::string attention = "auto";
+  // Resolved directories a task's data paths must lie in (the worker's
+  // --data-root; base/data_roots.h); empty: not checked.
+  std::vector<std::string> data_roots;
 };
 
 // CheckpointDirFor returns `<checkpoint_root>/<task.checkpoint_key>`, or ""
@@ -35,7 +39,9 @@ std::string CheckpointDirFor(const v1::TrialTask& task,
 // resources; resume is on, so an existing checkpoint is continued; the
 // task's stop_at_step (an ASHA rung) ends the run early. Returns
 // InvalidArgument naming the field for an unknown preset, a malformed
-// schedule, or a shape that fails ValidateShape.
+// schedule, a shape that fails ValidateShape, or a data path, or a shard in
+// a data directory, outside resources.data_roots (after resolving `..` and
+// symlinks) or not a regular file or directory (NotFound when missing).
 absl::StatusOr<model::TrainConfig> TrainConfigForTask(
     const v1::TrialTask& task, const WorkerResources& resources);
 

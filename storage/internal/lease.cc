@@ -16,6 +16,8 @@ struct LiveTrial {
   int64_t state = 0;
   int32_t attempt = 0;
   std::string worker_id;
+  int64_t total_steps = 0;
+  int64_t target_steps = 0;  // an ASHA rung; 0: the whole budget
 };
 
 // RenewRunning marks a leased trial running (keeping its first start time),
@@ -41,15 +43,57 @@ absl::StatusOr<int64_t> RenewRunning(Connection* c, int64_t trial_id,
 
 absl::StatusOr<LiveTrial> ReadLiveTrial(Connection* conn, int64_t trial_id) {
   PRISM_ASSIGN_OR_RETURN(
-      Query q, conn->Prepare("SELECT experiment_id, state, attempt, worker_id "
-                             "FROM trials WHERE id = ?"));
+      Query q, conn->Prepare("SELECT experiment_id, state, attempt, worker_id, "
+                             "total_steps, target_steps FROM trials WHERE "
+                             "id = ?"));
   q.Bind(1, trial_id);
   PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
   if (!row) {
     return absl::NotFoundError(absl::StrCat("trial ", trial_id, " not found"));
   }
-  return LiveTrial{q.Int(0), q.Int(1), static_cast<int32_t>(q.Int(2)),
-                   q.Text(3)};
+  return LiveTrial{q.Int(0),  q.Int(1), static_cast<int32_t>(q.Int(2)),
+                   q.Text(3), q.Int(4), q.Int(5)};
+}
+
+// CheckStep returns InvalidArgument when `step` (a point's, a heartbeat's,
+// a resume's) lies outside the trial's budget, 0 through total_steps.
+absl::Status CheckStep(const LiveTrial& t, int64_t trial_id,
+                       absl::string_view what, int64_t step) {
+  if (step >= 0 && step <= t.total_steps) return absl::OkStatus();
+  return absl::InvalidArgumentError(
+      absl::StrCat("trial ", trial_id, ": ", what, " ", step,
+                   " is outside the trial's budget of ", t.total_steps,
+                   " steps (0 to ", t.total_steps, ")"));
+}
+
+absl::Status CheckPointSteps(const LiveTrial& t, int64_t trial_id,
+                             const std::vector<v1::LossPoint>& points) {
+  for (const v1::LossPoint& p : points) {
+    PRISM_RETURN_IF_ERROR(CheckStep(t, trial_id, "point step", p.step()));
+  }
+  return absl::OkStatus();
+}
+
+// CheckCompletedSteps holds a completion to what the attempt trained: a
+// trial that did not diverge trained its whole budget, or stopped at its
+// ASHA rung (target_steps); a diverged one stopped within the budget.
+absl::Status CheckCompletedSteps(const LiveTrial& t, int64_t trial_id,
+                                 const v1::TrialMetrics& metrics) {
+  const int64_t steps = metrics.steps();
+  if (metrics.diverged()) {
+    PRISM_RETURN_IF_ERROR(CheckStep(t, trial_id, "metrics.steps", steps));
+    return CheckStep(t, trial_id, "metrics.diverged_step",
+                     metrics.diverged_step());
+  }
+  const bool at_rung = t.target_steps > 0 && t.target_steps < t.total_steps;
+  if (steps == t.total_steps || (at_rung && steps == t.target_steps)) {
+    return absl::OkStatus();
+  }
+  return absl::InvalidArgumentError(absl::StrCat(
+      "trial ", trial_id, ": metrics.steps is ", steps,
+      " but the trial trains ", t.total_steps, " steps",
+      at_rung ? absl::StrCat(" (or ", t.target_steps, " to its rung)") : "",
+      "; a trial stopped early is reported diverged, or failed"));
 }
 
 bool HoldsLease(const LiveTrial& t, const AttemptRef& ref) {
@@ -277,6 +321,7 @@ absl::StatusOr<HeartbeatResult> Heartbeat(Connection* c, const AttemptRef& ref,
     result.stop = true;
     return result;
   }
+  PRISM_RETURN_IF_ERROR(CheckStep(t, ref.trial_id, "heartbeat step", step));
   PRISM_ASSIGN_OR_RETURN(
       result.lease_deadline_ms,
       RenewRunning(c, ref.trial_id, step, now_ms, deadline_ms));
@@ -291,6 +336,8 @@ absl::StatusOr<int64_t> StartAttempt(Connection* c, const AttemptRef& ref,
                          Transaction::Begin(c, Transaction::Kind::kWrite));
   PRISM_ASSIGN_OR_RETURN(LiveTrial t, ReadLiveTrial(c, ref.trial_id));
   if (!HoldsLease(t, ref)) return StaleAttempt(t, ref);
+  PRISM_RETURN_IF_ERROR(
+      CheckStep(t, ref.trial_id, "resumed_from_step", resumed_from_step));
   PRISM_ASSIGN_OR_RETURN(
       const int64_t deadline,
       RenewRunning(c, ref.trial_id, resumed_from_step, now_ms, deadline_ms));
@@ -326,6 +373,8 @@ absl::StatusOr<std::vector<ReportOutcome>> WriteReports(
       out.status = StaleAttempt(*t, r.ref);
       continue;
     }
+    out.status = CheckPointSteps(*t, r.ref.trial_id, r.points);
+    if (!out.status.ok()) continue;
     int64_t max_step = 0;
     PRISM_RETURN_IF_ERROR(InsertPoints(c, r.ref.trial_id, r.points, &out.stored,
                                        &out.duplicates, &max_step));
@@ -366,6 +415,8 @@ absl::StatusOr<v1::Trial> CompleteTrial(
     return ReadTrial(c, ref.trial_id, /*with_attempts=*/true);
   }
   if (!HoldsLease(t, ref)) return StaleAttempt(t, ref);
+  PRISM_RETURN_IF_ERROR(CheckCompletedSteps(t, ref.trial_id, metrics));
+  PRISM_RETURN_IF_ERROR(CheckPointSteps(t, ref.trial_id, points));
 
   int stored = 0;
   int duplicates = 0;

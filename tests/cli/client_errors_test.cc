@@ -78,6 +78,30 @@ TEST_F(ClientErrorsTest, SpecsOverALimitAreRefusedNamingTheFlag) {
   EXPECT_TRUE(r.out.empty());
 }
 
+// Issue #32: a spec naming data outside the coordinator's --data-root is
+// refused with one line naming the path and the roots, exit 2.
+TEST_F(ClientErrorsTest, DataPathsOutsideTheDataRootsAreRefused) {
+  for (const std::string& path :
+       {std::string("/etc/shadow"), cluster_->dir() + "/../../dev/zero"}) {
+    CommandResult r =
+        Submit(absl::StrCat("model { preset: \"tiny\" }\nseeds: 1\n",
+                            "data { train: \"", path, "\" }\n"));
+    EXPECT_EQ(r.status, 2) << r.err;
+    EXPECT_EQ(Lines(r.err), 1) << r.err;
+    EXPECT_THAT(r.err, StartsWith("prism submit: "));
+    EXPECT_THAT(r.err, HasSubstr("data path " + path));
+    EXPECT_THAT(r.err, HasSubstr("is outside the data roots: /"));
+    EXPECT_TRUE(r.out.empty());
+  }
+  // A root that cannot be one is a usage error before anything starts.
+  CommandResult r = cluster_->Run(
+      {"coordinator", "--db", cluster_->dir() + "/other.db", "--data-root", ""},
+      /*with_defaults=*/false);
+  EXPECT_EQ(r.status, 2) << r.err;
+  EXPECT_EQ(Lines(r.err), 1) << r.err;
+  EXPECT_THAT(r.err, HasSubstr("--data-root: empty path"));
+}
+
 TEST_F(ClientErrorsTest, SpecWithoutSeedsIsRefused) {
   CommandResult r = Submit("model { preset: \"tiny\" }\n");
   EXPECT_EQ(r.status, 2);

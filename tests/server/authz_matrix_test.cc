@@ -13,6 +13,7 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <set>
 #include <string>
 #include <variant>
@@ -20,6 +21,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "base/data_roots.h"
 #include "google/protobuf/descriptor.h"
 #include "gtest/gtest.h"
 #include "server/http_api.h"
@@ -193,7 +195,7 @@ std::vector<Row> WithForeignWorkerRows(std::vector<Row> rows) {
   }
 
 const std::vector<Row>& Rows() {
-  static const auto* rows = new std::vector<Row>(WithForeignWorkerRows({
+  static auto* rows = new std::vector<Row>(WithForeignWorkerRows({
       // ScheduleService: read.
       {"ScheduleService.Count",
        PRISM_UNARY(schedules, Count, v1::CountSchedulesRequest,
@@ -396,6 +398,81 @@ const std::vector<Row>& Rows() {
                    { req.set_id(storage::TokenIdOf(Sha256Hex(token))); }),
        {UNAUTH, UNAUTH, OK, OK, OK, OK, PRECONDITION}},
   }));
+  // Hostile input from callers allowed to make the call (issue #32): a
+  // data path outside the coordinator's data roots, steps outside the
+  // trial's 100-step budget. Past authentication each is INVALID_ARGUMENT.
+  static constexpr Expect kInvalidWork = {UNAUTH, UNAUTH, DENIED, INVALID,
+                                          DENIED, DENIED, INVALID};
+  static const bool hostile_rows_added = [] {
+    rows->push_back(
+        {"ExperimentService.Submit (data path outside the data roots)",
+         PRISM_UNARY(experiments, Submit, v1::SubmitRequest, v1::SubmitResponse,
+                     {
+                       *req.mutable_spec() = Matrix::Spec({"2x2,4x4"}, {2});
+                       req.mutable_spec()->mutable_data()->add_train(
+                           "/etc/shadow");
+                     }),
+         {UNAUTH, UNAUTH, DENIED, DENIED, INVALID, INVALID, INVALID}});
+    rows->push_back(
+        {"ExperimentService.Submit (data path escaping by ..)",
+         PRISM_UNARY(experiments, Submit, v1::SubmitRequest, v1::SubmitResponse,
+                     {
+                       *req.mutable_spec() = Matrix::Spec({"2x2,4x4"}, {2});
+                       req.mutable_spec()->mutable_data()->add_val(
+                           DefaultDataRoot() + "/../../etc/passwd");
+                     }),
+         {UNAUTH, UNAUTH, DENIED, DENIED, INVALID, INVALID, INVALID}});
+    rows->push_back(
+        {"WorkerService.Report (step beyond the budget)",
+         PRISM_UNARY(workers, Report, v1::ReportRequest, v1::ReportResponse,
+                     {
+                       req.set_worker_id(w.worker_id);
+                       req.set_trial_id(w.trial.id());
+                       req.set_attempt(w.trial.attempt());
+                       *req.add_points() = Matrix::Point(
+                           v1::SPLIT_VAL, std::numeric_limits<int64_t>::max(),
+                           3.0f);
+                     }),
+         kInvalidWork});
+    rows->push_back({"WorkerService.Heartbeat (step beyond the budget)",
+                     PRISM_UNARY(workers, Heartbeat, v1::HeartbeatRequest,
+                                 v1::HeartbeatResponse,
+                                 {
+                                   req.set_worker_id(w.worker_id);
+                                   req.set_trial_id(w.trial.id());
+                                   req.set_attempt(w.trial.attempt());
+                                   req.set_step(101);
+                                 }),
+                     kInvalidWork});
+    rows->push_back({"WorkerService.Complete (steps: -1)",
+                     PRISM_UNARY(workers, Complete, v1::CompleteRequest,
+                                 v1::CompleteResponse,
+                                 {
+                                   req.set_worker_id(w.worker_id);
+                                   req.set_trial_id(w.trial.id());
+                                   req.set_attempt(w.trial.attempt());
+                                   req.mutable_metrics()->set_final_val_loss(
+                                       3.0);
+                                   req.mutable_metrics()->set_min_val_loss(3.0);
+                                   req.mutable_metrics()->set_steps(-1);
+                                 }),
+                     kInvalidWork});
+    rows->push_back({"WorkerService.Complete (fewer steps than the budget)",
+                     PRISM_UNARY(workers, Complete, v1::CompleteRequest,
+                                 v1::CompleteResponse,
+                                 {
+                                   req.set_worker_id(w.worker_id);
+                                   req.set_trial_id(w.trial.id());
+                                   req.set_attempt(w.trial.attempt());
+                                   req.mutable_metrics()->set_final_val_loss(
+                                       3.0);
+                                   req.mutable_metrics()->set_min_val_loss(3.0);
+                                   req.mutable_metrics()->set_steps(40);
+                                 }),
+                     kInvalidWork});
+    return true;
+  }();
+  (void)hostile_rows_added;
   return *rows;
 }
 

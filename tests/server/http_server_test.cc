@@ -11,6 +11,7 @@
 #include <chrono>
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <thread>
 #include <vector>
 
@@ -208,7 +209,8 @@ TEST_F(HttpTest, SlowClientsDoNotStarveTheDashboard) {
   int port = 0;
   ASSERT_TRUE(absl::SimpleAtoi(address.substr(address.rfind(':') + 1), &port));
   std::vector<int> slow;
-  for (int i = 0; i < 2 * kDefaultHttpThreads; ++i) {
+  // More than the resting threads, fewer than one peer's connection cap.
+  for (int i = 0; i < kDefaultHttpThreads + 16; ++i) {
     const int fd = socket(AF_INET, SOCK_STREAM, 0);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
@@ -219,8 +221,8 @@ TEST_F(HttpTest, SlowClientsDoNotStarveTheDashboard) {
     ASSERT_GT(send(fd, start.data(), start.size(), MSG_NOSIGNAL), 0);
     slow.push_back(fd);
   }
-  // Keep every slow client alive (a byte each well within the server's
-  // 5 s read timeout) for as long as the request below takes.
+  // Keep every slow client alive (a byte every 500 ms, their heads well
+  // within the 10 s header timeout) for as long as the request below takes.
   std::atomic<bool> done{false};
   std::thread drip([&] {
     while (!done) {
@@ -497,6 +499,225 @@ TEST_F(HttpTest, ServesTheDashboardWithContentTypes) {
   EXPECT_EQ(js->status, 200);
   EXPECT_THAT(js->get_header_value("Content-Type"), HasSubstr("javascript"));
   EXPECT_EQ(client_->Get("/static/../../etc/passwd")->status, 404);
+}
+
+int Connect(const std::string& http_address) {
+  int port = 0;
+  if (!absl::SimpleAtoi(http_address.substr(http_address.rfind(':') + 1),
+                        &port)) {
+    return -1;
+  }
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  if (connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) != 0) {
+    close(fd);
+    return -1;
+  }
+  return fd;
+}
+
+// ReadAnswers reads from `fd` until `count` HTTP status lines arrived, the
+// peer closed, or 10 s passed; returns their codes.
+std::vector<int> ReadAnswers(int fd, int count) {
+  std::vector<int> codes;
+  std::string text;
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (static_cast<int>(codes.size()) < count && absl::Now() < deadline) {
+    pollfd p{fd, POLLIN, 0};
+    if (poll(&p, 1, 100) <= 0) continue;
+    char buffer[4096];
+    const ssize_t n = recv(fd, buffer, sizeof(buffer), 0);
+    if (n <= 0) break;
+    text.append(buffer, static_cast<size_t>(n));
+    size_t at;
+    while ((at = text.find("HTTP/1.1 ")) != std::string::npos &&
+           text.size() >= at + 12) {
+      int code = 0;
+      absl::SimpleAtoi(text.substr(at + 9, 3), &code);
+      codes.push_back(code);
+      text.erase(0, at + 12);
+    }
+  }
+  return codes;
+}
+
+// RssBytes is this process's resident set (the in-process coordinator's).
+int64_t RssBytes() {
+  std::ifstream status("/proc/self/status");
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0) {
+      std::istringstream in(line.substr(6));
+      int64_t kb = 0;
+      in >> kb;
+      return kb * 1024;
+    }
+  }
+  return 0;
+}
+
+// Flood sends `prefix`, then up to `bytes` of 'a' in 64 KiB writes; returns
+// how many of those the server took before it closed the connection.
+int64_t Flood(const std::string& http_address, const std::string& prefix,
+              int64_t bytes) {
+  static const std::string chunk(64 << 10, 'a');
+  const int fd = Connect(http_address);
+  if (fd < 0) return -1;
+  int64_t sent = 0;
+  if (send(fd, prefix.data(), prefix.size(), MSG_NOSIGNAL) ==
+      static_cast<ssize_t>(prefix.size())) {
+    while (sent < bytes) {
+      const ssize_t n = send(fd, chunk.data(), chunk.size(), MSG_NOSIGNAL);
+      if (n <= 0) break;
+      sent += n;
+    }
+  }
+  close(fd);
+  return sent;
+}
+
+// Issue #32's attacks, without a token, from several connections at once:
+// a request line that never ends, a GET announcing a 100 MB body, and a GET
+// followed by 100 MB its head does not announce (once parsed as the next
+// request line). Each connection is closed long before its bytes are sent,
+// and the coordinator's memory stays where it was.
+TEST_F(HttpTest, HostileBytesBeforeAuthenticationKeepMemoryBounded) {
+  const std::string address = coordinator_->http_address();
+  ASSERT_EQ(Get("/api/v1/whoami", viewer_)->status, 200);  // warm
+  const int64_t before = RssBytes();
+  std::atomic<int64_t> peak{before};
+  std::atomic<bool> done{false};
+  std::thread sampler([&] {
+    while (!done) {
+      const int64_t now = RssBytes();
+      int64_t seen = peak.load();
+      while (now > seen && !peak.compare_exchange_weak(seen, now)) {
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    }
+  });
+  constexpr int64_t kLine = int64_t{150} << 20;
+  constexpr int64_t kBody = 100'000'000;
+  const std::vector<std::pair<std::string, int64_t>> attacks = {
+      {"GET /", kLine},
+      {"GET / HTTP/1.1\r\nHost: x\r\nContent-Length: 100000000\r\n\r\n", kBody},
+      {"GET / HTTP/1.1\r\nHost: x\r\n\r\n", kBody},
+  };
+  std::vector<std::thread> clients;
+  std::vector<int64_t> sent(12, 0);
+  for (int i = 0; i < 12; ++i) {
+    clients.emplace_back([&, i] {
+      sent[i] = Flood(address, attacks[i % 3].first, attacks[i % 3].second);
+    });
+  }
+  for (std::thread& t : clients) t.join();
+  done = true;
+  sampler.join();
+  for (int i = 0; i < 12; ++i) {
+    EXPECT_GE(sent[i], 0) << "attack " << i % 3;
+    // Closed after the limit and the short drain, not after everything.
+    EXPECT_LT(sent[i], int64_t{32} << 20) << "attack " << i % 3;
+  }
+  const int64_t growth = peak.load() - before;
+  std::cout << "RSS before " << before / 1024 << " KiB, peak during the "
+            << "attacks +" << growth / 1024 << " KiB\n";
+  EXPECT_LT(growth, int64_t{8} << 20);
+  EXPECT_EQ(Get("/api/v1/whoami", viewer_)->status, 200);
+}
+
+// What the bounded reader answers before closing, so a client can tell.
+TEST_F(HttpTest, OversizedHeadsAndBodiesAreAnsweredThenClosed) {
+  const std::string address = coordinator_->http_address();
+  EXPECT_EQ(SendRaw(address, "GET /" + std::string(9000, 'a') + " HTTP/1.1"),
+            414);
+  std::string headers = "GET / HTTP/1.1\r\n";
+  while (headers.size() < (70 << 10))
+    headers += "X-A: " + std::string(1000, 'a') + "\r\n";
+  EXPECT_EQ(SendRaw(address, headers), 431);
+  EXPECT_EQ(SendRaw(address, "GET / HTTP/1.1\r\nContent-Length: 70000\r\n\r\n"),
+            413);
+  EXPECT_EQ(SendRaw(address,
+                    "POST /api/v1/logout HTTP/1.1\r\nTransfer-Encoding: "
+                    "chunked\r\n\r\n"),
+            411);
+}
+
+// A GET's body is discarded, not parsed as the next request; pipelined
+// requests are all answered.
+TEST_F(HttpTest, UnreadBodiesAreDroppedAndPipelinedRequestsServed) {
+  const int fd = Connect(coordinator_->http_address());
+  ASSERT_GE(fd, 0);
+  const std::string requests =
+      "GET /healthz HTTP/1.1\r\nContent-Length: 23\r\n\r\n"
+      "GET /nowhere HTTP/1.1\r\n"
+      "GET /healthz HTTP/1.1\r\n\r\n";
+  ASSERT_EQ(send(fd, requests.data(), requests.size(), MSG_NOSIGNAL),
+            static_cast<ssize_t>(requests.size()));
+  EXPECT_EQ(ReadAnswers(fd, 2), (std::vector<int>{200, 200}));
+  close(fd);
+}
+
+class HttpEdgeLimitTest : public HttpTest {
+ protected:
+  void Customize(CoordinatorOptions* o) override {
+    HttpTest::Customize(o);
+    o->limits.http_max_connections_per_peer = 4;
+    o->limits.http_header_timeout_ms = 300;
+  }
+};
+
+TEST_F(HttpEdgeLimitTest, OnePeerHoldsAtMostItsConnections) {
+  const std::string address = coordinator_->http_address();
+  std::vector<int> held;
+  for (int i = 0; i < 4; ++i) {
+    const int fd = Connect(address);
+    ASSERT_GE(fd, 0);
+    const std::string get = "GET /healthz HTTP/1.1\r\n\r\n";
+    ASSERT_GT(send(fd, get.data(), get.size(), MSG_NOSIGNAL), 0);
+    ASSERT_EQ(ReadAnswers(fd, 1), std::vector<int>{200});  // kept alive
+    held.push_back(fd);
+  }
+  EXPECT_EQ(SendRaw(address, "GET /healthz HTTP/1.1\r\n\r\n"), 503);
+  for (int fd : held) close(fd);
+  // Closed connections give their places back (once the server notices).
+  int status = 0;
+  const absl::Time deadline = absl::Now() + absl::Seconds(10);
+  while (status != 200 && absl::Now() < deadline) {
+    status = SendRaw(address, "GET /healthz HTTP/1.1\r\n\r\n");
+  }
+  EXPECT_EQ(status, 200);
+}
+
+TEST_F(HttpEdgeLimitTest, SlowHeadIs408AfterTheHeaderTimeout) {
+  const int fd = Connect(coordinator_->http_address());
+  ASSERT_GE(fd, 0);
+  const std::string start = "GET /healthz HTTP/1.1\r\nX-Slow: ";
+  ASSERT_GT(send(fd, start.data(), start.size(), MSG_NOSIGNAL), 0);
+  const absl::Time sent = absl::Now();
+  EXPECT_EQ(ReadAnswers(fd, 1), std::vector<int>{408});
+  EXPECT_LT(absl::Now() - sent, absl::Seconds(5));
+  close(fd);
+}
+
+// A client that connected and sent nothing has seconds left of its header
+// timeout; stopping the coordinator does not wait them out.
+TEST_F(HttpTest, ShutdownDoesNotWaitForQuietConnections) {
+  const int quiet = Connect(coordinator_->http_address());
+  ASSERT_GE(quiet, 0);
+  const int half = Connect(coordinator_->http_address());
+  ASSERT_GE(half, 0);
+  const std::string start = "GET /healthz HTTP/1.1\r\n";
+  ASSERT_GT(send(half, start.data(), start.size(), MSG_NOSIGNAL), 0);
+  // Both are being served (the healthz below shares their pool).
+  EXPECT_EQ(client_->Get("/healthz")->status, 200);
+  const absl::Time begin = absl::Now();
+  coordinator_->Shutdown();
+  EXPECT_LT(absl::Now() - begin, absl::Seconds(3));
+  close(quiet);
+  close(half);
 }
 
 }  // namespace

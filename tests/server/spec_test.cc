@@ -49,6 +49,38 @@ TEST(SpecTest, ZeroFieldsResolveFromThePresetAndTheResolvedSpecIsStored) {
   EXPECT_EQ(plan->config_fingerprint.size(), 64u);
 }
 
+// Issue #32: with data roots set (the coordinator always sets them) a path
+// outside them is refused, after `..` is folded, naming the path and roots.
+TEST(SpecTest, DataPathsOutsideTheDataRootsAreRefused) {
+  PlanOptions options;
+  options.data_roots = {"/srv/shards"};
+  for (const char* text :
+       {"model { preset: 'tiny' } seeds: 1 data { train: '/etc/shadow' }",
+        "model { preset: 'tiny' } seeds: 1 "
+        "data { train: '/srv/shards/a.bin' val: '/srv/shards/../../dev/zero' "
+        "}",
+        "model { preset: 'tiny' } seeds: 1 data { train: 'relative.bin' }"}) {
+    absl::Status s = PlanExperiment(Parse(text), options).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << text;
+    EXPECT_THAT(std::string(s.message()),
+                HasSubstr("is outside the data roots: /srv/shards"));
+  }
+  EXPECT_EQ(PlanExperiment(Parse("model { preset: 'tiny' } seeds: 1 "
+                                 "data { train: '/etc/shadow' }"),
+                           options)
+                .status()
+                .message(),
+            "data.train: data path /etc/shadow is outside the data roots: "
+            "/srv/shards (--data-root)");
+  absl::StatusOr<ExperimentPlan> inside =
+      PlanExperiment(Parse("model { preset: 'tiny' } seeds: 1 data { "
+                           "train: '/srv/shards/x/../train.bin' }"),
+                     options);
+  ASSERT_TRUE(inside.ok()) << inside.status();
+  // The spec keeps the path as written: each worker resolves it again.
+  EXPECT_EQ(inside->spec.data().train(0), "/srv/shards/x/../train.bin");
+}
+
 // Found by fuzz/spec_fuzzer.cc: the text format accepts "\377" in a string
 // field, the wire format does not, so the stored spec never read back.
 TEST(SpecTest, StringsThatAreNotUtf8AreRefusedNamingTheField) {

@@ -77,8 +77,11 @@ class BackupTest : public ::testing::Test {
     v1::Worker w;
     w.set_id("w1");
     ASSERT_TRUE(store_->UpsertWorker(w, 1, /*take_over=*/false).ok());
-    absl::StatusOr<CreatedExperiment> e =
-        store_->CreateExperiment(MakeExperiment("alice", {"4x4"}, {1}));
+    // A budget as long as the reports below: a point past it is refused.
+    NewExperiment spec = MakeExperiment("alice", {"4x4"}, {1});
+    spec.total_steps = int64_t{1} << 40;
+    spec.spec.mutable_budget()->set_steps(spec.total_steps);
+    absl::StatusOr<CreatedExperiment> e = store_->CreateExperiment(spec);
     ASSERT_TRUE(e.ok()) << e.status();
     absl::StatusOr<std::optional<v1::Trial>> t =
         store_->LeaseNextTrial(e->id, "w1", 2, int64_t{1} << 50);

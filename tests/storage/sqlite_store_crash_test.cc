@@ -31,8 +31,11 @@ constexpr int kPointsPerReport = 25;
   v1::Worker w;
   w.set_id("w1");
   if (!(*store)->UpsertWorker(w, 1, /*take_over=*/false).ok()) _exit(11);
-  absl::StatusOr<CreatedExperiment> e =
-      (*store)->CreateExperiment(MakeExperiment("alice", {"4x4"}, {1}));
+  // A budget as long as the reports below: a point past it is refused.
+  NewExperiment spec = MakeExperiment("alice", {"4x4"}, {1});
+  spec.total_steps = kReports * kPointsPerReport;
+  spec.spec.mutable_budget()->set_steps(spec.total_steps);
+  absl::StatusOr<CreatedExperiment> e = (*store)->CreateExperiment(spec);
   if (!e.ok()) _exit(12);
   absl::StatusOr<std::optional<v1::Trial>> t =
       (*store)->LeaseNextTrial(e->id, "w1", 2, 1'000'000);

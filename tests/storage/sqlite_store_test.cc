@@ -39,6 +39,7 @@ using ::testing::HasSubstr;
 using testing::MakeExperiment;
 using testing::Point;
 using testing::TempDir;
+using testing::TrainedMetrics;
 
 std::unique_ptr<SqliteStore> OpenOrDie(const std::string& path) {
   absl::StatusOr<std::unique_ptr<SqliteStore>> store = SqliteStore::Open(path);
@@ -639,6 +640,46 @@ TEST_F(SqliteStoreTest, ANaNPointIsAnErrorNotADuplicate) {
   EXPECT_TRUE(store_->GetPoints(t.id())->empty());
 }
 
+// Issue #32: a lease holder cannot store a point, a heartbeat step or a
+// completion beyond the trial's budget (100 steps here).
+TEST_F(SqliteStoreTest, StepsOutsideTheBudgetAreInvalidAndStoreNothing) {
+  const int64_t id = CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}));
+  const v1::Trial t = LeaseOrDie(id, "w1");
+  absl::StatusOr<ReportOutcome> far =
+      Report(t, "w1",
+             {Point(v1::SPLIT_TRAIN, 1, 3.0f),
+              Point(v1::SPLIT_VAL, std::numeric_limits<int64_t>::max(), 3.0f)});
+  ASSERT_TRUE(far.ok()) << far.status();
+  EXPECT_TRUE(absl::IsInvalidArgument(far->status)) << far->status;
+  EXPECT_THAT(std::string(far->status.message()),
+              HasSubstr("outside the trial's budget of 100 steps"));
+  EXPECT_TRUE(store_->GetPoints(t.id())->empty());
+  absl::StatusOr<ReportOutcome> last =
+      Report(t, "w1", {Point(v1::SPLIT_VAL, 100, 3.0f)});
+  ASSERT_TRUE(last.ok() && last->status.ok());
+
+  const AttemptRef ref{t.id(), t.attempt(), "w1"};
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      store_->Heartbeat(ref, 101, 2000, 30000).status()));
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      store_->StartAttempt(ref, -1, 2000, 30000).status()));
+  for (int64_t steps : {int64_t{-1}, int64_t{99}, int64_t{101}}) {
+    EXPECT_TRUE(absl::IsInvalidArgument(
+        store_->CompleteTrial(ref, TrainedMetrics(steps), {}, 3000).status()))
+        << steps;
+  }
+  v1::TrialMetrics diverged = TrainedMetrics(101);
+  diverged.set_diverged(true);
+  EXPECT_TRUE(absl::IsInvalidArgument(
+      store_->CompleteTrial(ref, diverged, {}, 3000).status()));
+  EXPECT_EQ(store_->GetTrial(t.id())->last_step(), 100);
+  EXPECT_EQ(store_->GetTrial(t.id())->state(), v1::TRIAL_RUNNING);
+  absl::StatusOr<v1::Trial> done =
+      store_->CompleteTrial(ref, TrainedMetrics(100), {}, 3000);
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->state(), v1::TRIAL_COMPLETED);
+}
+
 TEST_F(SqliteStoreTest, ReportFromSupersededAttemptIsRefusedAndWritesNothing) {
   const int64_t id = CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}, 3));
   const v1::Trial stale = LeaseOrDie(id, "w1", 2000);
@@ -1016,10 +1057,10 @@ TEST_F(SqliteStoreTest,
   // Finishing every trial does not end an experiment with a seeds policy.
   for (int i = 0; i < 2; ++i) {
     const v1::Trial t = LeaseOrDie(id, "w1");
-    ASSERT_TRUE(
-        store_
-            ->CompleteTrial(AttemptRef{t.id(), t.attempt(), "w1"}, {}, {}, 4000)
-            .ok());
+    ASSERT_TRUE(store_
+                    ->CompleteTrial(AttemptRef{t.id(), t.attempt(), "w1"},
+                                    TrainedMetrics(), {}, 4000)
+                    .ok());
   }
   EXPECT_EQ(store_->GetExperiment(id)->state(), v1::EXPERIMENT_ACTIVE);
   absl::StatusOr<std::vector<TrialKey>> keys = store_->ListTrialKeys(id);
@@ -1060,10 +1101,10 @@ TEST_F(SqliteStoreTest,
   // A round that adds nothing to a drained experiment ends it.
   for (int i = 0; i < 2; ++i) {
     const v1::Trial t = LeaseOrDie(id, "w1");
-    ASSERT_TRUE(
-        store_
-            ->CompleteTrial(AttemptRef{t.id(), t.attempt(), "w1"}, {}, {}, 6000)
-            .ok());
+    ASSERT_TRUE(store_
+                    ->CompleteTrial(AttemptRef{t.id(), t.attempt(), "w1"},
+                                    TrainedMetrics(), {}, 6000)
+                    .ok());
   }
   EXPECT_EQ(store_->GetExperiment(id)->state(), v1::EXPERIMENT_ACTIVE);
   SeedRound last;

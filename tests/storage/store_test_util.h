@@ -17,6 +17,14 @@ using ::prism::testing::TempDir;
 
 // MakeExperiment returns an experiment of `owner` with one trial per
 // (schedule, seed); the first schedule is the baseline.
+// TrainedMetrics are a completion's metrics after `steps` (the whole
+// budget of MakeExperiment's trials by default).
+inline v1::TrialMetrics TrainedMetrics(int64_t steps = 100) {
+  v1::TrialMetrics m;
+  m.set_steps(steps);
+  return m;
+}
+
 inline NewExperiment MakeExperiment(const std::string& owner,
                                     const std::vector<std::string>& schedules,
                                     const std::vector<int64_t>& seeds,

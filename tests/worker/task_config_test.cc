@@ -1,5 +1,12 @@
 #include "worker/task_config.h"
 
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <filesystem>
+#include <fstream>
+
+#include "base/data_roots.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -17,6 +24,58 @@ v1::TrialTask TinyTask() {
   task.mutable_model()->set_preset("tiny");
   task.set_checkpoint_key("e1-t12");
   return task;
+}
+
+// Issue #32: the worker holds a task's data to its own roots before it
+// opens anything, and refuses what is not a regular file or directory.
+TEST(TaskConfigTest, DataOutsideTheWorkersRootsOrNotAFileIsRefused) {
+  namespace fs = std::filesystem;
+  char tmpl[] = "/tmp/prism_task_data_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  fs::create_directories(dir + "/root/shards");
+  std::ofstream(dir + "/root/shards/train_000.bin") << "x";
+  std::ofstream(dir + "/outside.bin") << "x";
+  fs::create_directories(dir + "/root/linked");
+  fs::create_symlink(dir + "/outside.bin", dir + "/root/linked/a.bin");
+  ASSERT_EQ(mkfifo((dir + "/root/fifo.bin").c_str(), 0600), 0);
+  WorkerResources resources;
+  absl::StatusOr<std::vector<std::string>> roots =
+      ResolveDataRoots({dir + "/root"});
+  ASSERT_TRUE(roots.ok());
+  resources.data_roots = *roots;
+
+  auto with_train = [](const std::string& path) {
+    v1::TrialTask task = TinyTask();
+    task.mutable_data()->add_train(path);
+    return task;
+  };
+  EXPECT_TRUE(TrainConfigForTask(with_train(dir + "/root/shards/train_000.bin"),
+                                 resources)
+                  .ok());
+  EXPECT_TRUE(
+      TrainConfigForTask(with_train(dir + "/root/shards"), resources).ok());
+  const struct {
+    std::string path;
+    const char* message;
+  } refused[] = {
+      {"/etc/shadow", "is outside the data roots"},
+      {dir + "/root/../outside.bin", "is outside the data roots"},
+      // A directory whose shard links out.
+      {dir + "/root/linked", "is outside the data roots"},
+      {dir + "/root/fifo.bin", "neither a regular file nor a directory"},
+      {"/dev/zero", "is outside the data roots"},
+  };
+  for (const auto& r : refused) {
+    absl::Status s = TrainConfigForTask(with_train(r.path), resources).status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument) << r.path;
+    EXPECT_THAT(std::string(s.message()), HasSubstr(r.message)) << r.path;
+  }
+  v1::TrialTask val = TinyTask();
+  val.mutable_data()->add_val("/etc/passwd");
+  EXPECT_EQ(TrainConfigForTask(val, resources).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  fs::remove_all(dir);
 }
 
 TEST(TaskConfigTest, PresetDefaultsFillZeroFields) {
