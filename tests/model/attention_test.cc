@@ -53,7 +53,7 @@ TEST_P(FusedAttentionTest, MatchesFloat64ReferenceForwardAndBackward) {
   torch::manual_seed(7);
   // q, k, v as views of one fused (B, T, 3C) projection, as the model has.
   torch::Tensor qkv = torch::randn({3, t, 3 * c}).requires_grad_(true);
-  auto split = [&](const torch::Tensor& x) {
+  auto split = [c = c](const torch::Tensor& x) {
     return std::make_tuple(x.narrow(2, 0, c), x.narrow(2, c, c),
                            x.narrow(2, 2 * c, c));
   };

@@ -77,7 +77,7 @@ RawStream OpenRawStream(const std::string& http_address,
       const bool ok = s.text.rfind("HTTP/1.1 200", 0) == 0;
       if ((ok && body.find("\n\n") != std::string::npos) ||
           (!ok && body.find('}') != std::string::npos)) {
-        absl::SimpleAtoi(s.text.substr(9, 3), &s.status);
+        EXPECT_TRUE(absl::SimpleAtoi(s.text.substr(9, 3), &s.status));
         return s;
       }
     }
@@ -472,7 +472,9 @@ int SendRaw(const std::string& http_address, const std::string& request) {
       if (n <= 0) break;
       text.append(buffer, static_cast<size_t>(n));
     }
-    if (text.size() > 12) absl::SimpleAtoi(text.substr(9, 3), &status);
+    if (text.size() > 12) {
+      EXPECT_TRUE(absl::SimpleAtoi(text.substr(9, 3), &status));
+    }
   }
   close(fd);
   return status;
@@ -536,7 +538,7 @@ std::vector<int> ReadAnswers(int fd, int count) {
     while ((at = text.find("HTTP/1.1 ")) != std::string::npos &&
            text.size() >= at + 12) {
       int code = 0;
-      absl::SimpleAtoi(text.substr(at + 9, 3), &code);
+      EXPECT_TRUE(absl::SimpleAtoi(text.substr(at + 9, 3), &code));
       codes.push_back(code);
       text.erase(0, at + 12);
     }
