@@ -23,6 +23,9 @@ PACKAGES=(
   # batch script, systemd-analyze for the units, PyYAML for the manifests,
   # ip (netns, veth, bridge) for several hosts on one machine.
   slurmctld slurmd slurm-client munge systemd python3-yaml iproute2
+  # Optuna 3.1, the reference the search and ingest benchmarks compare with
+  # (bench/reference/optuna_*.py, run with Debian's /usr/bin/python3).
+  python3-optuna
 )
 # `kubectl kustomize` renders deploy/k8s: Debian's kubernetes-client, unless
 # some kubectl is already on PATH (another vendor's package of it owns
