@@ -10,6 +10,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/time/time.h"
 #include "base/json.h"
 #include "fmt/format.h"
@@ -186,10 +187,10 @@ void Table::PrintRaw(std::ostream& out, Format format) const {
       std::vector<size_t> width(columns_.size());
       std::vector<bool> numeric(columns_.size());
       for (size_t c = 0; c < columns_.size(); ++c) {
-        width[c] = columns_[c].size();
+        width[c] = DisplayWidth(columns_[c]);
         bool text = false;
         for (const auto& row : rows_) {
-          width[c] = std::max(width[c], shown(row[c]).size());
+          width[c] = std::max(width[c], DisplayWidth(shown(row[c])));
           if (!row[c].empty() && !LooksNumeric(row[c])) text = true;
         }
         numeric[c] = !text;
@@ -199,7 +200,7 @@ void Table::PrintRaw(std::ostream& out, Format format) const {
         for (size_t c = 0; c < row.size(); ++c) {
           const std::string& cell = shown(row[c]);
           if (c) line += "  ";
-          const size_t pad = width[c] - cell.size();
+          const size_t pad = width[c] - DisplayWidth(cell);
           if (numeric[c]) line += std::string(pad, ' ');
           line += cell;
           if (!numeric[c] && c + 1 < row.size()) line += std::string(pad, ' ');
@@ -214,6 +215,39 @@ void Table::PrintRaw(std::ostream& out, Format format) const {
 }
 
 bool IsTerminal(int fd) { return isatty(fd) == 1; }
+
+size_t DisplayWidth(absl::string_view text) {
+  size_t width = 0;
+  for (const char c : text) {
+    if ((static_cast<unsigned char>(c) & 0xC0) != 0x80) ++width;
+  }
+  return width;
+}
+
+std::string WrapText(absl::string_view text, size_t width, size_t indent) {
+  std::string out;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    if (!out.empty()) out += '\n';
+    size_t column = 0;
+    bool first = true;
+    for (absl::string_view word : absl::StrSplit(line, ' ')) {
+      if (!first) {
+        if (!word.empty() && column + 1 + DisplayWidth(word) > width) {
+          out += '\n';
+          out.append(indent, ' ');
+          column = indent;
+        } else {
+          out += ' ';
+          ++column;
+        }
+      }
+      first = false;
+      out.append(word.data(), word.size());
+      column += DisplayWidth(word);
+    }
+  }
+  return out;
+}
 
 std::string FormatDuration(double seconds) {
   if (!std::isfinite(seconds) || seconds < 0) return "?";

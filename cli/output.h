@@ -99,6 +99,16 @@ class Progress {
   std::chrono::steady_clock::time_point last_draw_;
 };
 
+// DisplayWidth is the number of terminal columns `text` takes: its UTF-8
+// code points (every character this tool prints is one column wide).
+size_t DisplayWidth(absl::string_view text);
+
+// WrapText breaks each line of `text` at spaces so that no line is longer
+// than `width` bytes (a word longer than that stays whole); continuation
+// lines are indented by `indent` spaces. Existing line breaks are kept.
+std::string WrapText(absl::string_view text, size_t width = 100,
+                     size_t indent = 2);
+
 // FormatDuration renders seconds as "1:05:03", "4:07" or "12s".
 std::string FormatDuration(double seconds);
 

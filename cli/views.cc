@@ -100,7 +100,7 @@ std::string ToSettleCell(const v1::RankedSchedule& r) {
 
 }  // namespace
 
-std::string MissingValuesNote(const v1::RankResponse& response) {
+std::string MissingValuesNote(const v1::RankResponse& response, bool wide) {
   bool no_speedup = false, no_interval = false;
   for (const v1::RankedSchedule& r : response.schedules()) {
     no_speedup |= r.speedup_seeds() == 0 || r.speedup().n() == 0;
@@ -114,7 +114,8 @@ std::string MissingValuesNote(const v1::RankResponse& response) {
     notes.push_back("speedup - = never reached the baseline's final val loss");
   }
   if (no_interval) {
-    notes.push_back("ci95, adj_p - = fewer than 2 (paired) seeds");
+    notes.push_back(wide ? "ci95, adj_p - = fewer than 2 (paired) seeds"
+                         : "adj_ci95 - = fewer than 2 paired seeds");
   }
   return absl::StrJoin(notes, "; ");
 }
@@ -245,6 +246,13 @@ std::string PrincipleFlags(const v1::PrincipleReport& report) {
   return flags.empty() ? "none" : absl::StrJoin(flags, ",");
 }
 
+// PrincipleLetters is "sbp" with a dot for each principle violated: s
+// smooth, b baseline, p pow2 ("s.p" violates baseline preservation).
+std::string PrincipleLetters(const v1::PrincipleReport& report) {
+  return absl::StrCat(report.smooth() ? "s" : ".",
+                      report.baseline() ? "b" : ".", report.pow2() ? "p" : ".");
+}
+
 std::string MfuText(const v1::TrialMetrics& metrics) {
   const double peak = metrics.peak_matmul_flops();
   const double measured = metrics.measured_peak_matmul_flops();
@@ -336,11 +344,23 @@ Table TokensTable(const v1::ListTokensResponse& response, int64_t now_ms) {
 // NarrowRankingTable is the default text view: what a researcher reads
 // first, in under 100 columns (--wide has the rest).
 Table NarrowRankingTable(const v1::RankResponse& response) {
-  Table table({"rank", "schedule", "delta", "adj_ci95", "verdict", "to_settle",
-               "best", "speedup", "tps", "seeds"});
+  Table table({"rank", "schedule", "sbp", "delta", "adj_ci95", "verdict",
+               "to_settle", "best", "speedup", "tps", "seeds"});
   for (const v1::RankedSchedule& r : response.schedules()) {
     const bool has_delta = !r.is_baseline() && r.delta_vs_baseline().n() > 0;
     const v1::Interval& d = r.delta_vs_baseline();
+    const v1::Interval& adjusted = r.adjusted_delta();
+    const std::string adjusted_ci =
+        has_delta && adjusted.has_low() && adjusted.has_high()
+            ? "±" + Fixed((adjusted.high() - adjusted.low()) / 2, 4)
+            : "";
+    std::string tps;
+    if (r.throughput_ratio().n() > 0) {
+      tps = Fixed(r.throughput_ratio().mean(), 2);
+      if (r.throughput_pairing() == v1::THROUGHPUT_PAIRING_UNPAIRED) {
+        tps = "(" + tps + ")";
+      }
+    }
     std::string speedup;
     if (r.speedup_seeds() > 0) {
       speedup = r.speedup().n() > 0 ? Fixed(r.speedup().mean(), 2) : "-";
@@ -349,14 +369,12 @@ Table NarrowRankingTable(const v1::RankResponse& response) {
       }
     }
     table.AddRow({absl::StrCat(r.rank()), r.schedule(),
+                  PrincipleLetters(r.principles()),
                   r.is_baseline() ? "base"
                   : has_delta     ? fmt::format("{:+.4f}", d.mean())
                                   : "",
-                  AdjustedCell(r), VerdictWord(r.verdict()), ToSettleCell(r),
-                  r.in_best_set() ? "*" : "", speedup,
-                  r.throughput_ratio().n() > 0
-                      ? Fixed(r.throughput_ratio().mean(), 2)
-                      : "",
+                  adjusted_ci, VerdictWord(r.verdict()), ToSettleCell(r),
+                  r.in_best_set() ? "*" : "", speedup, tps,
                   absl::StrCat(r.paired_seeds(), "/", r.seeds_completed())});
   }
   return table;
@@ -466,30 +484,72 @@ std::string PrincipleEffectNote(const v1::PrincipleEffect& effect) {
       ")");
 }
 
-std::string PrincipleMethod() {
-  return "effect: coefficient of violating the principle in a regression of "
-         "each schedule's mean paired delta on all the principles' "
-         "violations (weighted by paired seeds, baseline left out), with its "
-         "95% t-interval half-width and unadjusted p; mean_delta_*: plain "
-         "means, not adjusted for the other principles";
+std::string PrincipleMethod(bool wide) {
+  std::string text =
+      "effect: coefficient of violating the principle in a regression of "
+      "each schedule's mean paired delta on all the principles' "
+      "violations (weighted by paired seeds, baseline left out), with its "
+      "95% t-interval half-width and unadjusted p";
+  if (wide) {
+    absl::StrAppend(&text,
+                    "; mean_delta_*: plain means, not adjusted for the other "
+                    "principles");
+  }
+  return text;
 }
 
-Table PrincipleEffectsTable(const v1::RankResponse& response) {
-  Table table({"principle", "satisfied", "violated", "effect", "effect_ci95",
-               "p", "mean_delta_satisfied", "mean_delta_violated", "note"});
+namespace {
+
+// kNarrowNoteWidth is the widest note the default principle table shows.
+constexpr size_t kNarrowNoteWidth = 39;
+
+// PrincipleLongNotes are the notes the default principle table moved out:
+// "pow2: not estimable (...)".
+std::vector<std::string> PrincipleLongNotes(const v1::RankResponse& response) {
+  std::vector<std::string> lines;
+  for (const v1::PrincipleEffect& e : response.principle_effects()) {
+    const std::string note = PrincipleEffectNote(e);
+    if (note.size() > kNarrowNoteWidth) {
+      lines.push_back(absl::StrCat(EnumValueName(e.principle()), ": ", note));
+    }
+  }
+  return lines;
+}
+
+}  // namespace
+
+Table PrincipleEffectsTable(const v1::RankResponse& response, bool wide) {
+  std::vector<std::string> columns = {"principle", "satisfied",   "violated",
+                                      "effect",    "effect_ci95", "p"};
+  if (wide) {
+    columns.insert(columns.end(),
+                   {"mean_delta_satisfied", "mean_delta_violated"});
+  }
+  columns.push_back("note");
+  Table table(std::move(columns));
   for (const v1::PrincipleEffect& e : response.principle_effects()) {
     const bool estimated = e.has_effect();
-    table.AddRow(
-        {EnumValueName(e.principle()), absl::StrCat(e.satisfied()),
-         absl::StrCat(e.violated()),
-         estimated ? fmt::format("{:+.4f}", e.effect().mean()) : "",
-         estimated ? HalfWidth(e.effect()) : "",
-         e.has_p_value() ? PValue(e.p_value()) : "",
-         e.satisfied() > 0 ? fmt::format("{:+.4f}", e.mean_delta_satisfied())
-                           : "",
-         e.violated() > 0 ? fmt::format("{:+.4f}", e.mean_delta_violated())
-                          : "",
-         PrincipleEffectNote(e)});
+    std::vector<std::string> cells = {
+        EnumValueName(e.principle()),
+        absl::StrCat(e.satisfied()),
+        absl::StrCat(e.violated()),
+        estimated ? fmt::format("{:+.4f}", e.effect().mean()) : "",
+        estimated ? HalfWidth(e.effect()) : "",
+        e.has_p_value() ? PValue(e.p_value()) : ""};
+    if (wide) {
+      cells.push_back(e.satisfied() > 0
+                          ? fmt::format("{:+.4f}", e.mean_delta_satisfied())
+                          : "");
+      cells.push_back(e.violated() > 0
+                          ? fmt::format("{:+.4f}", e.mean_delta_violated())
+                          : "");
+    }
+    std::string note = PrincipleEffectNote(e);
+    // The default view keeps the table within 100 columns: a longer note
+    // goes under the table (PrincipleLongNotes).
+    if (!wide && note.size() > kNarrowNoteWidth) note = "see below";
+    cells.push_back(std::move(note));
+    table.AddRow(std::move(cells));
   }
   return table;
 }
@@ -558,25 +618,41 @@ void PrintRanking(const v1::RankResponse& response, Format format,
     PrintAshaRungs(response, out);
     return;
   }
-  const std::string missing = MissingValuesNote(response);
-  if (!missing.empty()) out << missing << "\n";
+  // The default view keeps every line within 100 columns; --wide prints
+  // the long explanations as single lines.
+  auto prose = [&](const std::string& text) {
+    out << (view.wide ? text : WrapText(text)) << "\n";
+  };
+  const std::string missing = MissingValuesNote(response, view.wide);
+  if (!missing.empty()) prose(missing);
+  if (!view.wide) {
+    prose(
+        "sbp = the design principles held (s smooth, b baseline, p pow2; . "
+        "violated); best = in the best-set; (tps) = unpaired, not a parity "
+        "figure; prism results --wide shows every column");
+  }
   if (response.has_baseline() && !response.baseline().schedule().empty()) {
     out << "\nbaseline " << response.baseline().schedule() << ": val loss "
         << Fixed(response.baseline().final_val_loss().mean(), 4) << " over "
         << response.baseline().seeds_completed() << " seed(s)\n";
   }
   if (view.wide) out << RatioMethod(response) << "\n";
-  out << VerdictMethod(response) << "\n";
+  prose(VerdictMethod(response));
   if (!response.principle_effects().empty()) {
     out << "\n";
-    PrincipleEffectsTable(response).Print(out, format);
-    out << PrincipleMethod() << "\n";
+    PrincipleEffectsTable(response, view.wide).Print(out, format);
+    if (!view.wide) {
+      for (const std::string& line : PrincipleLongNotes(response)) {
+        prose(line);
+      }
+    }
+    prose(PrincipleMethod(view.wide));
   }
   PrintSearchCost(response, out);
   PrintAshaRungs(response, out);
   out << "\n";
   for (const std::string& line : SummaryLines(response, view.more_seeds)) {
-    out << line << "\n";
+    prose(line);
   }
 }
 

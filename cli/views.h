@@ -65,7 +65,9 @@ Table PointsTable(const v1::GetTrialResponse& response);
 // MissingValuesNote says why ranking cells are "-" ("speedup - = never
 // reached the baseline's final val loss; ci95, adj_p - = fewer than 2
 // (paired) seeds"), naming only the columns that have one; "" when none does.
-std::string MissingValuesNote(const v1::RankResponse& response);
+// `wide` names the columns of the --wide view, else the default view's.
+std::string MissingValuesNote(const v1::RankResponse& response,
+                              bool wide = true);
 // RatioMethod states how the speedup and tps_ratio cells are computed, then
 // a line per distinct hardware combination of unpaired tokens/s ratios.
 std::string RatioMethod(const v1::RankResponse& response);
@@ -89,12 +91,13 @@ std::vector<std::string> SummaryLines(const v1::RankResponse& response,
 // violate it, the effect of violating it with its 95% CI half-width and p,
 // the plain mean deltas, and a note: "12 schedules, 9 dof" or "not estimable
 // (nothing violates it)".
-Table PrincipleEffectsTable(const v1::RankResponse& response);
+// Without `wide`, the plain means (mean_delta_*) are left out.
+Table PrincipleEffectsTable(const v1::RankResponse& response, bool wide = true);
 // PrincipleEffectNote is that note; "" from a coordinator that sends no
 // status.
 std::string PrincipleEffectNote(const v1::PrincipleEffect& effect);
 // PrincipleMethod is the one line that states how the effects are estimated.
-std::string PrincipleMethod();
+std::string PrincipleMethod(bool wide = true);
 
 // SearchCostLine returns "steps trained: 1200 of the grid's 8000 (15.0%)",
 // or "" when the experiment's grid could not be counted (grid_steps 0).

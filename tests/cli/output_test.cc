@@ -101,5 +101,25 @@ TEST(TableTest, ShortRowsArePaddedWithMissingValues) {
   EXPECT_THAT(Printed(t, Format::kJson), HasSubstr("\"worker\": null"));
 }
 
+TEST(TableTest, AlignsColumnsByCharactersNotBytes) {
+  Table t({"delta", "ci", "verdict"});
+  t.AddRow({"-0.0142", "±0.0130", "better"});
+  t.AddRow({"+0.0008", "", "needs seeds"});
+  EXPECT_EQ(Printed(t, Format::kText),
+            "  delta  ci       verdict\n"
+            "-0.0142  ±0.0130  better\n"
+            "+0.0008  -        needs seeds\n");
+}
+
+TEST(WrapTextTest, BreaksAtSpacesAndIndentsContinuations) {
+  EXPECT_EQ(WrapText("aaa bbb ccc ddd", 9), "aaa bbb\n  ccc ddd");
+  // Existing line breaks and leading spaces are kept; a long word stays whole.
+  EXPECT_EQ(WrapText("x\n  indented line", 10), "x\n  indented\n  line");
+  EXPECT_EQ(WrapText("averyveryverylongword next", 8),
+            "averyveryverylongword\n  next");
+  EXPECT_EQ(WrapText("±± ±±", 5), "±± ±±");  // 5 columns, 9 bytes
+  EXPECT_EQ(DisplayWidth("±0.0130"), 7u);
+}
+
 }  // namespace
 }  // namespace prism::cli

@@ -11,6 +11,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "cli/subprocess.h"
@@ -120,8 +121,9 @@ TEST(RunCommandTest, ThreeSeedsGiveEveryScheduleAVerdict) {
   for (absl::string_view line : absl::StrSplit(out, '\n')) {
     const std::vector<absl::string_view> cells =
         absl::StrSplit(line, ' ', absl::SkipEmpty());
-    if (cells.size() < 3 || cells[0].empty() ||
-        !absl::ascii_isdigit(cells[0][0]) || cells[2] == "base" ||
+    // rank, schedule, sbp, delta ("base" for the baseline), ...
+    if (cells.size() < 4 || cells[0].empty() ||
+        !absl::ascii_isdigit(cells[0][0]) || cells[3] == "base" ||
         !absl::StrContains(line, "3/3")) {
       continue;  // not a row of a non-baseline schedule
     }
@@ -133,8 +135,10 @@ TEST(RunCommandTest, ThreeSeedsGiveEveryScheduleAVerdict) {
         << line;
   }
   EXPECT_EQ(ranked, 4) << out;
-  EXPECT_THAT(out, HasSubstr("Benjamini-Hochberg (FDR) at 0.05 over 4 "
-                             "schedule(s)"));
+  // The explanations are wrapped at 100 columns.
+  EXPECT_THAT(absl::StrReplaceAll(out, {{"\n  ", " "}}),
+              HasSubstr("Benjamini-Hochberg (FDR) at 0.05 over 4 "
+                        "schedule(s)"));
   EXPECT_THAT(out, HasSubstr("best-set (95% confidence, Hsu's MCB)"));
   EXPECT_TRUE(ProcessesMentioning(dir + "/data").empty());
 }

@@ -128,7 +128,7 @@ TEST(ViewsTest, DefaultRankingFitsOneHundredColumnsAndEndsWithASummary) {
   v1::RankResponse response = TwoSeedRanking();
   v1::RankedSchedule* best = response.mutable_schedules(0);
   best->mutable_adjusted_delta()->set_mean(-0.0142);
-  best->mutable_adjusted_delta()->set_low(-0.0311);
+  best->mutable_adjusted_delta()->set_low(-0.0272);
   best->mutable_adjusted_delta()->set_high(-0.0012);
   best->set_in_best_set(true);
   v1::RankedSchedule* unsure = response.add_schedules();
@@ -150,11 +150,10 @@ TEST(ViewsTest, DefaultRankingFitsOneHundredColumnsAndEndsWithASummary) {
   std::ostringstream out;
   PrintRanking(response, Format::kText, out);
   const std::string text = out.str();
-  const std::string table = text.substr(0, text.find("\n\n"));
-  for (absl::string_view line : absl::StrSplit(table, '\n')) {
-    EXPECT_LE(line.size(), 100u) << line;
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    EXPECT_LE(DisplayWidth(line), 100u) << line;
   }
-  EXPECT_THAT(text, HasSubstr("-0.0142  [-0.0311,-0.0012]  better"));
+  EXPECT_THAT(text, HasSubstr("-0.0142  ±0.0130   better"));
   EXPECT_THAT(text, HasSubstr("inconclusive  9 seeds"));
   EXPECT_THAT(text, HasSubstr("verdicts: 1 better, 0 worse, 1 inconclusive, "
                               "1 need seeds\n"));
@@ -176,8 +175,8 @@ TEST(ViewsTest, OneSeedRankingSaysHowManySeedsWouldTell) {
                                    "schedule\n"));
   EXPECT_THAT(out.str(), HasSubstr("next: verdicts need 2+ seeds per "
                                    "schedule; 3 seeds find effects of 3 "
-                                   "trial-noise sd at >= 80% power: prism run "
-                                   "--seeds 3\n"));
+                                   "trial-noise sd at >= 80% power:\n  prism "
+                                   "run --seeds 3\n"));
 }
 
 TEST(ViewsTest, MissingValuesNoteNamesOnlyColumnsWithMissingValues) {
@@ -325,7 +324,7 @@ v1::RankResponse RankingWithEffects() {
 
 TEST(ViewsTest, PrincipleEffectsShowTheEstimateOrWhyThereIsNone) {
   std::ostringstream out;
-  PrintRanking(RankingWithEffects(), Format::kText, out);
+  PrintRanking(RankingWithEffects(), Format::kText, out, Wide());
   const std::string text = out.str();
   EXPECT_THAT(text, HasSubstr("principle  satisfied  violated   effect  "
                               "effect_ci95      p  mean_delta_satisfied  "
@@ -344,6 +343,24 @@ TEST(ViewsTest, PrincipleEffectsShowTheEstimateOrWhyThereIsNone) {
                               "paired delta"));
 }
 
+TEST(ViewsTest, DefaultPrincipleTableFitsAndMovesLongNotesBelowIt) {
+  std::ostringstream out;
+  PrintRanking(RankingWithEffects(), Format::kText, out);
+  const std::string text = out.str();
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    EXPECT_LE(DisplayWidth(line), 100u) << line;
+  }
+  EXPECT_THAT(text, HasSubstr("principle  satisfied  violated   effect  "
+                              "effect_ci95      p  note\n"
+                              "smooth             2         4  +0.0125       "
+                              "0.0100  0.027  6 schedules, 3 dof\n"));
+  EXPECT_THAT(text, HasSubstr("pow2               3         3        -      "
+                              "      -      -  see below\n"
+                              "pow2: not estimable (baseline and pow2 co-vary "
+                              "completely: effects not separable)\n"));
+  EXPECT_THAT(text, Not(HasSubstr("mean_delta")));
+}
+
 TEST(ViewsTest, PrincipleEffectsOfTheDemoAreNotEstimable) {
   // prism run's grid: every schedule satisfies every principle (the README
   // shows this block).
@@ -358,7 +375,7 @@ TEST(ViewsTest, PrincipleEffectsOfTheDemoAreNotEstimable) {
     e->set_note("nothing violates it");
   }
   std::ostringstream out;
-  PrintRanking(response, Format::kText, out);
+  PrintRanking(response, Format::kText, out, Wide());
   EXPECT_THAT(
       out.str(),
       HasSubstr("principle  satisfied  violated  effect  effect_ci95  p  "
