@@ -10,6 +10,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
 #include "scheduler/schedule.h"
 
@@ -272,11 +273,12 @@ class VarianceModel {
       baseline_variance_ = PosteriorVariance(prior_, b.variance, b.n - 1);
       baseline_dof_ = OwnDof(b.n - 1);
       summary.prior = prior_;
+      // Two significant digits: the prior is an estimate, not a constant.
       summary.method_description = absl::StrCat(
-          "moderated t (prior sd ", absl::SixDigits(std::sqrt(prior_.variance)),
-          std::isinf(prior_.dof)
-              ? " pooled"
-              : absl::StrCat(" on ", absl::SixDigits(prior_.dof), " dof"),
+          "moderated t (prior sd ",
+          absl::StrFormat("%.2g", std::sqrt(prior_.variance)),
+          std::isinf(prior_.dof) ? " pooled"
+                                 : absl::StrFormat(" on %.1f dof", prior_.dof),
           ", from ", usable, " schedules)");
     } else if (method == VerdictMethod::kModeratedT) {
       summary.fell_back = true;
