@@ -311,5 +311,60 @@ TEST_F(FairQueueTest, ALateUserIsLeasedWithinOneTrialsTime) {
   Cancel(late);
 }
 
+TEST_F(FairQueueTest, QuotasRefuseAtSubmitAndBadPolicyInputNamesTheFlag) {
+  const std::string bob = TokenFor("bob");
+  CommandResult set = cluster_.Run({"user", "set", "bob", "--max-queued", "10",
+                                    "--max-running", "1", "--format", "json"});
+  ASSERT_EQ(set.status, 0) << set.err;
+  EXPECT_THAT(set.out, HasSubstr("\"maxQueued\": 10"));
+  // 12 trials past a quota of 10 queued: refused, nothing stored.
+  const std::string path = cluster_.dir() + "/bob.textproto";
+  WriteFile(path, ListSpec("bob", {"1x2,4x4", "2x2,4x4", "1x3,4x3"}, 3));
+  CommandResult refused =
+      cluster_.Run({"submit", path, "--coordinator", cluster_.grpc_address(),
+                    "--token", bob},
+                   /*with_defaults=*/false);
+  EXPECT_NE(refused.status, 0);
+  EXPECT_EQ(Lines(refused.err), 1) << refused.err;
+  EXPECT_THAT(refused.err, HasSubstr("quota max_queued=10"));
+  CommandResult users = cluster_.Run({"user", "list", "--format", "csv"});
+  ASSERT_EQ(users.status, 0) << users.err;
+  EXPECT_THAT(users.out, HasSubstr("bob,1,0s,0s,0,0,1,10"));
+
+  // Bad input: one line naming the flag, exit 2.
+  for (const std::vector<std::string>& args :
+       std::vector<std::vector<std::string>>{
+           {"user", "set", "bob", "--share", "0"},
+           {"user", "set", "bob", "--share", "-1"},
+           {"user", "set", "bob", "--max-running", "-1"},
+           {"user", "set", "bob", "--max-queued", "-2"}}) {
+    CommandResult bad = cluster_.Run(args);
+    EXPECT_EQ(bad.status, 2) << absl::StrJoin(args, " ");
+    EXPECT_EQ(Lines(bad.err), 1) << bad.err;
+    EXPECT_THAT(bad.err, HasSubstr(args[3])) << bad.err;
+  }
+  // Above the coordinator's limits: the server names the field.
+  CommandResult huge =
+      cluster_.Run({"user", "set", "bob", "--max-queued", "2000000000"});
+  EXPECT_EQ(huge.status, 2);
+  EXPECT_THAT(huge.err, HasSubstr("max_queued is 2000000000; above"));
+  v1::SetUserPolicyRequest request;
+  request.set_user("bob");
+  request.set_share(0);
+  v1::UserPolicy policy;
+  absl::Status s =
+      cluster_.client().Call(&v1::ExperimentService::Stub::SetUserPolicy,
+                             cluster_.client().experiments(), request, &policy);
+  EXPECT_EQ(s.code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(s.message(), StartsWith("share must be above 0"));
+  // A half-life of 0 is refused at start.
+  CommandResult zero = cluster_.Run(
+      {"coordinator", "--db", cluster_.dir() + "/other.db", "--listen",
+       "127.0.0.1:0", "--http", "127.0.0.1:0", "--fair-share-half-life", "0"},
+      /*with_defaults=*/false);
+  EXPECT_EQ(zero.status, 2);
+  EXPECT_THAT(zero.err, HasSubstr("--fair-share-half-life"));
+}
+
 }  // namespace
 }  // namespace prism::testing
