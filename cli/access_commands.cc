@@ -1,11 +1,15 @@
-// `prism workers`, `prism token create|list|revoke`, `prism whoami`: the
-// fleet and the team's tokens.
+// `prism workers`, `prism token create|list|revoke`, `prism whoami`,
+// `prism user set|list`: the fleet, the team's tokens, and each user's
+// fair-share weight and quotas.
+#include <cmath>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
 #include "absl/time/clock.h"
 #include "cli/client.h"
 #include "cli/command.h"
@@ -159,9 +163,125 @@ int WhoAmI(const FormatOptions& o) {
   return kExitOk;
 }
 
+struct UserSetOptions {
+  ClientOptions client;
+  std::string user;
+  std::optional<double> share;
+  std::optional<int> max_running;
+  std::optional<int> max_queued;
+  std::string format = "text";
+};
+
+Table UsersTable(const v1::ListUsersResponse& response) {
+  Table table({"user", "share", "usage", "usage_per_share", "running", "queued",
+               "max_running", "max_queued"});
+  auto quota = [](int n) { return n > 0 ? absl::StrCat(n) : std::string("-"); };
+  for (const v1::UserPolicy& u : response.users()) {
+    table.AddRow({u.user(), absl::StrFormat("%g", u.share()),
+                  absl::StrFormat("%.0fs", u.usage_seconds()),
+                  absl::StrFormat("%.0fs", u.usage_per_share()),
+                  absl::StrCat(u.running()), absl::StrCat(u.queued()),
+                  quota(u.max_running()), quota(u.max_queued())});
+  }
+  return table;
+}
+
+int SetUser(const UserSetOptions& o) {
+  absl::StatusOr<Format> format = ParseFormat(o.format);
+  if (!format.ok()) return ReportError("user set", format.status());
+  // Refused here too, naming the flag, before any connection.
+  if (o.share.has_value() && !(std::isfinite(*o.share) && *o.share > 0)) {
+    return ReportError("user set",
+                       absl::InvalidArgumentError(absl::StrCat(
+                           "--share must be above 0 (got ", *o.share, ")")));
+  }
+  if (o.max_running.has_value() && *o.max_running < 0) {
+    return ReportError(
+        "user set", absl::InvalidArgumentError(
+                        absl::StrCat("--max-running must not be negative (got ",
+                                     *o.max_running, "; 0: no quota)")));
+  }
+  if (o.max_queued.has_value() && *o.max_queued < 0) {
+    return ReportError(
+        "user set", absl::InvalidArgumentError(
+                        absl::StrCat("--max-queued must not be negative (got ",
+                                     *o.max_queued, "; 0: no quota)")));
+  }
+  absl::StatusOr<std::unique_ptr<RpcClient>> client =
+      RpcClient::Connect(o.client);
+  if (!client.ok()) return ReportError("user set", client.status());
+  v1::SetUserPolicyRequest request;
+  request.set_user(o.user);
+  if (o.share.has_value()) request.set_share(*o.share);
+  if (o.max_running.has_value()) request.set_max_running(*o.max_running);
+  if (o.max_queued.has_value()) request.set_max_queued(*o.max_queued);
+  v1::UserPolicy policy;
+  absl::Status status =
+      (*client)->Call(&v1::ExperimentService::Stub::SetUserPolicy,
+                      (*client)->experiments(), request, &policy);
+  if (!status.ok()) return ReportError("user set", status);
+  if (*format == Format::kJson) {
+    std::cout << ProtoJson(policy);
+    return kExitOk;
+  }
+  v1::ListUsersResponse one;
+  *one.add_users() = policy;
+  UsersTable(one).Print(std::cout, *format);
+  return kExitOk;
+}
+
+int ListUsers(const FormatOptions& o) {
+  absl::StatusOr<Format> format = ParseFormat(o.format);
+  if (!format.ok()) return ReportError("user list", format.status());
+  absl::StatusOr<std::unique_ptr<RpcClient>> client =
+      RpcClient::Connect(o.client);
+  if (!client.ok()) return ReportError("user list", client.status());
+  v1::ListUsersResponse response;
+  absl::Status status = (*client)->Call(&v1::ExperimentService::Stub::ListUsers,
+                                        (*client)->experiments(),
+                                        v1::ListUsersRequest(), &response);
+  if (!status.ok()) return ReportError("user list", status);
+  if (*format == Format::kJson) {
+    std::cout << ProtoJson(response);
+    return kExitOk;
+  }
+  UsersTable(response).Print(std::cout, *format);
+  return kExitOk;
+}
+
 }  // namespace
 
 void RegisterAccessCommands(CLI::App& app, Action* action) {
+  CLI::App* user = app.add_subcommand(
+      "user", "Fair share and quotas: each user's share, usage and limits");
+  user->require_subcommand(1);
+  {
+    CLI::App* cmd = user->add_subcommand(
+        "set",
+        "Set a user's fair-share weight and quotas (admin only); flags left "
+        "out keep their value");
+    auto o = std::make_shared<UserSetOptions>();
+    cmd->add_option("USER", o->user, "User name")->required();
+    cmd->add_option("--share", o->share,
+                    "Weight in fair share (default 1: equal shares); a user "
+                    "with share 2 gets twice the worker time of one with 1");
+    cmd->add_option("--max-running", o->max_running,
+                    "Most leased + running trials (0: no quota)");
+    cmd->add_option("--max-queued", o->max_queued,
+                    "Most queued trials; a submit past it is refused "
+                    "(0: no quota)");
+    cmd->add_option("--format", o->format, "text, json or csv");
+    AddClientOptions(cmd, &o->client);
+    cmd->callback([o, action] { *action = [o] { return SetUser(*o); }; });
+  }
+  {
+    CLI::App* cmd = user->add_subcommand(
+        "list", "List users: share, decayed usage, running, queued, quotas");
+    auto o = std::make_shared<FormatOptions>();
+    cmd->add_option("--format", o->format, "text, json or csv");
+    AddClientOptions(cmd, &o->client);
+    cmd->callback([o, action] { *action = [o] { return ListUsers(*o); }; });
+  }
   {
     CLI::App* cmd = app.add_subcommand(
         "workers", "List the workers registered with the coordinator");

@@ -48,6 +48,7 @@ struct CoordinatorFlags {
   // Durations as typed ("30d"), parsed by ApplyAuthFlags.
   std::string token_max_lifetime = "0";
   std::string auth_failure_window = "60s";
+  std::string fair_share_half_life = "1d";
 };
 
 // ApplyAuthFlags parses the auth durations into options.auth.
@@ -68,6 +69,13 @@ absl::Status ApplyAuthFlags(CoordinatorFlags& flags) {
         absl::StrCat("--auth-failure-window: ", window.status().message()));
   }
   auth.throttle.window_ms = *window * 1000;
+  absl::StatusOr<int64_t> half_life =
+      ParseDurationSeconds(flags.fair_share_half_life);
+  if (!half_life.ok()) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("--fair-share-half-life: ", half_life.status().message()));
+  }
+  flags.options.fair_share_half_life_ms = *half_life * 1000;
   return absl::OkStatus();
 }
 
@@ -267,7 +275,12 @@ void RegisterCoordinatorCommands(CLI::App& app, Action* action) {
                   "max_attempts overrides)")
       ->capture_default_str();
   cmd->add_option("--max-running-per-user", o.max_running_per_user,
-                  "Most leased+running trials per user (0: no limit)")
+                  "Most leased+running trials per user (0: no limit; "
+                  "`prism user set` sets lower quotas per user)")
+      ->capture_default_str();
+  cmd->add_option("--fair-share-half-life", flags->fair_share_half_life,
+                  "Fair share: a user's past worker time counts half after "
+                  "this long, e.g. 12h, 7d (positive)")
       ->capture_default_str();
   // Limits: one flag per bound on client input (server/limits.h; README,
   // "Limits"). Past a limit a request is refused naming the flag.

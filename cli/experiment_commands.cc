@@ -138,6 +138,14 @@ int ShowExperiment(RpcClient& client, int64_t id, Format format) {
               << c.failed() + c.diverged() << " failed, "
               << static_cast<int>(experiment.progress() * 100 + 0.5)
               << "% of steps\n";
+    if (!experiment.queue_reason().empty()) {
+      std::cout << "waiting: "
+                << (experiment.queue_position() > 0
+                        ? absl::StrCat("position ", experiment.queue_position(),
+                                       " in the queue; ")
+                        : "")
+                << Printable(experiment.queue_reason()) << "\n";
+    }
     const std::string cost = SearchCostLine(experiment);
     if (!cost.empty()) std::cout << cost << "\n";
     std::cout << "queue order: shuffled by sample_seed "

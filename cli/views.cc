@@ -269,7 +269,8 @@ std::string MfuText(const v1::TrialMetrics& metrics) {
 
 Table ExperimentsTable(const v1::ListExperimentsResponse& response) {
   Table table({"id", "name", "owner", "state", "priority", "queued", "running",
-               "completed", "failed", "cancelled", "total", "progress"});
+               "completed", "failed", "cancelled", "total", "progress",
+               "position", "reason"});
   for (const v1::Experiment& e : response.experiments()) {
     const v1::TrialCounts& c = e.counts();
     table.AddRow(
@@ -277,7 +278,9 @@ Table ExperimentsTable(const v1::ListExperimentsResponse& response) {
          absl::StrCat(e.priority()), absl::StrCat(c.queued()),
          absl::StrCat(c.leased() + c.running()), absl::StrCat(c.completed()),
          absl::StrCat(c.failed() + c.diverged()), absl::StrCat(c.cancelled()),
-         absl::StrCat(c.total()), fmt::format("{:.0f}%", e.progress() * 100)});
+         absl::StrCat(c.total()), fmt::format("{:.0f}%", e.progress() * 100),
+         e.queue_position() > 0 ? absl::StrCat(e.queue_position()) : "",
+         e.queue_reason()});
   }
   return table;
 }

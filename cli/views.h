@@ -33,7 +33,7 @@ std::string PrincipleFlags(const v1::PrincipleReport& report);
 std::string MfuText(const v1::TrialMetrics& metrics);
 
 // ExperimentsTable: id, name, owner, state, priority, per-state counts,
-// progress.
+// progress, and a waiting experiment's queue position and reason.
 Table ExperimentsTable(const v1::ListExperimentsResponse& response);
 // TrialsTable: id, schedule, seed, baseline, state, attempt, step, losses,
 // worker.

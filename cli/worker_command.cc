@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cmath>
 #include <cstring>
 #include <memory>
 #include <string>
@@ -41,6 +42,7 @@ struct WorkerCommandOptions {
   double idle_exit_seconds = 0;
   std::string worker_id;
   std::string replay;  // a fixture: serve recorded curves instead of training
+  double replay_speed = 0;  // steps per second of wall time; 0: at once
   std::vector<std::string> data_roots;  // empty: the demo corpus root
 };
 
@@ -68,6 +70,16 @@ int RunWorker(const WorkerCommandOptions& o) {
       o.data_roots.empty() ? std::vector<std::string>{DefaultDataRoot()}
                            : o.data_roots);
   if (!data_roots.ok()) return ReportError("worker", data_roots.status());
+  if (!(std::isfinite(o.replay_speed) && o.replay_speed >= 0)) {
+    return ReportError("worker", absl::InvalidArgumentError(absl::StrCat(
+                                     "--replay-speed must be 0 or positive "
+                                     "steps per second (got ",
+                                     o.replay_speed, ")")));
+  }
+  if (o.replay_speed > 0 && o.replay.empty()) {
+    return ReportError("worker", absl::InvalidArgumentError(
+                                     "--replay-speed needs --replay FIXTURE"));
+  }
   std::unique_ptr<worker::TrainerLauncher> launcher;
   if (o.replay.empty()) {
     launcher = worker::NewModelTrainerLauncher();
@@ -75,7 +87,8 @@ int RunWorker(const WorkerCommandOptions& o) {
     absl::StatusOr<worker::ReplayFixture> fixture =
         worker::LoadReplayFixture(o.replay);
     if (!fixture.ok()) return ReportError("worker", fixture.status());
-    launcher = worker::NewReplayTrainerLauncher(*std::move(fixture));
+    launcher =
+        worker::NewReplayTrainerLauncher(*std::move(fixture), o.replay_speed);
   }
 
   worker::WorkerOptions options;
@@ -195,6 +208,10 @@ void RegisterWorkerCommands(CLI::App& app, Action* action) {
                   "the coordinator and its strategies see what training "
                   "gave when it was recorded, in milliseconds per trial. A "
                   "trial the fixture lacks fails");
+  cmd->add_option("--replay-speed", o->replay_speed,
+                  "With --replay: take wall time in proportion to the "
+                  "recorded steps, this many steps per second (0: at once), "
+                  "to test the queue's behaviour over time");
   cmd->footer(
       "A spec without shard paths trains on the demo corpus, prepared under "
       "env PRISM_DATA_DIR (default ./prism-data). SIGINT/SIGTERM: checkpoint "

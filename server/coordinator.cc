@@ -56,6 +56,10 @@ absl::Status ValidateOptions(const CoordinatorOptions& o) {
     return absl::InvalidArgumentError(
         "--max-running-per-user must not be negative (0: no limit)");
   }
+  if (o.fair_share_half_life_ms <= 0) {
+    return absl::InvalidArgumentError(
+        "--fair-share-half-life must be positive (e.g. 1d, 12h)");
+  }
   if (o.durability != "normal" && o.durability != "full") {
     return absl::InvalidArgumentError(absl::StrCat(
         "--durability must be normal or full (got '", o.durability, "')"));
@@ -172,6 +176,7 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
   queue_options.lease_seconds = options.lease_seconds;
   queue_options.heartbeat_seconds = options.heartbeat_seconds;
   queue_options.max_running_per_user = options.max_running_per_user;
+  queue_options.fair_share_half_life_ms = options.fair_share_half_life_ms;
   ResultsOptions results_options;
   results_options.max_page_bytes = limits.max_page_bytes;
   results_ = std::make_unique<ResultsManager>(store_.get(), results_options);
@@ -196,7 +201,7 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
   plan_options.max_trials = limits.max_trials_per_experiment;
   plan_options.data_roots = options.data_roots;
   experiments_ = std::make_unique<ExperimentManager>(
-      store_.get(), clock_, &events_, plan_options, limits);
+      store_.get(), clock_, &events_, plan_options, limits, queue_.get());
   experiment_service_ = std::make_unique<ExperimentServiceImpl>(
       auth_.get(), &reads_, experiments_.get());
   worker_service_ =

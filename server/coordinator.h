@@ -75,6 +75,8 @@ struct CoordinatorOptions {
   int heartbeat_seconds = kDefaultHeartbeatSeconds;
   int max_attempts = kDefaultMaxAttempts;
   int max_running_per_user = 0;  // 0: no limit
+  // Fair share's usage decay (server/fair_share.h); > 0.
+  int64_t fair_share_half_life_ms = kDefaultFairShareHalfLifeMs;
   std::string admin_token_file;
   std::string admin_token_env;  // PRISM_ADMIN_TOKEN's value, if any
   std::string web_root;         // "" serves no dashboard

@@ -60,6 +60,22 @@ grpc::Status ExperimentServiceImpl::SetPriority(
   });
 }
 
+grpc::Status ExperimentServiceImpl::SetUserPolicy(
+    grpc::ServerContext* ctx, const v1::SetUserPolicyRequest* req,
+    v1::UserPolicy* resp) {
+  return Serve(auth_, ctx, Permission::kAdmin, [&](const Caller& caller) {
+    return Assign(experiments_->SetUserPolicy(caller, *req), resp);
+  });
+}
+
+grpc::Status ExperimentServiceImpl::ListUsers(grpc::ServerContext* ctx,
+                                              const v1::ListUsersRequest*,
+                                              v1::ListUsersResponse* resp) {
+  return ServeRead(auth_, reads_, ctx, [&](const Caller&) {
+    return Assign(experiments_->ListUsers(), resp);
+  });
+}
+
 grpc::Status ExperimentServiceImpl::ListTrials(grpc::ServerContext* ctx,
                                                const v1::ListTrialsRequest* req,
                                                v1::ListTrialsResponse* resp) {

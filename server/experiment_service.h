@@ -1,6 +1,7 @@
 // ExperimentService over gRPC (sync API): thin handlers over
 // ExperimentManager. Read methods need any role; Submit needs user or admin;
-// Cancel/Pause/Resume/SetPriority need the experiment's owner or an admin.
+// Cancel/Pause/Resume/SetPriority need the experiment's owner or an admin;
+// SetUserPolicy an admin; ListUsers any role.
 //
 // Thread-safety: handlers run concurrently on gRPC's threads.
 #ifndef PRISM_SERVER_EXPERIMENT_SERVICE_H_
@@ -33,6 +34,12 @@ class ExperimentServiceImpl final : public v1::ExperimentService::Service {
                      v1::Experiment* resp) override;
   grpc::Status Resume(grpc::ServerContext* ctx, const v1::ExperimentRef* req,
                       v1::Experiment* resp) override;
+  grpc::Status SetUserPolicy(grpc::ServerContext* ctx,
+                             const v1::SetUserPolicyRequest* req,
+                             v1::UserPolicy* resp) override;
+  grpc::Status ListUsers(grpc::ServerContext* ctx,
+                         const v1::ListUsersRequest* req,
+                         v1::ListUsersResponse* resp) override;
   grpc::Status SetPriority(grpc::ServerContext* ctx,
                            const v1::SetPriorityRequest* req,
                            v1::Experiment* resp) override;

@@ -1,6 +1,8 @@
 #include "server/experiments.h"
 
+#include <cmath>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "base/failpoint.h"
@@ -12,12 +14,52 @@ namespace prism::server {
 
 ExperimentManager::ExperimentManager(storage::Store* store, const Clock* clock,
                                      EventBus* events, PlanOptions plan_options,
-                                     Limits limits)
+                                     Limits limits, QueueManager* queue)
     : store_(store),
       clock_(clock),
       events_(events),
       plan_options_(plan_options),
-      limits_(limits) {}
+      limits_(limits),
+      queue_(queue) {}
+
+absl::Status ExperimentManager::FillStandings(
+    const std::vector<v1::Experiment*>& experiments) {
+  bool waiting = false;
+  for (v1::Experiment* e : experiments) {
+    if (e->counts().queued() == 0) continue;
+    if (e->state() == v1::EXPERIMENT_PAUSED) {
+      e->set_queue_reason(absl::StrCat("paused: `prism resume ", e->id(),
+                                       "` queues its trials again"));
+    } else if (e->state() == v1::EXPERIMENT_ACTIVE) {
+      waiting = true;
+    }
+  }
+  if (!waiting || queue_ == nullptr) return absl::OkStatus();
+  PRISM_ASSIGN_OR_RETURN(auto standings, queue_->Standings());
+  for (v1::Experiment* e : experiments) {
+    auto it = standings.find(e->id());
+    if (it == standings.end()) continue;
+    e->set_queue_position(it->second.position);
+    e->set_queue_reason(it->second.reason);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ExperimentManager::CheckQueuedQuota(const std::string& user,
+                                                 int64_t adding) {
+  PRISM_ASSIGN_OR_RETURN(auto policies, store_->ListUserPolicies());
+  auto it = policies.find(user);
+  if (it == policies.end() || it->second.max_queued <= 0) {
+    return absl::OkStatus();
+  }
+  PRISM_ASSIGN_OR_RETURN(int64_t queued, store_->CountQueuedTrialsOf(user));
+  if (queued + adding <= it->second.max_queued) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "user '", user, "' has ", queued, " queued trials and this adds ", adding,
+      "; quota max_queued=", it->second.max_queued,
+      " (wait for some to run, cancel one, or ask an admin: prism user set ",
+      user, " --max-queued N)"));
+}
 
 absl::StatusOr<v1::SubmitResponse> ExperimentManager::Submit(
     const Caller& caller, const v1::SubmitRequest& request) {
@@ -55,6 +97,8 @@ absl::StatusOr<v1::SubmitResponse> ExperimentManager::Submit(
                          " (cancel one, or wait for one to finish)"));
       }
     }
+    PRISM_RETURN_IF_ERROR(
+        CheckQueuedQuota(caller.user, static_cast<int64_t>(e.trials.size())));
     created = store_->CreateExperiment(e);
   }
   if (!created.ok()) return created.status();
@@ -76,6 +120,7 @@ absl::StatusOr<v1::SubmitResponse> ExperimentManager::Submit(
 absl::StatusOr<v1::Experiment> ExperimentManager::Get(int64_t id) {
   PRISM_ASSIGN_OR_RETURN(v1::Experiment e, store_->GetExperiment(id));
   FillSearchCost(&e);
+  PRISM_RETURN_IF_ERROR(FillStandings({&e}));
   return e;
 }
 
@@ -94,6 +139,10 @@ absl::StatusOr<v1::ListExperimentsResponse> ExperimentManager::List(
     FillSearchCost(&e);
     *response.add_experiments() = std::move(e);
   }
+  std::vector<v1::Experiment*> listed;
+  for (v1::Experiment& e : *response.mutable_experiments())
+    listed.push_back(&e);
+  PRISM_RETURN_IF_ERROR(FillStandings(listed));
   if (page.next_after_id != 0) {
     response.set_next_page_token(
         EncodePageToken("experiments", page.next_after_id));
@@ -165,6 +214,100 @@ absl::StatusOr<v1::Experiment> ExperimentManager::SetPriority(
       .Kv("by", caller.user);
   Publish(e);
   return e;
+}
+
+absl::StatusOr<v1::UserPolicy> ExperimentManager::SetUserPolicy(
+    const Caller& caller, const v1::SetUserPolicyRequest& request) {
+  PRISM_RETURN_IF_ERROR(Authorize(caller, Permission::kAdmin));
+  if (request.user().empty()) {
+    return absl::InvalidArgumentError("user is required");
+  }
+  PRISM_RETURN_IF_ERROR(
+      CheckStringLength("user", request.user(), limits_.max_string_bytes));
+  constexpr double kMaxShare = 1e6;
+  if (request.has_share() &&
+      !(std::isfinite(request.share()) && request.share() > 0 &&
+        request.share() <= kMaxShare)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("share must be above 0 and at most ", kMaxShare, " (got ",
+                     request.share(), ")"));
+  }
+  const int global_running =
+      queue_ != nullptr ? queue_->options().max_running_per_user : 0;
+  if (request.has_max_running()) {
+    if (request.max_running() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("max_running must not be negative (got ",
+                       request.max_running(), "; 0: no quota)"));
+    }
+    if (global_running > 0 && request.max_running() > global_running) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "max_running is ", request.max_running(),
+          "; above the coordinator's --max-running-per-user=", global_running));
+    }
+  }
+  const int64_t queued_limit = limits_.max_trials_per_experiment *
+                               int64_t{limits_.max_active_experiments_per_user};
+  if (request.has_max_queued()) {
+    if (request.max_queued() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("max_queued must not be negative (got ",
+                       request.max_queued(), "; 0: no quota)"));
+    }
+    if (request.max_queued() > queued_limit) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "max_queued is ", request.max_queued(),
+          "; above the coordinator's --max-trials-per-experiment x "
+          "--max-active-experiments-per-user=",
+          queued_limit));
+    }
+  }
+  PRISM_ASSIGN_OR_RETURN(auto policies, store_->ListUserPolicies());
+  storage::UserPolicy policy = policies[request.user()];
+  if (request.has_share()) policy.share = request.share();
+  if (request.has_max_running()) policy.max_running = request.max_running();
+  if (request.has_max_queued()) policy.max_queued = request.max_queued();
+  PRISM_RETURN_IF_ERROR(
+      store_->SetUserPolicy(request.user(), policy, clock_->NowMs()));
+  Log(LogLevel::kInfo, "user policy set")
+      .Kv("user", request.user())
+      .Kv("share", policy.share)
+      .Kv("max_running", policy.max_running)
+      .Kv("max_queued", policy.max_queued)
+      .Kv("by", caller.user);
+  PRISM_ASSIGN_OR_RETURN(v1::ListUsersResponse all, ListUsers());
+  for (const v1::UserPolicy& u : all.users()) {
+    if (u.user() == request.user()) return u;
+  }
+  return absl::InternalError("the user policy just stored is missing");
+}
+
+absl::StatusOr<v1::ListUsersResponse> ExperimentManager::ListUsers() {
+  PRISM_ASSIGN_OR_RETURN(auto policies, store_->ListUserPolicies());
+  std::map<std::string, UserStanding> standings;
+  v1::ListUsersResponse response;
+  if (queue_ != nullptr) {
+    PRISM_ASSIGN_OR_RETURN(standings, queue_->UserStandings());
+    response.set_half_life_seconds(
+        static_cast<double>(queue_->options().fair_share_half_life_ms) /
+        1000.0);
+  }
+  for (const auto& [user, policy] : policies) {
+    v1::UserPolicy* u = response.add_users();
+    u->set_user(user);
+    u->set_share(policy.share);
+    u->set_max_running(policy.max_running);
+    u->set_max_queued(policy.max_queued);
+    auto it = standings.find(user);
+    if (it != standings.end()) {
+      u->set_usage_seconds(it->second.usage_seconds);
+      u->set_usage_per_share(it->second.usage_seconds / policy.share);
+      u->set_running(it->second.live);
+    }
+    PRISM_ASSIGN_OR_RETURN(int64_t queued, store_->CountQueuedTrialsOf(user));
+    u->set_queued(static_cast<int32_t>(queued));
+  }
+  return response;
 }
 
 absl::StatusOr<v1::ListTrialsResponse> ExperimentManager::ListTrials(

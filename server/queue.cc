@@ -85,36 +85,6 @@ absl::StatusOr<std::string> NewWorkerId() {
 
 }  // namespace
 
-std::vector<storage::LeaseCandidate> OrderLeaseCandidates(
-    std::vector<storage::LeaseCandidate> candidates,
-    const std::map<std::string, int>& live, int max_running_per_user) {
-  auto live_of = [&live](const std::string& owner) {
-    auto it = live.find(owner);
-    return it == live.end() ? 0 : it->second;
-  };
-  if (max_running_per_user > 0) {
-    candidates.erase(std::remove_if(candidates.begin(), candidates.end(),
-                                    [&](const storage::LeaseCandidate& c) {
-                                      return live_of(c.owner) >=
-                                             max_running_per_user;
-                                    }),
-                     candidates.end());
-  }
-  std::sort(
-      candidates.begin(), candidates.end(),
-      [&](const storage::LeaseCandidate& a, const storage::LeaseCandidate& b) {
-        if (a.priority != b.priority) return a.priority > b.priority;
-        const int la = live_of(a.owner);
-        const int lb = live_of(b.owner);
-        if (la != lb) return la < lb;
-        if (a.created_ms != b.created_ms) {
-          return a.created_ms < b.created_ms;
-        }
-        return a.experiment_id < b.experiment_id;
-      });
-  return candidates;
-}
-
 QueueManager::QueueManager(storage::Store* store, const Clock* clock,
                            EventBus* events, IngestWriter* ingest,
                            QueueOptions options, FinishListener on_finished)
@@ -267,15 +237,14 @@ absl::StatusOr<v1::LeaseResponse> QueueManager::Lease(
         store_->RedeliverLease(request.worker_id(), now, DeadlineFrom(now)));
     redelivered = leased.has_value();
     if (!redelivered) {
-      PRISM_ASSIGN_OR_RETURN(std::vector<storage::LeaseCandidate> candidates,
-                             store_->ListLeaseCandidates());
-      PRISM_ASSIGN_OR_RETURN(auto live, store_->CountLiveTrialsByUser());
-      for (const storage::LeaseCandidate& c : OrderLeaseCandidates(
-               std::move(candidates), live, options_.max_running_per_user)) {
+      PRISM_ASSIGN_OR_RETURN(std::vector<QueueSlot> order, Order());
+      for (const QueueSlot& slot : order) {
+        if (slot.at_quota) continue;
         const int64_t at = clock_->NowMs();
         PRISM_ASSIGN_OR_RETURN(
-            leased, store_->LeaseNextTrial(c.experiment_id, request.worker_id(),
-                                           at, DeadlineFrom(at)));
+            leased,
+            store_->LeaseNextTrial(slot.candidate.experiment_id,
+                                   request.worker_id(), at, DeadlineFrom(at)));
         if (leased.has_value()) break;
       }
     }
@@ -545,6 +514,58 @@ absl::StatusOr<int> QueueManager::ExpireLeases() {
     }
   }
   return static_cast<int>(expired.size());
+}
+
+absl::StatusOr<std::map<std::string, UserStanding>>
+QueueManager::UserStandings() {
+  const int64_t now = clock_->NowMs();
+  const int64_t half_life = options_.fair_share_half_life_ms;
+  PRISM_ASSIGN_OR_RETURN(
+      std::vector<storage::UsageSpan> spans,
+      store_->ListUsageSpans(UsageHorizonMs(now, half_life)));
+  PRISM_ASSIGN_OR_RETURN(auto live, store_->CountLiveTrialsByUser());
+  PRISM_ASSIGN_OR_RETURN(auto policies, store_->ListUserPolicies());
+  std::map<std::string, UserStanding> users;
+  for (const auto& [user, seconds] :
+       DecayedUsageSeconds(spans, now, half_life)) {
+    users[user].usage_seconds = seconds;
+  }
+  for (const auto& [user, n] : live) users[user].live = n;
+  const int global = options_.max_running_per_user;
+  for (const auto& [user, policy] : policies) {
+    UserStanding& u = users[user];
+    u.share = policy.share;
+    u.max_running = policy.max_running;
+  }
+  if (global > 0) {
+    for (auto& [user, u] : users) {
+      u.max_running =
+          u.max_running > 0 ? std::min(u.max_running, global) : global;
+    }
+  }
+  return users;
+}
+
+absl::StatusOr<std::vector<QueueSlot>> QueueManager::Order() {
+  PRISM_ASSIGN_OR_RETURN(std::vector<storage::LeaseCandidate> candidates,
+                         store_->ListLeaseCandidates());
+  if (candidates.empty()) return std::vector<QueueSlot>();
+  PRISM_ASSIGN_OR_RETURN(auto users, UserStandings());
+  return OrderQueue(candidates, users);
+}
+
+absl::StatusOr<std::map<int64_t, QueueStanding>> QueueManager::Standings() {
+  PRISM_ASSIGN_OR_RETURN(std::vector<QueueSlot> order, Order());
+  if (order.empty()) return std::map<int64_t, QueueStanding>();
+  PRISM_ASSIGN_OR_RETURN(v1::ListWorkersResponse workers, ListWorkers());
+  WorkerCounts counts;
+  for (const v1::Worker& w : workers.workers()) {
+    if (w.state() == v1::WORKER_IDLE) ++counts.idle;
+    if (w.state() == v1::WORKER_IDLE || w.state() == v1::WORKER_BUSY) {
+      ++counts.alive;
+    }
+  }
+  return ExplainQueue(order, counts);
 }
 
 absl::StatusOr<int> QueueManager::ExtendLeasesAfterRestart() {

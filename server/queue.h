@@ -2,11 +2,10 @@
 // lease, heartbeat, report, complete, fail — plus lease expiry. SQL stays in
 // storage; this decides which trial goes next and what each call means.
 //
-// Lease order, among ACTIVE experiments with queued trials:
-//   1. higher experiment priority first;
-//   2. fair share: the owner with fewer leased + running trials first;
-//   3. the older experiment first, then its lowest trial id.
-// An optional per-user limit skips owners already at that many live trials.
+// Lease order: server/fair_share.h (priority, then the owner's decayed
+// usage per share, then live trials per share, then age), the experiment's
+// lowest queued trial id first. Owners at a running quota (theirs, or
+// --max-running-per-user) are passed over.
 //
 // A lease gives the trial to one worker for lease_seconds (attempt + 1, the
 // number of leases granted so far); Start (the step the trainer resumed
@@ -38,6 +37,7 @@
 #include "server/auth.h"
 #include "server/clock.h"
 #include "server/events.h"
+#include "server/fair_share.h"
 #include "server/ingest.h"
 #include "storage/store.h"
 
@@ -49,18 +49,12 @@ inline constexpr int kDefaultHeartbeatSeconds = 5;
 struct QueueOptions {
   int lease_seconds = kDefaultLeaseSeconds;
   int heartbeat_seconds = kDefaultHeartbeatSeconds;
-  int max_running_per_user = 0;        // 0: no limit
+  int max_running_per_user = 0;  // 0: no limit
+  int64_t fair_share_half_life_ms = kDefaultFairShareHalfLifeMs;
   int idle_retry_ms = 1000;            // LeaseResponse.retry_after_ms when idle
   int max_points_per_report = 100000;  // Limits::max_points_per_report
   int max_string_bytes = 4096;         // Limits::max_string_bytes
 };
-
-// OrderLeaseCandidates sorts candidates by the lease order above and drops
-// owners at `max_running_per_user` live trials (0: no limit). `live` counts
-// leased + running trials per owner.
-std::vector<storage::LeaseCandidate> OrderLeaseCandidates(
-    std::vector<storage::LeaseCandidate> candidates,
-    const std::map<std::string, int>& live, int max_running_per_user);
 
 // CurveCompleteThrough returns the last step through which a trial's stored
 // curve is complete (every point the trainer emits at or before it is
@@ -143,6 +137,15 @@ class QueueManager {
   // lease, a heartbeat and the workers' reconnect bound), so a restart
   // shorter than a lease supersedes nobody.
   absl::StatusOr<int> ExtendLeasesAfterRestart();
+
+  // UserStandings returns every user's usage, share, live trials and
+  // effective running quota now (users with no trial and no policy are
+  // absent: they stand at the defaults).
+  absl::StatusOr<std::map<std::string, UserStanding>> UserStandings();
+  // Order returns the experiments with queued trials in lease order.
+  absl::StatusOr<std::vector<QueueSlot>> Order();
+  // Standings explains Order: each waiting experiment's position and reason.
+  absl::StatusOr<std::map<int64_t, QueueStanding>> Standings();
 
   const QueueOptions& options() const { return options_; }
 

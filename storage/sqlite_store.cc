@@ -724,6 +724,88 @@ absl::StatusOr<std::vector<LeaseCandidate>> SqliteStore::ListLeaseCandidates() {
   return candidates;
 }
 
+absl::StatusOr<std::vector<UsageSpan>> SqliteStore::ListUsageSpans(
+    int64_t ended_since_ms) {
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
+  // Two arms so each uses an index: the open attempts of live trials, and
+  // the attempts that ended recently (trial_attempts_by_ended).
+  PRISM_ASSIGN_OR_RETURN(
+      Query q,
+      r->Prepare("SELECT e.owner, a.started_ms, 0 FROM trials t JOIN "
+                 "trial_attempts a ON a.trial_id = t.id AND a.attempt = "
+                 "t.attempt JOIN experiments e ON e.id = t.experiment_id "
+                 "WHERE t.state IN (?1, ?2) AND a.ended_ms = 0 "
+                 "UNION ALL SELECT e.owner, a.started_ms, a.ended_ms FROM "
+                 "trial_attempts a JOIN trials t ON t.id = a.trial_id JOIN "
+                 "experiments e ON e.id = t.experiment_id WHERE a.ended_ms "
+                 ">= ?3 AND a.ended_ms > 0"));
+  q.Bind(1, kLeased);
+  q.Bind(2, kRunning);
+  q.Bind(3, ended_since_ms);
+  std::vector<UsageSpan> spans;
+  while (true) {
+    PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    spans.push_back(UsageSpan{q.Text(0), q.Int(1), q.Int(2)});
+  }
+  return spans;
+}
+
+absl::StatusOr<int64_t> SqliteStore::CountQueuedTrialsOf(
+    const std::string& owner) {
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
+  PRISM_ASSIGN_OR_RETURN(
+      Query q, r->Prepare("SELECT COUNT(*) FROM trials t JOIN experiments e "
+                          "ON e.id = t.experiment_id WHERE e.owner = ? AND "
+                          "e.state IN (?, ?) AND t.state = ?"));
+  q.BindText(1, owner);
+  q.Bind(2, static_cast<int64_t>(v1::EXPERIMENT_ACTIVE));
+  q.Bind(3, static_cast<int64_t>(v1::EXPERIMENT_PAUSED));
+  q.Bind(4, kQueued);
+  PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+  return row ? q.Int(0) : 0;
+}
+
+absl::Status SqliteStore::SetUserPolicy(const std::string& user,
+                                        const UserPolicy& policy,
+                                        int64_t now_ms) {
+  absl::MutexLock lock(&write_mu_);
+  Connection* c = writer_.get();
+  PRISM_ASSIGN_OR_RETURN(Transaction txn,
+                         Transaction::Begin(c, Transaction::Kind::kWrite));
+  {
+    PRISM_ASSIGN_OR_RETURN(
+        Query q,
+        c->Prepare("INSERT INTO users (name, created_ms, share, max_running, "
+                   "max_queued) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT "
+                   "(name) DO UPDATE SET share = ?3, max_running = ?4, "
+                   "max_queued = ?5"));
+    q.BindText(1, user);
+    q.Bind(2, now_ms);
+    q.Bind(3, policy.share);
+    q.Bind(4, static_cast<int64_t>(policy.max_running));
+    q.Bind(5, static_cast<int64_t>(policy.max_queued));
+    PRISM_RETURN_IF_ERROR(q.Run());
+  }
+  return txn.Commit();
+}
+
+absl::StatusOr<std::map<std::string, UserPolicy>>
+SqliteStore::ListUserPolicies() {
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
+  PRISM_ASSIGN_OR_RETURN(
+      Query q, r->Prepare("SELECT name, share, max_running, max_queued FROM "
+                          "users"));
+  std::map<std::string, UserPolicy> policies;
+  while (true) {
+    PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    policies[q.Text(0)] = UserPolicy{q.Double(1), static_cast<int>(q.Int(2)),
+                                     static_cast<int>(q.Int(3))};
+  }
+  return policies;
+}
+
 absl::StatusOr<std::map<std::string, int>>
 SqliteStore::CountLiveTrialsByUser() {
   PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());

@@ -50,7 +50,7 @@ class ReaderPool;
 }  // namespace internal
 
 // kSchemaVersion is the newest schema this binary knows.
-inline constexpr int kSchemaVersion = 10;
+inline constexpr int kSchemaVersion = 11;
 
 // SqliteStoreOptions are the choices SqliteStore::Open takes.
 struct SqliteStoreOptions {
@@ -137,6 +137,13 @@ class SqliteStore final : public Store {
       override;
 
   absl::StatusOr<std::vector<LeaseCandidate>> ListLeaseCandidates() override;
+  absl::StatusOr<std::vector<UsageSpan>> ListUsageSpans(
+      int64_t ended_since_ms) override;
+  absl::StatusOr<int64_t> CountQueuedTrialsOf(
+      const std::string& owner) override;
+  absl::Status SetUserPolicy(const std::string& user, const UserPolicy& policy,
+                             int64_t now_ms) override;
+  absl::StatusOr<std::map<std::string, UserPolicy>> ListUserPolicies() override;
   absl::StatusOr<std::map<std::string, int>> CountLiveTrialsByUser() override;
   absl::StatusOr<std::optional<v1::Trial>> LeaseNextTrial(
       int64_t experiment_id, const std::string& worker_id, int64_t now_ms,

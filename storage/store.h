@@ -118,6 +118,23 @@ struct LeaseCandidate {
   int64_t created_ms = 0;
 };
 
+// UserPolicy is what an admin set for one user: the user's share of the
+// workers in fair share and the user's quotas. A user without a row has
+// the defaults.
+struct UserPolicy {
+  double share = 1.0;   // relative weight; > 0
+  int max_running = 0;  // leased + running trials; 0: no quota
+  int max_queued = 0;   // queued trials; 0: no quota
+};
+
+// UsageSpan is one attempt's hold on a worker, for fair share's usage:
+// from its lease (started_ms) to its end (ended_ms; 0 while it is live).
+struct UsageSpan {
+  std::string owner;
+  int64_t started_ms = 0;
+  int64_t ended_ms = 0;
+};
+
 // AttemptRef names the lease a worker believes it holds.
 struct AttemptRef {
   int64_t trial_id = 0;
@@ -231,6 +248,16 @@ class Store {
   // transaction, never moving it back; hashes with no row are skipped.
   virtual absl::Status RecordTokensUsed(
       const std::vector<std::pair<std::string, int64_t>>& used) = 0;
+
+  // SetUserPolicy stores `user`'s share and quotas (the user row is created
+  // if new; the caller validates the values).
+  virtual absl::Status SetUserPolicy(const std::string& user,
+                                     const UserPolicy& policy,
+                                     int64_t now_ms) = 0;
+  // ListUserPolicies returns every user's policy (the defaults for users
+  // no admin has set).
+  virtual absl::StatusOr<std::map<std::string, UserPolicy>>
+  ListUserPolicies() = 0;
 
   // --- experiments --------------------------------------------------------
   // CreateExperiment stores the experiment and its trials in one
@@ -395,6 +422,15 @@ class Store {
   virtual absl::StatusOr<int> ExtendLiveLeases(int64_t deadline_ms) = 0;
   // CountQueued counts queued trials of active experiments (queue depth).
   virtual absl::StatusOr<int64_t> CountQueued() = 0;
+  // ListUsageSpans returns the attempts that hold a worker now (the trial
+  // leased or running) or ended at or after `ended_since_ms`, with the
+  // owner of their experiment, in no particular order.
+  virtual absl::StatusOr<std::vector<UsageSpan>> ListUsageSpans(
+      int64_t ended_since_ms) = 0;
+  // CountQueuedTrialsOf counts `owner`'s queued trials in active and paused
+  // experiments.
+  virtual absl::StatusOr<int64_t> CountQueuedTrialsOf(
+      const std::string& owner) = 0;
   // CountActiveExperiments counts `owner`'s active and paused experiments.
   virtual absl::StatusOr<int64_t> CountActiveExperiments(
       const std::string& owner) = 0;

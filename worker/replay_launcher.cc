@@ -13,6 +13,8 @@
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/clock.h"
+#include "absl/time/time.h"
 #include "scheduler/schedule.h"
 
 namespace prism::worker {
@@ -159,8 +161,8 @@ absl::Status WriteCheckpoint(const std::string& dir,
 
 class ReplayTrainerLauncher final : public TrainerLauncher {
  public:
-  explicit ReplayTrainerLauncher(ReplayFixture fixture)
-      : fixture_(std::move(fixture)) {}
+  ReplayTrainerLauncher(ReplayFixture fixture, double steps_per_second)
+      : fixture_(std::move(fixture)), steps_per_second_(steps_per_second) {}
 
   absl::StatusOr<model::TrainResult> Train(
       const model::TrainConfig& config,
@@ -168,6 +170,7 @@ class ReplayTrainerLauncher final : public TrainerLauncher {
 
  private:
   const ReplayFixture fixture_;
+  const double steps_per_second_;  // 0: no pacing
 };
 
 absl::StatusOr<model::TrainResult> ReplayTrainerLauncher::Train(
@@ -216,8 +219,15 @@ absl::StatusOr<model::TrainResult> ReplayTrainerLauncher::Train(
   const int64_t last = diverges ? recorded.metrics.steps : end;
   bool seen_val = false;
   int64_t done = start;
+  const absl::Time began = absl::Now();
   for (const model::CurvePoint& point : recorded.curve) {
     if (point.step > last) break;
+    if (steps_per_second_ > 0 && point.step > start) {
+      // Paced: a point is emitted when the steps up to it would be trained.
+      absl::SleepFor(began +
+                     absl::Seconds((point.step - start) / steps_per_second_) -
+                     absl::Now());
+    }
     // Whole-trial numbers, as a resumed trainer reports them.
     if (point.split == model::CurveSplit::kVal) {
       result.min_val_loss =
@@ -394,8 +404,9 @@ absl::StatusOr<ReplayFixture> LoadReplayFixture(const std::string& path) {
 }
 
 std::unique_ptr<TrainerLauncher> NewReplayTrainerLauncher(
-    ReplayFixture fixture) {
-  return std::make_unique<ReplayTrainerLauncher>(std::move(fixture));
+    ReplayFixture fixture, double steps_per_second) {
+  return std::make_unique<ReplayTrainerLauncher>(std::move(fixture),
+                                                 steps_per_second);
 }
 
 }  // namespace prism::worker

@@ -87,9 +87,13 @@ absl::StatusOr<ReplayFixture> ParseReplayFixture(const std::string& text);
 // else as ParseReplayFixture with the path in the message.
 absl::StatusOr<ReplayFixture> LoadReplayFixture(const std::string& path);
 
-// NewReplayTrainerLauncher returns the launcher that serves `fixture`.
+// NewReplayTrainerLauncher returns the launcher that serves `fixture`. With
+// `steps_per_second` > 0 (`prism worker --replay-speed`) an attempt takes
+// wall time in proportion to the steps it replays: each point is emitted
+// (step - resumed step) / steps_per_second after the attempt began, so a
+// queue's behaviour over time can be tested in seconds; 0 emits at once.
 std::unique_ptr<TrainerLauncher> NewReplayTrainerLauncher(
-    ReplayFixture fixture);
+    ReplayFixture fixture, double steps_per_second = 0);
 
 }  // namespace prism::worker
 

@@ -223,6 +223,18 @@ constexpr char kSchemaV10[] = R"sql(
 ALTER TABLE trials ADD COLUMN target_steps INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// v11: fair share and quotas (server/fair_share.h). users.share weighs a
+// user's usage (default 1: equal shares); max_running and max_queued are
+// per-user quotas (0: none). Usage itself is derived from trial_attempts
+// (each attempt's lease to its end), so it needs no column of its own and
+// survives a restart with the attempts; the index serves the recent ones.
+constexpr char kSchemaV11[] = R"sql(
+ALTER TABLE users ADD COLUMN share REAL NOT NULL DEFAULT 1;
+ALTER TABLE users ADD COLUMN max_running INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE users ADD COLUMN max_queued INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX trial_attempts_by_ended ON trial_attempts(ended_ms);
+)sql";
+
 // BackfillRankingColumns fills the ranking columns of every trial that
 // has a metrics message, parsing it with the generated TrialMetrics. A
 // message that does not parse leaves the row's columns NULL (and a warning),
@@ -281,6 +293,7 @@ const std::vector<Migration>& Migrations() {
       {8, "scaler tag and jobs", kSchemaV8, nullptr},
       {9, "tokens id, expiry, revocation, last use", kSchemaV9, nullptr},
       {10, "trials.target_steps", kSchemaV10, nullptr},
+      {11, "users share and quotas", kSchemaV11, nullptr},
   };
   return *migrations;
 }

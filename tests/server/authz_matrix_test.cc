@@ -252,6 +252,18 @@ const std::vector<Row>& Rows() {
                    v1::ListTrialsResponse,
                    { req.set_experiment_id(w.experiment); }),
        kReadRule},
+      {"ExperimentService.SetUserPolicy",
+       PRISM_UNARY(experiments, SetUserPolicy, v1::SetUserPolicyRequest,
+                   v1::UserPolicy,
+                   {
+                     req.set_user("carol");
+                     req.set_share(2);
+                   }),
+       kAdminRule},
+      {"ExperimentService.ListUsers",
+       PRISM_UNARY(experiments, ListUsers, v1::ListUsersRequest,
+                   v1::ListUsersResponse, {}),
+       kReadRule},
       // WorkerService: the worker role (and admin); the registration belongs
       // to the worker token's user.
       {"WorkerService.Register",

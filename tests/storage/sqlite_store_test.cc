@@ -2,9 +2,11 @@
 
 #include <sqlite3.h>
 
+#include <algorithm>
 #include <limits>
 #include <memory>
 #include <string>
+#include <tuple>
 #include <utility>
 #include <vector>
 
@@ -587,6 +589,41 @@ TEST_F(SqliteStoreTest, LeaseTakesLowestQueuedTrialAndCountsAttempts) {
   EXPECT_FALSE(none->has_value());
   EXPECT_EQ(store_->GetWorker("w1")->current_trial_id(), first.id());
   EXPECT_EQ((*store_->CountLiveTrialsByUser())["alice"], 2);
+}
+
+TEST_F(SqliteStoreTest, UsageSpansAndUserPoliciesSurviveAReopen) {
+  const int64_t id =
+      CreateOrDie(MakeExperiment("alice", {"4x4", "2x2,4x2"}, {1}));
+  const v1::Trial first = LeaseOrDie(id, "w1", /*now_ms=*/2000);
+  LeaseOrDie(id, "w2", /*now_ms=*/2500);
+  ASSERT_TRUE(store_
+                  ->ReleaseTrial(AttemptRef{first.id(), first.attempt(), "w1"},
+                                 "", /*now_ms=*/4000)
+                  .ok());
+  ASSERT_TRUE(store_->SetUserPolicy("bob", UserPolicy{2.5, 3, 40}, 5000).ok());
+  store_.reset();
+  store_ = OpenOrDie(path_);
+  // The released attempt ended at 4000; the other is live (ended 0).
+  absl::StatusOr<std::vector<UsageSpan>> spans = store_->ListUsageSpans(0);
+  ASSERT_TRUE(spans.ok()) << spans.status();
+  std::vector<std::tuple<std::string, int64_t, int64_t>> got;
+  for (const UsageSpan& u : *spans) {
+    got.emplace_back(u.owner, u.started_ms, u.ended_ms);
+  }
+  std::sort(got.begin(), got.end());
+  EXPECT_THAT(got, ElementsAre(std::make_tuple("alice", 2000, 4000),
+                               std::make_tuple("alice", 2500, 0)));
+  // Ended before the horizon: only the live one.
+  EXPECT_EQ(store_->ListUsageSpans(4001)->size(), 1u);
+  absl::StatusOr<std::map<std::string, UserPolicy>> policies =
+      store_->ListUserPolicies();
+  ASSERT_TRUE(policies.ok()) << policies.status();
+  EXPECT_EQ(policies->at("bob").share, 2.5);
+  EXPECT_EQ(policies->at("bob").max_running, 3);
+  EXPECT_EQ(policies->at("bob").max_queued, 40);
+  EXPECT_EQ(policies->at("alice").share, 1.0);  // the default
+  EXPECT_EQ(*store_->CountQueuedTrialsOf("alice"), 1);
+  EXPECT_EQ(*store_->CountQueuedTrialsOf("bob"), 0);
 }
 
 TEST_F(SqliteStoreTest, PausedExperimentIsNotLeased) {

@@ -31,6 +31,10 @@ function experimentsTable(experiments) {
       { label: 'Priority', class: 'num', render: (e) => integer(e.priority) },
       { label: 'Trials', render: (e) => countsCell(e.counts) },
       { label: 'Progress', class: 'progress-cell', render: (e) => progressBar(e.progress) },
+      { label: 'Waiting', render: (e) => (e.queueReason
+        ? h('span', { class: 'queue-reason', title: e.queueReason },
+            num(e.queuePosition) > 0 ? `#${integer(e.queuePosition)} ${e.queueReason}` : e.queueReason)
+        : h('span', { class: 'muted' }, '\u2014')) },
       { label: 'Created', render: (e) => h('span', { title: timestamp(e.createdUnixMs) }, relativeTime(e.createdUnixMs)) },
     ],
     rows: experiments,
