@@ -8,11 +8,11 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
-#include "bench/known_truth_replay.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "scheduler/known_truth.h"
 #include "tests/cli/cluster.h"
+#include "tests/cli/known_truth_cluster.h"
 
 namespace prism::testing {
 namespace {
@@ -28,19 +28,12 @@ TEST(KnownTruthVerdictsTest, ReplayedExperimentGetsTheRightVerdicts) {
   spec.seed = 31;
   absl::StatusOr<KnownTruth> truth = GenerateKnownTruth(spec);
   ASSERT_TRUE(truth.ok()) << truth.status();
-  const std::string spec_text = bench::KnownTruthSpecText(*truth);
-  absl::StatusOr<std::string> replay =
-      bench::KnownTruthReplay(*truth, spec_text);
-  ASSERT_TRUE(replay.ok()) << replay.status();
-
   LocalCluster cluster;
-  const std::string fixture = cluster.dir() + "/truth.replay";
-  WriteFile(fixture, *replay);
-  ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
-  ASSERT_TRUE(cluster.StartWorker({"--replay", fixture}).ok());
-  ASSERT_TRUE(cluster.StartWorker({"--replay", fixture}).ok());
+  const absl::StatusOr<std::string> spec_text =
+      StartKnownTruthCluster(*truth, cluster);
+  ASSERT_TRUE(spec_text.ok()) << spec_text.status();
   absl::StatusOr<int64_t> id =
-      cluster.SubmitSpec(absl::StrCat(spec_text, "name: \"known truth\"\n"));
+      cluster.SubmitSpec(absl::StrCat(*spec_text, "name: \"known truth\"\n"));
   ASSERT_TRUE(id.ok()) << id.status();
   absl::StatusOr<v1::Experiment> done =
       cluster.WaitForExperiment(*id, absl::Seconds(240));

@@ -1,0 +1,48 @@
+// StartKnownTruthCluster: a generated known-truth experiment (scheduler/
+// known_truth.h) replayed through a real coordinator and `prism worker
+// --replay` workers, for the end-to-end tests of the verdicts and the search.
+//
+//   absl::StatusOr<KnownTruth> truth = GenerateKnownTruth(spec);
+//   LocalCluster cluster;
+//   absl::StatusOr<std::string> spec_text =
+//       StartKnownTruthCluster(*truth, cluster);
+//   cluster.SubmitSpec(absl::StrCat(*spec_text, "name: \"x\"\n"));
+#ifndef PRISM_TESTS_CLI_KNOWN_TRUTH_CLUSTER_H_
+#define PRISM_TESTS_CLI_KNOWN_TRUTH_CLUSTER_H_
+
+#include <string>
+
+#include "absl/status/status.h"
+#include "absl/status/statusor.h"
+#include "absl/strings/str_cat.h"
+#include "bench/known_truth_replay.h"
+#include "scheduler/known_truth.h"
+#include "tests/cli/cluster.h"
+
+namespace prism::testing {
+
+// StartKnownTruthCluster writes `truth` as a replay fixture in the cluster's
+// directory, starts the coordinator and `workers` replay workers, and returns
+// the spec text that replays it (a submit adds a name and, for a search, its
+// strategy).
+inline absl::StatusOr<std::string> StartKnownTruthCluster(
+    const KnownTruth& truth, LocalCluster& cluster, int workers = 2) {
+  std::string spec_text = bench::KnownTruthSpecText(truth);
+  absl::StatusOr<std::string> replay =
+      bench::KnownTruthReplay(truth, spec_text);
+  if (!replay.ok()) return replay.status();
+  const std::string fixture = cluster.dir() + "/truth.replay";
+  WriteFile(fixture, *replay);
+  if (absl::Status s = cluster.StartCoordinator(); !s.ok()) {
+    return absl::Status(s.code(), absl::StrCat(s.message(), cluster.Logs()));
+  }
+  for (int i = 0; i < workers; ++i) {
+    absl::StatusOr<int> worker = cluster.StartWorker({"--replay", fixture});
+    if (!worker.ok()) return worker.status();
+  }
+  return spec_text;
+}
+
+}  // namespace prism::testing
+
+#endif  // PRISM_TESTS_CLI_KNOWN_TRUTH_CLUSTER_H_
