@@ -75,9 +75,10 @@ struct StatusOptions {
   ClientOptions client;
   int64_t id = 0;
   std::string format = "text";
+  bool wide = false;
 };
 
-int ListExperiments(RpcClient& client, Format format) {
+int ListExperiments(RpcClient& client, Format format, bool wide) {
   v1::ListExperimentsResponse all;
   v1::ListExperimentsRequest request;
   do {
@@ -94,6 +95,9 @@ int ListExperiments(RpcClient& client, Format format) {
     std::cout << ProtoJson(all);
   } else if (all.experiments().empty() && format == Format::kText) {
     std::cout << "no experiments yet (prism submit SPEC.textproto)\n";
+  } else if (format == Format::kText && !wide) {
+    NarrowExperimentsTable(all).Print(std::cout, format);
+    std::cout << WaitingLines(all);
   } else {
     ExperimentsTable(all).Print(std::cout, format);
   }
@@ -208,7 +212,7 @@ int Status(const StatusOptions& o) {
       RpcClient::Connect(o.client);
   if (!client.ok()) return ReportError("status", client.status());
   return o.id > 0 ? ShowExperiment(**client, o.id, *format)
-                  : ListExperiments(**client, *format);
+                  : ListExperiments(**client, *format, o.wide);
 }
 
 struct ChangeOptions {
@@ -286,6 +290,9 @@ void RegisterExperimentCommands(CLI::App& app, Action* action) {
     auto o = std::make_shared<StatusOptions>();
     cmd->add_option("id", o->id, "Experiment id (omit to list all)");
     cmd->add_option("--format", o->format, "text, json or csv");
+    cmd->add_flag("--wide", o->wide,
+                  "List every column (full names, cancelled, total, the queue "
+                  "reason) instead of fitting 100 columns");
     AddClientOptions(cmd, &o->client);
     cmd->callback([o, action] { *action = [o] { return Status(*o); }; });
   }

@@ -41,7 +41,10 @@
 #include "fmt/format.h"
 #include "model/data.h"
 #include "model/trainer.h"
+#include "scheduler/contrast.h"
 #include "scheduler/presets.h"
+#include "scheduler/principles.h"
+#include "scheduler/space.h"
 
 namespace prism::cli {
 namespace {
@@ -62,7 +65,78 @@ struct RunOptions {
   std::string attention = "auto";
   std::string data_dir = "./prism-data";
   bool keep_serving = false;
+  std::string grid = "contrast";
+  int d_model = 0;     // 0: the demo width for tiny's contrast grid, else
+  int base_heads = 0;  //    the preset's
 };
+
+// The demo's width: tiny at d_model 96 with 6 heads has head dims 96, 48,
+// 32, 24 and 16, so a schedule can break the power-of-two principle alone
+// (every divisor of tiny's own 128 is a power of two). It also trains
+// faster than 128, which pays for the contrast grid's extra trials.
+constexpr int kDemoDModel = 96;
+constexpr int kDemoBaseHeads = 6;
+constexpr int kViolatorsPerPrinciple = 2;
+
+// RunGrid is what prism run submits: the shape and, for the contrast grid,
+// the explicit schedules (empty: the principled grid).
+struct RunGrid {
+  int d_model = 0;
+  int base_heads = 0;
+  std::vector<std::string> schedules;
+  std::string description;  // for people: two lines, the model and the grid
+};
+
+absl::StatusOr<RunGrid> PlanGrid(const RunOptions& o, const ModelShape& shape) {
+  RunGrid grid;
+  const bool demo_width = o.grid == "contrast" && shape.name == "tiny" &&
+                          o.d_model == 0 && o.base_heads == 0;
+  grid.d_model = o.d_model > 0 ? o.d_model
+                 : demo_width  ? kDemoDModel
+                               : shape.d_model;
+  grid.base_heads = o.base_heads > 0 ? o.base_heads
+                    : demo_width     ? kDemoBaseHeads
+                                     : shape.base_heads;
+  const SpaceSpec space{.d_model = grid.d_model,
+                        .layers = shape.layers,
+                        .base_heads = grid.base_heads};
+  if (absl::Status s = ValidateSpace(space); !s.ok()) return s;
+  const std::string model =
+      fmt::format("model {} at d_model {}, {} layers, {} heads", shape.name,
+                  grid.d_model, shape.layers, grid.base_heads);
+  if (o.grid == "principled") {
+    grid.description = model +
+                       "\nprism run: principled grid: every schedule holding "
+                       "all three principles";
+    return grid;
+  }
+  if (o.grid != "contrast") {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "--grid must be contrast or principled, got '", o.grid, "'"));
+  }
+  absl::StatusOr<ContrastSet> set =
+      BuildContrastSet(space, kViolatorsPerPrinciple);
+  if (!set.ok()) return set.status();
+  for (const Schedule& s : set->All()) grid.schedules.push_back(s.ToString());
+  std::vector<std::string> breaks, unbreakable;
+  for (size_t i = 0; i < set->violators.size(); ++i) {
+    const char* name = PrincipleName(kAllPrinciples[i]);
+    if (set->violators[i].empty()) {
+      unbreakable.push_back(name);
+    } else {
+      breaks.push_back(absl::StrCat(set->violators[i].size(), " ", name));
+    }
+  }
+  grid.description = fmt::format(
+      "{}\nprism run: contrast grid: {} schedule(s) holding all three "
+      "principles; breaking only one: {}",
+      model, set->principled.size(), absl::StrJoin(breaks, ", "));
+  if (!unbreakable.empty()) {
+    absl::StrAppend(&grid.description, " (no schedule of this shape breaks ",
+                    absl::StrJoin(unbreakable, " or "), " alone)");
+  }
+  return grid;
+}
 
 // Stopped is true once a stop signal arrived, waiting up to `d` for one.
 bool Stopped(StopSignals& signals, absl::Duration d) {
@@ -136,8 +210,8 @@ absl::Status StartWorkers(const RunOptions& o, const fs::path& data,
 }
 
 std::string RunName(const RunOptions& o, int64_t steps) {
-  return fmt::format("prism run: {}, {} seed(s), {} steps", o.preset, o.seeds,
-                     steps);
+  return fmt::format("prism run: {}, {} grid, {} seed(s), {} steps", o.preset,
+                     o.grid, o.seeds, steps);
 }
 
 // FindOrSubmit continues this data dir's unfinished run with the same name,
@@ -357,6 +431,8 @@ std::string LookAgain(const fs::path& data, int64_t experiment_id) {
 int Run(const RunOptions& o) {
   absl::StatusOr<ModelShape> preset = FindPreset(o.preset);
   if (!preset.ok()) return ReportError("run", preset.status());
+  absl::StatusOr<RunGrid> grid = PlanGrid(o, *preset);
+  if (!grid.ok()) return ReportError("run", grid.status());
   if (absl::Status s = model::CheckAttentionKernel(o.attention); !s.ok()) {
     return ReportError("run", s);
   }
@@ -381,6 +457,7 @@ int Run(const RunOptions& o) {
                    absl::StrCat("another prism run is using ", data.string())));
   }
 
+  std::cerr << "prism run: " << grid->description << "\n";
   std::cerr << "prism run: preparing the demo corpus under " << data.string()
             << "\n";
   absl::StatusOr<model::CorpusFiles> corpus =
@@ -417,12 +494,19 @@ int Run(const RunOptions& o) {
     v1::ExperimentSpec spec;
     spec.set_name(RunName(o, steps));
     spec.mutable_model()->set_preset(preset->name);
+    spec.mutable_model()->set_d_model(grid->d_model);
+    spec.mutable_model()->set_base_heads(grid->base_heads);
+    for (const std::string& schedule : grid->schedules) {
+      spec.add_schedules(schedule);
+    }
     spec.mutable_data()->add_train(corpus->train);
     spec.mutable_data()->add_val(corpus->val);
     spec.mutable_budget()->set_steps(steps);
-    for (v1::Principle p :
-         {v1::PRINCIPLE_SMOOTH, v1::PRINCIPLE_BASELINE, v1::PRINCIPLE_POW2}) {
-      spec.add_principles(p);
+    if (grid->schedules.empty()) {
+      for (v1::Principle p :
+           {v1::PRINCIPLE_SMOOTH, v1::PRINCIPLE_BASELINE, v1::PRINCIPLE_POW2}) {
+        spec.add_principles(p);
+      }
     }
     // No max_attempts: a trial handed back by a Ctrl-C is released, which
     // uses up none of the coordinator's default attempts.
@@ -468,8 +552,9 @@ int Run(const RunOptions& o) {
 void RegisterRunCommands(CLI::App& app, Action* action) {
   CLI::App* cmd = app.add_subcommand(
       "run",
-      "Run a whole search locally: coordinator + workers on loopback, the "
-      "preset's principled grid plus the baseline, then the ranking");
+      "Run a whole search locally: coordinator + workers on loopback, a "
+      "grid that contrasts the design principles plus the baseline, then the "
+      "ranking");
   auto o = std::make_shared<RunOptions>();
   cmd->add_option("--preset", o->preset, "Model preset")->capture_default_str();
   cmd->add_option("--workers", o->workers, "Local worker processes")
@@ -492,6 +577,19 @@ void RegisterRunCommands(CLI::App& app, Action* action) {
   cmd->add_option("--data-dir", o->data_dir,
                   "Database, token, corpus, checkpoints and logs")
       ->capture_default_str();
+  cmd->add_option("--grid", o->grid,
+                  "contrast: the schedules holding all three principles plus "
+                  "a few that each break one, so every principle's effect is "
+                  "estimable; principled: only the former")
+      ->capture_default_str();
+  cmd->add_option("--d-model", o->d_model,
+                  "Model width (default: 96 for tiny's contrast grid, where "
+                  "head dims 48 and 24 can break pow2; else the preset's)")
+      ->check(CLI::PositiveNumber);
+  cmd->add_option("--base-heads", o->base_heads,
+                  "Baseline heads (default: 6 for tiny's contrast grid, else "
+                  "the preset's)")
+      ->check(CLI::PositiveNumber);
   cmd->add_flag("--keep-serving", o->keep_serving,
                 "Keep the coordinator, dashboard and workers up afterwards");
   cmd->callback([o, action] { *action = [o] { return Run(*o); }; });

@@ -14,8 +14,10 @@
 #include <sstream>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
+#include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 
 extern char** environ;
@@ -219,7 +221,13 @@ std::string SelfExecutable() {
   char path[4096];
   const ssize_t n = readlink("/proc/self/exe", path, sizeof(path) - 1);
   if (n <= 0) return "prism";
-  return std::string(path, static_cast<size_t>(n));
+  std::string self(path, static_cast<size_t>(n));
+  // Replaced on disk while running (a rebuild): the kernel appends
+  // " (deleted)"; the path itself now holds the new binary.
+  constexpr absl::string_view kDeleted = " (deleted)";
+  if (absl::EndsWith(self, kDeleted))
+    self.resize(self.size() - kDeleted.size());
+  return self;
 }
 
 namespace {

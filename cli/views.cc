@@ -188,6 +188,36 @@ std::string BestSetLine(const v1::RankResponse& response, size_t most) {
   return line;
 }
 
+// PrincipleSummaryLine condenses the principle table into one line:
+// "principles (effect of violating, 95% CI, p): smooth +0.0040 ±0.0100 p
+// 0.420, ..."; "" when the ranking has no principle analysis.
+std::string PrincipleSummaryLine(const v1::RankResponse& response) {
+  std::vector<std::string> estimated, not_estimable;
+  for (const v1::PrincipleEffect& e : response.principle_effects()) {
+    if (e.has_effect()) {
+      const std::string half = HalfWidth(e.effect());
+      estimated.push_back(fmt::format(
+          "{} {:+.4f}{}{}", EnumValueName(e.principle()), e.effect().mean(),
+          half.empty() ? "" : absl::StrCat(" ±", half),
+          e.has_p_value() ? absl::StrCat(" p ", PValue(e.p_value())) : ""));
+    } else {
+      not_estimable.push_back(EnumValueName(e.principle()));
+    }
+  }
+  if (estimated.empty() && not_estimable.empty()) return "";
+  std::string line = "principles";
+  if (!estimated.empty()) {
+    absl::StrAppend(&line, " (effect of violating, 95% CI, p): ",
+                    absl::StrJoin(estimated, ", "));
+  }
+  if (!not_estimable.empty()) {
+    absl::StrAppend(&line, estimated.empty() ? ": " : "; ",
+                    absl::StrJoin(not_estimable, ", "),
+                    " not estimable here (see the table)");
+  }
+  return line;
+}
+
 std::vector<std::string> SummaryLines(const v1::RankResponse& response,
                                       const std::string& more_seeds) {
   const v1::VerdictReport& v = response.verdicts();
@@ -196,6 +226,9 @@ std::vector<std::string> SummaryLines(const v1::RankResponse& response,
       "verdicts: {} better, {} worse, {} inconclusive, {} need seeds",
       v.better(), v.worse(), v.inconclusive(), v.needs_seeds()));
   lines.push_back(BestSetLine(response, 6));
+  if (std::string p = PrincipleSummaryLine(response); !p.empty()) {
+    lines.push_back(std::move(p));
+  }
   int settle = 0;
   for (const v1::RankedSchedule& r : response.schedules()) {
     if (r.verdict() == v1::VERDICT_INCONCLUSIVE && r.in_best_set()) {
@@ -283,6 +316,56 @@ Table ExperimentsTable(const v1::ListExperimentsResponse& response) {
          e.queue_reason()});
   }
   return table;
+}
+
+Table NarrowExperimentsTable(const v1::ListExperimentsResponse& response) {
+  constexpr size_t kNameWidth = 28;
+  Table table({"id", "name", "owner", "state", "pri", "done", "running",
+               "queued", "failed", "progress", "pos"});
+  for (const v1::Experiment& e : response.experiments()) {
+    const v1::TrialCounts& c = e.counts();
+    std::string name = Printable(e.name());
+    if (DisplayWidth(name) > kNameWidth) {
+      // Cut by characters, not bytes, so a UTF-8 sequence stays whole.
+      std::string cut;
+      size_t width = 0;
+      for (size_t i = 0; i < name.size() && width < kNameWidth - 3;) {
+        size_t len = 1;
+        while (i + len < name.size() && (name[i + len] & 0xC0) == 0x80) ++len;
+        cut.append(name, i, len);
+        i += len;
+        ++width;
+      }
+      name = cut + "...";
+    }
+    table.AddRow(
+        {absl::StrCat(e.id()), name, e.owner(), EnumValueName(e.state()),
+         absl::StrCat(e.priority()),
+         absl::StrCat(c.completed(), "/", c.total()),
+         absl::StrCat(c.leased() + c.running()), absl::StrCat(c.queued()),
+         absl::StrCat(c.failed() + c.diverged()),
+         fmt::format("{:.0f}%", e.progress() * 100),
+         e.queue_position() > 0 ? absl::StrCat(e.queue_position()) : ""});
+  }
+  return table;
+}
+
+std::string WaitingLines(const v1::ListExperimentsResponse& response) {
+  std::string out;
+  for (const v1::Experiment& e : response.experiments()) {
+    if (e.queue_reason().empty()) continue;
+    absl::StrAppend(
+        &out,
+        WrapText(absl::StrCat(
+                     "waiting: experiment ", e.id(),
+                     e.queue_position() > 0
+                         ? absl::StrCat(" (position ", e.queue_position(), ")")
+                         : "",
+                     ": ", Printable(e.queue_reason())),
+                 100, 2),
+        "\n");
+  }
+  return out;
 }
 
 Table TrialsTable(const v1::ListTrialsResponse& response) {

@@ -33,8 +33,17 @@ std::string PrincipleFlags(const v1::PrincipleReport& report);
 std::string MfuText(const v1::TrialMetrics& metrics);
 
 // ExperimentsTable: id, name, owner, state, priority, per-state counts,
-// progress, and a waiting experiment's queue position and reason.
+// progress, and a waiting experiment's queue position and reason (wide: CSV
+// and `prism status --wide`).
 Table ExperimentsTable(const v1::ListExperimentsResponse& response);
+// NarrowExperimentsTable fits 100 columns for names up to 28 characters
+// (longer ones are cut with "..."): id, name, owner, state, pri,
+// done/total, running, queued, failed, progress, pos. The queue reasons go
+// below it (WaitingLines).
+Table NarrowExperimentsTable(const v1::ListExperimentsResponse& response);
+// WaitingLines is "waiting: experiment 3 (position 1): REASON" per waiting
+// experiment, wrapped at 100 columns; "" when none waits.
+std::string WaitingLines(const v1::ListExperimentsResponse& response);
 // TrialsTable: id, schedule, seed, baseline, state, attempt, step, losses,
 // worker.
 Table TrialsTable(const v1::ListTrialsResponse& response);

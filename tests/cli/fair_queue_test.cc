@@ -17,6 +17,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
@@ -229,6 +230,14 @@ TEST_F(FairQueueTest, OneWorkerInterleavesASmallExperimentFromTheFirstLease) {
   CommandResult status = cluster_.Run({"status"});
   EXPECT_EQ(status.status, 0) << status.err;
   EXPECT_THAT(status.out, HasSubstr("no workers:"));
+  // The default listing fits 100 columns; the reasons go below the table.
+  EXPECT_THAT(status.out, HasSubstr("waiting: experiment"));
+  for (absl::string_view line : absl::StrSplit(status.out, '\n')) {
+    EXPECT_LE(line.size(), 100u) << line;
+  }
+  CommandResult wide = cluster_.Run({"status", "--wide"});
+  EXPECT_EQ(wide.status, 0) << wide.err;
+  EXPECT_THAT(wide.out, HasSubstr("reason"));
 
   StartWorkers(1, /*steps_per_second=*/400);
   WaitUntil({small}, [](const std::vector<v1::Experiment>& es) {

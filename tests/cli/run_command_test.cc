@@ -73,16 +73,31 @@ TEST(RunCommandTest, TrainsTheGridPrintsTheRankingAndLeavesNoChildren) {
   ASSERT_TRUE(status.ok()) << ReadFile(dir + "/run.err");
   const std::string out = ReadFile(dir + "/run.out");
   EXPECT_EQ(*status, 0) << ReadFile(dir + "/run.err");
-  for (const char* schedule :
-       {"4x6", "1x2,4x4", "2x2,4x4", "1x3,4x3", "2x3,4x3"}) {
+  // The contrast grid on the demo width (d_model 96, 6 heads): the two
+  // schedules holding every principle, and ones breaking exactly one.
+  for (const char* schedule : {"6x6", "3x3,6x3", "3x2,6x4", "2x2,6x4",
+                               "4x2,6x4", "3x1,6x5", "3x4,6x2"}) {
     EXPECT_THAT(out, HasSubstr(schedule));
   }
-  EXPECT_THAT(out, HasSubstr("5/5 trials completed"));
+  EXPECT_THAT(out, HasSubstr("7/7 trials completed"));
+  EXPECT_THAT(ReadFile(dir + "/run.err"),
+              HasSubstr("model tiny at d_model 96, 6 layers, 6 heads"));
   // One seed: no intervals and no verdicts, and the ranking says so instead
   // of blank cells or a finding.
   EXPECT_THAT(out, HasSubstr("needs seeds"));
   EXPECT_THAT(out, HasSubstr("verdicts: 0 better, 0 worse, 0 inconclusive, "
-                             "4 need seeds"));
+                             "6 need seeds"));
+  // ... but every principle's effect is estimated, in the table and in the
+  // summary (one seed per schedule is enough for the regression).
+  EXPECT_THAT(out, Not(HasSubstr("not estimable")));
+  EXPECT_THAT(out, HasSubstr("principles (effect of violating, 95% CI, p): "
+                             "smooth "));
+  // The ranking and its summary fit 100 columns (the look-again commands
+  // after them hold this test's long temp paths).
+  for (absl::string_view line :
+       absl::StrSplit(out.substr(0, out.find("dashboard stopped")), '\n')) {
+    EXPECT_LE(line.size(), 100u) << line;
+  }
   EXPECT_THAT(out, HasSubstr("best-set: needs 2 paired seeds per schedule"));
   EXPECT_THAT(out, HasSubstr("prism run --seeds 3"));
   // How to look again once the coordinator is gone: the same database.
@@ -109,7 +124,8 @@ TEST(RunCommandTest, ThreeSeedsGiveEveryScheduleAVerdict) {
   const TempDir temp("prism_run_seeds");
   const std::string& dir = temp.path();
   cli::Subprocess run =
-      StartRun(dir, {"--seeds", "3", "--steps", "10", "--attention", "masked"});
+      StartRun(dir, {"--seeds", "3", "--steps", "10", "--attention", "masked",
+                     "--grid", "principled"});
   absl::StatusOr<int> status = run.Wait(absl::Minutes(10));
   ASSERT_TRUE(status.ok()) << ReadFile(dir + "/run.err");
   EXPECT_EQ(*status, 0) << ReadFile(dir + "/run.err");
@@ -193,6 +209,18 @@ TEST(RunCommandTest, InterruptStopsEverythingAndRunAgainContinues) {
     EXPECT_EQ(*status, 128 + SIGTERM);
     EXPECT_TRUE(ProcessesMentioning(dir + "/data").empty());
   }
+}
+
+TEST(RunCommandTest, UnknownGridIsUsageError) {
+  const TempDir temp("prism_run_grid");
+  const std::string& dir = temp.path();
+  cli::Subprocess run = StartRun(dir, {"--grid", "everything"});
+  absl::StatusOr<int> status = run.Wait(absl::Minutes(1));
+  ASSERT_TRUE(status.ok());
+  EXPECT_EQ(*status, 2);
+  const std::string err = ReadFile(dir + "/run.err");
+  EXPECT_THAT(err, HasSubstr("--grid must be contrast or principled"));
+  EXPECT_EQ(std::count(err.begin(), err.end(), '\n'), 1) << err;
 }
 
 TEST(RunCommandTest, UnknownPresetIsUsageError) {

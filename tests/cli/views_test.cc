@@ -4,6 +4,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -359,11 +360,15 @@ TEST(ViewsTest, DefaultPrincipleTableFitsAndMovesLongNotesBelowIt) {
                               "pow2: not estimable (baseline and pow2 co-vary "
                               "completely: effects not separable)\n"));
   EXPECT_THAT(text, Not(HasSubstr("mean_delta")));
+  // The summary condenses the table to one line.
+  EXPECT_THAT(absl::StrReplaceAll(text, {{"\n  ", " "}}),
+              HasSubstr("principles (effect of violating, 95% CI, p): smooth "
+                        "+0.0125 ±0.0100 p 0.027; baseline, pow2 not "
+                        "estimable here (see the table)\n"));
 }
 
-TEST(ViewsTest, PrincipleEffectsOfTheDemoAreNotEstimable) {
-  // prism run's grid: every schedule satisfies every principle (the README
-  // shows this block).
+TEST(ViewsTest, PrincipleEffectsOfAPrincipledGridAreNotEstimable) {
+  // prism run --grid principled: every schedule satisfies every principle.
   v1::RankResponse response = OneSeedRanking();
   for (v1::Principle p :
        {v1::PRINCIPLE_SMOOTH, v1::PRINCIPLE_BASELINE, v1::PRINCIPLE_POW2}) {
@@ -389,6 +394,8 @@ TEST(ViewsTest, PrincipleEffectsOfTheDemoAreNotEstimable) {
                 "pow2               4         0       -            -  -      "
                 "         +0.0023                    -  not estimable "
                 "(nothing violates it)\n"));
+  EXPECT_THAT(out.str(), HasSubstr("principles: smooth, baseline, pow2 not "
+                                   "estimable here (see the table)\n"));
 }
 
 TEST(ViewsTest, PrincipleEffectNoteFallsBackToTheStatus) {
