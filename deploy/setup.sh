@@ -26,6 +26,10 @@ PACKAGES=(
   # Optuna 3.1, the reference the search and ingest benchmarks compare with
   # (bench/reference/optuna_*.py, run with Debian's /usr/bin/python3).
   python3-optuna
+  # The Python client (clients/python): gRPC and protobuf for its stubs,
+  # which protoc and grpc_python_plugin (protobuf-compiler-grpc, above)
+  # generate at build time; pandas and matplotlib for its tables and plots.
+  python3-grpcio python3-protobuf python3-pandas python3-matplotlib
 )
 # `kubectl kustomize` renders deploy/k8s: Debian's kubernetes-client, unless
 # some kubectl is already on PATH (another vendor's package of it owns

@@ -1,0 +1,464 @@
+"""The Python client (clients/python/prism_client) against a live coordinator.
+
+It starts `prism coordinator` on loopback (temp dir, port 0, --ready-file, an
+admin token file) and a `prism worker --replay` over the replay benchmark's
+recorded curves (bench/replay/grid_d64_l8_h8.replay), submits a grid of four
+schedules on three seeds and waits, through the client, until the experiment
+is done. Then:
+  * the notebook example (clients/python/examples/ranking.py) runs as a
+    script; its DataFrame is the ranking `prism results --format json` prints
+    (order, verdicts, deltas, seeds) and its PNG holds the curves it drew;
+  * curves() returns the recorded val losses of the schedule and of the
+    baseline with the same seed, step by step, as the fixture holds them;
+  * a wrong token, a missing experiment, an unreachable coordinator and a
+    plaintext dial of a TLS coordinator raise PrismError naming the status
+    code and the cause, with no gRPC exception chained;
+  * a second coordinator serving TLS (deploy/tls/make-certs.sh) answers the
+    client given its CA through tls_ca= and through PRISM_TLS_CA.
+Every process it started is stopped at the end, pass or fail.
+
+Exit: 0 pass, 1 fail, 77 skipped (a Python module deploy/setup.sh installs is
+missing).
+
+  python3 prism_client_test.py --prism build/cli/prism --source . \
+      --stubs build/clients/python/gen
+"""
+
+import argparse
+import contextlib
+import io
+import json
+import os
+import pathlib
+import runpy
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+import traceback
+import unittest
+
+kSkip = 77
+kSchedules = ["1x4,8x4", "2x4,8x4", "4x4,8x4", "1x2,8x6"]
+kSeeds = [1, 2, 3]
+kBaseline = "8x8"
+kStartSeconds = 30
+kExperimentSeconds = 40
+
+ARGS = None
+CLUSTER = None
+
+
+def parse_args():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--prism", required=True)
+    parser.add_argument("--source", required=True)
+    parser.add_argument("--stubs", required=True)
+    args, rest = parser.parse_known_args()
+    args.prism = os.path.abspath(args.prism)
+    args.source = pathlib.Path(args.source).resolve()
+    return args, rest
+
+
+def import_client(args):
+    """Imports prism_client the way a user's PYTHONPATH would; exits 77 when
+    a module deploy/setup.sh installs is missing."""
+    for module, package in [("grpc", "python3-grpcio"),
+                            ("google.protobuf", "python3-protobuf"),
+                            ("pandas", "python3-pandas"),
+                            ("matplotlib", "python3-matplotlib")]:
+        try:
+            __import__(module)
+        except ImportError:
+            print(f"SKIPPED: Python module {module} is missing "
+                  f"(deploy/setup.sh installs {package})")
+            sys.exit(kSkip)
+    if not (pathlib.Path(args.stubs) / "prism/v1/prism_pb2_grpc.py").is_file():
+        print(f"FAIL: no generated stubs in {args.stubs}: build the "
+              "prism_python_stubs target (part of `all`)")
+        sys.exit(1)
+    sys.path.insert(0, args.stubs)
+    sys.path.insert(0, str(args.source / "clients/python"))
+    import prism_client
+    return prism_client
+
+
+def read_fixture_val_curves(path):
+    """{(schedule, seed): {step: val loss}} from a replay fixture's text
+    (worker/replay_launcher.h): the independent record the client's curves
+    must reproduce."""
+    curves = {}
+    current = None
+    for line in pathlib.Path(path).read_text().splitlines():
+        fields = line.split()
+        if not fields:
+            continue
+        if fields[0] == "trial":
+            current = curves.setdefault((fields[1], int(fields[2])), {})
+        elif fields[0] == "v":
+            current[int(fields[1])] = float(fields[2])
+    return curves
+
+
+class Cluster:
+    """The processes the test starts, their logs, and their teardown."""
+
+    def __init__(self, prism):
+        self.prism = prism
+        self.tmp = pathlib.Path(tempfile.mkdtemp(prefix="prism-python-"))
+        self.children = []
+
+    def start(self, name, argv):
+        log = open(self.tmp / f"{name}.log", "ab")
+        # Under setpriv the child gets SIGTERM if this test dies (ctest's
+        # timeout), so no coordinator or worker outlives it.
+        prefix = (["/usr/bin/setpriv", "--pdeathsig", "SIGTERM", "--"]
+                  if os.path.exists("/usr/bin/setpriv") else [])
+        child = subprocess.Popen(prefix + [self.prism] + argv, cwd=self.tmp,
+                                 stdout=log, stderr=subprocess.STDOUT,
+                                 stdin=subprocess.DEVNULL)
+        log.close()
+        self.children.append((name, child))
+        return child
+
+    def check_alive(self, what):
+        for name, child in self.children:
+            if child.poll() is not None:
+                raise RuntimeError(f"{name} exited ({child.returncode}) "
+                                   f"while waiting for {what}\n"
+                                   f"{self.logs()}")
+
+    def wait_for(self, what, seconds, probe):
+        """Returns probe()'s first truthy value; probes the signal (a file,
+        a state) every 50 ms and fails once `seconds` pass or a child
+        exits."""
+        deadline = time.monotonic() + seconds
+        while True:
+            self.check_alive(what)
+            value = probe()
+            if value:
+                return value
+            if time.monotonic() > deadline:
+                raise RuntimeError(f"timed out after {seconds} s waiting for "
+                                   f"{what}\n{self.logs()}")
+            time.sleep(0.05)
+
+    def start_coordinator(self, name, extra=()):
+        """Returns (gRPC address, admin token file) once it serves."""
+        ready = self.tmp / f"{name}.ready.json"
+        token_file = self.tmp / f"{name}.admin.token"
+        self.start(name, ["coordinator", "--db", str(self.tmp / f"{name}.db"),
+                          "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
+                          "--ready-file", str(ready), "--admin-token-file",
+                          str(token_file), *extra])
+        endpoints = self.wait_for(f"{name}'s ready file", kStartSeconds,
+                                  lambda: ready.exists() and
+                                  json.loads(ready.read_text()))
+        return endpoints["grpc"], str(token_file)
+
+    def run_prism(self, argv):
+        return subprocess.run([self.prism] + argv, cwd=self.tmp, check=True,
+                              capture_output=True, text=True,
+                              timeout=kStartSeconds).stdout
+
+    def logs(self):
+        out = []
+        for name, _ in self.children:
+            text = (self.tmp / f"{name}.log").read_text(errors="replace")
+            out.append(f"--- {name}.log (last lines)\n" +
+                       "\n".join(text.splitlines()[-20:]))
+        return "\n".join(out)
+
+    def stop(self):
+        if hasattr(self, "client"):
+            self.client.close()
+        for _, child in reversed(self.children):
+            if child.poll() is None:
+                child.send_signal(signal.SIGTERM)
+        for _, child in reversed(self.children):
+            try:
+                child.wait(timeout=15)
+            except subprocess.TimeoutExpired:
+                child.kill()
+                child.wait()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def setUpModule():
+    global CLUSTER
+    CLUSTER = Cluster(ARGS.prism)
+    # A module cleanup runs even when setUpModule fails half-way.
+    unittest.addModuleCleanup(CLUSTER.stop)
+    c = CLUSTER
+    c.address, c.token_file = c.start_coordinator("coordinator")
+    c.fixture = ARGS.source / "bench/replay/grid_d64_l8_h8.replay"
+    client = ["--coordinator", c.address, "--token-file", c.token_file]
+    c.start("worker", ["worker", *client, "--replay", str(c.fixture),
+                       "--checkpoint-dir", str(c.tmp / "checkpoints")])
+    recipe = (ARGS.source /
+              "bench/replay/grid_d64_l8_h8.textproto").read_text()
+    recipe = recipe.replace("seeds: [1, 2, 3]", "")
+    spec = c.tmp / "spec.textproto"
+    spec.write_text(recipe + 'name: "python-client"\n' +
+                    "".join(f'schedules: "{s}"\n' for s in kSchedules) +
+                    f"seeds: {kSeeds}\n")
+    submitted = json.loads(c.run_prism(["submit", str(spec), *client,
+                                        "--format", "json"]))
+    c.experiment_id = int(submitted["experiment"]["id"])
+    c.client = prism_client.connect(c.address, token_file=c.token_file)
+    done = prism_client.pb.EXPERIMENT_DONE
+    c.wait_for(f"experiment {c.experiment_id} to finish", kExperimentSeconds,
+               lambda: c.client.experiment(c.experiment_id).state == done)
+    # The second coordinator, serving TLS: empty, for the TLS checks.
+    c.certs = c.tmp / "tls"
+    subprocess.run([str(ARGS.source / "deploy/tls/make-certs.sh"),
+                    str(c.certs)], check=True, capture_output=True,
+                   timeout=kStartSeconds)
+    c.tls_address, c.tls_token_file = c.start_coordinator(
+        "coordinator-tls", ["--tls-cert", str(c.certs / "server.pem"),
+                            "--tls-key", str(c.certs / "server.key")])
+
+
+@contextlib.contextmanager
+def environment(**values):
+    """Sets (a str) or unsets (None) environment variables for a block."""
+    saved = {name: os.environ.get(name) for name in values}
+    try:
+        for name, value in values.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+        yield
+    finally:
+        for name, value in saved.items():
+            if value is None:
+                os.environ.pop(name, None)
+            else:
+                os.environ[name] = value
+
+
+kNoClientEnv = dict(PRISM_COORDINATOR=None, PRISM_TOKEN=None,
+                    PRISM_TOKEN_FILE=None, PRISM_TLS_CA=None,
+                    PRISM_TLS_CERT=None, PRISM_TLS_KEY=None)
+
+
+class ExampleTest(unittest.TestCase):
+
+    def test_example_prints_the_ranking_and_saves_curves_against_baseline(
+            self):
+        c = CLUSTER
+        png = c.tmp / "ranking.png"
+        out = io.StringIO()
+        env = dict(kNoClientEnv, PRISM_COORDINATOR=c.address,
+                   PRISM_TOKEN_FILE=c.token_file,
+                   PRISM_EXPERIMENT=str(c.experiment_id), PRISM_PLOT=str(png))
+        with environment(**env), contextlib.redirect_stdout(out):
+            scope = runpy.run_path(
+                str(ARGS.source / "clients/python/examples/ranking.py"),
+                run_name="__main__")
+        printed = out.getvalue()
+
+        experiments = scope["experiments"]
+        self.assertIn(c.experiment_id, list(experiments["id"]))
+        row = experiments[experiments["id"] == c.experiment_id].iloc[0]
+        self.assertEqual(row["state"], "done")
+        self.assertEqual(row["completed"], row["total"])
+        self.assertEqual(row["total"], (len(kSchedules) + 1) * len(kSeeds))
+
+        # The DataFrame is the ranking the CLI prints over the same RPC.
+        ranking = scope["ranking"]
+        cli = json.loads(c.run_prism(
+            ["results", "--experiment", str(c.experiment_id), "--coordinator",
+             c.address, "--token-file", c.token_file, "--format", "json"]))
+        cli_rows = cli["schedules"]
+        self.assertEqual(len(ranking), len(kSchedules) + 1)
+        self.assertEqual(list(ranking["schedule"]),
+                         [r["schedule"] for r in cli_rows])
+        self.assertEqual(sorted(ranking["schedule"]),
+                         sorted(kSchedules + [kBaseline]))
+        self.assertEqual(list(ranking["rank"]),
+                         [r.get("rank", 0) for r in cli_rows])
+        for (_, mine), theirs in zip(ranking.iterrows(), cli_rows):
+            verdict = theirs.get("verdict", "VERDICT_UNSPECIFIED")
+            expected = ("" if verdict == "VERDICT_UNSPECIFIED" else
+                        verdict.removeprefix("VERDICT_").lower())
+            self.assertEqual(mine["verdict"], expected, mine["schedule"])
+            self.assertAlmostEqual(
+                mine["delta"], theirs["deltaVsBaseline"].get("mean", 0.0),
+                places=9)
+            self.assertEqual(mine["seeds"], len(kSeeds), mine["schedule"])
+        base = ranking[ranking["is_baseline"]]
+        self.assertEqual(list(base["schedule"]), [kBaseline])
+        self.assertEqual(base["delta"].iloc[0], 0.0)
+        others = ranking[~ranking["is_baseline"]]
+        self.assertTrue(others["delta_low"].notna().all())
+        self.assertTrue((others["delta_low"] <= others["delta"]).all())
+        self.assertTrue((others["delta"] <= others["delta_high"]).all())
+        for schedule in kSchedules:
+            self.assertIn(schedule, printed)
+        self.assertIn(f"saved {png}", printed)
+
+        # The PNG: the size plot_curves asks for, with the baseline's black
+        # dashed line and the first schedule's colour (matplotlib's C0)
+        # drawn, not only axes.
+        import matplotlib.image
+        self.assertEqual(png.read_bytes()[:8], b"\x89PNG\r\n\x1a\n")
+        pixels = matplotlib.image.imread(str(png))
+        self.assertEqual(pixels.shape[:2], (500, 800))
+        rgb = (pixels[:, :, :3] * 255).round()
+
+        def count(colour):
+            return int((abs(rgb - colour).max(axis=2) < 40).sum())
+
+        self.assertGreater(count((0x1f, 0x77, 0xb4)), 300)
+        self.assertGreater(count((0, 0, 0)), 300)
+
+
+class CurvesTest(unittest.TestCase):
+
+    def test_curves_are_the_recorded_losses_of_schedule_and_baseline(self):
+        c = CLUSTER
+        recorded = read_fixture_val_curves(c.fixture)
+        schedule = kSchedules[1]
+        curves = CLUSTER.client.curves(c.experiment_id, schedule)
+        self.assertEqual(sorted(curves["seed"].unique()), kSeeds)
+        for seed in kSeeds:
+            mine = curves[curves["seed"] == seed]
+            self.assertEqual(list(mine["step"]),
+                             sorted(recorded[(schedule, seed)]))
+            for _, point in mine.iterrows():
+                step = int(point["step"])
+                self.assertAlmostEqual(point["loss"],
+                                       recorded[(schedule, seed)][step],
+                                       places=4)
+                self.assertAlmostEqual(point["baseline_loss"],
+                                       recorded[(kBaseline, seed)][step],
+                                       places=4)
+
+    def test_curves_of_an_untried_schedule_raise_not_found(self):
+        with self.assertRaises(prism_client.PrismError) as raised:
+            CLUSTER.client.curves(CLUSTER.experiment_id, "1x1,8x7")
+        self.assertEqual(raised.exception.code, "NOT_FOUND")
+        self.assertIn("1x1,8x7", str(raised.exception))
+
+
+class ErrorsTest(unittest.TestCase):
+
+    def assert_names_cause(self, raised, code, *words):
+        error = raised.exception
+        self.assertEqual(error.code, code, str(error))
+        self.assertTrue(str(error).startswith(f"{code}: "), str(error))
+        for word in words:
+            self.assertIn(word, str(error))
+        print(f"\n  raised {error}", end=" ")
+        # No gRPC exception chained or shown: the cause is the message.
+        self.assertIsNone(error.__cause__)
+        self.assertTrue(error.__context__ is None or
+                        error.__suppress_context__)
+        shown = "".join(traceback.format_exception(error))
+        self.assertNotIn("_InactiveRpcError", shown)
+        self.assertNotIn("grpc/_channel.py", shown)
+
+    def test_wrong_token_raises_unauthenticated_with_coordinator_message(self):
+        client = prism_client.connect(CLUSTER.address, token="not-a-token")
+        with self.assertRaises(prism_client.PrismError) as raised:
+            client.experiments()
+        self.assert_names_cause(raised, "UNAUTHENTICATED")
+        self.assertGreater(len(raised.exception.message), 0)
+
+    def test_missing_experiment_raises_not_found(self):
+        with self.assertRaises(prism_client.PrismError) as raised:
+            CLUSTER.client.ranking(987654)
+        self.assert_names_cause(raised, "NOT_FOUND", "987654")
+
+    def test_unreachable_coordinator_raises_unavailable_naming_address(self):
+        with socket.socket() as s:
+            s.bind(("127.0.0.1", 0))
+            address = f"127.0.0.1:{s.getsockname()[1]}"
+        client = prism_client.connect(address, token="any")
+        with self.assertRaises(prism_client.PrismError) as raised:
+            client.experiments()
+        self.assert_names_cause(raised, "UNAVAILABLE",
+                                f"cannot reach coordinator at {address}")
+
+    def test_plaintext_dial_of_tls_coordinator_raises_with_tls_hint(self):
+        client = prism_client.connect(CLUSTER.tls_address,
+                                      token_file=CLUSTER.tls_token_file)
+        with self.assertRaises(prism_client.PrismError) as raised:
+            client.experiments()
+        self.assert_names_cause(raised, "UNAVAILABLE", CLUSTER.tls_address,
+                                "tls_ca")
+
+    def test_no_token_anywhere_raises_invalid_argument(self):
+        with environment(**kNoClientEnv):
+            cwd = os.getcwd()
+            os.chdir(CLUSTER.tmp)  # no ./prism-data/admin.token here
+            try:
+                with self.assertRaises(prism_client.PrismError) as raised:
+                    prism_client.connect(CLUSTER.address)
+            finally:
+                os.chdir(cwd)
+        self.assert_names_cause(raised, "INVALID_ARGUMENT", "no token")
+
+
+class TlsTest(unittest.TestCase):
+
+    def test_wrong_ca_raises_handshake_failure_and_grpc_prints_nothing(self):
+        # In a child process, to see its stderr: gRPC's C core logs a failed
+        # handshake there unless the client silenced it.
+        c = CLUSTER
+        other = c.tmp / "other-ca"
+        subprocess.run([str(ARGS.source / "deploy/tls/make-certs.sh"),
+                        str(other)], check=True, capture_output=True,
+                       timeout=kStartSeconds)
+        script = (
+            "import sys, prism_client\n"
+            "try:\n"
+            "    prism_client.connect(sys.argv[1], token_file=sys.argv[2],\n"
+            "                         tls_ca=sys.argv[3]).experiments()\n"
+            "except prism_client.PrismError as e:\n"
+            "    print(e)\n")
+        env = dict(os.environ,
+                   PYTHONPATH=os.pathsep.join(sys.path[:2]))
+        env.pop("GRPC_VERBOSITY", None)
+        child = subprocess.run(
+            [sys.executable, "-c", script, c.tls_address, c.tls_token_file,
+             str(other / "ca.pem")], capture_output=True, text=True, env=env,
+            timeout=kStartSeconds)
+        self.assertEqual(child.returncode, 0, child.stderr)
+        self.assertEqual(
+            child.stdout.strip(),
+            f"UNAVAILABLE: TLS handshake with coordinator at {c.tls_address} "
+            "failed: certificate verify failed (does tls_ca or PRISM_TLS_CA "
+            "name the CA that signed its certificate, for the name dialled? "
+            "does it want a client certificate, tls_cert and tls_key?)")
+        self.assertEqual(child.stderr, "")
+
+    def test_tls_ca_argument_reaches_tls_coordinator(self):
+        c = CLUSTER
+        with prism_client.connect(c.tls_address, token_file=c.tls_token_file,
+                                  tls_ca=str(c.certs / "ca.pem")) as client:
+            experiments = client.experiments()
+        self.assertEqual(len(experiments), 0)
+        self.assertIn("state", experiments.columns)
+
+    def test_tls_and_token_from_environment_as_the_cli_reads_them(self):
+        c = CLUSTER
+        with environment(**dict(kNoClientEnv,
+                                PRISM_COORDINATOR=c.tls_address,
+                                PRISM_TOKEN_FILE=c.tls_token_file,
+                                PRISM_TLS_CA=str(c.certs / "ca.pem"))):
+            with prism_client.connect() as client:
+                self.assertEqual(client.address, c.tls_address)
+                self.assertEqual(len(client.list_experiments()), 0)
+
+
+if __name__ == "__main__":
+    ARGS, rest = parse_args()
+    prism_client = import_client(ARGS)
+    program = unittest.main(argv=[sys.argv[0], "-v", *rest], exit=False)
+    sys.exit(0 if program.result.wasSuccessful() else 1)
