@@ -9,6 +9,15 @@
 //   dashboard_fill --coordinator 127.0.0.1:PORT --token-file admin.token
 //       --schedules 2500 --seeds 4        (2,501 x 4 = 10,004 trials)
 //
+// With --asha the search is an ASHA one instead (rungs at steps 200, 400 and
+// 600, eta 3): each leased trial completes at the task's stop_at_step, its
+// curve resumed from resume_step, so the coordinator stops, promotes and
+// resumes trials as it would with real workers (the dashboard's rung view
+// at scale):
+//
+//   dashboard_fill --coordinator 127.0.0.1:PORT --token-file admin.token
+//       --schedules 118 --seeds 2 --asha
+//
 // Prints the experiment id on the last line of stdout.
 #include <grpcpp/grpcpp.h>
 
@@ -39,11 +48,13 @@ struct Options {
   std::string token_file;
   int schedules = 2500;
   int seeds = 4;
+  bool asha = false;
 };
 
 constexpr int64_t kSteps = 1000;
 constexpr int kTrainEvery = 50;
 constexpr int kValEvery = 200;
+constexpr int64_t kAshaRungs[] = {200, 400, 600};
 
 class Client {
  public:
@@ -104,9 +115,13 @@ std::vector<int> ExpandSchedule(const std::string& text) {
 // SyntheticCompletion fills `request` with plausible metrics and curves for
 // the leased trial: wider early heads lower the loss a little, more
 // transitions raise it, and each seed adds noise.
+// An ASHA task trains from resume_step to stop_at_step (0: the whole
+// budget): only the points in between are sent.
 void SyntheticCompletion(const v1::TrialTask& task,
                          v1::CompleteRequest* request) {
   const v1::Trial& trial = task.trial();
+  const int64_t first = task.resume_step();
+  const int64_t last = task.stop_at_step() > 0 ? task.stop_at_step() : kSteps;
   const std::vector<int> heads = ExpandSchedule(trial.schedule());
   const int layers = static_cast<int>(heads.size());
   int transitions = 0;
@@ -123,10 +138,13 @@ void SyntheticCompletion(const v1::TrialTask& task,
   const double tokens_per_second = 3.2e5 * (1.0 + noise(rng));
 
   v1::TrialMetrics* m = request->mutable_metrics();
-  m->set_final_val_loss(final_val);
-  m->set_min_val_loss(final_val - 0.002);
-  m->set_final_train_loss(final_val - 0.03);
-  m->set_steps(kSteps);
+  auto curve = [&](int64_t step) {
+    return final_val + 7.5 * std::exp(-static_cast<double>(step) / 120.0);
+  };
+  m->set_final_val_loss(curve(last));
+  m->set_min_val_loss(m->final_val_loss() - 0.002);
+  m->set_final_train_loss(m->final_val_loss() - 0.03);
+  m->set_steps(last);
   m->set_tokens_per_second(tokens_per_second);
   m->set_mfu(0.38);
   m->set_peak_matmul_flops(7.0e14);
@@ -146,10 +164,8 @@ void SyntheticCompletion(const v1::TrialTask& task,
     const double peak = 60.0 * std::sin(M_PI * (l + 0.5) / layers);
     m->add_attention_distance(peak * (0.6 + 0.4 * heads[l] / 12.0));
   }
-  auto curve = [&](int64_t step) {
-    return final_val + 7.5 * std::exp(-static_cast<double>(step) / 120.0);
-  };
-  for (int64_t step = 0; step <= kSteps; step += kTrainEvery) {
+  for (int64_t step = 0; step <= last; step += kTrainEvery) {
+    if (step <= first && first > 0) continue;
     v1::LossPoint* p = request->add_points();
     p->set_split(v1::SPLIT_TRAIN);
     p->set_step(step);
@@ -159,7 +175,8 @@ void SyntheticCompletion(const v1::TrialTask& task,
         (0.1 + 0.45 * (1 + std::cos(M_PI * step / kSteps)))));
     p->set_tokens_per_second(tokens_per_second);
   }
-  for (int64_t step = kValEvery; step <= kSteps; step += kValEvery) {
+  for (int64_t step = kValEvery; step <= last; step += kValEvery) {
+    if (step <= first) continue;
     v1::LossPoint* p = request->add_points();
     p->set_split(v1::SPLIT_VAL);
     p->set_step(step);
@@ -180,10 +197,17 @@ absl::Status Run(const Options& o) {
 
   v1::SubmitRequest submit;
   v1::ExperimentSpec* spec = submit.mutable_spec();
-  spec->set_name(absl::StrCat("dashboard-bench-", o.schedules, "x", o.seeds));
+  spec->set_name(absl::StrCat("dashboard-bench-", o.asha ? "asha-" : "",
+                              o.schedules, "x", o.seeds));
   spec->mutable_model()->set_preset("124m");
   spec->mutable_budget()->set_steps(kSteps);
-  spec->set_strategy(v1::STRATEGY_RANDOM);
+  if (o.asha) {
+    spec->set_strategy(v1::STRATEGY_ASHA);
+    spec->mutable_budget()->set_eval_every(kValEvery);
+    for (int64_t rung : kAshaRungs) spec->mutable_asha()->add_rungs(rung);
+  } else {
+    spec->set_strategy(v1::STRATEGY_RANDOM);
+  }
   spec->set_samples(o.schedules);
   spec->set_sample_seed(7);
   for (int s = 1; s <= o.seeds; ++s) spec->add_seeds(s);
@@ -257,6 +281,9 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 12375));
   app.add_option("--seeds", o.seeds, "Seeds per schedule")
       ->check(CLI::Range(1, 64));
+  app.add_flag("--asha", o.asha,
+               "An ASHA search (rungs at 200, 400, 600 steps) instead of "
+               "random");
   CLI11_PARSE(app, argc, argv);
   absl::Status status = prism::bench::Run(o);
   if (!status.ok()) {

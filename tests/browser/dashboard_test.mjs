@@ -17,8 +17,15 @@
 //     certificates) signing in leaves the token cookie to the server:
 //     HttpOnly, Secure, SameSite=Strict, unseen by scripts; signing out
 //     expires it.
-//   * a second, ASHA experiment's page lists its rung with the schedules
-//     that reached it and marks the ones the RPC says were promoted.
+//   * at 1280x800 and 1920x1080 neither the page nor the leaderboard's
+//     table scrolls sideways (scrollWidth <= clientWidth); a screenshot of
+//     each, and dashboard.png (the 1280x800 window over the finished
+//     experiment's leaderboard, which `make screenshot` copies to
+//     docs/dashboard.png);
+//   * a second, ASHA experiment's page summarises its rung, plots one series
+//     per schedule that reached it (the promoted ones highlighted, the
+//     rung's quota cut-off drawn), and tables the top rows: the promoted
+//     ones, "Show all" for every schedule, each score the RPC's.
 // Screenshots go to --artifacts (printed). Every process it started is
 // stopped on success and on failure.
 //
@@ -191,10 +198,24 @@ async function waitForView(page, states = ['ready']) {
                              states, { timeout: 30_000 });
 }
 
-async function screenshot(page, name) {
+async function screenshot(page, name, { fullPage = true } = {}) {
   const file = path.join(artifacts, `${name}.png`);
-  await page.screenshot({ path: file, fullPage: true });
+  await page.screenshot({ path: file, fullPage });
   log(`screenshot: ${file}`);
+}
+
+// The window sizes the dashboard must fit without sideways scrolling.
+const kViewports = [{ width: 1280, height: 800 }, { width: 1920, height: 1080 }];
+
+// horizontalOverflow measures the page's and `selector`'s scroll widths
+// against their client widths, once the charts followed the new width.
+async function horizontalOverflow(page, selector) {
+  await page.evaluate(() => new Promise((resolve) => requestAnimationFrame(() => requestAnimationFrame(resolve))));
+  return page.evaluate((sel) => {
+    const doc = document.documentElement;
+    const box = document.querySelector(sel);
+    return { page: [doc.scrollWidth, doc.clientWidth], box: box ? [box.scrollWidth, box.clientWidth] : null };
+  }, selector);
 }
 
 const kSpec = `
@@ -396,6 +417,24 @@ async function run() {
   const reason = await page.locator('#suggestions #suggestions-reason').textContent();
   check(reason === suggestApi.body.error, `suggestion card says why it has none: '${reason}'`);
   await screenshot(page, 'leaderboard');
+  // No sideways scrolling at either window size: not the page, not the
+  // leaderboard's table (its .table-wrap would scroll).
+  for (const viewport of kViewports) {
+    const size = `${viewport.width}x${viewport.height}`;
+    await page.setViewportSize(viewport);
+    const overflow = await horizontalOverflow(page, '.table-wrap:has(> #leaderboard-table)');
+    check(overflow.page[0] <= overflow.page[1], `${size}: the page does not scroll sideways `
+          + `(scrollWidth ${overflow.page[0]}, clientWidth ${overflow.page[1]})`);
+    check(overflow.box && overflow.box[0] <= overflow.box[1], `${size}: the leaderboard fits its card `
+          + `(scrollWidth ${overflow.box?.[0]}, clientWidth ${overflow.box?.[1]})`);
+    await screenshot(page, `leaderboard-${size}`);
+    if (viewport.width === 1280) {
+      // The README's picture: the window scrolled to the leaderboard.
+      await page.evaluate(() => document.getElementById('leaderboard-table').closest('section').scrollIntoView());
+      await screenshot(page, 'dashboard', { fullPage: false });
+      await page.evaluate(() => window.scrollTo(0, 0));
+    }
+  }
 
   // Into a non-baseline trial.
   const link = page.locator('#leaderboard-table tr:not(.is-baseline) a.schedule-link').first();
@@ -440,12 +479,50 @@ async function run() {
         + `promoted ${rpcPromoted.join(', ')}`);
   await page.goto(`${base}/#/experiments/${ashaId}`);
   await waitForView(page);
-  await page.waitForSelector('#asha-rungs .asha-rung[data-step="10"]');
-  const rungRows = await page.locator('#asha-rungs .asha-rung[data-step="10"] tbody tr').count();
-  const shownPromoted = await page.locator('#asha-rungs .asha-rung[data-step="10"] tbody tr.promoted')
-    .evaluateAll((rows) => rows.map((r) => r.dataset.schedule));
-  check(rungRows === 3 && JSON.stringify(shownPromoted) === JSON.stringify(rpcPromoted),
-        `ASHA rung view: ${rungRows} schedules, promoted ${shownPromoted.join(', ')}`);
+  await page.waitForSelector('#asha-rungs #asha-rung-summary tr.asha-rung[data-step="10"]');
+  const summary = await page.locator('#asha-rung-summary tr.asha-rung[data-step="10"]').textContent();
+  check(summary.includes(`3 of ${rpcRung.members}`), `ASHA rung summary: '${summary}'`);
+  // The plot: one series (a path and a point) per schedule that reached a
+  // rung, the promoted ones highlighted, the rung's quota cut-off drawn
+  // (floor(3 / 3) = 1 of 3 go on).
+  const rpcSchedules = (rpcRung.schedules || []).map((e) => e.schedule);
+  const series = await page.$$eval('#asha-plot .rung-series', (gs) => gs.map((g) => ({
+    schedule: g.dataset.schedule, promoted: g.classList.contains('promoted'),
+    paths: g.querySelectorAll('path').length, points: g.querySelectorAll('circle').length,
+  })));
+  check(series.length === rpcSchedules.length
+        && JSON.stringify(series.map((x) => x.schedule).sort()) === JSON.stringify(rpcSchedules.slice().sort())
+        && series.every((x) => x.paths === 1 && x.points === 1),
+        `ASHA plot: ${series.length} series, one path and point each, for ${rpcSchedules.length} schedules`);
+  const plotPromoted = series.filter((x) => x.promoted).map((x) => x.schedule);
+  check(JSON.stringify(plotPromoted.slice().sort()) === JSON.stringify(rpcPromoted.slice().sort()),
+        `ASHA plot highlights the promoted: ${plotPromoted.join(', ')}`);
+  const quotaLines = await page.locator('#asha-plot .quota-line[data-step="10"] line').count();
+  check(quotaLines === (Number(rpcRung.promoteQuota) < rpcSchedules.length ? 1 : 0),
+        `ASHA plot draws the quota cut-off (quota ${rpcRung.promoteQuota}): ${quotaLines} line`);
+  // The table: the promoted rows first and alone, then "Show all" lists
+  // every schedule with the RPC's score.
+  const tableRows = () => page.$$eval('#asha-table tbody tr', (trs) => trs.map((tr) => ({
+    schedule: tr.dataset.schedule, promoted: tr.classList.contains('promoted'),
+    score: tr.querySelector('.rung-score[data-step="10"]')?.textContent,
+  })));
+  const top = await tableRows();
+  check(top.length === rpcPromoted.length && top.every((r) => r.promoted && rpcPromoted.includes(r.schedule)),
+        `ASHA table shows the ${top.length} promoted rows before "Show all"`);
+  await page.click('#asha-show-all');
+  const all = await tableRows();
+  check(all.length === rpcSchedules.length, `"Show all" lists all ${all.length} schedules`);
+  for (const e of rpcRung.schedules || []) {
+    const shown = all.find((r) => r.schedule === e.schedule) || {};
+    const mean = Number(e.score || 0);
+    const want = rpcRung.paired ? `${mean > 0 ? '+' : ''}${mean.toFixed(4)}` : mean.toFixed(4);
+    check(shown.promoted === Boolean(e.promoted) && (shown.score || '').startsWith(want),
+          `ASHA table row ${e.schedule}: '${shown.score}', promoted ${shown.promoted}; RPC ${want}, `
+          + `promoted ${Boolean(e.promoted)}`);
+  }
+  const ashaOverflow = await horizontalOverflow(page, '#asha-rungs');
+  check(ashaOverflow.page[0] <= ashaOverflow.page[1] && ashaOverflow.box[0] <= ashaOverflow.box[1],
+        `ASHA page does not scroll sideways (${JSON.stringify(ashaOverflow)})`);
   await screenshot(page, 'asha-rungs');
 
   check(pageErrors.length === 0, `no JavaScript errors (${pageErrors.join('; ') || 'none'})`);

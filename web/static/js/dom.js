@@ -44,3 +44,21 @@ export function replace(el, ...children) {
   append(el, children);
   return el;
 }
+
+// svg builds an SVG element the same way (attributes set verbatim, strings as
+// text nodes): `h` would make HTML elements that draw nothing inside <svg>.
+export function svg(tag, attrs = {}, ...children) {
+  const el = document.createElementNS('http://www.w3.org/2000/svg', tag);
+  for (const [key, value] of Object.entries(attrs || {})) {
+    if (value === undefined || value === null || value === false) continue;
+    if (key === 'dataset') {
+      Object.assign(el.dataset, value);
+    } else if (key.startsWith('on') && typeof value === 'function') {
+      el.addEventListener(key.slice(2), value);
+    } else {
+      el.setAttribute(key, String(value));
+    }
+  }
+  append(el, children);
+  return el;
+}

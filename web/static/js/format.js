@@ -26,14 +26,15 @@ export function signed(value, digits = 4) {
   return n > 0 ? `+${text}` : text;
 }
 
-// interval renders "mean ± half-width" of a proto Interval; a single seed has
-// no interval, so it shows the mean alone.
+// interval renders "mean ± half-width" of a proto Interval (a line may break
+// before the ±, never after it); a single seed has no interval, so it shows
+// the mean alone.
 export function interval(iv, { digits = 4, sign = false } = {}) {
   if (!iv || num(iv.n) === 0) return kDash;
   const mean = sign ? signed(iv.mean, digits) : fixed(iv.mean, digits);
   const half = (num(iv.high) - num(iv.low)) / 2;
   if (num(iv.n) < 2 || !Number.isFinite(half) || half <= 0) return mean;
-  return `${mean} \u00b1 ${half.toFixed(digits)}`;
+  return `${mean} \u00b1\u00a0${half.toFixed(digits)}`;
 }
 
 // verdictWord is the ranking's verdict as the CLI prints it ("better",

@@ -54,7 +54,8 @@ function speedupCell(r) {
   const m = num(r.speedup?.n);
   return h('span', { class: 'speedup', title: `reached the baseline\u2019s final val loss on ${m} of ${n} paired `
                                               + `seeds; mean and 95% CI over those ${m}` },
-           m ? interval(r.speedup, { digits: 2 }) : kDash, ' ', h('span', { class: 'muted reached' }, `${m}/${n}`));
+           h('span', { class: 'nowrap' }, m ? interval(r.speedup, { digits: 2 }) : kDash), ' ',
+           h('span', { class: 'muted reached' }, `${m}/${n}`));
 }
 
 // throughputCell: the mean paired tokens/s ratio with its 95% CI, and how the
@@ -67,8 +68,16 @@ function throughputCell(r) {
   const word = kPairingWords[r.throughputPairing] || kDash;
   return h('span', { class: 'throughput', title: `${compact(r.tokensPerSecond)} tokens/s; ${used} of ${pairs} seed pairs, `
                                                  + `${kPairingTitles[word] || ''}: ${r.throughputHardware || 'unknown'}` },
-           interval(r.throughputRatio, { digits: 2 }), ' ',
+           h('span', { class: 'nowrap' }, interval(r.throughputRatio, { digits: 2 })), ' ',
            badge(word, `pairing pairing-${word}`, kPairingTitles[word]));
+}
+
+// adjustedDelta is the family-adjusted interval of the delta, a line under
+// it (nothing for the baseline or while there is none).
+function adjustedDelta(r) {
+  if (r.isBaseline || !r.adjustedDelta || r.adjustedDelta.low === undefined) return null;
+  return h('span', { class: 'sub adjusted-delta', title: 'family-adjusted interval (Holm or Benjamini-Hochberg)' },
+           `adj. [${signed(r.adjustedDelta.low)}, ${signed(r.adjustedDelta.high)}]`);
 }
 
 function principleBadges(report = {}) {
@@ -291,21 +300,21 @@ export async function render(ctx) {
                 'best-set'))
           : scheduleCell(r)) },
         { label: 'Principles', render: (r) => principleBadges(r.principles) },
-        { label: 'Val loss', class: 'num', sort: 'val_loss', title: 'final val loss, mean \u00b1 95% CI half-width over seeds',
-          render: (r) => interval(r.finalValLoss) },
-        { label: '\u0394 vs baseline', class: 'num', sort: 'delta', title: 'paired per-seed delta vs the uniform baseline (negative is better)',
-          render: (r) => h('span', { class: `delta ${r.isBaseline ? 'delta-none' : deltaClass(r.verdict)}` },
-                           r.isBaseline ? '\u2014' : interval(r.deltaVsBaseline, { sign: true })) },
+        { label: 'Val loss', class: 'num', sort: 'val_loss',
+          title: 'final val loss, mean \u00b1 95% CI half-width over seeds; under it the min val loss (mean over seeds)',
+          render: (r) => [h('span', { class: 'val-loss' }, interval(r.finalValLoss)),
+                          h('span', { class: 'sub min-val-loss', title: 'min val loss, mean over seeds' },
+                            `min ${loss(r.minValLoss)}`)] },
+        { label: '\u0394 vs baseline', class: 'num', sort: 'delta',
+          title: 'paired per-seed delta vs the uniform baseline (negative is better); under it the family-adjusted '
+                 + 'interval of the delta: it lies below 0 exactly when the verdict is better, above 0 when worse',
+          render: (r) => [h('span', { class: `delta ${r.isBaseline ? 'delta-none' : deltaClass(r.verdict)}` },
+                            r.isBaseline ? '\u2014' : interval(r.deltaVsBaseline, { sign: true })),
+                          adjustedDelta(r)] },
         { label: 'Verdict', title: verdictTitle(rank.verdicts),
           render: (r) => h('span', { class: `verdict ${deltaClass(r.isBaseline ? '' : r.verdict)}`,
                                      title: verdictDetail(r) },
                            verdictWord(r.verdict)) },
-        { label: 'Adjusted Δ', class: 'num',
-          title: 'the family-adjusted interval of the delta: it lies below 0 exactly when the verdict is '
-                 + 'better, above 0 when worse',
-          render: (r) => (r.isBaseline || !r.adjustedDelta || r.adjustedDelta.low === undefined ? '—'
-            : `[${signed(r.adjustedDelta.low)}, ${signed(r.adjustedDelta.high)}]`) },
-        { label: 'Min val loss', class: 'num', sort: 'min_val_loss', render: (r) => loss(r.minValLoss) },
         { label: 'Speed-up', class: 'num', sort: 'speedup',
           title: 'per seed: baseline steps / steps to reach the baseline\u2019s final val loss (interpolated between '
                  + 'evals); mean \u00b1 95% CI over the seeds that reached it, reached/paired seeds',
@@ -342,7 +351,7 @@ export async function render(ctx) {
                 hasNext: Boolean(rank.nextPageToken), onFirst: () => go('first'),
                 onPrev: () => go('prev'), onNext: () => go('next'),
               }) : null),
-            ashaCard(rank.ashaRungs),
+            ashaCard(rank.ashaRungs, { key: id }),
             suggestions);
     if (effects.drawChart) effects.drawChart();
     return experiment;
