@@ -128,9 +128,11 @@ absl::StatusOr<RunGrid> PlanGrid(const RunOptions& o, const ModelShape& shape) {
     }
   }
   grid.description = fmt::format(
-      "{}\nprism run: contrast grid: {} schedule(s) holding all three "
-      "principles; breaking only one: {}",
-      model, set->principled.size(), absl::StrJoin(breaks, ", "));
+      "{}\nprism run: contrast grid: {} hold every principle, {} break "
+      "exactly one ({})",
+      model, set->principled.size(),
+      grid.schedules.size() - set->principled.size(),
+      absl::StrJoin(breaks, ", "));
   if (!unbreakable.empty()) {
     absl::StrAppend(&grid.description, " (no schedule of this shape breaks ",
                     absl::StrJoin(unbreakable, " or "), " alone)");
