@@ -153,6 +153,17 @@ class Fleet {
     }
     return out;
   }
+  // Screened counts the schedules other than the baseline that trained at
+  // all: the verdicts' family (VerdictOptions::screened_schedules).
+  int Screened() const {
+    std::set<std::string> tried;
+    for (size_t i = 0; i < state_.size(); ++i) {
+      const KnownTruthTrial& t = truth_.trials[i];
+      if (t.is_baseline || state_[i].trained == 0) continue;
+      tried.insert(t.schedule);
+    }
+    return static_cast<int>(tried.size());
+  }
   std::vector<TrialOutcome> Outcomes() const {
     std::vector<TrialOutcome> out;
     for (size_t i = 0; i < state_.size(); ++i) {
@@ -189,13 +200,20 @@ class Fleet {
   double steps_ = 0.0;
 };
 
+// family_of_screened puts every screened schedule in the verdicts' family,
+// as the coordinator does; --finalists-family measures the family of the
+// finalists alone (the coordinator before Dec 4).
+bool family_of_screened = true;
+
 // Finalists ranks what trained to the end; the choice is the lowest mean
 // paired delta (the ranking's first non-baseline row with a delta).
 SearchResult Choose(const KnownTruth& truth, const Fleet& fleet) {
   SearchResult r;
   r.steps = fleet.steps();
-  const Ranking ranking =
-      RankSchedules(truth.spec.space, truth.baseline, fleet.Outcomes());
+  VerdictOptions verdicts;
+  if (family_of_screened) verdicts.screened_schedules = fleet.Screened();
+  const Ranking ranking = RankSchedules(truth.spec.space, truth.baseline,
+                                        fleet.Outcomes(), verdicts);
   double best = 0.0;
   for (const RankedRow& row : ranking.rows) {
     if (row.is_baseline || row.paired_seeds < 1) continue;
@@ -390,12 +408,17 @@ int main(int argc, char** argv) {
   app.add_option("--structures", structures, "comma-separated");
   app.add_option("--rungs", rungs, "ASHA rungs (default: DefaultAshaRungs)");
   app.add_option("--eta", eta, "ASHA reduction factor");
+  bool finalists_family = false;
+  app.add_flag("--finalists-family", finalists_family,
+               "verdicts over the finalists alone, not every screened "
+               "schedule");
   int screen_size = 30;
   app.add_option("--screen-size", screen_size,
                  "guided-screen: schedules per bracket");
   app.add_option("--guided-fraction", guided_fraction,
                  "random and guided: schedules tried, as a share of the grid");
   CLI11_PARSE(app, argc, argv);
+  family_of_screened = !finalists_family;
 
   const std::vector<Order> orders = {Order::kEnumeration, Order::kReversed,
                                      Order::kShuffled};

@@ -482,10 +482,15 @@ VerdictSummary AssignVerdicts(std::vector<RankedRow>& rows,
     if (family.empty()) continue;
     std::vector<double> p;
     for (const Tested& t : family) p.push_back(t.p);
+    // The screened schedules that stopped at a rung are tests that were
+    // made (by selection) and not rejected: p = 1 (see VerdictOptions).
+    if (k == 0 && options.screened_schedules > static_cast<int>(p.size())) {
+      p.resize(options.screened_schedules, 1.0);
+    }
     const std::vector<double> adjusted = options.family == VerdictFamily::kHolm
                                              ? HolmAdjust(p)
                                              : BenjaminiHochbergAdjust(p);
-    const int m = static_cast<int>(family.size());
+    const int m = static_cast<int>(p.size());
     int r = 0;
     for (double a : adjusted) r += a < alpha_k ? 1 : 0;
     const double level = RejectionLevel(options.family, alpha_k, m, r);

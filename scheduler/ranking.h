@@ -195,6 +195,13 @@ struct VerdictOptions {
   // look at all data.
   std::vector<int64_t> seed_sequence;
   std::vector<int> looks;
+  // Schedules a search screened (trained to a rung, ASHA or guided
+  // screening), the finalists among them. The finalists were chosen for
+  // looking good at the rungs, on the same trials their final losses come
+  // from, so the first look's family holds every screened schedule: the
+  // ones that stopped at a rung join it with p = 1 (m = max(tested,
+  // screened)). 0: a grid, nothing screened.
+  int screened_schedules = 0;
 };
 
 // LooksForSeeds returns the planned looks of a seeds policy: every count

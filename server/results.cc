@@ -232,8 +232,20 @@ ResultsManager::Build(const v1::Experiment& experiment) {
   const SpaceSpec space = SpaceForSpec(experiment.spec());
   const std::string baseline =
       Schedule::Uniform(space.base_heads, space.layers).ToString();
-  Ranking ranking = RankSchedules(space, baseline, outcomes,
-                                  VerdictOptionsOf(experiment.spec()));
+  VerdictOptions verdicts = VerdictOptionsOf(experiment.spec());
+  if (experiment.spec().strategy() == v1::STRATEGY_ASHA) {
+    // Every schedule ASHA tried at its first rung was screened; the
+    // finalists were chosen among them (VerdictOptions::screened_schedules).
+    const AshaSettings asha = AshaSettingsOf(experiment.spec());
+    PRISM_ASSIGN_OR_RETURN(std::vector<AshaTrial> trials,
+                           store_->ListAshaTrials(experiment.id(), asha.rungs));
+    std::set<std::string> screened;
+    for (const AshaTrial& t : trials) {
+      if (!t.is_baseline) screened.insert(t.schedule);
+    }
+    verdicts.screened_schedules = static_cast<int>(screened.size());
+  }
+  Ranking ranking = RankSchedules(space, baseline, outcomes, verdicts);
 
   auto analysis = std::make_shared<Analysis>();
   analysis->finished = static_cast<int64_t>(outcomes.size());

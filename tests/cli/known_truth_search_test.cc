@@ -69,6 +69,10 @@ TEST(KnownTruthSearchTest, SynchronousAshaFindsTheIsolatedBestAtAFraction) {
     EXPECT_TRUE(r.complete());
     EXPECT_LE(r.promoted(), (r.members() + 2) / 3);
   }
+  // The verdicts' family is every screened schedule, not the n / 9
+  // finalists: they were chosen among the n for looking good at the rungs.
+  ASSERT_EQ(rank.verdicts().looks_size(), 1);
+  EXPECT_EQ(rank.verdicts().looks(0).tested(), n);
   const double fraction =
       static_cast<double>(rank.experiment().steps_trained()) /
       rank.experiment().grid_steps();

@@ -560,6 +560,32 @@ TEST(RankSchedulesTest, HolmTurnsTwoMarginalWinsInconclusive) {
   }
 }
 
+// A finalist of a screening search was chosen among every screened
+// schedule: those that stopped at a rung join the family with p = 1.
+TEST(RankSchedulesTest, ScreenedSchedulesJoinTheFamily) {
+  std::vector<TrialOutcome> trials = FlatBaseline();
+  for (TrialOutcome& t : Marginal(10, kA)) trials.push_back(t);
+  VerdictOptions options = PairedHolm();
+  options.screened_schedules = 2;
+  const Ranking two = RankSchedules(Shape(), "12x12", trials, options);
+  ASSERT_EQ(two.rows[0].schedule, kA);
+  EXPECT_NEAR(*two.rows[0].p_value, kMarginalP, 1e-6);
+  EXPECT_NEAR(*two.rows[0].adjusted_p_value, 2 * kMarginalP, 1e-6);
+  EXPECT_EQ(two.rows[0].verdict, Verdict::kInconclusive);
+  ASSERT_EQ(two.verdicts.looks.size(), 1u);
+  EXPECT_EQ(two.verdicts.looks[0].family, 2);
+  // Benjamini-Hochberg: the smallest of m p-values times m.
+  options.family = VerdictFamily::kBenjaminiHochberg;
+  options.screened_schedules = 3;
+  const Ranking bh = RankSchedules(Shape(), "12x12", trials, options);
+  EXPECT_NEAR(*bh.rows[0].adjusted_p_value, 3 * kMarginalP, 1e-6);
+  // Fewer screened than tested changes nothing.
+  options.screened_schedules = 1;
+  const Ranking one = RankSchedules(Shape(), "12x12", trials, options);
+  EXPECT_EQ(one.rows[0].verdict, Verdict::kBetter);
+  EXPECT_EQ(one.verdicts.looks[0].family, 1);
+}
+
 TEST(RankSchedulesTest, WorseNeedsTheAdjustedTestToo) {
   std::vector<TrialOutcome> trials = FlatBaseline();
   trials.push_back(Trial(10, kA, 1, 3.5, {}));
