@@ -170,9 +170,8 @@ int ShowExperiment(RpcClient& client, int64_t id, Format format) {
     if (screening) {
       const v1::ScreeningPolicy& p = experiment.spec().screening();
       std::cout << fmt::format(
-          "guided screening: brackets of {}, explore {:.2f} (the random share "
-          "of each bracket after the first), budget {:.0f}% of the grid's "
-          "steps; {} trials added\n",
+          "guided screening: brackets of {}, explore {:.2f}, budget {:.0f}% "
+          "of the grid's steps; {} trials added\n",
           p.bracket_size(), p.explore(), 100.0 * p.grid_fraction(),
           experiment.seeds_added());
     }
