@@ -11,9 +11,9 @@
 // trained to the end).
 //
 // The strategies drive the same pure rules the coordinator applies
-// (DecideAsha, DecideGuided, RankSchedules) over the curves directly, so
-// thousands of searches take seconds; the coordinator's own path is covered
-// by the end-to-end tests with replay workers.
+// (DecideAsha, DecideGuided, DecideScreening, RankSchedules) over the
+// curves directly, so thousands of searches take seconds; the coordinator's
+// own path is covered by the end-to-end tests with replay workers.
 //
 // Simulated fleet: `--workers` workers take trials from one FIFO queue, in
 // the order the coordinator queues them (the baseline's trials first, then
@@ -30,7 +30,6 @@
 #include <map>
 #include <queue>
 #include <random>
-#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -85,6 +84,7 @@ class Fleet {
   void Queue(const std::string& schedule, int64_t target) {
     for (int64_t seed = 1; seed <= truth_.spec.seeds; ++seed) {
       const size_t i = index_.at({schedule, seed});
+      if (!state_[i].queued && state_[i].trained == 0) stored_.push_back(i);
       state_[i].target = target;
       state_[i].queued = true;
       state_[i].at_rung = false;
@@ -114,19 +114,13 @@ class Fleet {
     return true;
   }
 
-  // AshaTrials is every queued or trained trial as DecideAsha sees it
-  // (only the baseline and `only`'s schedules when `only` is given).
-  std::vector<AshaTrial> AshaTrials(
-      const std::vector<int64_t>& rungs,
-      const std::set<std::string>* only = nullptr) const {
+  // AshaTrials is every queued or trained trial as DecideAsha sees it, in
+  // the order first queued (as the coordinator stores them).
+  std::vector<AshaTrial> AshaTrials(const std::vector<int64_t>& rungs) const {
     std::vector<AshaTrial> out;
-    for (size_t i = 0; i < state_.size(); ++i) {
+    for (size_t i : stored_) {
       const TrialState& s = state_[i];
-      if (!s.queued && s.trained == 0) continue;
       const KnownTruthTrial& t = truth_.trials[i];
-      if (only != nullptr && !t.is_baseline && only->count(t.schedule) == 0) {
-        continue;
-      }
       AshaTrial a;
       a.schedule = t.schedule;
       a.seed = t.seed;
@@ -192,6 +186,7 @@ class Fleet {
   std::vector<TrialState> state_;
   std::map<std::pair<std::string, int64_t>, size_t> index_;
   std::deque<size_t> queue_;
+  std::vector<size_t> stored_;  // trial indices, in the order first queued
   using Running = std::tuple<double, int64_t, size_t>;
   std::priority_queue<Running, std::vector<Running>, std::greater<Running>>
       running_;
@@ -300,83 +295,44 @@ SearchResult RunGuided(const KnownTruth& truth, int budget, uint64_t seed,
   return Choose(truth, fleet);
 }
 
-// RunScreening is the guided search that screens (scheduler/screening.h):
-// brackets of `size` schedules enter at the first rung, each decided by the
-// synchronous rule on its own; the next bracket is chosen (surrogate on
-// every rung's scores, a third explored at random) once the current one has
-// completed its first rung, while the projected cost stays within
-// `fraction` of the grid's steps.
+// RunScreening is the guided search that screens, by the rule the
+// coordinator applies to STRATEGY_GUIDED_SCREENING (DecideScreening,
+// scheduler/screening.h): brackets of `size` schedules enter at the first
+// rung, each decided by the synchronous rule on its own; the next bracket
+// opens (surrogate on every complete rung's scores, a third explored at
+// random) once the latest one has completed its first rung, while the
+// projected cost stays within `fraction` of the grid's steps.
 SearchResult RunScreening(const KnownTruth& truth,
                           const std::vector<int64_t>& rungs, int eta, int size,
                           double fraction, uint64_t seed, int workers) {
-  ScreeningPlan plan;
-  plan.space = truth.spec.space;
-  plan.baseline = truth.baseline;
-  plan.size = size;
-  plan.seed = seed;
-  const double seeds = truth.spec.seeds;
-  const double budget = fraction * static_cast<double>(truth.schedules.size()) *
-                        seeds * static_cast<double>(truth.spec.steps);
-  auto bracket_cost = [&](int n) {
-    double cost = 0.0;
-    int members = n;
-    int64_t from = 0;
-    for (size_t k = 0; k <= rungs.size(); ++k) {
-      const int64_t to = k < rungs.size() ? rungs[k] : truth.spec.steps;
-      cost += members * seeds * static_cast<double>(to - from);
-      from = to;
-      members = std::max(1, members / eta);
-    }
-    return cost;
-  };
+  ScreeningSearch search;
+  search.plan.space = truth.spec.space;
+  search.plan.baseline = truth.baseline;
+  search.plan.size = size;
+  search.plan.seed = seed;
+  search.rungs = rungs;
+  search.eta = eta;
+  search.seeds = truth.spec.seeds;
+  search.steps = truth.spec.steps;
+  search.grid_steps = static_cast<double>(truth.schedules.size()) *
+                      truth.spec.seeds * static_cast<double>(truth.spec.steps);
+  search.grid_fraction = fraction;
   Fleet fleet(truth, workers);
   fleet.Queue(truth.baseline, 0);
-  double committed = seeds * static_cast<double>(truth.spec.steps);
-  std::vector<std::set<std::string>> brackets;
-  std::set<std::string> tried;
-  auto launch = [&]() {
-    std::vector<RungScore> scores;
-    for (const std::set<std::string>& b : brackets) {
-      for (const AshaRungView& r :
-           DecideAsha(rungs, eta, AshaMode::kSynchronous,
-                      fleet.AshaTrials(rungs, &b))
-               .rungs) {
-        if (!r.paired) continue;
-        for (const AshaRungEntry& e : r.entries) {
-          scores.push_back(RungScore{e.schedule, r.step, e.score, e.seeds});
-        }
-      }
+  bool first = true;
+  while (true) {
+    const bool ran = first || fleet.Step();
+    first = false;
+    absl::StatusOr<ScreeningDecision> d =
+        DecideScreening(search, fleet.AshaTrials(rungs));
+    if (!d.ok()) break;
+    for (const AshaPromotion& p : d->promotions) {
+      fleet.Queue(p.schedule, p.to_step);
     }
-    absl::StatusOr<ScreeningBracket> next = NextScreeningBracket(
-        plan, scores, tried, static_cast<int>(brackets.size()));
-    if (!next.ok() || next->schedules.empty()) return false;
-    std::set<std::string> members(next->schedules.begin(),
-                                  next->schedules.end());
-    committed += bracket_cost(static_cast<int>(members.size()));
-    for (const std::string& s : next->schedules) {
-      tried.insert(s);
+    for (const std::string& s : d->added.schedules) {
       fleet.Queue(s, rungs.front());
     }
-    brackets.push_back(std::move(members));
-    return true;
-  };
-  launch();
-  bool open = true;
-  while (true) {
-    const bool ran = fleet.Step();
-    bool first_rung_done = false;
-    for (size_t k = 0; k < brackets.size(); ++k) {
-      const AshaDecision d = DecideAsha(rungs, eta, AshaMode::kSynchronous,
-                                        fleet.AshaTrials(rungs, &brackets[k]));
-      for (const AshaPromotion& p : d.promotions) {
-        fleet.Queue(p.schedule, p.to_step);
-      }
-      if (k + 1 == brackets.size()) first_rung_done = d.rungs[0].complete;
-    }
-    if (open && first_rung_done) {
-      open = committed + bracket_cost(size) <= budget && launch();
-    }
-    if (!ran && !fleet.Busy()) break;
+    if (!ran && !fleet.Busy() && d->added.schedules.empty()) break;
   }
   return Choose(truth, fleet);
 }

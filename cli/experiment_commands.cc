@@ -12,6 +12,7 @@
 #include "cli/command.h"
 #include "cli/output.h"
 #include "cli/views.h"
+#include "fmt/format.h"
 #include "proto/enum_names.h"
 
 namespace prism::cli {
@@ -164,10 +165,21 @@ int ShowExperiment(RpcClient& client, int64_t id, Format format) {
       }
       std::cout << "\n";
     }
-    if (experiment.spec().strategy() == v1::STRATEGY_ASHA) {
+    const bool screening =
+        experiment.spec().strategy() == v1::STRATEGY_GUIDED_SCREENING;
+    if (screening) {
+      const v1::ScreeningPolicy& p = experiment.spec().screening();
+      std::cout << fmt::format(
+          "guided screening: brackets of {}, explore {:.2f}, budget {:.0f}% "
+          "of the grid's steps; {} trials added\n",
+          p.bracket_size(), p.explore(), 100.0 * p.grid_fraction(),
+          experiment.seeds_added());
+    }
+    if (experiment.spec().strategy() == v1::STRATEGY_ASHA || screening) {
       const v1::AshaPolicy& a = experiment.spec().asha();
-      std::cout << "asha: rungs at steps " << absl::StrJoin(a.rungs(), ", ")
-                << " (eta " << a.eta() << ", "
+      std::cout << (screening ? "each bracket's rungs" : "asha: rungs")
+                << " at steps " << absl::StrJoin(a.rungs(), ", ") << " (eta "
+                << a.eta() << ", "
                 << (a.mode() == v1::ASHA_MODE_UNSPECIFIED
                         ? std::string("ASHA_MODE_ASYNCHRONOUS")
                         : v1::AshaMode_Name(a.mode()))

@@ -19,8 +19,27 @@
 // The random draws use a generator seeded by (seed, bracket), so the same
 // state always gives the same bracket.
 //
-//   ScreeningPlan plan{space, baseline, /*size=*/32, 1.0 / 3, /*seed=*/7};
-//   auto b = NextScreeningBracket(plan, scores, tried, /*bracket=*/1);
+// DecideScreening is the whole strategy (STRATEGY_GUIDED_SCREENING) as the
+// coordinator applies it after every finished trial, a function of the
+// stored trials only:
+// - a schedule's bracket is its place in the order its trials were stored:
+//   the first `size` schedules are bracket 0, the next `size` bracket 1, ...
+//   (a bracket's trials are stored in one transaction, after the previous
+//   bracket's), so a restarted coordinator finds the same brackets;
+// - each bracket is decided on its own by DecideAsha's synchronous rule,
+//   against the shared baseline;
+// - the surrogate learns from the paired scores of every bracket's complete
+//   rungs (a rung still filling is left out, so the arrival order within a
+//   rung cannot change a pick);
+// - the next bracket opens once the latest bracket's first rung is complete
+//   and the projected steps (the baseline's whole budget plus each bracket's
+//   ScreeningBracketCost) stay within grid_fraction of the grid's with it;
+//   the first bracket always opens.
+//
+//   ScreeningSearch s{plan, rungs, /*eta=*/3, /*seeds=*/3, /*steps=*/300,
+//                     /*grid_steps=*/n * 3 * 300.0, /*grid_fraction=*/0.3};
+//   auto d = DecideScreening(s, trials);  // trials in the order stored
+//   Requeue(d->promotions); QueueOnEverySeed(d->added.schedules);
 //
 // Thread-safety: pure functions.
 #ifndef PRISM_SCHEDULER_SCREENING_H_
@@ -32,11 +51,17 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "scheduler/asha.h"
 #include "scheduler/space.h"
 
 namespace prism {
 
+// One random schedule in three: BOHB's default random fraction, and the
+// share at which bench/search_bench finds an isolated best (a schedule the
+// surrogate cannot predict) without losing the smooth structures' gains.
 inline constexpr double kDefaultScreeningExplore = 1.0 / 3.0;
+inline constexpr int kDefaultScreeningBracketSize = 30;
+inline constexpr double kDefaultScreeningGridFraction = 0.3;
 
 struct ScreeningPlan {
   SpaceSpec space;
@@ -66,6 +91,51 @@ struct ScreeningBracket {
 absl::StatusOr<ScreeningBracket> NextScreeningBracket(
     const ScreeningPlan& plan, const std::vector<RungScore>& scores,
     const std::set<std::string>& tried, int bracket);
+
+// ScreeningSearch is STRATEGY_GUIDED_SCREENING's resolved settings.
+struct ScreeningSearch {
+  ScreeningPlan plan;
+  std::vector<int64_t> rungs;  // CheckAshaPlan holds
+  int eta = kDefaultAshaEta;
+  int seeds = 1;            // trials per schedule
+  int64_t steps = 0;        // the whole budget
+  double grid_steps = 0.0;  // the grid's: schedules x seeds x steps
+  double grid_fraction = kDefaultScreeningGridFraction;  // in (0, 1]
+};
+
+// ScreeningBracketCost returns the steps a bracket of `n` schedules trains
+// when each rung promotes its quota: n x seeds to the first rung, then
+// max(1, floor(n / eta)) x seeds on to the next, ..., the last rung's quota
+// to the whole budget.
+double ScreeningBracketCost(const ScreeningSearch& search, int n);
+
+struct ScreeningDecision {
+  std::vector<AshaPromotion> promotions;  // every bracket's, oldest first
+  ScreeningBracket added;                 // the bracket opened; empty: none
+  int brackets = 0;                       // before this decision
+  // Every rung over all brackets: members, quotas and promotions summed,
+  // entries merged by score; complete and paired when they are in every
+  // bracket.
+  std::vector<AshaRungView> rungs;
+  // The baseline's steps plus every bracket's cost, the one added included.
+  double projected_steps = 0.0;
+  bool budget_reached = false;  // the next bracket would pass grid_fraction
+  bool exhausted = false;       // no untried schedule was left to add
+};
+
+// DecideScreening decides the promotions and the bracket due now (see the
+// top). `trials` is every trial of the experiment in the order stored.
+// InvalidArgument for a bad plan (NextScreeningBracket's), an empty rung
+// list or a grid_fraction outside (0, 1].
+absl::StatusOr<ScreeningDecision> DecideScreening(
+    const ScreeningSearch& search, const std::vector<AshaTrial>& trials);
+
+// DescribeScreeningDecision is a one-line summary for users, e.g.
+// "screening: bracket 3 opened, 20 surrogate picks (fitted at step 80) and
+// 10 random; promoted 2x2,8x6 at 30 to 90; 3 brackets, 24.1% of the grid's
+// steps projected (budget 30%)".
+std::string DescribeScreeningDecision(const ScreeningSearch& search,
+                                      const ScreeningDecision& d);
 
 }  // namespace prism
 

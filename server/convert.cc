@@ -358,6 +358,25 @@ double GridStepsOf(const v1::ExperimentSpec& resolved) {
          static_cast<double>(resolved.budget().steps());
 }
 
+ScreeningSearch ScreeningSearchOf(const v1::ExperimentSpec& resolved) {
+  ScreeningSearch s;
+  s.plan.space = SpaceForSpec(resolved);
+  s.plan.baseline =
+      Schedule::Uniform(s.plan.space.base_heads, s.plan.space.layers)
+          .ToString();
+  s.plan.size = resolved.screening().bracket_size();
+  s.plan.explore = resolved.screening().explore();
+  s.plan.seed = resolved.sample_seed();
+  const AshaSettings asha = AshaSettingsOf(resolved);
+  s.rungs = asha.rungs;
+  s.eta = asha.eta;
+  s.seeds = resolved.seeds_size();
+  s.steps = resolved.budget().steps();
+  s.grid_steps = GridStepsOf(resolved);
+  s.grid_fraction = resolved.screening().grid_fraction();
+  return s;
+}
+
 void FillSearchCost(v1::Experiment* e) {
   e->set_grid_steps(GridStepsOf(e->spec()));
 }

@@ -18,6 +18,7 @@
 #include "scheduler/principles.h"
 #include "scheduler/ranking.h"
 #include "scheduler/schedule.h"
+#include "scheduler/screening.h"
 #include "scheduler/space.h"
 
 namespace prism::server {
@@ -75,6 +76,10 @@ struct AshaSettings {
   AshaMode mode = AshaMode::kAsynchronous;
 };
 AshaSettings AshaSettingsOf(const v1::ExperimentSpec& resolved);
+
+// ScreeningSearchOf is a resolved STRATEGY_GUIDED_SCREENING spec's settings,
+// as DecideScreening takes them (grid_steps from GridStepsOf).
+ScreeningSearch ScreeningSearchOf(const v1::ExperimentSpec& resolved);
 
 // GridStepsOf returns the steps a grid search of a resolved spec's space
 // trains: its schedules (the spec's list plus the baseline, else the shape's

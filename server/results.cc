@@ -12,6 +12,7 @@
 #include "scheduler/asha.h"
 #include "scheduler/ranking.h"
 #include "scheduler/schedule.h"
+#include "scheduler/screening.h"
 #include "scheduler/statistics.h"
 #include "scheduler/suggest.h"
 #include "server/convert.h"
@@ -337,6 +338,16 @@ absl::StatusOr<v1::RankResponse> ResultsManager::Rank(
                            store_->ListAshaTrials(experiment.id(), asha.rungs));
     for (const AshaRungView& rung :
          DecideAsha(asha.rungs, asha.eta, asha.mode, trials).rungs) {
+      *response.add_asha_rungs() = AshaRungToProto(rung);
+    }
+  } else if (experiment.spec().strategy() == v1::STRATEGY_GUIDED_SCREENING) {
+    const ScreeningSearch search = ScreeningSearchOf(experiment.spec());
+    PRISM_ASSIGN_OR_RETURN(
+        std::vector<AshaTrial> trials,
+        store_->ListAshaTrials(experiment.id(), search.rungs));
+    PRISM_ASSIGN_OR_RETURN(ScreeningDecision d,
+                           DecideScreening(search, trials));
+    for (const AshaRungView& rung : d.rungs) {
       *response.add_asha_rungs() = AshaRungToProto(rung);
     }
   }

@@ -11,6 +11,7 @@
 #include "scheduler/guided.h"
 #include "scheduler/ranking.h"
 #include "scheduler/schedule.h"
+#include "scheduler/screening.h"
 #include "server/convert.h"
 
 namespace prism::server {
@@ -148,6 +149,20 @@ absl::StatusOr<int> SeedPlanner::Round(const v1::Experiment& experiment) {
                              store_->ListAshaTrials(id, policy.rungs));
       AshaDecision d = DecideAsha(policy.rungs, policy.eta, policy.mode, asha);
       decision.note = DescribeAshaDecision(d);
+      decision.promotions = std::move(d.promotions);
+    } else if (experiment.spec().strategy() == v1::STRATEGY_GUIDED_SCREENING) {
+      const ScreeningSearch search = ScreeningSearchOf(experiment.spec());
+      PRISM_ASSIGN_OR_RETURN(std::vector<AshaTrial> stored,
+                             store_->ListAshaTrials(id, search.rungs));
+      PRISM_ASSIGN_OR_RETURN(ScreeningDecision d,
+                             DecideScreening(search, stored));
+      decision.note = DescribeScreeningDecision(search, d);
+      for (const std::string& s : d.added.schedules) {
+        for (int64_t seed : experiment.spec().seeds()) {
+          decision.trials.push_back(
+              storage::NewTrial{s, seed, false, search.rungs.front()});
+        }
+      }
       decision.promotions = std::move(d.promotions);
     } else {
       PRISM_ASSIGN_OR_RETURN(

@@ -1,7 +1,10 @@
 // SeedPlanner: the coordinator's own trial decisions — adaptive seeds
-// (ExperimentSpec.seeds_policy), guided search (STRATEGY_GUIDED) and ASHA's
+// (ExperimentSpec.seeds_policy), guided search (STRATEGY_GUIDED), ASHA's
 // promotions (STRATEGY_ASHA, scheduler/asha.h: a promoted schedule's trials
-// waiting at a rung are queued again with their next target).
+// waiting at a rung are queued again with their next target) and guided
+// screening's promotions and brackets (STRATEGY_GUIDED_SCREENING,
+// scheduler/screening.h: a bracket's schedules are stored in one round, so
+// the order of the stored trials says which bracket each is in).
 // When a trial of such an experiment finishes (or stops at a rung), it ranks
 // the experiment's finished trials (scheduler/ranking.h, as
 // ResultsService.Rank does), decides which schedules get their next seed

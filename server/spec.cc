@@ -23,6 +23,7 @@
 #include "scheduler/adaptive_seeds.h"
 #include "scheduler/asha.h"
 #include "scheduler/guided.h"
+#include "scheduler/screening.h"
 #include "scheduler/space.h"
 #include "scheduler/surrogate.h"
 #include "server/auth.h"
@@ -360,6 +361,50 @@ absl::StatusOr<v1::GuidedPolicy> ResolveGuided(const v1::ExperimentSpec& spec,
   return g;
 }
 
+// ResolveScreening checks STRATEGY_GUIDED_SCREENING's settings (and that
+// nothing else chooses the schedules) and returns the policy with its
+// defaults filled in.
+absl::StatusOr<v1::ScreeningPolicy> ResolveScreening(
+    const v1::ExperimentSpec& spec) {
+  if (!spec.schedules().empty()) {
+    return Invalid(
+        "schedules cannot be listed with STRATEGY_GUIDED_SCREENING: it "
+        "chooses the schedules itself");
+  }
+  if (spec.samples() != 0) {
+    return Invalid(
+        "samples is not used by STRATEGY_GUIDED_SCREENING: its budget is "
+        "screening.grid_fraction");
+  }
+  if (spec.has_seeds_policy()) {
+    return Invalid(
+        "seeds_policy cannot be combined with STRATEGY_GUIDED_SCREENING");
+  }
+  v1::ScreeningPolicy p = spec.screening();
+  if (!p.has_bracket_size()) p.set_bracket_size(kDefaultScreeningBracketSize);
+  if (!p.has_explore()) p.set_explore(kDefaultScreeningExplore);
+  if (!p.has_grid_fraction()) {
+    p.set_grid_fraction(kDefaultScreeningGridFraction);
+  }
+  if (p.bracket_size() < 1) {
+    return Invalid(
+        absl::StrCat("screening.bracket_size must be at least 1 "
+                     "(got ",
+                     p.bracket_size(), ")"));
+  }
+  if (!(p.explore() >= 0.0 && p.explore() <= 1.0)) {
+    return Invalid(absl::StrCat("screening.explore must be in [0, 1] (got ",
+                                p.explore(), ")"));
+  }
+  if (!(p.grid_fraction() > 0.0 && p.grid_fraction() <= 1.0)) {
+    return Invalid(
+        absl::StrCat("screening.grid_fraction must be in (0, 1] "
+                     "(got ",
+                     p.grid_fraction(), ")"));
+  }
+  return p;
+}
+
 std::string DescribeSpace(const SpaceSpec& s) {
   return absl::StrCat("d_model ", s.d_model, ", ", s.layers, " layers, ",
                       s.base_heads, " base heads, runs ", s.min_run, "..",
@@ -369,6 +414,46 @@ std::string DescribeSpace(const SpaceSpec& s) {
 absl::Status NoScheduleLeft(const SpaceSpec& space) {
   return Invalid("principles ", space.principles.ToString(),
                  absl::StrCat(" leave no schedule for ", DescribeSpace(space)));
+}
+
+// FirstScreeningBracket checks that the most trials a screening search can
+// reach fit the limit and returns its first bracket (DecideScreening on no
+// trials). A bracket opens only while the projected steps stay within the
+// budget, and each of its schedules trains at least seeds x the first rung,
+// so at most budget / (seeds x first rung) schedules are screened after the
+// first bracket.
+absl::StatusOr<std::vector<Schedule>> FirstScreeningBracket(
+    const v1::ExperimentSpec& resolved, int64_t max_trials) {
+  const ScreeningSearch search = ScreeningSearchOf(resolved);
+  if (search.grid_steps <= 0.0) {
+    return Invalid(
+        "STRATEGY_GUIDED_SCREENING: the space is too large to "
+        "count its grid's steps (its budget is a share of them)");
+  }
+  const double per_schedule =
+      static_cast<double>(search.seeds) * static_cast<double>(search.rungs[0]);
+  const double grid_schedules =
+      search.grid_steps / search.seeds / static_cast<double>(search.steps);
+  const double most = std::min(
+      grid_schedules,
+      1.0 + search.plan.size +
+          std::floor(search.grid_fraction * search.grid_steps / per_schedule));
+  if (most * search.seeds > static_cast<double>(max_trials)) {
+    return Invalid(
+        absl::StrCat("screening.grid_fraction ", search.grid_fraction,
+                     " lets the search "
+                     "reach ",
+                     static_cast<int64_t>(most), " schedules x ", search.seeds,
+                     " seeds, over the limit of ", max_trials, " trials"));
+  }
+  PRISM_ASSIGN_OR_RETURN(ScreeningDecision d, DecideScreening(search, {}));
+  if (d.added.schedules.empty()) return NoScheduleLeft(search.plan.space);
+  std::vector<Schedule> out;
+  for (const std::string& text : d.added.schedules) {
+    PRISM_ASSIGN_OR_RETURN(Schedule s, ParseSchedule(text));
+    out.push_back(std::move(s));
+  }
+  return out;
 }
 
 // ExplicitSchedules checks and canonicalises the spec's own list.
@@ -551,8 +636,23 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
   if (spec.has_guided() && strategy != v1::STRATEGY_GUIDED) {
     return Invalid("guided is set but strategy is not STRATEGY_GUIDED");
   }
+  if (spec.has_screening() && strategy != v1::STRATEGY_GUIDED_SCREENING) {
+    return Invalid(
+        "screening is set but strategy is not STRATEGY_GUIDED_SCREENING");
+  }
   std::optional<v1::AshaPolicy> asha;
+  std::optional<v1::ScreeningPolicy> screening;
   if (strategy == v1::STRATEGY_ASHA) {
+    PRISM_ASSIGN_OR_RETURN(asha, ResolveAsha(spec, budget));
+  } else if (strategy == v1::STRATEGY_GUIDED_SCREENING) {
+    PRISM_ASSIGN_OR_RETURN(screening, ResolveScreening(spec));
+    if (spec.asha().mode() != v1::ASHA_MODE_UNSPECIFIED &&
+        spec.asha().mode() != v1::ASHA_MODE_SYNCHRONOUS) {
+      return Invalid(
+          "asha.mode: STRATEGY_GUIDED_SCREENING decides each "
+          "bracket by ASHA_MODE_SYNCHRONOUS (got ",
+          v1::AshaMode_Name(spec.asha().mode()), ")");
+    }
     PRISM_ASSIGN_OR_RETURN(asha, ResolveAsha(spec, budget));
   } else if (strategy == v1::STRATEGY_GUIDED &&
              (spec.asha().mode() == v1::ASHA_MODE_SYNCHRONOUS ||
@@ -562,7 +662,9 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
                    "adds schedules as it goes (its members are not known up "
                    "front)");
   } else if (spec.has_asha()) {
-    return Invalid("asha is set but strategy is not STRATEGY_ASHA");
+    return Invalid(
+        "asha is set but strategy is not STRATEGY_ASHA or "
+        "STRATEGY_GUIDED_SCREENING");
   }
   const std::string baseline_text =
       Schedule::Uniform(plan.shape.base_heads, plan.shape.layers).ToString();
@@ -574,6 +676,8 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
         schedules, GuidedInitialDesign(plan.space, baseline_text,
                                        guided->initial(), spec.sample_seed()));
     if (schedules.empty()) return NoScheduleLeft(plan.space);
+  } else if (strategy == v1::STRATEGY_GUIDED_SCREENING) {
+    // The first bracket is drawn once the resolved spec is complete (below).
   } else if (!spec.schedules().empty()) {
     PRISM_ASSIGN_OR_RETURN(schedules, ExplicitSchedules(spec, plan.space));
   } else if (strategy == v1::STRATEGY_RANDOM ||
@@ -610,6 +714,7 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
   plan.spec.set_strategy(strategy);
   if (guided.has_value()) *plan.spec.mutable_guided() = *guided;
   if (asha.has_value()) *plan.spec.mutable_asha() = *asha;
+  if (screening.has_value()) *plan.spec.mutable_screening() = *screening;
   *plan.spec.mutable_verdicts() = verdicts;
   *plan.spec.mutable_seeds() = {all_seeds.begin(), all_seeds.end()};
   plan.spec.set_max_attempts(spec.max_attempts() > 0
@@ -617,6 +722,11 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
                                  : options.default_max_attempts);
   if (plan.spec.name().empty()) {
     plan.spec.set_name(absl::StrCat(plan.shape.name, " search"));
+  }
+
+  if (screening.has_value()) {
+    PRISM_ASSIGN_OR_RETURN(
+        schedules, FirstScreeningBracket(plan.spec, options.max_trials));
   }
 
   const Schedule baseline =

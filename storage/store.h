@@ -66,18 +66,21 @@ inline std::string TokenIdOf(const std::string& token_hash) {
 // DecidedByCoordinator is true for an experiment that a drained trial queue
 // does not end, because the coordinator decides whether trials are still to
 // be added or promoted (ApplySeedRound): one with a seeds policy,
-// STRATEGY_GUIDED or STRATEGY_ASHA. Its experiments row has adaptive_seeds =
-// 1.
+// STRATEGY_GUIDED, STRATEGY_ASHA or STRATEGY_GUIDED_SCREENING. Its
+// experiments row has adaptive_seeds = 1.
 inline bool DecidedByCoordinator(const v1::ExperimentSpec& spec) {
   return spec.has_seeds_policy() || spec.strategy() == v1::STRATEGY_GUIDED ||
-         spec.strategy() == v1::STRATEGY_ASHA;
+         spec.strategy() == v1::STRATEGY_ASHA ||
+         spec.strategy() == v1::STRATEGY_GUIDED_SCREENING;
 }
 
 struct NewTrial {
   std::string schedule;  // canonical form
   int64_t seed = 0;
   bool is_baseline = false;
-  int64_t target_steps = 0;  // STRATEGY_ASHA's first rung; 0: whole budget
+  // STRATEGY_ASHA's and STRATEGY_GUIDED_SCREENING's first rung; 0: the
+  // whole budget.
+  int64_t target_steps = 0;
 };
 
 // NewExperiment is a validated, fully resolved submission.
@@ -195,7 +198,7 @@ struct SeedRound {
   int64_t experiment_id = 0;
   int64_t seen_trials = 0;
   int64_t seen_finished = 0;
-  std::vector<NewTrial> trials;  // to add, queued
+  std::vector<NewTrial> trials;  // to add, queued, with their target_steps
   // ASHA: each schedule's trials stopped at from_step are queued again with
   // to_step as their target.
   std::vector<AshaPromotion> promotions;

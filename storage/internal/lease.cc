@@ -654,9 +654,9 @@ absl::StatusOr<SeedRoundResult> ApplySeedRound(Connection* c,
         Query q,
         c->Prepare("INSERT OR IGNORE INTO trials (experiment_id, schedule, "
                    "seed, config_fingerprint, is_baseline, state, "
-                   "total_steps, created_ms) SELECT ?1, ?2, ?3, ?4, ?5, ?6, "
-                   "(SELECT MAX(total_steps) FROM trials WHERE experiment_id "
-                   "= ?1), ?7"));
+                   "total_steps, created_ms, target_steps) SELECT ?1, ?2, ?3, "
+                   "?4, ?5, ?6, (SELECT MAX(total_steps) FROM trials WHERE "
+                   "experiment_id = ?1), ?7, ?8"));
     for (const NewTrial& t : round.trials) {
       q.Bind(1, round.experiment_id);
       q.BindText(2, t.schedule);
@@ -665,6 +665,7 @@ absl::StatusOr<SeedRoundResult> ApplySeedRound(Connection* c,
       q.Bind(5, static_cast<int64_t>(t.is_baseline ? 1 : 0));
       q.Bind(6, kQueued);
       q.Bind(7, round.now_ms);
+      q.Bind(8, t.target_steps);
       PRISM_RETURN_IF_ERROR(q.Run());
       result.added += static_cast<int>(c->changes());
     }

@@ -8,6 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
+#include "scheduler/screening.h"
 
 namespace prism::server {
 namespace {
@@ -401,6 +402,90 @@ TEST(SpecTest, BadAshaPoliciesAreInvalidArgumentsNamingTheProblem) {
       "model { preset: 'tiny' } seeds: 1 strategy: STRATEGY_ASHA "
       "budget { steps: 20 eval_every: 10 }");
   EXPECT_THAT(short_budget.status().message(), HasSubstr("too short"));
+}
+
+TEST(SpecTest, ScreeningResolvesItsDefaultsAndPlantsTheFirstBracket) {
+  absl::StatusOr<ExperimentPlan> plan = Plan(
+      "model { preset: 'tiny' } seeds: 1 seeds: 2 "
+      "strategy: STRATEGY_GUIDED_SCREENING screening { bracket_size: 6 } "
+      "budget { steps: 180 eval_every: 20 } sample_seed: 4");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  // The resolved spec records every setting.
+  EXPECT_EQ(plan->spec.screening().bracket_size(), 6);
+  EXPECT_DOUBLE_EQ(plan->spec.screening().explore(), kDefaultScreeningExplore);
+  EXPECT_DOUBLE_EQ(plan->spec.screening().grid_fraction(),
+                   kDefaultScreeningGridFraction);
+  EXPECT_THAT(plan->spec.asha().rungs(), ::testing::ElementsAre(20, 60));
+  EXPECT_EQ(plan->spec.asha().mode(), v1::ASHA_MODE_SYNCHRONOUS);
+  EXPECT_TRUE(storage::DecidedByCoordinator(plan->spec));
+  // The baseline and one bracket of 6, on both seeds; the schedules at the
+  // first rung.
+  std::set<std::string> schedules;
+  for (const storage::NewTrial& t : plan->trials) {
+    EXPECT_EQ(t.target_steps, t.is_baseline ? 0 : 20) << t.schedule;
+    if (!t.is_baseline) schedules.insert(t.schedule);
+  }
+  EXPECT_EQ(schedules.size(), 6u);
+  EXPECT_EQ(plan->trials.size(), 14u);
+  // The bracket is drawn with sample_seed.
+  absl::StatusOr<ExperimentPlan> again = Plan(
+      "model { preset: 'tiny' } seeds: 1 seeds: 2 "
+      "strategy: STRATEGY_GUIDED_SCREENING screening { bracket_size: 6 } "
+      "budget { steps: 180 eval_every: 20 } sample_seed: 4");
+  ASSERT_TRUE(again.ok()) << again.status();
+  ASSERT_EQ(again->trials.size(), plan->trials.size());
+  for (size_t i = 0; i < plan->trials.size(); ++i) {
+    EXPECT_EQ(again->trials[i].schedule, plan->trials[i].schedule);
+  }
+}
+
+TEST(SpecTest, BadScreeningPoliciesAreInvalidArgumentsNamingTheField) {
+  const std::string base =
+      "model { preset: 'tiny' } seeds: 1 budget { steps: 100 eval_every: 10 } "
+      "strategy: STRATEGY_GUIDED_SCREENING ";
+  struct Case {
+    std::string spec;
+    std::string message;
+  };
+  const std::vector<Case> cases = {
+      {"screening { explore: 1.5 }",
+       "screening.explore must be in [0, 1] (got 1.5)"},
+      {"screening { explore: -0.1 }",
+       "screening.explore must be in [0, 1] (got -0.1)"},
+      {"screening { explore: nan }", "screening.explore must be in [0, 1]"},
+      {"screening { bracket_size: 0 }",
+       "screening.bracket_size must be at least 1 (got 0)"},
+      {"screening { bracket_size: -3 }",
+       "screening.bracket_size must be at least 1 (got -3)"},
+      {"screening { grid_fraction: 0 }",
+       "screening.grid_fraction must be in (0, 1] (got 0)"},
+      {"screening { grid_fraction: 1.2 }",
+       "screening.grid_fraction must be in (0, 1] (got 1.2)"},
+      {"asha { mode: ASHA_MODE_GUARDED }",
+       "asha.mode: STRATEGY_GUIDED_SCREENING decides each bracket by "
+       "ASHA_MODE_SYNCHRONOUS (got ASHA_MODE_GUARDED)"},
+      {"asha { rungs: 30 rungs: 20 }",
+       "asha.rungs[1] = 20 must be above the rung before it (30)"},
+      {"samples: 10", "samples is not used by STRATEGY_GUIDED_SCREENING"},
+      {"schedules: '2x2,4x4'",
+       "schedules cannot be listed with STRATEGY_GUIDED_SCREENING"},
+      {"seeds_policy { min: 2 max: 4 }",
+       "seeds_policy cannot be combined with STRATEGY_GUIDED_SCREENING"},
+  };
+  for (const Case& c : cases) {
+    absl::StatusOr<ExperimentPlan> plan = Plan(base + c.spec);
+    EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument)
+        << c.spec;
+    EXPECT_THAT(plan.status().message(), HasSubstr(c.message)) << c.spec;
+    EXPECT_EQ(std::string(plan.status().message()).find('\n'),
+              std::string::npos)
+        << c.spec;
+  }
+  absl::StatusOr<ExperimentPlan> elsewhere =
+      Plan("model { preset: 'tiny' } seeds: 1 screening { bracket_size: 4 }");
+  EXPECT_THAT(elsewhere.status().message(),
+              HasSubstr("screening is set but strategy is not "
+                        "STRATEGY_GUIDED_SCREENING"));
 }
 
 }  // namespace
