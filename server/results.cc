@@ -234,9 +234,10 @@ ResultsManager::Build(const v1::Experiment& experiment) {
   const std::string baseline =
       Schedule::Uniform(space.base_heads, space.layers).ToString();
   VerdictOptions verdicts = VerdictOptionsOf(experiment.spec());
-  if (experiment.spec().strategy() == v1::STRATEGY_ASHA) {
-    // Every schedule ASHA tried at its first rung was screened; the
-    // finalists were chosen among them (VerdictOptions::screened_schedules).
+  if (experiment.spec().strategy() == v1::STRATEGY_ASHA ||
+      experiment.spec().strategy() == v1::STRATEGY_GUIDED_SCREENING) {
+    // Every schedule tried at a first rung was screened; the finalists were
+    // chosen among them (VerdictOptions::screened_schedules).
     const AshaSettings asha = AshaSettingsOf(experiment.spec());
     PRISM_ASSIGN_OR_RETURN(std::vector<AshaTrial> trials,
                            store_->ListAshaTrials(experiment.id(), asha.rungs));
