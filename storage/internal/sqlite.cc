@@ -3,6 +3,7 @@
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/failpoint.h"
 
 namespace prism::storage::internal {
 
@@ -28,7 +29,31 @@ absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what) {
   }
 }
 
-Query::Query(Query&& other) noexcept : db_(other.db_), stmt_(other.stmt_) {
+absl::Status ReportFault(WriteObserver* observer, int rc, absl::Status status) {
+  if (observer == nullptr) return status;
+  switch (rc & 0xff) {
+    case SQLITE_FULL:
+      observer->WriteFailed(StorageFault::kDiskFull, status);
+      break;
+    case SQLITE_IOERR:
+    case SQLITE_CANTOPEN:
+      observer->WriteFailed(StorageFault::kIoError, status);
+      break;
+    case SQLITE_BUSY:
+    case SQLITE_LOCKED:
+      observer->WriteFailed(StorageFault::kBusy, status);
+      break;
+    case SQLITE_READONLY:
+      observer->WriteFailed(StorageFault::kReadOnly, status);
+      break;
+    default:
+      break;
+  }
+  return status;
+}
+
+Query::Query(Query&& other) noexcept
+    : db_(other.db_), stmt_(other.stmt_), observer_(other.observer_) {
   other.stmt_ = nullptr;
 }
 
@@ -60,7 +85,7 @@ absl::StatusOr<bool> Query::Step() {
   const int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
-  return SqliteError(db_, rc, sqlite3_sql(stmt_));
+  return ReportFault(observer_, rc, SqliteError(db_, rc, sqlite3_sql(stmt_)));
 }
 
 absl::Status Query::Run() {
@@ -143,7 +168,7 @@ absl::Status Connection::Exec(const char* sql) {
     absl::Status status = SqliteError(
         nullptr, rc, absl::StrCat(sql, ": ", error != nullptr ? error : ""));
     sqlite3_free(error);
-    return status;
+    return ReportFault(observer_, rc, std::move(status));
   }
   return absl::OkStatus();
 }
@@ -162,17 +187,21 @@ absl::StatusOr<Query> Connection::Prepare(const char* sql) {
     }
     it = statements_.emplace(sql, stmt).first;
   }
-  return Query(db_, it->second);
+  return Query(db_, it->second, observer_);
 }
 
 absl::StatusOr<Transaction> Transaction::Begin(Connection* conn, Kind kind) {
   absl::Status status =
       conn->Exec(kind == Kind::kWrite ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED");
   if (!status.ok()) return status;
-  return Transaction(conn);
+  return Transaction(conn, kind);
 }
 
-Transaction::Transaction(Transaction&& other) noexcept : conn_(other.conn_) {
+Transaction::Transaction(Transaction&& other) noexcept
+    : conn_(other.conn_),
+      kind_(other.kind_),
+      begun_(other.begun_),
+      changes_at_begin_(other.changes_at_begin_) {
   other.conn_ = nullptr;
 }
 
@@ -181,8 +210,14 @@ Transaction::~Transaction() {
 }
 
 absl::Status Transaction::Commit() {
+  if (kind_ == Kind::kWrite) StallPoint("storage.commit");
   absl::Status status = conn_->Exec("COMMIT");
-  if (status.ok()) conn_ = nullptr;
+  if (!status.ok()) return status;
+  if (kind_ == Kind::kWrite && conn_->write_observer() != nullptr &&
+      sqlite3_total_changes64(conn_->handle()) != changes_at_begin_) {
+    conn_->write_observer()->WriteCommitted(absl::Now() - begun_);
+  }
+  conn_ = nullptr;
   return status;
 }
 
