@@ -17,6 +17,8 @@
 #ifndef PRISM_STORAGE_WRITE_OBSERVER_H_
 #define PRISM_STORAGE_WRITE_OBSERVER_H_
 
+#include <optional>
+
 #include "absl/status/status.h"
 #include "absl/strings/string_view.h"
 #include "absl/time/time.h"
@@ -26,7 +28,7 @@ namespace prism::storage {
 // StorageFault is why a write failed, from SQLite's primary result code.
 enum class StorageFault {
   kDiskFull,  // SQLITE_FULL: no space on the database's filesystem
-  kIoError,   // SQLITE_IOERR, SQLITE_CANTOPEN: the disk or its file failed
+  kIoError,   // SQLITE_IOERR: the disk failed (or, at open, had no room)
   kBusy,      // SQLITE_BUSY, SQLITE_LOCKED: another process holds the file
   kReadOnly,  // SQLITE_READONLY: the file or its filesystem is read-only
 };
@@ -38,6 +40,11 @@ inline constexpr StorageFault kStorageFaults[] = {
 
 // StorageFaultName returns "disk_full", "io_error", "busy" or "read_only".
 absl::string_view StorageFaultName(StorageFault fault);
+
+// StorageFaultOf returns the fault a status from storage/ carries (its
+// SQLite result code rides along as a payload), or nullopt when it is none
+// of them: not from SQLite, or a constraint, a missing row, a bad path.
+std::optional<StorageFault> StorageFaultOf(const absl::Status& status);
 
 class WriteObserver {
  public:

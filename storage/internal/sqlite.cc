@@ -1,5 +1,7 @@
 #include "storage/internal/sqlite.h"
 
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
@@ -7,9 +9,9 @@
 
 namespace prism::storage::internal {
 
-absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what) {
-  const std::string message = absl::StrCat(
-      what, ": ", db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+namespace {
+
+absl::Status SqliteStatus(int rc, const std::string& message) {
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
@@ -29,25 +31,20 @@ absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what) {
   }
 }
 
-absl::Status ReportFault(WriteObserver* observer, int rc, absl::Status status) {
+}  // namespace
+
+absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what) {
+  absl::Status status = SqliteStatus(
+      rc, absl::StrCat(what, ": ",
+                       db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
+  status.SetPayload(kSqliteCodePayload, absl::Cord(absl::StrCat(rc)));
+  return status;
+}
+
+absl::Status ReportFault(WriteObserver* observer, absl::Status status) {
   if (observer == nullptr) return status;
-  switch (rc & 0xff) {
-    case SQLITE_FULL:
-      observer->WriteFailed(StorageFault::kDiskFull, status);
-      break;
-    case SQLITE_IOERR:
-    case SQLITE_CANTOPEN:
-      observer->WriteFailed(StorageFault::kIoError, status);
-      break;
-    case SQLITE_BUSY:
-    case SQLITE_LOCKED:
-      observer->WriteFailed(StorageFault::kBusy, status);
-      break;
-    case SQLITE_READONLY:
-      observer->WriteFailed(StorageFault::kReadOnly, status);
-      break;
-    default:
-      break;
+  if (std::optional<StorageFault> fault = StorageFaultOf(status)) {
+    observer->WriteFailed(*fault, status);
   }
   return status;
 }
@@ -85,7 +82,7 @@ absl::StatusOr<bool> Query::Step() {
   const int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
-  return ReportFault(observer_, rc, SqliteError(db_, rc, sqlite3_sql(stmt_)));
+  return ReportFault(observer_, SqliteError(db_, rc, sqlite3_sql(stmt_)));
 }
 
 absl::Status Query::Run() {
@@ -168,7 +165,7 @@ absl::Status Connection::Exec(const char* sql) {
     absl::Status status = SqliteError(
         nullptr, rc, absl::StrCat(sql, ": ", error != nullptr ? error : ""));
     sqlite3_free(error);
-    return ReportFault(observer_, rc, std::move(status));
+    return ReportFault(observer_, std::move(status));
   }
   return absl::OkStatus();
 }

@@ -140,14 +140,18 @@ class Transaction {
   int64_t changes_at_begin_;
 };
 
+// kSqliteCodePayload: the payload type under which SqliteError records the
+// SQLite result code (decimal), read by storage::StorageFaultOf.
+inline constexpr char kSqliteCodePayload[] = "prism.storage/sqlite-result";
+
 // SqliteError returns a status for SQLite result `rc` with the handle's
-// message, prefixed by `what`.
+// message, prefixed by `what`, carrying `rc` as a payload.
 absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what);
 
 // ReportFault tells `observer` (if any) about a failed SQLite call whose
-// result `rc` is a storage fault (full, I/O, busy, read-only); other results
-// are not reported. Returns `status`, for `return ReportFault(...)`.
-absl::Status ReportFault(WriteObserver* observer, int rc, absl::Status status);
+// status (from SqliteError) is a storage fault (full, I/O, busy,
+// read-only); other failures are not reported. Returns `status`.
+absl::Status ReportFault(WriteObserver* observer, absl::Status status);
 
 }  // namespace prism::storage::internal
 
