@@ -35,8 +35,9 @@ absl::Status SqliteStatus(int rc, const std::string& message) {
 
 absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what) {
   absl::Status status = SqliteStatus(
-      rc, absl::StrCat(what, ": ",
-                       db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
+      rc,
+      absl::StrCat(what, ": ",
+                   db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
   status.SetPayload(kSqliteCodePayload, absl::Cord(absl::StrCat(rc)));
   return status;
 }
