@@ -119,8 +119,22 @@ std::string StorageHealth::Condition() const {
   return "";
 }
 
+void StorageHealth::WriteBegun() {
+  absl::MutexLock lock(&mu_);
+  write_begun_ = absl::Now();
+}
+
+void StorageHealth::WriteEnded() {
+  absl::MutexLock lock(&mu_);
+  write_begun_.reset();
+}
+
 bool StorageHealth::normal() const {
   absl::MutexLock lock(&mu_);
+  if (write_begun_.has_value() &&
+      absl::Now() - *write_begun_ > stall_threshold_) {
+    return false;
+  }
   return state_ == State::kOk;
 }
 

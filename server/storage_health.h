@@ -28,6 +28,7 @@
 
 #include <cstdint>
 #include <map>
+#include <optional>
 #include <string>
 
 #include "absl/base/thread_annotations.h"
@@ -47,6 +48,8 @@ class StorageHealth final : public storage::WriteObserver {
   void WriteFailed(storage::StorageFault fault,
                    const absl::Status& status) override;
   void WriteCommitted(absl::Duration took) override;
+  void WriteBegun() override;
+  void WriteEnded() override;
 
   // Ready returns OK unless the last write failed; then Unavailable with
   // the fault, SQLite's message and how long writes have failed.
@@ -55,7 +58,8 @@ class StorageHealth final : public storage::WriteObserver {
   // line for an operator (the failing fault and cause, or the stall).
   std::string Condition() const;
   // normal is true while the last write committed promptly (neither
-  // failing nor stalled).
+  // failing nor stalled) and no write has been in progress for longer than
+  // the stall threshold.
   bool normal() const;
   // disruptions returns how many failing or stalled periods have begun.
   int64_t disruptions() const;
@@ -79,6 +83,7 @@ class StorageHealth final : public storage::WriteObserver {
   absl::Time since_ ABSL_GUARDED_BY(mu_);
   absl::Duration last_stall_ ABSL_GUARDED_BY(mu_);
   int64_t disruptions_ ABSL_GUARDED_BY(mu_) = 0;
+  std::optional<absl::Time> write_begun_ ABSL_GUARDED_BY(mu_);
   std::map<storage::StorageFault, int64_t> errors_ ABSL_GUARDED_BY(mu_);
 };
 

@@ -55,6 +55,11 @@ class WriteObserver {
   // WriteCommitted: a write transaction committed after `took` (from BEGIN
   // to the end of COMMIT).
   virtual void WriteCommitted(absl::Duration took) = 0;
+  // WriteBegun and WriteEnded bracket every write transaction (committed,
+  // failed or rolled back), so a stall shows while it lasts, not only once
+  // its commit returns.
+  virtual void WriteBegun() {}
+  virtual void WriteEnded() {}
 };
 
 }  // namespace prism::storage

@@ -192,6 +192,9 @@ absl::StatusOr<Transaction> Transaction::Begin(Connection* conn, Kind kind) {
   absl::Status status =
       conn->Exec(kind == Kind::kWrite ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED");
   if (!status.ok()) return status;
+  if (kind == Kind::kWrite && conn->write_observer() != nullptr) {
+    conn->write_observer()->WriteBegun();
+  }
   return Transaction(conn, kind);
 }
 
@@ -204,7 +207,15 @@ Transaction::Transaction(Transaction&& other) noexcept
 }
 
 Transaction::~Transaction() {
-  if (conn_ != nullptr) conn_->Exec("ROLLBACK").IgnoreError();
+  if (conn_ == nullptr) return;
+  conn_->Exec("ROLLBACK").IgnoreError();
+  EndWrite();
+}
+
+void Transaction::EndWrite() {
+  if (kind_ == Kind::kWrite && conn_->write_observer() != nullptr) {
+    conn_->write_observer()->WriteEnded();
+  }
 }
 
 absl::Status Transaction::Commit() {
@@ -215,6 +226,7 @@ absl::Status Transaction::Commit() {
       sqlite3_total_changes64(conn_->handle()) != changes_at_begin_) {
     conn_->write_observer()->WriteCommitted(absl::Now() - begun_);
   }
+  EndWrite();
   conn_ = nullptr;
   return status;
 }

@@ -127,6 +127,8 @@ class Transaction {
   absl::Status Commit();
 
  private:
+  // EndWrite tells the observer a write transaction ended.
+  void EndWrite();
   Transaction(Connection* conn, Kind kind)
       : conn_(conn),
         kind_(kind),

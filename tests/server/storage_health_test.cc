@@ -9,6 +9,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_split.h"
+#include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/testing/temp_dir.h"
@@ -95,6 +96,17 @@ TEST(StorageHealthTest, EachFailingOrStalledPeriodIsOneDisruption) {
   health.WriteCommitted(absl::Milliseconds(2));
   EXPECT_EQ(health.Condition(), "");
   EXPECT_EQ(health.disruptions(), 2);
+}
+
+TEST(StorageHealthTest, AWriteInProgressPastTheThresholdIsNotNormal) {
+  StorageHealth health("/tmp/x/prism.db", absl::Milliseconds(20));
+  health.WriteBegun();
+  EXPECT_TRUE(health.normal());  // just begun
+  absl::SleepFor(absl::Milliseconds(40));
+  EXPECT_FALSE(health.normal());  // stalled, before its commit returns
+  EXPECT_TRUE(health.Ready().ok());
+  health.WriteEnded();
+  EXPECT_TRUE(health.normal());
 }
 
 TEST(StorageHealthTest, FreeBytesAreThoseOfTheDatabasesFilesystem) {
