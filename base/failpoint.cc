@@ -5,11 +5,15 @@
 
 #include <algorithm>
 #include <atomic>
+#include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <fstream>
 #include <iterator>
 #include <string>
+#include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
@@ -65,7 +69,46 @@ Registry* Load() {
   return registry;
 }
 
+// The stall points the code reaches.
+constexpr const char* kStallNames[] = {
+    "storage.commit",  // storage: before a write transaction's COMMIT
+};
+
+// Stalls maps each armed stall point to its file.
+std::vector<std::pair<std::string, std::string>>* LoadStalls() {
+  auto* stalls = new std::vector<std::pair<std::string, std::string>>();
+  const char* env = std::getenv("PRISM_STALLS");
+  if (env == nullptr || *env == '\0') return stalls;
+  for (absl::string_view spec : absl::StrSplit(env, ',', absl::SkipEmpty())) {
+    std::pair<std::string, std::string> stall =
+        absl::StrSplit(spec, absl::MaxSplits('=', 1));
+    if (stall.second.empty() ||
+        std::find_if(std::begin(kStallNames), std::end(kStallNames),
+                     [&](const char* n) { return stall.first == n; }) ==
+            std::end(kStallNames)) {
+      std::fprintf(stderr, "PRISM_STALLS: '%s' is not NAME=FILE of a stall\n",
+                   std::string(spec).c_str());
+      continue;
+    }
+    stalls->push_back(std::move(stall));
+  }
+  return stalls;
+}
+
 }  // namespace
+
+void StallPoint(absl::string_view name) {
+  static const auto* const stalls = LoadStalls();
+  if (stalls->empty()) return;
+  for (const auto& [stall, file] : *stalls) {
+    if (stall != name) continue;
+    std::ifstream in(file);
+    int64_t ms = 0;
+    if (in >> ms && ms > 0) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(ms));
+    }
+  }
+}
 
 void Failpoint(absl::string_view name) {
   static Registry* const registry = Load();

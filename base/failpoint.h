@@ -17,7 +17,16 @@
 // name in the variable is reported once on stderr, so a typo in a test does
 // not silently arm nothing.
 //
-// Thread-safety: Failpoint may be called from any thread.
+// Stall points are their slow cousins, for a slow disk rather than a crash:
+//
+//   PRISM_STALLS="storage.commit=/tmp/t/slow-commit"
+//
+// makes StallPoint("storage.commit") sleep, each time it is reached while the
+// file /tmp/t/slow-commit exists, for the number of milliseconds the file
+// holds (a test writes the file to start the stall and removes it to end
+// it). Unset, StallPoint costs one load of a flag.
+//
+// Thread-safety: Failpoint and StallPoint may be called from any thread.
 #ifndef PRISM_BASE_FAILPOINT_H_
 #define PRISM_BASE_FAILPOINT_H_
 
@@ -28,6 +37,10 @@ namespace prism {
 // Failpoint SIGKILLs the process when `name` is armed and this is the armed
 // hit; otherwise it returns at once.
 void Failpoint(absl::string_view name);
+
+// StallPoint sleeps while `name` is armed in PRISM_STALLS and its file
+// exists (for the milliseconds the file holds); otherwise returns at once.
+void StallPoint(absl::string_view name);
 
 }  // namespace prism
 

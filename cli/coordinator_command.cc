@@ -8,6 +8,7 @@
 // never see half of it). A generated first admin token without
 // --admin-token-file is printed once, before that line.
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -18,18 +19,21 @@
 #include <fstream>
 #include <iostream>
 #include <memory>
+#include <optional>
 #include <string>
 #include <system_error>
 
 #include "CLI/CLI.hpp"
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "absl/time/time.h"
 #include "base/log.h"
 #include "cli/client.h"
 #include "cli/command.h"
 #include "cli/output.h"
 #include "cli/slurm_jobs.h"
 #include "server/coordinator.h"
+#include "storage/write_observer.h"
 
 namespace prism::cli {
 namespace {
@@ -161,6 +165,16 @@ int WaitForStopSignal() {
   return byte;
 }
 
+// WaitForStopSignalFor waits up to `timeout` for SIGINT or SIGTERM and
+// returns which, or 0 when none came.
+int WaitForStopSignalFor(absl::Duration timeout) {
+  struct pollfd fd = {g_stop_pipe[0], POLLIN, 0};
+  if (poll(&fd, 1, static_cast<int>(absl::ToInt64Milliseconds(timeout))) <= 0) {
+    return 0;
+  }
+  return WaitForStopSignal();
+}
+
 absl::Status WriteReadyFile(const std::string& path, const std::string& grpc,
                             const std::string& http) {
   const std::string tmp = absl::StrCat(path, ".tmp.", getpid());
@@ -210,10 +224,40 @@ int RunCoordinator(CoordinatorFlags flags) {
     return ReportError("coordinator", s);
   }
 
+  // A database on a full (or failing) disk cannot even open: SQLite needs
+  // room for its shared-memory index. Wait for the disk, saying so once,
+  // rather than exit and be restarted in a loop; any other failure (a bad
+  // path, a file that is not a database) is one clear line and exit 1.
   absl::StatusOr<std::unique_ptr<server::Coordinator>> coordinator =
       server::Coordinator::Create(o);
-  if (!coordinator.ok())
-    return ReportError("coordinator", coordinator.status());
+  for (bool logged = false; !coordinator.ok();) {
+    const std::optional<storage::StorageFault> fault =
+        storage::StorageFaultOf(coordinator.status());
+    if (fault != storage::StorageFault::kDiskFull &&
+        fault != storage::StorageFault::kIoError) {
+      return ReportError("coordinator", coordinator.status());
+    }
+    if (!logged) {
+      logged = true;
+      Log(LogLevel::kError, "cannot open the database; retrying every second")
+          .Kv("fault", storage::StorageFaultName(*fault))
+          .Kv("cause", coordinator.status().message())
+          .Kv("db", o.db_path)
+          .Kv("action",
+              "not serving (readiness fails) until it opens; free space on "
+              "the database's filesystem or check the disk");
+    }
+    if (const int signal_number = WaitForStopSignalFor(absl::Seconds(1));
+        signal_number != 0) {
+      Log(LogLevel::kInfo, "stopping before the database opened")
+          .Kv("signal", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+      return kExitOk;
+    }
+    coordinator = server::Coordinator::Create(o);
+    if (coordinator.ok()) {
+      Log(LogLevel::kInfo, "database opened after waiting for the disk");
+    }
+  }
   if (absl::Status started = (*coordinator)->Start(); !started.ok()) {
     return ReportError("coordinator", started);
   }

@@ -90,8 +90,15 @@ int ListExperiments(RpcClient& client, Format format, bool wide) {
     for (v1::Experiment& e : *page.mutable_experiments()) {
       *all.add_experiments() = std::move(e);
     }
+    all.set_storage_condition(page.storage_condition());
     request.set_page_token(page.next_page_token());
   } while (!request.page_token().empty());
+  // An admin sees the coordinator's storage trouble first (text) or in the
+  // JSON's storageCondition; a CSV stays a table.
+  if (format == Format::kText && !all.storage_condition().empty()) {
+    std::cout << "coordinator: " << Printable(all.storage_condition())
+              << "\n\n";
+  }
   if (format == Format::kJson) {
     std::cout << ProtoJson(all);
   } else if (all.experiments().empty() && format == Format::kText) {

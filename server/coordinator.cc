@@ -12,6 +12,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
+#include "absl/time/time.h"
 #include "base/data_roots.h"
 #include "base/log.h"
 #include "base/status_macros.h"
@@ -30,6 +31,9 @@ namespace prism::server {
 namespace {
 
 constexpr auto kShutdownGrace = std::chrono::seconds(5);
+// A commit slower than this is a stalled disk (StorageHealth): a heartbeat
+// waiting behind it may have missed its interval (1 s at the shortest).
+constexpr absl::Duration kStorageStallThreshold = absl::Seconds(1);
 
 }  // namespace
 
@@ -160,6 +164,7 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
     : options_(options),
       tls_(std::move(tls)),
       clock_(clock),
+      health_(options.db_path, kStorageStallThreshold),
       store_(std::move(store)),
       events_(absl::Milliseconds(options.limits.watch_interval_ms),
               options.limits.max_live_points),
@@ -167,6 +172,7 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
                  ? options.limits.max_concurrent_reads
                  : ReadGate::DefaultConcurrency(),
              options.limits.max_waiting_reads, options.limits.read_nice) {
+  store_->SetWriteObserver(&health_);
   auth_ = std::make_unique<AuthManager>(store_.get(), clock_, options.auth);
   ingest_ = std::make_unique<IngestWriter>(store_.get(), IngestOptions{});
   const Limits& limits = options.limits;
@@ -203,7 +209,7 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
   experiments_ = std::make_unique<ExperimentManager>(
       store_.get(), clock_, &events_, plan_options, limits, queue_.get());
   experiment_service_ = std::make_unique<ExperimentServiceImpl>(
-      auth_.get(), &reads_, experiments_.get());
+      auth_.get(), &reads_, experiments_.get(), &health_);
   worker_service_ =
       std::make_unique<WorkerServiceImpl>(auth_.get(), queue_.get());
   results_service_ = std::make_unique<ResultsServiceImpl>(
@@ -230,7 +236,8 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
   http_options.tls_key_file = options.tls.key;
   http_ = std::make_unique<HttpServer>(
       auth_.get(), experiments_.get(), results_.get(), queue_.get(), &events_,
-      &reads_, &metrics_, [this] { return SampleGauges(); }, http_options);
+      &reads_, &metrics_, [this] { return SampleGauges(); }, &health_,
+      http_options);
   if (options.job_backend != nullptr) {
     scaler_ = std::make_unique<Scaler>(
         options.scaler, options.job_backend.get(), store_.get(),
@@ -267,9 +274,15 @@ absl::Status Coordinator::Bootstrap() {
 absl::Status Coordinator::Start() {
   // A crash between a trial's finish and its seeds decision left the
   // decision undone; rounds are idempotent, so run every open one again.
-  PRISM_ASSIGN_OR_RETURN(int seeds_added, seeds_->ReconcileAll());
-  if (seeds_added > 0) {
-    Log(LogLevel::kInfo, "added seeds after start").Kv("trials", seeds_added);
+  // On a filesystem that refuses writes the rounds wait for the next start
+  // (or their experiment's next finished trial); the coordinator serves.
+  absl::StatusOr<int> seeds_added = seeds_->ReconcileAll();
+  if (!seeds_added.ok()) {
+    if (health_.Ready().ok()) return seeds_added.status();
+    Log(LogLevel::kError, "open seeds rounds not run: writes fail")
+        .Kv("error", seeds_added.status().ToString());
+  } else if (*seeds_added > 0) {
+    Log(LogLevel::kInfo, "added seeds after start").Kv("trials", *seeds_added);
   }
 
   PRISM_ASSIGN_OR_RETURN(auto grpc_host, SplitHostPort(options_.grpc_address));
@@ -322,12 +335,23 @@ absl::Status Coordinator::Start() {
   // contract in worker_protocol.h), not from before they were built: a
   // start slowed by a loaded host must not eat into a worker's time to
   // reconnect. Nothing expires leases before the expiry thread runs.
-  PRISM_ASSIGN_OR_RETURN(int extended, queue_->ExtendLeasesAfterRestart());
-  if (extended > 0) {
-    Log(LogLevel::kInfo, "extended live leases after the servers started")
-        .Kv("leases", extended)
-        .Kv("grace_ms", v1::RestartGraceMs(options_.lease_seconds,
-                                           options_.heartbeat_seconds));
+  // On a filesystem that refuses writes this fails: serve anyway, not
+  // ready (health_ has the fault), and let the expiry loop extend the
+  // leases once a write succeeds (it sees the disruption).
+  if (absl::StatusOr<int> extended = queue_->ExtendLeasesAfterRestart();
+      !extended.ok()) {
+    if (health_.Ready().ok()) return extended.status();
+    Log(LogLevel::kError, "serving without write access to the database")
+        .Kv("error", extended.status().ToString());
+    disruptions_at_extension_ = -1;
+  } else {
+    disruptions_at_extension_ = health_.disruptions();
+    if (*extended > 0) {
+      Log(LogLevel::kInfo, "extended live leases after the servers started")
+          .Kv("leases", *extended)
+          .Kv("grace_ms", v1::RestartGraceMs(options_.lease_seconds,
+                                             options_.heartbeat_seconds));
+    }
   }
 
   expiry_thread_ = std::thread([this] { ExpiryLoop(); });
@@ -417,10 +441,39 @@ Metrics::Snapshot Coordinator::SampleGauges() {
   s.points_ingested = ingest.points_stored;
   s.points_duplicate = ingest.points_duplicate;
   s.report_batches = ingest.batches;
+  s.storage_errors = health_.ErrorsByFault();
+  s.storage_ready = health_.Ready().ok();
+  s.storage_disruptions = health_.disruptions();
+  if (absl::StatusOr<int64_t> free = health_.FreeBytes(); free.ok()) {
+    s.db_free_bytes = *free;
+  }
   return s;
 }
 
+bool Coordinator::GraceAfterDisruption(int64_t* seen) {
+  if (!health_.normal()) {
+    // Nothing else may write for a while (no worker is connected): the
+    // probe ends a failing or stalled state once the disk takes a write.
+    if (!store_->ProbeWrite().ok() || !health_.normal()) return false;
+  }
+  const int64_t disruptions = health_.disruptions();
+  if (disruptions == *seen) return true;
+  // A heartbeat that waited behind a stalled commit may still be queued;
+  // heartbeats never lower a deadline, so the extension holds.
+  absl::StatusOr<int> extended = queue_->ExtendLeasesAfterRestart();
+  if (!extended.ok() || !health_.normal()) return false;
+  *seen = disruptions;
+  if (*extended > 0) {
+    Log(LogLevel::kInfo, "extended live leases after a storage disruption")
+        .Kv("leases", *extended)
+        .Kv("grace_ms", v1::RestartGraceMs(options_.lease_seconds,
+                                           options_.heartbeat_seconds));
+  }
+  return true;
+}
+
 void Coordinator::ExpiryLoop() {
+  int64_t seen_disruptions = disruptions_at_extension_;
   while (true) {
     {
       absl::MutexLock lock(&mu_);
@@ -430,6 +483,10 @@ void Coordinator::ExpiryLoop() {
         return;
       }
     }
+    // While writes fail or stall no heartbeat is recorded: expire nothing
+    // until commits are prompt again, then give every live lease a full
+    // period first.
+    if (!GraceAfterDisruption(&seen_disruptions)) continue;
     absl::StatusOr<int> expired = queue_->ExpireLeases();
     if (!expired.ok()) {
       Log(LogLevel::kError, "lease expiry failed")

@@ -18,6 +18,15 @@
 // The expiry loop also writes the tokens' recorded last uses, as does
 // Shutdown.
 //
+// Storage faults (a full disk, an I/O error, a busy or read-only file) go
+// through one StorageHealth (server/storage_health.h): logged once per
+// change, /readyz answers 503 while writes fail, /metrics counts them and
+// `prism status` shows them to an admin. While writes fail or commits stall
+// the expiry loop expires nothing; after, it first extends every live lease
+// (as after a restart: workers could not heartbeat meanwhile). A start on a
+// filesystem that refuses writes serves anyway, not ready, and recovers by
+// itself.
+//
 // Start runs every open adaptive-seeds or guided round again (server/seeds.h),
 // extends every live lease by a full lease period (workers could not
 // heartbeat while the coordinator was down) before it serves. Shutdown ends
@@ -52,6 +61,7 @@
 #include "server/results.h"
 #include "server/scaler.h"
 #include "server/seeds.h"
+#include "server/storage_health.h"
 #include "storage/store.h"
 
 namespace grpc {
@@ -149,6 +159,7 @@ class Coordinator {
   ExperimentManager* experiments() { return experiments_.get(); }
   ResultsManager* results() { return results_.get(); }
   Metrics* metrics() { return &metrics_; }
+  const StorageHealth& storage_health() const { return health_; }
 
  private:
   Coordinator(const CoordinatorOptions& options, TlsPem tls,
@@ -159,12 +170,18 @@ class Coordinator {
   absl::Status Bootstrap();
   Metrics::Snapshot SampleGauges();
   void ExpiryLoop();
+  // GraceAfterDisruption extends every live lease when writes were
+  // disrupted since `*seen` (or are still) and updates `*seen`; returns
+  // false while writes still fail or stall (expire nothing then).
+  bool GraceAfterDisruption(int64_t* seen);
   // FlushTokenUses writes the tokens' last uses (logging a failure).
   void FlushTokenUses();
 
   const CoordinatorOptions options_;
   const TlsPem tls_;
   const Clock* const clock_;
+  // Before the store, which reports to it until it is closed.
+  StorageHealth health_;
   std::unique_ptr<storage::Store> store_;
   Metrics metrics_;
   EventBus events_;
@@ -189,6 +206,9 @@ class Coordinator {
 
   absl::Mutex mu_;
   bool stopping_ ABSL_GUARDED_BY(mu_) = false;
+  // health_.disruptions() when Start last extended the live leases (-1: it
+  // could not); then the expiry thread's.
+  int64_t disruptions_at_extension_ = 0;
   bool started_ = false;
   bool shut_down_ = false;
   std::thread expiry_thread_;

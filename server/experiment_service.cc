@@ -23,8 +23,12 @@ grpc::Status ExperimentServiceImpl::Get(grpc::ServerContext* ctx,
 grpc::Status ExperimentServiceImpl::List(grpc::ServerContext* ctx,
                                          const v1::ListExperimentsRequest* req,
                                          v1::ListExperimentsResponse* resp) {
-  return Serve(auth_, ctx, Permission::kRead, [&](const Caller&) {
-    return Assign(experiments_->List(*req), resp);
+  return Serve(auth_, ctx, Permission::kRead, [&](const Caller& caller) {
+    absl::Status status = Assign(experiments_->List(*req), resp);
+    if (status.ok() && caller.role == v1::ROLE_ADMIN) {
+      resp->set_storage_condition(health_->Condition());
+    }
+    return status;
   });
 }
 

@@ -11,14 +11,20 @@
 #include "server/auth.h"
 #include "server/experiments.h"
 #include "server/read_gate.h"
+#include "server/storage_health.h"
 
 namespace prism::server {
 
 class ExperimentServiceImpl final : public v1::ExperimentService::Service {
  public:
+  // `health` fills List's storage_condition for an admin.
   ExperimentServiceImpl(AuthManager* auth, ReadGate* reads,
-                        ExperimentManager* experiments)
-      : auth_(auth), reads_(reads), experiments_(experiments) {}
+                        ExperimentManager* experiments,
+                        const StorageHealth* health)
+      : auth_(auth),
+        reads_(reads),
+        experiments_(experiments),
+        health_(health) {}
 
   grpc::Status Submit(grpc::ServerContext* ctx, const v1::SubmitRequest* req,
                       v1::SubmitResponse* resp) override;
@@ -51,6 +57,7 @@ class ExperimentServiceImpl final : public v1::ExperimentService::Service {
   AuthManager* const auth_;
   ReadGate* const reads_;  // ListTrials
   ExperimentManager* const experiments_;
+  const StorageHealth* const health_;
 };
 
 }  // namespace prism::server

@@ -129,6 +129,7 @@ std::string RouteLabel(const std::string& path) {
   static const char* kKnown[] = {"/",
                                  "/metrics",
                                  "/healthz",
+                                 "/readyz",
                                  "/api/v1/whoami",
                                  "/api/v1/experiments",
                                  "/api/v1/experiments/{id}",
@@ -280,7 +281,8 @@ std::unique_ptr<httplib::Server> MakeServer(const HttpOptions& o,
 HttpServer::HttpServer(AuthManager* auth, ExperimentManager* experiments,
                        ResultsManager* results, QueueManager* queue,
                        EventBus* events, ReadGate* reads, Metrics* metrics,
-                       GaugeSampler gauges, HttpOptions options)
+                       GaugeSampler gauges, const StorageHealth* health,
+                       HttpOptions options)
     : auth_(auth),
       experiments_(experiments),
       results_(results),
@@ -289,6 +291,7 @@ HttpServer::HttpServer(AuthManager* auth, ExperimentManager* experiments,
       reads_(reads),
       metrics_(metrics),
       gauges_(std::move(gauges)),
+      health_(health),
       options_(std::move(options)),
       server_(MakeServer(options_, metrics)),
       event_slots_(options_.max_event_streams, "max-event-streams",
@@ -428,6 +431,16 @@ void HttpServer::Route() {
                     "text/plain; version=0.0.4; charset=utf-8");
   });
   s.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain; charset=utf-8");
+  });
+  s.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+    absl::Status ready = health_->Ready();
+    if (!ready.ok()) {
+      res.status = 503;
+      res.set_content(absl::StrCat("not ready: ", ready.message(), "\n"),
+                      "text/plain; charset=utf-8");
+      return;
+    }
     res.set_content("ok\n", "text/plain; charset=utf-8");
   });
 

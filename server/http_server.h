@@ -25,7 +25,11 @@
 //       cut off
 //   GET /metrics                                Prometheus text (any
 //       role; no auth with metrics_open)
-//   GET /healthz                                "ok" (no auth: probes)
+//   GET /healthz                                liveness: "ok" while the
+//       process serves HTTP (no auth: probes)
+//   GET /readyz                                 readiness: "ok", or 503
+//       with the cause while database writes fail (storage_health.h; no
+//       auth: probes); back to 200 by itself once a write succeeds
 //   GET /, GET /static/...                      the dashboard (no auth)
 //   POST /api/v1/logout                         204, expires the cookie
 //
@@ -72,6 +76,7 @@
 #include "server/queue.h"
 #include "server/read_gate.h"
 #include "server/results.h"
+#include "server/storage_health.h"
 
 namespace httplib {
 class Server;
@@ -122,7 +127,7 @@ class HttpServer {
   HttpServer(AuthManager* auth, ExperimentManager* experiments,
              ResultsManager* results, QueueManager* queue, EventBus* events,
              ReadGate* reads, Metrics* metrics, GaugeSampler gauges,
-             HttpOptions options);
+             const StorageHealth* health, HttpOptions options);
   ~HttpServer();
 
   // Bind listens on host:port (port 0 picks a free one) and returns the
@@ -151,6 +156,7 @@ class HttpServer {
   ReadGate* const reads_;
   Metrics* const metrics_;
   const GaugeSampler gauges_;
+  const StorageHealth* const health_;
   const HttpOptions options_;
   std::unique_ptr<httplib::Server> server_;
   std::thread thread_;

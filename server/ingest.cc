@@ -69,7 +69,12 @@ void IngestWriter::Run() {
     absl::StatusOr<std::vector<storage::ReportOutcome>> outcomes =
         store_->WriteReports(writes);
     if (!outcomes.ok()) {
-      Log(LogLevel::kError, "report batch failed")
+      // A storage fault (Unavailable) is logged once per change by the
+      // store's observer (server/storage_health.h), not once per batch.
+      Log(outcomes.status().code() == absl::StatusCode::kUnavailable
+              ? LogLevel::kDebug
+              : LogLevel::kError,
+          "report batch failed")
           .Kv("reports", static_cast<int64_t>(batch.size()))
           .Kv("error", outcomes.status().ToString());
       storage::ReportOutcome failed;

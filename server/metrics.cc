@@ -83,6 +83,26 @@ std::string Metrics::Render(const Snapshot& g) const {
   Header(&out, "prism_report_batches_total", "counter",
          "Group commits of reports.");
   absl::StrAppend(&out, "prism_report_batches_total ", g.report_batches, "\n");
+  Header(&out, "prism_storage_errors_total", "counter",
+         "Database writes that failed, by storage fault.");
+  for (const auto& [fault, n] : g.storage_errors) {
+    absl::StrAppend(&out, "prism_storage_errors_total{fault=\"", Label(fault),
+                    "\"} ", n, "\n");
+  }
+  Header(&out, "prism_storage_ready", "gauge",
+         "1 while database writes succeed, 0 while they fail (as /readyz).");
+  absl::StrAppend(&out, "prism_storage_ready ", g.storage_ready ? 1 : 0, "\n");
+  Header(&out, "prism_storage_disruptions_total", "counter",
+         "Periods in which database writes failed or commits stalled.");
+  absl::StrAppend(&out, "prism_storage_disruptions_total ",
+                  g.storage_disruptions, "\n");
+  if (g.db_free_bytes >= 0) {
+    Header(&out, "prism_db_filesystem_free_bytes", "gauge",
+           "Bytes the coordinator may still write on the database's "
+           "filesystem.");
+    absl::StrAppend(&out, "prism_db_filesystem_free_bytes ", g.db_free_bytes,
+                    "\n");
+  }
 
   absl::MutexLock lock(&mu_);
   Header(&out, "prism_rpc_requests_total", "counter",

@@ -10,6 +10,12 @@
 //   prism_rpc_requests_total{method,code}  RPCs finished
 //   prism_rpc_duration_seconds{method}     RPC latency histogram
 //   prism_http_requests_total{route,status}
+//   prism_storage_errors_total{fault}      failed writes by storage fault
+//                                          (disk_full, io_error, busy,
+//                                          read_only)
+//   prism_storage_ready                    1 while writes succeed, else 0
+//   prism_storage_disruptions_total        failing or stalled periods
+//   prism_db_filesystem_free_bytes         free space where the database is
 //
 // Gauges are sampled by the caller at scrape time (Snapshot); counters and
 // histograms accumulate here.
@@ -39,6 +45,11 @@ class Metrics {
     int64_t points_ingested = 0;
     int64_t points_duplicate = 0;
     int64_t report_batches = 0;
+    // Storage health (server/storage_health.h).
+    std::map<std::string, int64_t> storage_errors;  // "disk_full" -> n
+    bool storage_ready = true;
+    int64_t storage_disruptions = 0;
+    int64_t db_free_bytes = -1;  // -1: could not be measured (not shown)
   };
 
   // ObserveRpc records one finished RPC (`method` as gRPC names it).

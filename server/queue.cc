@@ -186,7 +186,7 @@ absl::StatusOr<v1::RegisterResponse> QueueManager::Register(
   // users racing for one id cannot both win. Admins may take an id over.
   PRISM_ASSIGN_OR_RETURN(
       v1::Worker stored,
-      store_->UpsertWorker(worker, clock_->NowMs(),
+      store_->UpsertWorker(worker, clock_->LeaseMs(),
                            /*take_over=*/caller.role == v1::ROLE_ADMIN));
   {
     absl::MutexLock lock(&mu_);
@@ -231,7 +231,7 @@ absl::StatusOr<v1::LeaseResponse> QueueManager::Lease(
   bool redelivered = false;
   {
     absl::MutexLock lock(&lease_mu_);
-    const int64_t now = clock_->NowMs();
+    const int64_t now = clock_->LeaseMs();
     PRISM_ASSIGN_OR_RETURN(
         leased,
         store_->RedeliverLease(request.worker_id(), now, DeadlineFrom(now)));
@@ -240,7 +240,7 @@ absl::StatusOr<v1::LeaseResponse> QueueManager::Lease(
       PRISM_ASSIGN_OR_RETURN(std::vector<QueueSlot> order, Order());
       for (const QueueSlot& slot : order) {
         if (slot.at_quota) continue;
-        const int64_t at = clock_->NowMs();
+        const int64_t at = clock_->LeaseMs();
         PRISM_ASSIGN_OR_RETURN(
             leased,
             store_->LeaseNextTrial(slot.candidate.experiment_id,
@@ -290,7 +290,7 @@ absl::StatusOr<v1::StartResponse> QueueManager::Start(
                      request.resumed_from_step(), ")"));
   }
   PRISM_RETURN_IF_ERROR(CheckWorker(caller, request.worker_id()));
-  const int64_t now = clock_->NowMs();
+  const int64_t now = clock_->LeaseMs();
   PRISM_ASSIGN_OR_RETURN(
       int64_t deadline,
       store_->StartAttempt(
@@ -315,7 +315,7 @@ absl::StatusOr<v1::HeartbeatResponse> QueueManager::Heartbeat(
   PRISM_RETURN_IF_ERROR(
       CheckFinite("tokens_per_second", request.tokens_per_second()));
   PRISM_RETURN_IF_ERROR(CheckWorker(caller, request.worker_id()));
-  const int64_t now = clock_->NowMs();
+  const int64_t now = clock_->LeaseMs();
   v1::HeartbeatResponse response;
   if (request.trial_id() != 0) {
     PRISM_RETURN_IF_ERROR(CheckAttemptRef(request.trial_id(), request.attempt(),
@@ -356,7 +356,7 @@ void QueueManager::Report(const Caller& caller,
   write.ref = storage::AttemptRef{request.trial_id(), request.attempt(),
                                   request.worker_id()};
   write.points.assign(request.points().begin(), request.points().end());
-  write.now_ms = clock_->NowMs();
+  write.now_ms = clock_->LeaseMs();
   write.lease_deadline_ms = DeadlineFrom(write.now_ms);
   const int64_t trial_id = request.trial_id();
   const int32_t attempt = request.attempt();
@@ -408,7 +408,7 @@ absl::StatusOr<v1::CompleteResponse> QueueManager::Complete(
       store_->CompleteTrial(
           storage::AttemptRef{request.trial_id(), request.attempt(),
                               request.worker_id()},
-          request.metrics(), points, clock_->NowMs()));
+          request.metrics(), points, clock_->LeaseMs()));
   Failpoint("complete.committed");
   PRISM_ASSIGN_OR_RETURN(v1::ExperimentSpec spec,
                          SpecFor(trial.experiment_id()));
@@ -436,9 +436,9 @@ absl::StatusOr<v1::FailResponse> QueueManager::Fail(
                                 request.worker_id()};
   PRISM_ASSIGN_OR_RETURN(
       v1::Trial trial,
-      request.released() ? store_->ReleaseTrial(ref, message, clock_->NowMs())
+      request.released() ? store_->ReleaseTrial(ref, message, clock_->LeaseMs())
                          : store_->FailTrial(ref, message, request.retryable(),
-                                             clock_->NowMs()));
+                                             clock_->LeaseMs()));
   PRISM_ASSIGN_OR_RETURN(v1::ExperimentSpec spec,
                          SpecFor(trial.experiment_id()));
   if (request.released()) {
@@ -472,7 +472,7 @@ absl::StatusOr<v1::DeregisterResponse> QueueManager::Deregister(
   }
   PRISM_RETURN_IF_ERROR(CheckWorker(caller, request.worker_id()));
   PRISM_RETURN_IF_ERROR(
-      store_->StopWorker(request.worker_id(), clock_->NowMs()));
+      store_->StopWorker(request.worker_id(), clock_->LeaseMs()));
   Log(LogLevel::kInfo, "worker stopped").Kv("worker", request.worker_id());
   return v1::DeregisterResponse();
 }
@@ -481,7 +481,7 @@ absl::StatusOr<v1::ListWorkersResponse> QueueManager::ListWorkers() {
   PRISM_ASSIGN_OR_RETURN(std::vector<v1::Worker> workers,
                          store_->ListWorkers());
   const int64_t lost_before =
-      clock_->NowMs() - int64_t{options_.lease_seconds} * 1000;
+      clock_->LeaseMs() - int64_t{options_.lease_seconds} * 1000;
   v1::ListWorkersResponse response;
   for (v1::Worker& w : workers) {
     if (w.stopped_unix_ms() != 0) {
@@ -500,7 +500,7 @@ absl::StatusOr<v1::ListWorkersResponse> QueueManager::ListWorkers() {
 
 absl::StatusOr<int> QueueManager::ExpireLeases() {
   PRISM_ASSIGN_OR_RETURN(std::vector<storage::ExpiredLease> expired,
-                         store_->ExpireLeases(clock_->NowMs()));
+                         store_->ExpireLeases(clock_->LeaseMs()));
   for (const storage::ExpiredLease& x : expired) {
     Log(LogLevel::kWarning, "lease expired")
         .Kv("trial", x.trial.id())
@@ -518,7 +518,7 @@ absl::StatusOr<int> QueueManager::ExpireLeases() {
 
 absl::StatusOr<std::map<std::string, UserStanding>>
 QueueManager::UserStandings() {
-  const int64_t now = clock_->NowMs();
+  const int64_t now = clock_->LeaseMs();
   const int64_t half_life = options_.fair_share_half_life_ms;
   PRISM_ASSIGN_OR_RETURN(
       std::vector<storage::UsageSpan> spans,
@@ -570,7 +570,7 @@ absl::StatusOr<std::map<int64_t, QueueStanding>> QueueManager::Standings() {
 
 absl::StatusOr<int> QueueManager::ExtendLeasesAfterRestart() {
   return store_->ExtendLiveLeases(
-      clock_->NowMs() +
+      clock_->LeaseMs() +
       v1::RestartGraceMs(options_.lease_seconds, options_.heartbeat_seconds));
 }
 

@@ -73,6 +73,9 @@ class QueueManager {
   // finish is committed and before the experiment's event is published.
   using FinishListener = std::function<void(int64_t experiment_id)>;
 
+  // Lease deadlines, heartbeats, expiry, worker liveness and usage all run
+  // on clock->LeaseMs() (a wall-clock step moves none of them); events carry
+  // clock->NowMs().
   QueueManager(storage::Store* store, const Clock* clock, EventBus* events,
                IngestWriter* ingest, QueueOptions options,
                FinishListener on_finished = nullptr);

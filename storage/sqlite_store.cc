@@ -114,6 +114,11 @@ void SqliteStore::CheckpointLoop() {
   }
 }
 
+void SqliteStore::SetWriteObserver(WriteObserver* observer) {
+  absl::MutexLock lock(&write_mu_);
+  writer_->set_write_observer(observer);
+}
+
 absl::StatusOr<int> SqliteStore::SchemaVersion() {
   absl::MutexLock lock(&write_mu_);
   return internal::SchemaVersion(writer_.get());
@@ -888,6 +893,21 @@ absl::StatusOr<std::vector<ExpiredLease>> SqliteStore::ExpireLeases(
     int64_t now_ms) {
   absl::MutexLock lock(&write_mu_);
   return internal::ExpireLeases(writer_.get(), now_ms);
+}
+
+absl::Status SqliteStore::ProbeWrite() {
+  absl::MutexLock lock(&write_mu_);
+  Connection* c = writer_.get();
+  PRISM_ASSIGN_OR_RETURN(Transaction txn,
+                         Transaction::Begin(c, Transaction::Kind::kWrite));
+  {
+    PRISM_ASSIGN_OR_RETURN(
+        Query q, c->Prepare("UPDATE schema_migrations SET name = name WHERE "
+                            "version = (SELECT MAX(version) FROM "
+                            "schema_migrations)"));
+    PRISM_RETURN_IF_ERROR(q.Run());
+  }
+  return txn.Commit();
 }
 
 absl::StatusOr<int> SqliteStore::ExtendLiveLeases(int64_t deadline_ms) {

@@ -85,6 +85,7 @@ class SqliteStore final : public Store {
       const std::string& path, const SqliteStoreOptions& options = {});
   ~SqliteStore() override;
 
+  void SetWriteObserver(WriteObserver* observer) override;
   // SchemaVersion returns the version recorded in schema_migrations.
   absl::StatusOr<int> SchemaVersion();
 
@@ -171,6 +172,7 @@ class SqliteStore final : public Store {
                                          int64_t now_ms) override;
   absl::StatusOr<std::vector<ExpiredLease>> ExpireLeases(
       int64_t now_ms) override;
+  absl::Status ProbeWrite() override;
   absl::StatusOr<int> ExtendLiveLeases(int64_t deadline_ms) override;
   absl::StatusOr<int64_t> CountQueued() override;
   absl::StatusOr<int64_t> CountActiveExperiments(

@@ -46,6 +46,7 @@
 #include "prism/v1/prism.pb.h"
 #include "scheduler/asha.h"
 #include "scheduler/ranking.h"
+#include "storage/write_observer.h"
 
 namespace prism::storage {
 
@@ -222,6 +223,11 @@ struct WorkerUpdate {
 class Store {
  public:
   virtual ~Store() = default;
+
+  // SetWriteObserver reports every later write's storage fault, and every
+  // committed write, to `observer` (storage/write_observer.h), which must
+  // outlive the store or be replaced by nullptr first.
+  virtual void SetWriteObserver(WriteObserver* observer) = 0;
 
   // --- users and tokens ---------------------------------------------------
   // CreateToken stores `token_hash` (never the token) for `user` (created if
@@ -419,6 +425,11 @@ class Store {
   // experiment's max attempts. Returns the trials it changed.
   virtual absl::StatusOr<std::vector<ExpiredLease>> ExpireLeases(
       int64_t now_ms) = 0;
+  // ProbeWrite commits a write of one row that changes nothing anyone reads
+  // (it rewrites the newest schema_migrations row as it is), so a caller
+  // learns whether the disk takes writes again when nothing else writes.
+  // Unavailable with SQLite's message when it does not.
+  virtual absl::Status ProbeWrite() = 0;
   // ExtendLiveLeases sets every live lease's deadline to at least
   // deadline_ms (at coordinator start: workers could not heartbeat while it
   // was down). Returns how many leases it touched.

@@ -1,14 +1,17 @@
 #include "storage/internal/sqlite.h"
 
+#include <optional>
+#include <string>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "base/failpoint.h"
 
 namespace prism::storage::internal {
 
-absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what) {
-  const std::string message = absl::StrCat(
-      what, ": ", db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc));
+namespace {
+
+absl::Status SqliteStatus(int rc, const std::string& message) {
   switch (rc & 0xff) {
     case SQLITE_BUSY:
     case SQLITE_LOCKED:
@@ -28,7 +31,27 @@ absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what) {
   }
 }
 
-Query::Query(Query&& other) noexcept : db_(other.db_), stmt_(other.stmt_) {
+}  // namespace
+
+absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what) {
+  absl::Status status = SqliteStatus(
+      rc,
+      absl::StrCat(what, ": ",
+                   db != nullptr ? sqlite3_errmsg(db) : sqlite3_errstr(rc)));
+  status.SetPayload(kSqliteCodePayload, absl::Cord(absl::StrCat(rc)));
+  return status;
+}
+
+absl::Status ReportFault(WriteObserver* observer, absl::Status status) {
+  if (observer == nullptr) return status;
+  if (std::optional<StorageFault> fault = StorageFaultOf(status)) {
+    observer->WriteFailed(*fault, status);
+  }
+  return status;
+}
+
+Query::Query(Query&& other) noexcept
+    : db_(other.db_), stmt_(other.stmt_), observer_(other.observer_) {
   other.stmt_ = nullptr;
 }
 
@@ -60,7 +83,7 @@ absl::StatusOr<bool> Query::Step() {
   const int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
-  return SqliteError(db_, rc, sqlite3_sql(stmt_));
+  return ReportFault(observer_, SqliteError(db_, rc, sqlite3_sql(stmt_)));
 }
 
 absl::Status Query::Run() {
@@ -143,7 +166,7 @@ absl::Status Connection::Exec(const char* sql) {
     absl::Status status = SqliteError(
         nullptr, rc, absl::StrCat(sql, ": ", error != nullptr ? error : ""));
     sqlite3_free(error);
-    return status;
+    return ReportFault(observer_, std::move(status));
   }
   return absl::OkStatus();
 }
@@ -162,27 +185,49 @@ absl::StatusOr<Query> Connection::Prepare(const char* sql) {
     }
     it = statements_.emplace(sql, stmt).first;
   }
-  return Query(db_, it->second);
+  return Query(db_, it->second, observer_);
 }
 
 absl::StatusOr<Transaction> Transaction::Begin(Connection* conn, Kind kind) {
   absl::Status status =
       conn->Exec(kind == Kind::kWrite ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED");
   if (!status.ok()) return status;
-  return Transaction(conn);
+  if (kind == Kind::kWrite && conn->write_observer() != nullptr) {
+    conn->write_observer()->WriteBegun();
+  }
+  return Transaction(conn, kind);
 }
 
-Transaction::Transaction(Transaction&& other) noexcept : conn_(other.conn_) {
+Transaction::Transaction(Transaction&& other) noexcept
+    : conn_(other.conn_),
+      kind_(other.kind_),
+      begun_(other.begun_),
+      changes_at_begin_(other.changes_at_begin_) {
   other.conn_ = nullptr;
 }
 
 Transaction::~Transaction() {
-  if (conn_ != nullptr) conn_->Exec("ROLLBACK").IgnoreError();
+  if (conn_ == nullptr) return;
+  conn_->Exec("ROLLBACK").IgnoreError();
+  EndWrite();
+}
+
+void Transaction::EndWrite() {
+  if (kind_ == Kind::kWrite && conn_->write_observer() != nullptr) {
+    conn_->write_observer()->WriteEnded();
+  }
 }
 
 absl::Status Transaction::Commit() {
+  if (kind_ == Kind::kWrite) StallPoint("storage.commit");
   absl::Status status = conn_->Exec("COMMIT");
-  if (status.ok()) conn_ = nullptr;
+  if (!status.ok()) return status;
+  if (kind_ == Kind::kWrite && conn_->write_observer() != nullptr &&
+      sqlite3_total_changes64(conn_->handle()) != changes_at_begin_) {
+    conn_->write_observer()->WriteCommitted(absl::Now() - begun_);
+  }
+  EndWrite();
+  conn_ = nullptr;
   return status;
 }
 

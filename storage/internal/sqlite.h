@@ -23,6 +23,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/time/time.h"
+#include "storage/write_observer.h"
 
 namespace prism::storage::internal {
 
@@ -59,9 +61,11 @@ class Query {
 
  private:
   friend class Connection;
-  Query(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  Query(sqlite3* db, sqlite3_stmt* stmt, WriteObserver* observer)
+      : db_(db), stmt_(stmt), observer_(observer) {}
   sqlite3* db_;
   sqlite3_stmt* stmt_;
+  WriteObserver* observer_;
 };
 
 class Connection {
@@ -86,6 +90,12 @@ class Connection {
   // use. Internal on a malformed statement (a programming error).
   absl::StatusOr<Query> Prepare(const char* sql);
 
+  // set_write_observer makes this connection report its failed statements
+  // that are storage faults, and its committed write transactions, to
+  // `observer` (storage/write_observer.h); nullptr stops it.
+  void set_write_observer(WriteObserver* observer) { observer_ = observer; }
+  WriteObserver* write_observer() const { return observer_; }
+
   // handle is the sqlite3 handle, for the C API this layer does not wrap
   // (online backup). It stays owned by the Connection.
   sqlite3* handle() const { return db_; }
@@ -95,6 +105,7 @@ class Connection {
  private:
   explicit Connection(sqlite3* db) : db_(db) {}
   sqlite3* db_;
+  WriteObserver* observer_ = nullptr;
   std::map<std::string, sqlite3_stmt*> statements_;
 };
 
@@ -111,16 +122,38 @@ class Transaction {
   ~Transaction();
   // Commit returns OK once the transaction is durable (per the connection's
   // synchronous setting), or the COMMIT error (the destructor rolls back).
+  // A write transaction's COMMIT first passes the stall point
+  // "storage.commit" (base/failpoint.h: a slow disk, in tests only).
   absl::Status Commit();
 
  private:
-  explicit Transaction(Connection* conn) : conn_(conn) {}
+  // EndWrite tells the observer a write transaction ended.
+  void EndWrite();
+  Transaction(Connection* conn, Kind kind)
+      : conn_(conn),
+        kind_(kind),
+        begun_(absl::Now()),
+        changes_at_begin_(sqlite3_total_changes64(conn->handle())) {}
   Connection* conn_;
+  Kind kind_;
+  absl::Time begun_;
+  // A commit that changed no row wrote nothing: it proves nothing about the
+  // disk, so the observer does not hear of it.
+  int64_t changes_at_begin_;
 };
 
+// kSqliteCodePayload: the payload type under which SqliteError records the
+// SQLite result code (decimal), read by storage::StorageFaultOf.
+inline constexpr char kSqliteCodePayload[] = "prism.storage/sqlite-result";
+
 // SqliteError returns a status for SQLite result `rc` with the handle's
-// message, prefixed by `what`.
+// message, prefixed by `what`, carrying `rc` as a payload.
 absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what);
+
+// ReportFault tells `observer` (if any) about a failed SQLite call whose
+// status (from SqliteError) is a storage fault (full, I/O, busy,
+// read-only); other failures are not reported. Returns `status`.
+absl::Status ReportFault(WriteObserver* observer, absl::Status status);
 
 }  // namespace prism::storage::internal
 

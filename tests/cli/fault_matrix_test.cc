@@ -10,6 +10,7 @@
 // Failpoints (base/failpoint.h) put the kill at the exact moment; the cases
 // that need a small filesystem mount a tmpfs and skip, saying so, where
 // mounting is not permitted.
+#include <httplib.h>
 #include <signal.h>
 #include <sys/mount.h>
 
@@ -19,6 +20,7 @@
 #include <fstream>
 #include <map>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -188,6 +190,54 @@ void FillDisk(const std::string& path) {
   while (out.write(chunk.data(), static_cast<std::streamsize>(chunk.size()))) {
     out.flush();
   }
+}
+
+// HttpGet returns the status and body of GET `path` on the coordinator's
+// HTTP server, with the admin token; status -1 (and the error) when it did
+// not answer.
+std::pair<int, std::string> HttpGet(const LocalCluster& cluster,
+                                    const std::string& path) {
+  const std::pair<std::string, std::string> host_port =
+      absl::StrSplit(cluster.http_address(), absl::MaxSplits(':', 1));
+  int port = 0;
+  if (!absl::SimpleAtoi(host_port.second, &port)) return {-1, "no port"};
+  httplib::Client client(host_port.first, port);
+  client.set_bearer_token_auth(cluster.admin_token());
+  httplib::Result res = client.Get(path);
+  if (!res) return {-1, httplib::to_string(res.error())};
+  return {res->status, res->body};
+}
+
+// WaitForReadyz polls /readyz until it answers `status` (wait on the state,
+// not a sleep); returns its last body, or "" when it never did.
+std::string WaitForReadyz(const LocalCluster& cluster, int status,
+                          absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    auto [code, body] = HttpGet(cluster, "/readyz");
+    if (code == status) return body.empty() ? "(empty)" : body;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return "";
+}
+
+// MetricValue returns the value of the /metrics sample named `sample`
+// (with its labels), or -1 when it is absent.
+double MetricValue(const LocalCluster& cluster, const std::string& sample) {
+  auto [code, body] = HttpGet(cluster, "/metrics");
+  if (code != 200) return -1;
+  for (absl::string_view line : absl::StrSplit(body, '\n')) {
+    double value;
+    if (absl::ConsumePrefix(&line, sample + " ") &&
+        absl::SimpleAtod(line, &value)) {
+      return value;
+    }
+  }
+  return -1;
+}
+
+std::string CoordinatorLog(const LocalCluster& cluster) {
+  return ReadFile(cluster.dir() + "/coordinator.log");
 }
 
 // --- workers -----------------------------------------------------------
@@ -576,9 +626,48 @@ TEST(FaultMatrixTest, FullDatabaseDiskAnswersUnavailableAndRecovers) {
   EXPECT_EQ(refused.code(), absl::StatusCode::kUnavailable) << refused;
   EXPECT_THAT(refused.message(), HasSubstr("full")) << refused;
 
+  // What the operator sees. Small writes (a heartbeat) may still fit in the
+  // WAL's room and succeed between failures, so each check waits for the
+  // state while the flood keeps failing.
+  std::string not_ready;
+  std::string status_out;
+  const absl::Time seen_by = absl::Now() + absl::Minutes(1);
+  while ((not_ready.empty() || status_out.empty()) && absl::Now() < seen_by) {
+    v1::SubmitRequest request;
+    request.set_spec_text(flood);
+    v1::SubmitResponse response;
+    if (cluster.client()
+            .Call(&v1::ExperimentService::Stub::Submit,
+                  cluster.client().experiments(), request, &response)
+            .ok()) {
+      flooded.push_back(response.experiment().id());
+    }
+    auto [code, body] = HttpGet(cluster, "/readyz");
+    if (code == 503) not_ready = body;
+    CommandResult status = cluster.Run({"status"});
+    if (absl::StrContains(status.out, "storage writes failing")) {
+      status_out = status.out;
+    }
+  }
+  EXPECT_THAT(not_ready, HasSubstr("disk_full")) << cluster.Logs();
+  EXPECT_THAT(not_ready, HasSubstr("database or disk is full"));
+  EXPECT_THAT(status_out, HasSubstr("coordinator: storage writes failing"));
+  EXPECT_THAT(status_out, HasSubstr("free space"));
+  EXPECT_EQ(HttpGet(cluster, "/healthz").first, 200);  // alive all along
+  EXPECT_GE(
+      MetricValue(cluster, "prism_storage_errors_total{fault=\"disk_full\"}"),
+      1);
+  EXPECT_GE(MetricValue(cluster, "prism_db_filesystem_free_bytes"), 0);
+  const std::string log = CoordinatorLog(cluster);
+  EXPECT_THAT(log, HasSubstr("level=error msg=\"storage writes failing\" "
+                             "fault=disk_full"));
+  EXPECT_THAT(log, HasSubstr("action="));
+
   // Space returns: the coordinator takes writes again, the worker's
   // buffered points with them.
   fs::remove(filler);
+  EXPECT_EQ(WaitForReadyz(cluster, 200, absl::Minutes(1)), "ok\n")
+      << cluster.Logs();
   for (int64_t flood_id : flooded) {
     v1::ExperimentRef ref;
     ref.set_id(flood_id);
@@ -588,7 +677,117 @@ TEST(FaultMatrixTest, FullDatabaseDiskAnswersUnavailableAndRecovers) {
                           cluster.client().experiments(), ref, &cancelled)
                     .ok());
   }
-  ASSERT_TRUE(cluster.WaitForExperiment(id, absl::Minutes(4)).ok());
+  absl::StatusOr<v1::Experiment> done =
+      cluster.WaitForExperiment(id, absl::Minutes(4));
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->counts().failed(), 0) << cluster.Logs();
+  EXPECT_EQ(done->counts().completed(), 1) << cluster.Logs();
+  EXPECT_THAT(CoordinatorLog(cluster),
+              HasSubstr("msg=\"storage writes succeed again\""));
+  ExpectNothingLost(cluster, id, {}, {{"4x6", Reference(cluster, "4x6")}});
+}
+
+TEST(FaultMatrixTest, CoordinatorStartedOnAFullDiskWaitsAndRecovers) {
+  const TempDir holder("prism_fullstart");
+  const std::string mount_dir = holder.File("db");
+  Tmpfs disk(mount_dir, "16m");
+  if (!disk.mounted()) {
+    GTEST_SKIP() << "cannot mount a tmpfs here (" << disk.error()
+                 << "): the full database disk case needs one";
+  }
+  CoordinatorFlags flags;
+  flags.db_path = mount_dir + "/prism.db";
+  flags.lease_seconds = 4;
+  flags.heartbeat_seconds = 1;
+  LocalCluster cluster(flags);
+  int64_t id;
+  int worker;
+  ASSERT_NO_FATAL_FAILURE(StartOneTrial(cluster, "full start", &id, &worker));
+  ASSERT_TRUE(WaitForStep(cluster, id, 10, absl::Minutes(2)).ok());
+
+  // Stopped cleanly (its WAL and shared-memory files removed), the disk
+  // filled while it is down, started again: SQLite cannot even open the
+  // file (no room for its shared-memory index), so it waits, saying why
+  // once, and serves nothing: readiness fails.
+  ASSERT_TRUE(cluster.coordinator().Signal(SIGTERM).ok());
+  ASSERT_TRUE(cluster.coordinator().Wait(absl::Minutes(1)).ok());
+  const std::string filler = mount_dir + "/filler";
+  FillDisk(filler);
+  const std::string log_path = cluster.dir() + "/coordinator.log";
+  // The start blocks until it serves, so the disk is freed from a thread
+  // (the coordinator must be started from this one: it is killed when the
+  // thread that started it ends) once the coordinator said why it waits.
+  bool said_why = false;
+  int readyz_while_waiting = 0;
+  std::thread freer([&] {
+    said_why = WaitForLog(log_path, "msg=\"cannot open the database; retrying",
+                          absl::Seconds(30));
+    readyz_while_waiting = HttpGet(cluster, "/readyz").first;
+    fs::remove(filler);
+  });
+  // Nobody touches it but the disk: it opens and serves by itself.
+  absl::Status started = cluster.StartCoordinator();
+  freer.join();
+  ASSERT_TRUE(started.ok()) << started << cluster.Logs();
+  EXPECT_TRUE(said_why) << cluster.Logs();
+  EXPECT_THAT(ReadFile(log_path),
+              HasSubstr("level=error msg=\"cannot open the database"));
+  EXPECT_NE(readyz_while_waiting, 200);
+  EXPECT_EQ(WaitForReadyz(cluster, 200, absl::Minutes(1)), "ok\n")
+      << cluster.Logs();
+  EXPECT_THAT(ReadFile(log_path),
+              HasSubstr("msg=\"database opened after waiting for the disk\""));
+  absl::StatusOr<v1::Experiment> done =
+      cluster.WaitForExperiment(id, absl::Minutes(4));
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->counts().failed(), 0) << cluster.Logs();
+  absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(id);
+  ASSERT_TRUE(trials.ok());
+  for (const v1::Trial& t : *trials) {
+    EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED) << t.schedule();
+  }
+  ExpectNothingLost(cluster, id, {}, {{"4x6", Reference(cluster, "4x6")}});
+}
+
+TEST(FaultMatrixTest, StalledCommitsLongerThanALeaseExpireNoLease) {
+  // Every commit that starts while the file exists waits 5 s (the lease is
+  // 3 s, heartbeats every 1 s): heartbeats queue behind the disk.
+  LocalCluster cluster(ShortLease());
+  const std::string stall = cluster.dir() + "/slow-commit";
+  int64_t id;
+  int worker;
+  ASSERT_NO_FATAL_FAILURE(
+      StartOneTrial(cluster, "slow disk", &id, &worker, {},
+                    {absl::StrCat("PRISM_STALLS=storage.commit=", stall)}));
+  ASSERT_TRUE(WaitForStep(cluster, id, 10, absl::Minutes(2)).ok());
+  WriteFile(stall, "5000");
+  ASSERT_TRUE(WaitForLog(cluster.dir() + "/coordinator.log",
+                         "msg=\"storage commits stalled\"", absl::Seconds(30)))
+      << cluster.Logs();
+  fs::remove(stall);
+  EXPECT_TRUE(WaitForLog(cluster.dir() + "/coordinator.log",
+                         "msg=\"extended live leases after a storage "
+                         "disruption\"",
+                         absl::Seconds(30)))
+      << cluster.Logs();
+  // Ready throughout: a slow disk still takes writes.
+  EXPECT_EQ(HttpGet(cluster, "/readyz").first, 200);
+
+  absl::StatusOr<v1::Experiment> done =
+      cluster.WaitForExperiment(id, absl::Minutes(4));
+  ASSERT_TRUE(done.ok()) << done.status();
+  absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(id);
+  ASSERT_TRUE(trials.ok());
+  for (const v1::Trial& t : *trials) {
+    EXPECT_EQ(t.state(), v1::TRIAL_COMPLETED) << t.schedule();
+    EXPECT_EQ(t.attempt(), 1) << t.schedule() << " lost its lease\n"
+                              << cluster.Logs();
+  }
+  EXPECT_THAT(CoordinatorLog(cluster),
+              ::testing::Not(HasSubstr("msg=\"lease expired\"")));
+  const std::string worker_log = ReadFile(WorkerLog(cluster, worker));
+  EXPECT_THAT(worker_log, ::testing::Not(HasSubstr("heartbeat_failed")));
+  EXPECT_THAT(worker_log, ::testing::Not(HasSubstr("trial_superseded")));
   ExpectNothingLost(cluster, id, {}, {{"4x6", Reference(cluster, "4x6")}});
 }
 

@@ -316,6 +316,9 @@ def main():
                     f"{where}: containerPorts {ports} are not the ports its "
                     f"flags listen on {listens}")
             pod_ports.setdefault(labels.get("app"), {}).update(ports)
+            if command.name == "coordinator":
+                c.check("readinessProbe" in ct,
+                        f"{where}: the coordinator has no readinessProbe")
             for probe_name in ("readinessProbe", "livenessProbe",
                                "startupProbe"):
                 probe = ct.get(probe_name)
@@ -338,6 +341,18 @@ def main():
                             "what its TLS flags serve")
                     http_probes.append((f"{where} {probe_name}",
                                         handler.get("path", "/"), scheme))
+                # Readiness reflects storage (/readyz), liveness never does:
+                # a restart frees no disk space.
+                if command.name == "coordinator":
+                    path = handler.get("path", "/")
+                    if probe_name == "readinessProbe":
+                        c.check(path == "/readyz",
+                                f"{where}: readinessProbe is {path}, not "
+                                "/readyz (storage faults would go unseen)")
+                    else:
+                        c.check(path != "/readyz",
+                                f"{where}: {probe_name} is /readyz: a full "
+                                "disk would restart the pod")
             # GPUs: a cuda device exactly when the pod holds GPUs.
             limits = ct.get("resources", {}).get("limits", {})
             gpus = int(limits.get("nvidia.com/gpu", 0))

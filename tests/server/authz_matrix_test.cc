@@ -63,8 +63,8 @@ constexpr Expect kAdminRule = {UNAUTH, UNAUTH, DENIED, DENIED,
 constexpr Expect ForeignWorkerRule(int admin) {
   return {UNAUTH, UNAUTH, DENIED, DENIED, DENIED, DENIED, admin};
 }
-// HTTP: the same in status codes; the dashboard and /healthz are public,
-// /metrics needs a token unless --metrics-open.
+// HTTP: the same in status codes; the dashboard, /healthz and /readyz are
+// public, /metrics needs a token unless --metrics-open.
 constexpr Expect kHttpRead = {401, 401, 200, 200, 200, 200, 200};
 constexpr Expect kHttpPublic = {200, 200, 200, 200, 200, 200, 200};
 
@@ -498,7 +498,7 @@ struct Route {
 // Suggest answers 400 (FAILED_PRECONDITION) to whoever may read: the
 // world's experiment has too few finished schedules.
 constexpr Expect kHttpSuggest = {401, 401, 400, 400, 400, 400, 400};
-constexpr std::array<Route, 16> kRoutes = {{
+constexpr std::array<Route, 17> kRoutes = {{
     {"/api/v1/whoami", kHttpRead},
     {"/api/v1/experiments", kHttpRead},
     {"/api/v1/experiments/{E}", kHttpRead},
@@ -513,6 +513,7 @@ constexpr std::array<Route, 16> kRoutes = {{
     {"/metrics", kHttpRead},
     {"/metrics", kHttpRead, /*cookie=*/true},
     {"/healthz", kHttpPublic},
+    {"/readyz", kHttpPublic},
     {"/", kHttpPublic},
     {"/static/js/main.js", kHttpPublic},
 }};

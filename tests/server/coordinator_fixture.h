@@ -20,13 +20,18 @@
 
 namespace prism::server::testing {
 
+// FakeClock: Advance moves both readings (time passes); StepWall moves only
+// the wall clock (NowMs), as an operator or NTP stepping it would.
 class FakeClock final : public Clock {
  public:
-  int64_t NowMs() const override { return now_.load(); }
+  int64_t NowMs() const override { return now_.load() + wall_step_.load(); }
+  int64_t LeaseMs() const override { return now_.load(); }
   void Advance(int64_t ms) { now_ += ms; }
+  void StepWall(int64_t ms) { wall_step_ += ms; }
 
  private:
   std::atomic<int64_t> now_{1'700'000'000'000};
+  std::atomic<int64_t> wall_step_{0};
 };
 
 using ::prism::testing::TempDir;

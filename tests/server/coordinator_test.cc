@@ -352,6 +352,26 @@ TEST_F(PerUserLimitTest, UserAtLimitIsSkippedUntilATrialFinishes) {
             first.trial().experiment_id());
 }
 
+TEST_F(ServiceTest, WallClockSteppedAnHourMovesNoLeaseDeadline) {
+  Submit(alice_, Spec({"4x6"}, {1}));
+  const std::string w1 = Register(worker_token_);
+  const v1::TrialTask first = Lease(worker_token_, w1);
+  ASSERT_EQ(first.trial().attempt(), 1);
+  // Forward an hour: the lease (30 s) does not expire with it.
+  clock_.StepWall(3'600'000);
+  clock_.Advance(10'000);
+  EXPECT_EQ(*coordinator_->queue()->ExpireLeases(), 0);
+  EXPECT_FALSE(Heartbeat(w1, first.trial(), 10).stop());
+  // Back two hours: a worker that went silent still loses its lease once
+  // the lease has really passed, not an hour later.
+  clock_.StepWall(-7'200'000);
+  clock_.Advance(29'000);
+  EXPECT_EQ(*coordinator_->queue()->ExpireLeases(), 0);
+  clock_.Advance(2'000);
+  EXPECT_EQ(*coordinator_->queue()->ExpireLeases(), 1);
+  EXPECT_EQ(GetTrial(first.trial().id()).state(), v1::TRIAL_QUEUED);
+}
+
 TEST_F(ServiceTest, ExpiredLeaseRequeuesWithNextAttemptThenFailsAtMax) {
   Submit(alice_, Spec({"4x6"}, {1}));  // the baseline alone: one trial
   const std::string w1 = Register(worker_token_);
