@@ -65,7 +65,7 @@ class Hosts {
     }
     for (int i = 0; i < count; ++i) {
       const std::string ns = Namespace(i);
-      const std::string outside = absl::StrCat("pv", tag_, "h", i);
+      const std::string outside = Outside(i);
       const std::string inside = absl::StrCat("pv", tag_, "n", i);
       for (const std::vector<std::string>& step :
            std::vector<std::vector<std::string>>{
@@ -82,6 +82,16 @@ class Hosts {
     return "";
   }
 
+  // Partition cuts host i off the bridge (its bridge-side veth down):
+  // packets to and from it are dropped, its sockets stay open. Heal brings
+  // it back. "" or what ip said.
+  std::string Partition(int i) const {
+    return Step({"link", "set", Outside(i), "down"});
+  }
+  std::string Heal(int i) const {
+    return Step({"link", "set", Outside(i), "up"});
+  }
+
   // Address is host i's address (253: the bridge's, this process's).
   std::string Address(int i) const { return absl::StrCat(subnet_, i + 1); }
   // Prefix runs a command on host i.
@@ -90,6 +100,7 @@ class Hosts {
   }
 
  private:
+  std::string Outside(int i) const { return absl::StrCat("pv", tag_, "h", i); }
   std::string Namespace(int i) const {
     return absl::StrCat(kPrefix, tag_, "-", i);
   }
@@ -163,15 +174,20 @@ std::string NetworkNamespace(pid_t pid) {
   return fs::read_symlink(absl::StrCat("/proc/", pid, "/ns/net"), ec).string();
 }
 
+// PRISM_CREATE_HOSTS_OR_SKIP creates `count` hosts, or skips the test
+// naming why namespaces cannot be made here (PRISM_REQUIRE_NETNS=1: fails).
+#define PRISM_CREATE_HOSTS_OR_SKIP(hosts, count)                          \
+  if (const std::string why = (hosts).Create(count); !why.empty()) {      \
+    if (std::getenv("PRISM_REQUIRE_NETNS") != nullptr) {                  \
+      FAIL() << "network namespaces required (PRISM_REQUIRE_NETNS) but: " \
+             << why;                                                      \
+    }                                                                     \
+    GTEST_SKIP() << "network namespaces are not permitted here: " << why; \
+  }
+
 TEST(NetnsTest, ACoordinatorAndTwoWorkersOnThreeHostsFinishAnExperiment) {
   Hosts hosts;
-  if (const std::string why = hosts.Create(3); !why.empty()) {
-    if (std::getenv("PRISM_REQUIRE_NETNS") != nullptr) {
-      FAIL() << "network namespaces required (PRISM_REQUIRE_NETNS) but: "
-             << why;
-    }
-    GTEST_SKIP() << "network namespaces are not permitted here: " << why;
-  }
+  PRISM_CREATE_HOSTS_OR_SKIP(hosts, 3);
   // With TLS, as a coordinator beyond loopback serves: the workers and
   // this process verify its certificate for the address they dial.
   CoordinatorFlags flags;
@@ -212,6 +228,142 @@ TEST(NetnsTest, ACoordinatorAndTwoWorkersOnThreeHostsFinishAnExperiment) {
                         cluster.client().workers(), request, &workers)
                   .ok());
   EXPECT_EQ(workers.workers_size(), 2) << workers.ShortDebugString();
+}
+
+// PartitionFlags: the coordinator on host 0, with TLS as beyond loopback,
+// a lease of `lease_seconds` and heartbeats every second.
+CoordinatorFlags PartitionFlags(const Hosts& hosts, int lease_seconds) {
+  CoordinatorFlags flags;
+  flags.listen_host = hosts.Address(0);
+  flags.prefix = hosts.Prefix(0);
+  flags.tls = true;
+  flags.tls_names = {hosts.Address(0)};
+  flags.lease_seconds = lease_seconds;
+  flags.heartbeat_seconds = 1;
+  return flags;
+}
+
+// WaitForRunningStep polls until the experiment's trial runs at `step` or
+// beyond; returns it.
+absl::StatusOr<v1::Trial> WaitForRunningStep(LocalCluster& cluster, int64_t id,
+                                             int64_t step) {
+  const absl::Time deadline = absl::Now() + absl::Minutes(2);
+  while (absl::Now() < deadline) {
+    absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(id);
+    if (trials.ok()) {
+      for (const v1::Trial& t : *trials) {
+        if (t.last_step() >= step && t.state() == v1::TRIAL_RUNNING) return t;
+      }
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return absl::DeadlineExceededError(
+      absl::StrCat("no trial reached step ", step, "\n", cluster.Logs()));
+}
+
+// ExpectEveryPointOnce: each completed trial holds each step of the
+// recipe's cadence exactly once in both curves, and `prism db check` finds
+// every invariant holding.
+void ExpectEveryPointOnce(LocalCluster& cluster, int64_t id) {
+  const Recipe r;
+  absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(id);
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  for (const v1::Trial& t : *trials) {
+    ASSERT_EQ(t.state(), v1::TRIAL_COMPLETED) << t.ShortDebugString();
+    absl::StatusOr<v1::GetTrialResponse> trial = cluster.GetTrial(t.id());
+    ASSERT_TRUE(trial.ok()) << trial.status();
+    EXPECT_EQ(StepsOf(*trial, v1::SPLIT_TRAIN),
+              Range(r.log_every, r.steps, r.log_every));
+    EXPECT_EQ(StepsOf(*trial, v1::SPLIT_VAL), Range(0, r.steps, r.eval_every));
+  }
+  const CommandResult check = cluster.CheckDb();
+  EXPECT_EQ(check.status, 0) << check.out << check.err;
+  EXPECT_THAT(check.out, ::testing::HasSubstr("every invariant holds"));
+}
+
+// A worker cut off for less than a lease (3 s of 10) keeps its trial: the
+// same attempt finishes once the link is back, nothing lost or doubled.
+TEST(NetnsTest, PartitionShorterThanALeaseKeepsTheAttempt) {
+  Hosts hosts;
+  PRISM_CREATE_HOSTS_OR_SKIP(hosts, 2);
+  LocalCluster cluster(PartitionFlags(hosts, /*lease_seconds=*/10));
+  ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
+  absl::StatusOr<int64_t> id =
+      cluster.SubmitSpec(RecipeSpec("short partition", {"4x6"}));
+  ASSERT_TRUE(id.ok()) << id.status() << cluster.Logs();
+  WorkerFlags worker;
+  worker.prefix = hosts.Prefix(1);
+  ASSERT_TRUE(cluster.StartWorker(worker).ok());
+  absl::StatusOr<v1::Trial> running = WaitForRunningStep(cluster, *id, 15);
+  ASSERT_TRUE(running.ok()) << running.status();
+
+  ASSERT_EQ(hosts.Partition(1), "");
+  // The fault's length is the point of the test, not a wait for a state.
+  absl::SleepFor(absl::Seconds(3));
+  ASSERT_EQ(hosts.Heal(1), "");
+
+  absl::StatusOr<v1::Experiment> done =
+      cluster.WaitForExperiment(*id, absl::Minutes(4));
+  ASSERT_TRUE(done.ok()) << done.status() << cluster.Logs();
+  absl::StatusOr<v1::GetTrialResponse> trial = cluster.GetTrial(running->id());
+  ASSERT_TRUE(trial.ok()) << trial.status();
+  EXPECT_EQ(trial->trial().attempts_size(), 1) << cluster.Logs();
+  ExpectEveryPointOnce(cluster, *id);
+}
+
+// A worker cut off for longer than a lease (3 s) loses its trial to another
+// worker, which resumes it from the checkpoint; when the link comes back,
+// the first worker's reports for the old attempt are refused and it stops:
+// one attempt live at a time, nothing lost or doubled.
+TEST(NetnsTest, PartitionLongerThanALeaseMovesTheTrialAndRefusesTheOld) {
+  Hosts hosts;
+  PRISM_CREATE_HOSTS_OR_SKIP(hosts, 3);
+  LocalCluster cluster(PartitionFlags(hosts, /*lease_seconds=*/3));
+  ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
+  absl::StatusOr<int64_t> id =
+      cluster.SubmitSpec(RecipeSpec("long partition", {"4x6"}));
+  ASSERT_TRUE(id.ok()) << id.status() << cluster.Logs();
+  WorkerFlags first;
+  first.prefix = hosts.Prefix(1);
+  ASSERT_TRUE(cluster.StartWorker(first).ok());
+  absl::StatusOr<v1::Trial> running = WaitForRunningStep(cluster, *id, 25);
+  ASSERT_TRUE(running.ok()) << running.status();
+
+  ASSERT_EQ(hosts.Partition(1), "");
+  WorkerFlags second;
+  second.prefix = hosts.Prefix(2);
+  ASSERT_TRUE(cluster.StartWorker(second).ok());
+  // The second worker runs attempt 2 while the first is still cut off.
+  const absl::Time deadline = absl::Now() + absl::Minutes(2);
+  bool moved = false;
+  while (!moved && absl::Now() < deadline) {
+    absl::StatusOr<v1::GetTrialResponse> t = cluster.GetTrial(running->id());
+    moved = t.ok() && t->trial().attempt() >= 2 &&
+            (t->trial().last_step() >= 45 ||
+             t->trial().state() == v1::TRIAL_COMPLETED);
+    if (!moved) absl::SleepFor(absl::Milliseconds(50));
+  }
+  ASSERT_TRUE(moved) << cluster.Logs();
+  ASSERT_EQ(hosts.Heal(1), "");
+
+  absl::StatusOr<v1::Experiment> done =
+      cluster.WaitForExperiment(*id, absl::Minutes(4));
+  ASSERT_TRUE(done.ok()) << done.status() << cluster.Logs();
+  absl::StatusOr<v1::GetTrialResponse> trial = cluster.GetTrial(running->id());
+  ASSERT_TRUE(trial.ok()) << trial.status();
+  ASSERT_EQ(trial->trial().attempts_size(), 2) << cluster.Logs();
+  EXPECT_EQ(trial->trial().attempts(1).outcome(), v1::TRIAL_COMPLETED);
+  // The first worker, back on the network, learns its attempt was
+  // superseded (a refused report or a heartbeat that says stop).
+  const std::string log = absl::StrCat(cluster.dir(), "/worker-0.log");
+  const absl::Time log_deadline = absl::Now() + absl::Seconds(60);
+  while (!absl::StrContains(ReadFile(log), "msg=trial_superseded") &&
+         absl::Now() < log_deadline) {
+    absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_THAT(ReadFile(log), ::testing::HasSubstr("msg=trial_superseded"))
+      << cluster.Logs();
+  ExpectEveryPointOnce(cluster, *id);
 }
 
 }  // namespace
