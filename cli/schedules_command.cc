@@ -1,9 +1,11 @@
-// `prism schedules count|list|check`: the schedule space of one model shape,
+// `prism schedules count|list|check|map`: the schedule space of one model
+// shape, and a schedule carried to another shape (scheduler/profile.h),
 // computed locally by scheduler/ (no coordinator needed).
 //
 //   prism schedules count --d-model 768 --layers 12 --base-heads 12
 //   prism schedules list --d-model 768 --layers 12 --base-heads 12 --limit 5
 //   prism schedules check --d-model 768 --base-heads 12 --schedule 3x3,6x3,12x6
+//   prism schedules map 1x2,2x1,4x3 --from tiny --to 124m
 #include <iostream>
 #include <memory>
 #include <sstream>
@@ -16,9 +18,12 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_format.h"
 #include "absl/strings/str_join.h"
+#include "base/json.h"
 #include "cli/command.h"
 #include "cli/output.h"
+#include "scheduler/presets.h"
 #include "scheduler/principles.h"
+#include "scheduler/profile.h"
 #include "scheduler/schedule.h"
 #include "scheduler/space.h"
 
@@ -52,6 +57,14 @@ struct CheckOptions {
   SpaceFlags space;
   bool layers_given = false;
   std::string schedule;
+  std::string format = "text";
+};
+
+struct MapCommandOptions {
+  std::string schedule;
+  std::string from;
+  std::string to;
+  double max_ratio_error = kDefaultMaxRatioError;
   std::string format = "text";
 };
 
@@ -237,6 +250,89 @@ int Check(const CheckOptions& options) {
   return kExitOk;
 }
 
+std::string JsonDoubles(const std::vector<double>& values) {
+  std::vector<std::string> parts;
+  for (double v : values) parts.push_back(FormatDouble(v));
+  return absl::StrCat("[", absl::StrJoin(parts, ","), "]");
+}
+
+std::string JsonStrings(const std::vector<std::string>& values) {
+  std::vector<std::string> parts;
+  for (const std::string& v : values) parts.push_back(JsonString(v));
+  return absl::StrCat("[", absl::StrJoin(parts, ","), "]");
+}
+
+int Map(const MapCommandOptions& options) {
+  constexpr char kCommand[] = "schedules map";
+  absl::StatusOr<Format> format = ParseFormat(options.format, false);
+  if (!format.ok()) return ReportError(kCommand, format.status());
+  absl::StatusOr<Schedule> schedule = ParseSchedule(options.schedule);
+  if (!schedule.ok()) return ReportError(kCommand, schedule.status());
+  absl::StatusOr<ModelShape> from = FindPreset(options.from);
+  if (!from.ok()) return ReportError(kCommand, from.status());
+  absl::StatusOr<ModelShape> to = FindPreset(options.to);
+  if (!to.ok()) return ReportError(kCommand, to.status());
+  MapOptions map_options;
+  map_options.max_ratio_error = options.max_ratio_error;
+  absl::StatusOr<ScheduleMapping> m =
+      MapSchedule(*schedule, *from, *to, map_options);
+  if (!m.ok()) return ReportError(kCommand, m.status());
+
+  if (*format == Format::kJson) {
+    std::ostringstream out;
+    out << "{\"from\": " << JsonString(m->from)
+        << ", \"to\": " << JsonString(m->to) << ", \"schedule\": \""
+        << m->source.ToString() << "\", \"mapped\": \"" << m->mapped.ToString()
+        << "\", \"source_ratios\": " << JsonDoubles(m->source_ratios)
+        << ", \"distortion\": {\"max_error\": "
+        << FormatDouble(m->distortion.max_error)
+        << ", \"mean_error\": " << FormatDouble(m->distortion.mean_error)
+        << "}, \"principles\": {\"source\": \""
+        << m->source_principles.ToString() << "\", \"mapped\": \""
+        << m->mapped_principles.ToString() << "\", \"kept\": \""
+        << m->kept.ToString() << "\", \"dropped\": " << JsonStrings(m->dropped)
+        << "}, \"layers\": [";
+    for (size_t j = 0; j < m->layers.size(); ++j) {
+      const LayerMapping& l = m->layers[j];
+      out << (j ? ",\n  " : "\n  ") << "{\"layer\": " << j + 1
+          << ", \"depth_begin\": " << FormatDouble(l.depth_begin)
+          << ", \"depth_end\": " << FormatDouble(l.depth_end)
+          << ", \"profile_ratio\": " << FormatDouble(l.profile_ratio)
+          << ", \"heads\": " << l.heads
+          << ", \"ratio\": " << FormatDouble(l.ratio)
+          << ", \"max_error\": " << FormatDouble(l.max_error)
+          << ", \"mean_error\": " << FormatDouble(l.mean_error) << "}";
+    }
+    out << "\n]}\n";
+    std::cout << out.str();
+    return kExitOk;
+  }
+  std::cout << m->source.ToString() << " (" << m->from << ") -> "
+            << m->mapped.ToString() << " (" << m->to << ")\n"
+            << "distortion: max " << FormatDouble(m->distortion.max_error)
+            << " doublings, mean " << FormatDouble(m->distortion.mean_error)
+            << " doublings (|log2 mapped ratio / profile ratio| over depth)\n"
+            << "principles: " << m->from << " "
+            << m->source_principles.ToString() << "; " << m->to << " "
+            << m->mapped_principles.ToString() << "; kept "
+            << m->kept.ToString() << "\n";
+  for (const std::string& dropped : m->dropped) {
+    std::cout << "not kept: " << dropped << "\n";
+  }
+  Table table({"layer", "depth", "profile ratio", "heads", "ratio", "max error",
+               "mean error"});
+  for (size_t j = 0; j < m->layers.size(); ++j) {
+    const LayerMapping& l = m->layers[j];
+    table.AddRow({absl::StrCat(j + 1),
+                  absl::StrFormat("%.3f-%.3f", l.depth_begin, l.depth_end),
+                  FormatDouble(l.profile_ratio), absl::StrCat(l.heads),
+                  FormatDouble(l.ratio), FormatDouble(l.max_error),
+                  FormatDouble(l.mean_error)});
+  }
+  table.Print(std::cout, Format::kText);
+  return kExitOk;
+}
+
 }  // namespace
 
 void RegisterSchedulesCommands(CLI::App& app, Action* action) {
@@ -290,6 +386,27 @@ void RegisterSchedulesCommands(CLI::App& app, Action* action) {
   check->callback([check_options, layers, action] {
     check_options->layers_given = layers->count() > 0;
     *action = [check_options] { return Check(*check_options); };
+  });
+  CLI::App* map = schedules->add_subcommand(
+      "map",
+      "Map a schedule of one preset onto another by its profile (heads / "
+      "base heads over relative depth): the nearest valid schedule there, "
+      "keeping the principles the source holds, with the distortion");
+  auto map_options = std::make_shared<MapCommandOptions>();
+  map->add_option("schedule", map_options->schedule,
+                  "Schedule as HEADSxLAYERS blocks, e.g. 1x2,2x1,4x3")
+      ->required();
+  map->add_option("--from", map_options->from, "Preset the schedule is of")
+      ->required();
+  map->add_option("--to", map_options->to, "Preset to map it onto")->required();
+  map->add_option("--max-ratio-error", map_options->max_ratio_error,
+                  "Largest distance, in doublings, from a layer's ratio to "
+                  "the nearest head ratio the target offers")
+      ->capture_default_str();
+  map->add_option("--format", map_options->format, "text or json")
+      ->capture_default_str();
+  map->callback([map_options, action] {
+    *action = [map_options] { return Map(*map_options); };
   });
 }
 

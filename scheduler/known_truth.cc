@@ -5,11 +5,14 @@
 #include <limits>
 #include <numeric>
 #include <random>
+#include <set>
 #include <utility>
 
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
+#include "scheduler/profile.h"
 #include "scheduler/surrogate.h"
+#include "scheduler/transfer.h"
 
 namespace prism {
 namespace {
@@ -112,6 +115,84 @@ double SecondLowest(const std::vector<double>& delta, size_t baseline,
     if (i != baseline && i != best) second = std::min(second, delta[i]);
   }
   return second;
+}
+
+// FillTruth draws the trials of `names` (baseline at `baseline`) with true
+// final deltas `delta` and early traps `trap`, continuing `rng` and `normal`
+// (which may hold a cached draw, so the caller's is passed on).
+KnownTruth FillTruth(const KnownTruthSpec& spec,
+                     const std::vector<std::string>& names, size_t baseline,
+                     const std::vector<double>& delta,
+                     const std::vector<double>& trap, std::mt19937_64& rng,
+                     std::normal_distribution<double>& normal) {
+  const size_t n = names.size();
+  KnownTruth truth;
+  truth.spec = spec;
+  truth.baseline = names[baseline];
+  std::vector<double> sd(n, spec.noise_sd);
+  for (size_t i = 0; i < n; ++i) {
+    if (spec.variance_spread > 0.0) {
+      sd[i] = spec.noise_sd * std::exp(spec.variance_spread * normal(rng));
+    }
+    const std::string& name = names[i];
+    truth.schedules.push_back(name);
+    truth.true_delta[name] = delta[i];
+    truth.noise_sd[name] = sd[i];
+  }
+  truth.best = truth.baseline;
+  for (size_t i = 0; i < n; ++i) {
+    if (delta[i] < truth.true_delta[truth.best])
+      truth.best = truth.schedules[i];
+  }
+
+  std::vector<double> offset(spec.seeds);
+  for (double& o : offset) o = spec.seed_offset_sd * normal(rng);
+  std::vector<int64_t> steps;
+  if (spec.curves) {
+    for (int64_t t = 0; t < spec.steps; t += spec.eval_every)
+      steps.push_back(t);
+  }
+  steps.push_back(spec.steps);
+  const double total = static_cast<double>(spec.steps);
+  const double fade_steps = spec.trap_fade * total;
+  truth.trials.reserve(n * spec.seeds);
+  for (size_t i = 0; i < n; ++i) {
+    for (int s = 0; s < spec.seeds; ++s) {
+      KnownTruthTrial& trial = truth.trials.emplace_back();
+      trial.schedule = truth.schedules[i];
+      trial.seed = s + 1;
+      trial.is_baseline = i == baseline;
+      const double level = normal(rng);
+      for (int64_t t : steps) {
+        const double x = static_cast<double>(t);
+        const double fade = std::pow(std::max(0.0, 1.0 - x / fade_steps), 2.0);
+        const double e = (level + normal(rng)) / std::sqrt(2.0);
+        trial.val_steps.push_back(t);
+        trial.val_losses.push_back(BaseCurve(x, total) + offset[s] +
+                                   delta[i] * x / total + trap[i] * fade +
+                                   sd[i] * e);
+      }
+    }
+  }
+
+  // Divergences: distinct non-baseline trials, mid-run.
+  std::vector<size_t> candidates;
+  for (size_t k = 0; k < truth.trials.size(); ++k) {
+    if (!truth.trials[k].is_baseline) candidates.push_back(k);
+  }
+  std::shuffle(candidates.begin(), candidates.end(), rng);
+  const size_t diverging =
+      std::min(candidates.size(), static_cast<size_t>(spec.diverged_trials));
+  for (size_t k = 0; k < diverging; ++k) {
+    KnownTruthTrial& trial = truth.trials[candidates[k]];
+    const size_t keep = std::max<size_t>(1, trial.val_steps.size() / 2);
+    trial.val_steps.resize(keep);
+    trial.val_losses.resize(keep);
+    trial.val_losses.back() = kDivergedLoss;
+    trial.diverged = true;
+    trial.diverged_step = trial.val_steps.back();
+  }
+  return truth;
 }
 
 }  // namespace
@@ -223,72 +304,129 @@ absl::StatusOr<KnownTruth> GenerateKnownTruth(const KnownTruthSpec& spec) {
     }
   }
 
-  KnownTruth truth;
-  truth.spec = spec;
-  truth.baseline = uniform.ToString();
-  std::vector<double> sd(n, spec.noise_sd);
-  for (size_t i = 0; i < n; ++i) {
-    if (spec.variance_spread > 0.0) {
-      sd[i] = spec.noise_sd * std::exp(spec.variance_spread * normal(rng));
-    }
-    const std::string name = schedules[i].ToString();
-    truth.schedules.push_back(name);
-    truth.true_delta[name] = delta[i];
-    truth.noise_sd[name] = sd[i];
+  std::vector<std::string> names;
+  for (const Schedule& s : schedules) names.push_back(s.ToString());
+  return FillTruth(spec, names, baseline, delta, trap, rng, normal);
+}
+
+absl::StatusOr<KnownTruth> GenerateSecondSize(const KnownTruth& first,
+                                              const TransferTruthSpec& spec) {
+  if (absl::Status s = ValidateTruthSpec(spec.second); !s.ok()) return s;
+  if (!(spec.correlation >= -1.0 && spec.correlation <= 1.0)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("known truth: the second size's correlation must be in "
+                     "[-1, 1], not ",
+                     spec.correlation));
   }
-  truth.best = truth.baseline;
-  for (size_t i = 0; i < n; ++i) {
-    if (delta[i] < truth.true_delta[truth.best])
-      truth.best = truth.schedules[i];
+  auto shape = [](const char* name, const SpaceSpec& space) {
+    ModelShape s;
+    s.name = name;
+    s.d_model = space.d_model;
+    s.layers = space.layers;
+    s.base_heads = space.base_heads;
+    return s;
+  };
+  const ModelShape from = shape("first", first.spec.space);
+  const ModelShape to = shape("second", spec.second.space);
+  MapOptions options;
+  options.min_run = spec.second.space.min_run;
+  options.max_run = spec.second.space.max_run;
+
+  // The baseline first, so that it claims the uniform image.
+  std::vector<std::string> order = {first.baseline};
+  for (const std::string& s : first.schedules) {
+    if (s != first.baseline) order.push_back(s);
+  }
+  std::vector<std::string> names;   // second-size schedules
+  std::vector<std::string> origin;  // their first-size schedules
+  std::set<std::string> taken;
+  for (const std::string& s : order) {
+    absl::StatusOr<Schedule> parsed = ParseSchedule(s);
+    if (!parsed.ok()) return parsed.status();
+    absl::StatusOr<ScheduleMapping> m = MapSchedule(*parsed, from, to, options);
+    if (!m.ok()) {
+      if (s == first.baseline) return m.status();
+      continue;
+    }
+    const std::string image = m->mapped.ToString();
+    if (!taken.insert(image).second) continue;
+    names.push_back(image);
+    origin.push_back(s);
+  }
+  const size_t n = names.size();
+  if (n < 4) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "known truth: ", n - 1,
+        " non-baseline schedule(s) transfer to the second size; at least 3 "
+        "are needed"));
   }
 
-  std::vector<double> offset(spec.seeds);
-  for (double& o : offset) o = spec.seed_offset_sd * normal(rng);
-  std::vector<int64_t> steps;
-  if (spec.curves) {
-    for (int64_t t = 0; t < spec.steps; t += spec.eval_every)
-      steps.push_back(t);
+  std::mt19937_64 rng(spec.second.seed);
+  std::normal_distribution<double> normal(0.0, 1.0);
+  // a: the first-size deltas of the transferred non-baseline schedules.
+  std::vector<double> a;
+  for (size_t i = 1; i < n; ++i) a.push_back(first.true_delta.at(origin[i]));
+  const size_t m = a.size();
+  // Gaussian copula: z2 = rho z1 + sqrt(1 - rho^2) w, w orthogonal to z1.
+  auto standardize = [](std::vector<double>& v) {
+    const double mean = std::accumulate(v.begin(), v.end(), 0.0) /
+                        static_cast<double>(v.size());
+    double ss = 0.0;
+    for (double& x : v) {
+      x -= mean;
+      ss += x * x;
+    }
+    if (ss > 0.0) {
+      for (double& x : v) x /= std::sqrt(ss);
+    }
+  };
+  std::vector<double> z1 = a;
+  standardize(z1);
+  std::vector<double> w(m);
+  for (double& x : w) x = normal(rng);
+  standardize(w);
+  double projection = 0.0;
+  for (size_t i = 0; i < m; ++i) projection += w[i] * z1[i];
+  for (size_t i = 0; i < m; ++i) w[i] -= projection * z1[i];
+  standardize(w);
+  const double rho = spec.correlation;
+  std::vector<double> z2(m);
+  for (size_t i = 0; i < m; ++i) {
+    z2[i] = rho * z1[i] + std::sqrt(std::max(0.0, 1.0 - rho * rho)) * w[i];
   }
-  steps.push_back(spec.steps);
-  const double total = static_cast<double>(spec.steps);
-  const double fade_steps = spec.trap_fade * total;
-  truth.trials.reserve(n * spec.seeds);
-  for (size_t i = 0; i < n; ++i) {
-    for (int s = 0; s < spec.seeds; ++s) {
-      KnownTruthTrial& trial = truth.trials.emplace_back();
-      trial.schedule = truth.schedules[i];
-      trial.seed = s + 1;
-      trial.is_baseline = i == baseline;
-      const double level = normal(rng);
-      for (int64_t t : steps) {
-        const double x = static_cast<double>(t);
-        const double fade = std::pow(std::max(0.0, 1.0 - x / fade_steps), 2.0);
-        const double e = (level + normal(rng)) / std::sqrt(2.0);
-        trial.val_steps.push_back(t);
-        trial.val_losses.push_back(BaseCurve(x, total) + offset[s] +
-                                   delta[i] * x / total + trap[i] * fade +
-                                   sd[i] * e);
-      }
+  // The sorted first-size deltas, assigned in z2's order.
+  std::vector<double> sorted = a;
+  std::sort(sorted.begin(), sorted.end());
+  std::vector<size_t> by_z2(m);
+  std::iota(by_z2.begin(), by_z2.end(), 0);
+  std::stable_sort(by_z2.begin(), by_z2.end(),
+                   [&z2](size_t x, size_t y) { return z2[x] < z2[y]; });
+  std::vector<double> b(m);
+  for (size_t k = 0; k < m; ++k) b[by_z2[k]] = sorted[k];
+  // Random swaps, kept when they bring Spearman nearer rho.
+  double gap = std::abs(SpearmanRho(a, b) - rho);
+  std::uniform_int_distribution<size_t> pick(0, m - 1);
+  for (size_t step = 0; step < 200 * m && gap > kTransferTolerance; ++step) {
+    const size_t i = pick(rng);
+    const size_t j = pick(rng);
+    if (i == j || b[i] == b[j]) continue;
+    std::swap(b[i], b[j]);
+    const double swapped = std::abs(SpearmanRho(a, b) - rho);
+    if (swapped < gap) {
+      gap = swapped;
+    } else {
+      std::swap(b[i], b[j]);
     }
   }
 
-  // Divergences: distinct non-baseline trials, mid-run.
-  std::vector<size_t> candidates;
-  for (size_t k = 0; k < truth.trials.size(); ++k) {
-    if (!truth.trials[k].is_baseline) candidates.push_back(k);
-  }
-  std::shuffle(candidates.begin(), candidates.end(), rng);
-  const size_t diverging =
-      std::min(candidates.size(), static_cast<size_t>(spec.diverged_trials));
-  for (size_t k = 0; k < diverging; ++k) {
-    KnownTruthTrial& trial = truth.trials[candidates[k]];
-    const size_t keep = std::max<size_t>(1, trial.val_steps.size() / 2);
-    trial.val_steps.resize(keep);
-    trial.val_losses.resize(keep);
-    trial.val_losses.back() = kDivergedLoss;
-    trial.diverged = true;
-    trial.diverged_step = trial.val_steps.back();
-  }
+  std::vector<double> delta(n, 0.0);
+  for (size_t i = 1; i < n; ++i) delta[i] = b[i - 1];
+  const std::vector<double> trap(n, 0.0);
+  KnownTruth truth =
+      FillTruth(spec.second, names, /*baseline=*/0, delta, trap, rng, normal);
+  for (size_t i = 0; i < n; ++i) truth.transferred_from[names[i]] = origin[i];
+  truth.true_spearman = SpearmanRho(a, b);
+  truth.true_kendall = KendallTauB(a, b);
   return truth;
 }
 

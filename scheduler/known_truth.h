@@ -47,11 +47,30 @@
 // Same spec, same truth: the generator draws from one std::mt19937_64 seeded
 // with spec.seed, in a fixed order.
 //
+// A second size (issue #30), to measure transfer (transfer.h):
+// GenerateSecondSize maps each schedule of a first truth onto another shape
+// (profile.h, the baseline first; schedules that are unmappable or whose
+// image an earlier one took are left out) and gives the transferred
+// non-baseline schedules true deltas that rearrange their first-size deltas
+// so that the Spearman correlation between the two is the chosen one: a
+// rearrangement by a Gaussian copula at that correlation, then random swaps
+// that bring it within kTransferTolerance (1 and -1 are exact; 0 is the
+// rearrangement that carries no ranking over). Its trials are drawn as
+// above, from the second spec's seeds, noise and curves.
+//
+//   TransferTruthSpec second;
+//   second.second.space = {128, 8, 16, {}, 2, 4};  // twice as wide
+//   second.correlation = 0.0;
+//   absl::StatusOr<KnownTruth> large = GenerateSecondSize(*truth, second);
+//   large->transferred_from.at("4x4,16x4");  // "2x4,8x4"
+
+//
 // Thread-safety: pure functions.
 #ifndef PRISM_SCHEDULER_KNOWN_TRUTH_H_
 #define PRISM_SCHEDULER_KNOWN_TRUTH_H_
 
 #include <cstdint>
+#include <limits>
 #include <map>
 #include <string>
 #include <vector>
@@ -116,12 +135,32 @@ struct KnownTruthTrial {
 
 struct KnownTruth {
   KnownTruthSpec spec;
-  std::string baseline;                // the uniform schedule
-  std::vector<std::string> schedules;  // enumeration order, baseline included
+  std::string baseline;  // the uniform schedule
+  // Enumeration order, baseline included (a second size: the baseline
+  // first, then the first size's order).
+  std::vector<std::string> schedules;
   std::map<std::string, double> true_delta;  // vs the baseline, final
   std::map<std::string, double> noise_sd;    // per schedule
   std::string best;  // lowest true delta; the baseline if nothing beats it
   std::vector<KnownTruthTrial> trials;  // schedule-major, seeds ascending
+  // A second size only: each schedule's first-size schedule, and the
+  // realized rank correlations of the true deltas of the transferred
+  // non-baseline schedules with their first-size ones (NaN otherwise).
+  std::map<std::string, std::string> transferred_from;
+  double true_spearman = std::numeric_limits<double>::quiet_NaN();
+  double true_kendall = std::numeric_limits<double>::quiet_NaN();
+};
+
+// How near GenerateSecondSize brings the true deltas' Spearman correlation
+// to the one asked for.
+inline constexpr double kTransferTolerance = 0.005;
+
+struct TransferTruthSpec {
+  // The second size: its space (shape and run bounds), seeds, steps, curves,
+  // noise and generator seed. Its structure and effect fields are unused:
+  // the deltas come from the first size.
+  KnownTruthSpec second;
+  double correlation = 1.0;  // Spearman, in [-1, 1]
 };
 
 // GenerateKnownTruth draws an experiment (see the top). InvalidArgument for an
@@ -129,6 +168,12 @@ struct KnownTruth {
 // or count, fractions outside [0, 1] or summing past 1, or a structure whose
 // space has fewer than 2 non-baseline schedules.
 absl::StatusOr<KnownTruth> GenerateKnownTruth(const KnownTruthSpec& spec);
+
+// GenerateSecondSize draws the second size of `first` (see the top).
+// InvalidArgument for an invalid second spec, a correlation outside
+// [-1, 1], or fewer than 3 non-baseline schedules transferred.
+absl::StatusOr<KnownTruth> GenerateSecondSize(const KnownTruth& first,
+                                              const TransferTruthSpec& spec);
 
 // TruthOutcomes returns the trials on seeds 1..seeds (all when seeds <= 0)
 // as RankSchedules takes them, trial ids in order.

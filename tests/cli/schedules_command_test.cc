@@ -1,8 +1,9 @@
 // Runs the built `prism` binary and checks stdout, stderr and the exit status
-// of `prism schedules count|list|check`.
+// of `prism schedules count|list|check|map`.
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/cli/cluster.h"
@@ -249,6 +250,72 @@ TEST(SchedulesHelpTest, EverySubcommandHasHelp) {
   const CommandResult r = RunPrism({"schedules", "--help"});
   EXPECT_EQ(r.status, 0);
   EXPECT_THAT(r.out, HasSubstr("count"));
+  EXPECT_THAT(r.out, HasSubstr("map"));
+  const CommandResult map = RunPrism({"schedules", "map", "--help"});
+  EXPECT_EQ(map.status, 0);
+  EXPECT_THAT(map.out, HasSubstr("--max-ratio-error"));
+}
+
+TEST(SchedulesMapTest, PrintsTheMappedScheduleRatiosDistortionAndPrinciples) {
+  const CommandResult r = RunPrism(
+      {"schedules", "map", "3x2,6x2,12x8", "--from", "124m", "--to", "tiny"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_EQ(r.err, "");
+  const std::vector<std::string> lines = absl::StrSplit(r.out, '\n');
+  ASSERT_GE(lines.size(), 10u) << r.out;
+  // Keeping smoothness costs the second layer a doubling: the nearest fit,
+  // 1x1,2x1,4x4, has runs of one layer.
+  EXPECT_EQ(lines[0], "3x2,6x2,12x8 (124m) -> 1x2,4x4 (tiny)");
+  EXPECT_THAT(lines[1], StartsWith("distortion: max 1 doublings, mean 0.1667"));
+  EXPECT_EQ(lines[2], "principles: 124m all; tiny all; kept all");
+  EXPECT_THAT(lines[3], StartsWith("layer  depth"));
+  EXPECT_THAT(lines[5], HasSubstr("0.167-0.333"));
+  EXPECT_THAT(lines[5], HasSubstr("0.5      1   0.25          1           1"));
+  EXPECT_EQ(Lines(r.out), 10);  // 3 summary lines, header, 6 layers
+}
+
+TEST(SchedulesMapTest, JsonCarriesEveryLayerAndTheDistortion) {
+  const CommandResult r =
+      RunPrism({"schedules", "map", "4x6,12x6", "--from", "124m", "--to",
+                "354m", "--format", "json"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("\"mapped\": \"4x12,16x12\""));
+  EXPECT_THAT(r.out, HasSubstr("\"distortion\": {\"max_error\": 0.415, "
+                               "\"mean_error\": 0.2075}"));
+  EXPECT_THAT(r.out, HasSubstr("\"kept\": \"baseline\", \"dropped\": []"));
+  EXPECT_THAT(r.out, HasSubstr("{\"layer\": 24, \"depth_begin\": 0.9583, "
+                               "\"depth_end\": 1, \"profile_ratio\": 1, "
+                               "\"heads\": 16, \"ratio\": 1"));
+}
+
+TEST(SchedulesMapTest, ExactMapHasNoDistortion) {
+  const CommandResult r = RunPrism(
+      {"schedules", "map", "1x2,2x1,4x3", "--from", "tiny", "--to", "124m"});
+  EXPECT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, StartsWith("1x2,2x1,4x3 (tiny) -> 3x4,6x2,12x6 (124m)\n"
+                                "distortion: max 0 doublings, mean 0 "));
+}
+
+TEST(SchedulesMapTest, UnmappableAndBadInputAreOneLineExit2) {
+  ExpectUsageError(
+      {"schedules", "map", "1x1,12x11", "--from", "124m", "--to", "tiny"},
+      "layer 1's ratio 0.08333 (1 of 12 heads) has no head count within 1 "
+      "doubling(s) (nearest: 0.25 (1 of 4 heads)");
+  ExpectUsageError({"schedules", "map", "3x3,4x3,6x3,8x3,12x3,16x3,24x6",
+                    "--from", "757m", "--to", "tiny"},
+                   "fewer than the schedule's 7 distinct head counts");
+  ExpectUsageError(
+      {"schedules", "map", "4x6", "--from", "124m", "--to", "tiny"},
+      "is not a schedule of 124m");
+  ExpectUsageError(
+      {"schedules", "map", "4x", "--from", "tiny", "--to", "small"}, "4x");
+  ExpectUsageError(
+      {"schedules", "map", "4x6", "--from", "tiny", "--to", "huge"},
+      "unknown preset 'huge'");
+  ExpectUsageError({"schedules", "map", "4x6", "--from", "tiny", "--to",
+                    "small", "--max-ratio-error", "0"},
+                   "max ratio error must be a positive");
+  ExpectUsageError({"schedules", "map", "4x6", "--to", "small"}, "--from");
 }
 
 }  // namespace

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <set>
 
+#include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
 namespace prism {
@@ -160,6 +161,79 @@ TEST(KnownTruthTest, RefusesBadSpecsNamingTheField) {
   EXPECT_EQ(ParseTruthStructure("fading-trap").value(),
             TruthStructure::kFadingTrap);
   EXPECT_FALSE(ParseTruthStructure("nope").ok());
+}
+
+KnownTruth SmoothFirst() {
+  KnownTruthSpec spec = Spec(TruthStructure::kSmooth);
+  spec.curves = false;
+  return *GenerateKnownTruth(spec);
+}
+
+TransferTruthSpec Wider(double correlation) {
+  TransferTruthSpec spec;
+  spec.second.space = {128, 8, 16, {}, kDefaultMinRun, kDefaultMaxRun};
+  spec.second.seeds = 4;
+  spec.second.curves = false;
+  spec.second.seed = 77;
+  spec.correlation = correlation;
+  return spec;
+}
+
+TEST(SecondSizeTest, FullTransferCarriesEveryDeltaOver) {
+  const KnownTruth first = SmoothFirst();
+  const KnownTruth second = *GenerateSecondSize(first, Wider(1.0));
+  EXPECT_EQ(second.baseline, "16x8");
+  EXPECT_EQ(second.schedules.front(), "16x8");
+  EXPECT_EQ(second.transferred_from.at("16x8"), "8x8");
+  // Twice as wide, same depth: every ratio is offered, so all 120 transfer.
+  ASSERT_EQ(second.schedules.size(), 120u);
+  EXPECT_EQ(second.trials.size(), 120u * 4);
+  const SpaceSpec space = second.spec.space;
+  for (const std::string& s : second.schedules) {
+    ASSERT_TRUE(CheckHardConstraints(space, *ParseSchedule(s)).ok()) << s;
+    EXPECT_EQ(second.true_delta.at(s),
+              first.true_delta.at(second.transferred_from.at(s)))
+        << s;
+  }
+  EXPECT_EQ(second.transferred_from.at("4x4,16x4"), "2x4,8x4");
+  EXPECT_EQ(second.true_spearman, 1.0);
+  EXPECT_EQ(second.true_kendall, 1.0);
+  EXPECT_EQ(second.transferred_from.at(second.best), first.best);
+}
+
+TEST(SecondSizeTest, ChosenCorrelationIsHitWithinTheTolerance) {
+  const KnownTruth first = SmoothFirst();
+  for (double rho : {-1.0, -0.3, 0.0, 0.5, 0.9}) {
+    const KnownTruth second = *GenerateSecondSize(first, Wider(rho));
+    EXPECT_NEAR(second.true_spearman, rho, kTransferTolerance) << rho;
+    // A rearrangement: the same deltas, other schedules.
+    std::multiset<double> a, b;
+    for (const auto& [s, d] : second.true_delta) {
+      b.insert(d);
+      a.insert(first.true_delta.at(second.transferred_from.at(s)));
+    }
+    EXPECT_EQ(a, b) << rho;
+  }
+  EXPECT_EQ(GenerateSecondSize(first, Wider(-1.0))->true_spearman, -1.0);
+  const KnownTruth again = *GenerateSecondSize(first, Wider(0.0));
+  EXPECT_EQ(again.true_delta,
+            GenerateSecondSize(first, Wider(0.0))->true_delta);
+}
+
+TEST(SecondSizeTest, AShallowerSizeDropsCollidingImagesAndBadSpecsAreRefused) {
+  const KnownTruth first = SmoothFirst();
+  TransferTruthSpec shallower = Wider(1.0);
+  shallower.second.space = {16, 4, 4, {}, kDefaultMinRun, kDefaultMaxRun};
+  const KnownTruth shallow = *GenerateSecondSize(first, shallower);
+  // 4 layers of up to 4 heads hold fewer schedules than the first's 120.
+  EXPECT_LT(shallow.schedules.size(), 120u);
+  EXPECT_EQ(shallow.schedules.size(), shallow.transferred_from.size());
+  EXPECT_EQ(GenerateSecondSize(first, Wider(1.5)).status().code(),
+            absl::StatusCode::kInvalidArgument);
+  TransferTruthSpec tiny = Wider(1.0);
+  tiny.second.space = {4, 2, 2, {}, kDefaultMinRun, kDefaultMaxRun};
+  EXPECT_THAT(std::string(GenerateSecondSize(first, tiny).status().message()),
+              ::testing::HasSubstr("transfer to the second size"));
 }
 
 }  // namespace
