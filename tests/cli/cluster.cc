@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_split.h"
@@ -371,6 +372,49 @@ std::vector<int64_t> Range(int64_t from, int64_t to, int64_t every) {
   std::vector<int64_t> out;
   for (int64_t s = from; s <= to; s += every) out.push_back(s);
   return out;
+}
+
+absl::StatusOr<v1::Trial> WaitForStep(LocalCluster& cluster, int64_t id,
+                                      int64_t step, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(id);
+    if (trials.ok()) {
+      for (const v1::Trial& t : *trials) {
+        if (t.last_step() >= step && t.state() == v1::TRIAL_RUNNING) return t;
+      }
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return absl::DeadlineExceededError(
+      absl::StrCat("no trial reached step ", step, "\n", cluster.Logs()));
+}
+
+absl::Status WaitForAttempt(LocalCluster& cluster, int64_t trial_id,
+                            int attempt, int64_t step, absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (absl::Now() < deadline) {
+    absl::StatusOr<v1::GetTrialResponse> t = cluster.GetTrial(trial_id);
+    if (t.ok() && t->trial().attempt() >= attempt &&
+        (t->trial().last_step() >= step ||
+         t->trial().state() == v1::TRIAL_COMPLETED)) {
+      return absl::OkStatus();
+    }
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return absl::DeadlineExceededError(
+      absl::StrCat("trial ", trial_id, " never ran attempt ", attempt,
+                   " past step ", step, "\n", cluster.Logs()));
+}
+
+bool WaitForLog(const std::string& path, const std::string& needle,
+                absl::Duration timeout) {
+  const absl::Time deadline = absl::Now() + timeout;
+  while (!absl::StrContains(ReadFile(path), needle)) {
+    if (absl::Now() > deadline) return false;
+    absl::SleepFor(absl::Milliseconds(50));
+  }
+  return true;
 }
 
 }  // namespace prism::testing

@@ -187,6 +187,21 @@ std::vector<int64_t> StepsOf(const v1::GetTrialResponse& trial,
 // Range returns from, from+every, ..., up to `to`.
 std::vector<int64_t> Range(int64_t from, int64_t to, int64_t every = 1);
 
+// WaitForStep polls until some trial of experiment `id` is running at or
+// beyond `step`; returns that trial, or DeadlineExceeded with the logs.
+absl::StatusOr<v1::Trial> WaitForStep(LocalCluster& cluster, int64_t id,
+                                      int64_t step, absl::Duration timeout);
+
+// WaitForAttempt polls until the trial runs attempt `attempt` at or beyond
+// `step` (or completed it); DeadlineExceeded with the logs otherwise.
+absl::Status WaitForAttempt(LocalCluster& cluster, int64_t trial_id,
+                            int attempt, int64_t step, absl::Duration timeout);
+
+// WaitForLog polls the file at `path` until it holds `needle` (what a
+// process logs once it reached a state); whether it did within `timeout`.
+bool WaitForLog(const std::string& path, const std::string& needle,
+                absl::Duration timeout = absl::Minutes(1));
+
 }  // namespace prism::testing
 
 #endif  // PRISM_TESTS_CLI_CLUSTER_H_

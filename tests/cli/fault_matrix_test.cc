@@ -49,43 +49,6 @@ CoordinatorFlags ShortLease() {
   return flags;
 }
 
-// WaitForStep polls until some trial of the experiment is running at or
-// beyond `step`; returns that trial.
-absl::StatusOr<v1::Trial> WaitForStep(LocalCluster& cluster, int64_t id,
-                                      int64_t step, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(id);
-    if (trials.ok()) {
-      for (const v1::Trial& t : *trials) {
-        if (t.last_step() >= step && t.state() == v1::TRIAL_RUNNING) return t;
-      }
-    }
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  return absl::DeadlineExceededError(
-      absl::StrCat("no trial reached step ", step, "\n", cluster.Logs()));
-}
-
-// WaitForAttempt polls until the trial runs attempt `attempt` at or beyond
-// `step`.
-absl::Status WaitForAttempt(LocalCluster& cluster, int64_t trial_id,
-                            int attempt, int64_t step, absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (absl::Now() < deadline) {
-    absl::StatusOr<v1::GetTrialResponse> t = cluster.GetTrial(trial_id);
-    if (t.ok() && t->trial().attempt() >= attempt &&
-        (t->trial().last_step() >= step ||
-         t->trial().state() == v1::TRIAL_COMPLETED)) {
-      return absl::OkStatus();
-    }
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  return absl::DeadlineExceededError(
-      absl::StrCat("trial ", trial_id, " never ran attempt ", attempt,
-                   " past step ", step, "\n", cluster.Logs()));
-}
-
 // LoggedValues returns, for every line of the log at `path` whose message is
 // `msg`, the integer value of `key`, in order.
 std::vector<int64_t> LoggedValues(const std::string& path,
@@ -109,18 +72,6 @@ std::vector<int64_t> LoggedValues(const std::string& path,
 
 std::string WorkerLog(const LocalCluster& cluster, int index) {
   return absl::StrCat(cluster.dir(), "/worker-", index, ".log");
-}
-
-// WaitForLog polls the log at `path` until it holds `needle`; returns
-// whether it did within `timeout`.
-bool WaitForLog(const std::string& path, const std::string& needle,
-                absl::Duration timeout) {
-  const absl::Time deadline = absl::Now() + timeout;
-  while (!absl::StrContains(ReadFile(path), needle)) {
-    if (absl::Now() > deadline) return false;
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  return true;
 }
 
 // ExpectNothingLost checks every completed trial of the experiment: each

@@ -23,17 +23,6 @@ using ::testing::HasSubstr;
 using ::testing::Not;
 using ::testing::StartsWith;
 
-// WaitForLog waits until the file at `path` holds `text` (what a process
-// logs once it reached a state); false after a minute.
-bool WaitForLog(const std::string& path, const std::string& text) {
-  const absl::Time deadline = absl::Now() + absl::Minutes(1);
-  while (absl::Now() < deadline) {
-    if (ReadFile(path).find(text) != std::string::npos) return true;
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  return false;
-}
-
 // RunBare runs `prism args...` against the cluster's coordinator with the
 // admin token on the command line and `env`: no TLS settings but its own.
 CommandResult RunBare(const LocalCluster& cluster,

@@ -17,6 +17,7 @@
 #include <filesystem>
 #include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/match.h"
@@ -243,24 +244,6 @@ CoordinatorFlags PartitionFlags(const Hosts& hosts, int lease_seconds) {
   return flags;
 }
 
-// WaitForRunningStep polls until the experiment's trial runs at `step` or
-// beyond; returns it.
-absl::StatusOr<v1::Trial> WaitForRunningStep(LocalCluster& cluster, int64_t id,
-                                             int64_t step) {
-  const absl::Time deadline = absl::Now() + absl::Minutes(2);
-  while (absl::Now() < deadline) {
-    absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(id);
-    if (trials.ok()) {
-      for (const v1::Trial& t : *trials) {
-        if (t.last_step() >= step && t.state() == v1::TRIAL_RUNNING) return t;
-      }
-    }
-    absl::SleepFor(absl::Milliseconds(50));
-  }
-  return absl::DeadlineExceededError(
-      absl::StrCat("no trial reached step ", step, "\n", cluster.Logs()));
-}
-
 // ExpectEveryPointOnce: each completed trial holds each step of the
 // recipe's cadence exactly once in both curves, and `prism db check` finds
 // every invariant holding.
@@ -281,21 +264,35 @@ void ExpectEveryPointOnce(LocalCluster& cluster, int64_t id) {
   EXPECT_THAT(check.out, ::testing::HasSubstr("every invariant holds"));
 }
 
+// TrainOnHost starts the coordinator, submits the baseline alone as
+// experiment `name`, starts a worker on host `host` and waits until its
+// trial runs at `step`; returns the experiment id and that trial.
+std::pair<int64_t, v1::Trial> TrainOnHost(const Hosts& hosts,
+                                          LocalCluster& cluster,
+                                          const std::string& name, int host,
+                                          int64_t step) {
+  EXPECT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
+  absl::StatusOr<int64_t> id = cluster.SubmitSpec(RecipeSpec(name, {"4x6"}));
+  EXPECT_TRUE(id.ok()) << id.status() << cluster.Logs();
+  if (!id.ok()) return {0, {}};
+  WorkerFlags worker;
+  worker.prefix = hosts.Prefix(host);
+  EXPECT_TRUE(cluster.StartWorker(worker).ok());
+  absl::StatusOr<v1::Trial> running =
+      WaitForStep(cluster, *id, step, absl::Minutes(2));
+  EXPECT_TRUE(running.ok()) << running.status();
+  return {*id, running.ok() ? *running : v1::Trial()};
+}
+
 // A worker cut off for less than a lease (3 s of 10) keeps its trial: the
 // same attempt finishes once the link is back, nothing lost or doubled.
 TEST(NetnsTest, PartitionShorterThanALeaseKeepsTheAttempt) {
   Hosts hosts;
   PRISM_CREATE_HOSTS_OR_SKIP(hosts, 2);
   LocalCluster cluster(PartitionFlags(hosts, /*lease_seconds=*/10));
-  ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
-  absl::StatusOr<int64_t> id =
-      cluster.SubmitSpec(RecipeSpec("short partition", {"4x6"}));
-  ASSERT_TRUE(id.ok()) << id.status() << cluster.Logs();
-  WorkerFlags worker;
-  worker.prefix = hosts.Prefix(1);
-  ASSERT_TRUE(cluster.StartWorker(worker).ok());
-  absl::StatusOr<v1::Trial> running = WaitForRunningStep(cluster, *id, 15);
-  ASSERT_TRUE(running.ok()) << running.status();
+  const auto [id, running] =
+      TrainOnHost(hosts, cluster, "short partition", /*host=*/1, /*step=*/15);
+  ASSERT_GT(running.id(), 0);
 
   ASSERT_EQ(hosts.Partition(1), "");
   // The fault's length is the point of the test, not a wait for a state.
@@ -303,12 +300,12 @@ TEST(NetnsTest, PartitionShorterThanALeaseKeepsTheAttempt) {
   ASSERT_EQ(hosts.Heal(1), "");
 
   absl::StatusOr<v1::Experiment> done =
-      cluster.WaitForExperiment(*id, absl::Minutes(4));
+      cluster.WaitForExperiment(id, absl::Minutes(4));
   ASSERT_TRUE(done.ok()) << done.status() << cluster.Logs();
-  absl::StatusOr<v1::GetTrialResponse> trial = cluster.GetTrial(running->id());
+  absl::StatusOr<v1::GetTrialResponse> trial = cluster.GetTrial(running.id());
   ASSERT_TRUE(trial.ok()) << trial.status();
   EXPECT_EQ(trial->trial().attempts_size(), 1) << cluster.Logs();
-  ExpectEveryPointOnce(cluster, *id);
+  ExpectEveryPointOnce(cluster, id);
 }
 
 // A worker cut off for longer than a lease (3 s) loses its trial to another
@@ -319,51 +316,33 @@ TEST(NetnsTest, PartitionLongerThanALeaseMovesTheTrialAndRefusesTheOld) {
   Hosts hosts;
   PRISM_CREATE_HOSTS_OR_SKIP(hosts, 3);
   LocalCluster cluster(PartitionFlags(hosts, /*lease_seconds=*/3));
-  ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
-  absl::StatusOr<int64_t> id =
-      cluster.SubmitSpec(RecipeSpec("long partition", {"4x6"}));
-  ASSERT_TRUE(id.ok()) << id.status() << cluster.Logs();
-  WorkerFlags first;
-  first.prefix = hosts.Prefix(1);
-  ASSERT_TRUE(cluster.StartWorker(first).ok());
-  absl::StatusOr<v1::Trial> running = WaitForRunningStep(cluster, *id, 25);
-  ASSERT_TRUE(running.ok()) << running.status();
+  const auto [id, running] =
+      TrainOnHost(hosts, cluster, "long partition", /*host=*/1, /*step=*/25);
+  ASSERT_GT(running.id(), 0);
 
   ASSERT_EQ(hosts.Partition(1), "");
   WorkerFlags second;
   second.prefix = hosts.Prefix(2);
   ASSERT_TRUE(cluster.StartWorker(second).ok());
   // The second worker runs attempt 2 while the first is still cut off.
-  const absl::Time deadline = absl::Now() + absl::Minutes(2);
-  bool moved = false;
-  while (!moved && absl::Now() < deadline) {
-    absl::StatusOr<v1::GetTrialResponse> t = cluster.GetTrial(running->id());
-    moved = t.ok() && t->trial().attempt() >= 2 &&
-            (t->trial().last_step() >= 45 ||
-             t->trial().state() == v1::TRIAL_COMPLETED);
-    if (!moved) absl::SleepFor(absl::Milliseconds(50));
-  }
-  ASSERT_TRUE(moved) << cluster.Logs();
+  const absl::Status moved =
+      WaitForAttempt(cluster, running.id(), 2, 45, absl::Minutes(2));
+  ASSERT_TRUE(moved.ok()) << moved;
   ASSERT_EQ(hosts.Heal(1), "");
 
   absl::StatusOr<v1::Experiment> done =
-      cluster.WaitForExperiment(*id, absl::Minutes(4));
+      cluster.WaitForExperiment(id, absl::Minutes(4));
   ASSERT_TRUE(done.ok()) << done.status() << cluster.Logs();
-  absl::StatusOr<v1::GetTrialResponse> trial = cluster.GetTrial(running->id());
+  absl::StatusOr<v1::GetTrialResponse> trial = cluster.GetTrial(running.id());
   ASSERT_TRUE(trial.ok()) << trial.status();
   ASSERT_EQ(trial->trial().attempts_size(), 2) << cluster.Logs();
   EXPECT_EQ(trial->trial().attempts(1).outcome(), v1::TRIAL_COMPLETED);
   // The first worker, back on the network, learns its attempt was
   // superseded (a refused report or a heartbeat that says stop).
-  const std::string log = absl::StrCat(cluster.dir(), "/worker-0.log");
-  const absl::Time log_deadline = absl::Now() + absl::Seconds(60);
-  while (!absl::StrContains(ReadFile(log), "msg=trial_superseded") &&
-         absl::Now() < log_deadline) {
-    absl::SleepFor(absl::Milliseconds(100));
-  }
-  EXPECT_THAT(ReadFile(log), ::testing::HasSubstr("msg=trial_superseded"))
+  EXPECT_TRUE(WaitForLog(absl::StrCat(cluster.dir(), "/worker-0.log"),
+                         "msg=trial_superseded"))
       << cluster.Logs();
-  ExpectEveryPointOnce(cluster, *id);
+  ExpectEveryPointOnce(cluster, id);
 }
 
 }  // namespace
