@@ -98,19 +98,7 @@ screenshot: prism
 
 format-check:
 	@git ls-files '*.cc' '*.h' | xargs clang-format --dry-run --Werror
-	@echo "# docs/dashboard.png, the README's screenshot, regenerated from the browser
-# test's run (tests/browser/dashboard_test.mjs): its 1280x800 window over the
-# finished experiment's leaderboard. The old artifact goes first, so a
-# skipped test (no Chromium) cannot leave a stale picture to copy.
-SCREENSHOT = $(BUILD)/browser-artifacts/dashboard.png
-screenshot: prism
-	@rm -f $(SCREENSHOT)
-	ctest --test-dir $(BUILD) -L browser --output-on-failure
-	@test -f $(SCREENSHOT) || { echo "screenshot: the browser test wrote no $(SCREENSHOT) (skipped?)"; exit 1; }
-	cp $(SCREENSHOT) docs/dashboard.png
-	@echo "screenshot: docs/dashboard.png, $$(stat -c %s docs/dashboard.png) bytes"
-
-format-check: clang-format clean"
+	@echo "format-check: clang-format clean"
 
 clean:
 	rm -rf $(BUILD)
