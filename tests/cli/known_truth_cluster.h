@@ -43,6 +43,21 @@ inline absl::StatusOr<std::string> StartKnownTruthCluster(
   return spec_text;
 }
 
+// ChosenSchedule is what a search chose: the trained-to-the-end schedule
+// with the lowest mean paired delta ("" when none).
+inline std::string ChosenSchedule(const v1::RankResponse& rank) {
+  std::string chosen;
+  double lowest = 0.0;
+  for (const v1::RankedSchedule& r : rank.schedules()) {
+    if (r.is_baseline()) continue;
+    if (chosen.empty() || r.delta_vs_baseline().mean() < lowest) {
+      chosen = r.schedule();
+      lowest = r.delta_vs_baseline().mean();
+    }
+  }
+  return chosen;
+}
+
 }  // namespace prism::testing
 
 #endif  // PRISM_TESTS_CLI_KNOWN_TRUTH_CLUSTER_H_

@@ -85,20 +85,6 @@ void ExpectBracketsHalved(const v1::RankResponse& rank) {
   }
 }
 
-// Chosen is the trained-to-the-end schedule with the lowest mean delta.
-std::string Chosen(const v1::RankResponse& rank) {
-  std::string chosen;
-  double lowest = 0.0;
-  for (const v1::RankedSchedule& r : rank.schedules()) {
-    if (r.is_baseline()) continue;
-    if (chosen.empty() || r.delta_vs_baseline().mean() < lowest) {
-      chosen = r.schedule();
-      lowest = r.delta_vs_baseline().mean();
-    }
-  }
-  return chosen;
-}
-
 double Fraction(const v1::RankResponse& rank) {
   return static_cast<double>(rank.experiment().steps_trained()) /
          rank.experiment().grid_steps();
@@ -138,7 +124,7 @@ TEST(KnownTruthScreeningTest, FindsTheIsolatedBestUnderFortyPercentOfTheGrid) {
   absl::StatusOr<v1::RankResponse> rank = Rank(cluster, *id);
   ASSERT_TRUE(rank.ok()) << rank.status();
   ExpectBracketsHalved(*rank);
-  const std::string chosen = Chosen(*rank);
+  const std::string chosen = ChosenSchedule(*rank);
   ASSERT_FALSE(chosen.empty());
   const double regret =
       (truth->true_delta.at(chosen) - truth->true_delta.at(truth->best)) /

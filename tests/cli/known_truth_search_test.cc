@@ -48,17 +48,7 @@ TEST(KnownTruthSearchTest, SynchronousAshaFindsTheIsolatedBestAtAFraction) {
                   .Call(&v1::ResultsService::Stub::Rank,
                         cluster.client().results(), request, &rank)
                   .ok());
-  // The choice: the trained-to-the-end schedule with the lowest delta.
-  std::string chosen;
-  double lowest = 0.0;
-  for (const v1::RankedSchedule& r : rank.schedules()) {
-    if (r.is_baseline()) continue;
-    if (chosen.empty() || r.delta_vs_baseline().mean() < lowest) {
-      chosen = r.schedule();
-      lowest = r.delta_vs_baseline().mean();
-    }
-  }
-  EXPECT_EQ(chosen, truth->best);
+  EXPECT_EQ(ChosenSchedule(rank), truth->best);
   const int n = static_cast<int>(truth->schedules.size()) - 1;
   ASSERT_EQ(rank.asha_rungs_size(), 2);
   EXPECT_EQ(rank.asha_rungs(0).members(), n);
