@@ -134,6 +134,12 @@ class Tmpfs {
   std::string error_;
 };
 
+// DatabaseTmpfsSkip says why a full-database-disk case cannot run.
+std::string DatabaseTmpfsSkip(const Tmpfs& disk) {
+  return absl::StrCat("cannot mount a tmpfs here (", disk.error(),
+                      "): the full database disk case needs one");
+}
+
 // FillDisk writes `path` until its filesystem is full.
 void FillDisk(const std::string& path) {
   std::ofstream out(path, std::ios::binary);
@@ -541,10 +547,7 @@ TEST(FaultMatrixTest, FullDatabaseDiskAnswersUnavailableAndRecovers) {
   const TempDir holder("prism_dbdisk");
   const std::string mount_dir = holder.File("db");
   Tmpfs disk(mount_dir, "16m");
-  if (!disk.mounted()) {
-    GTEST_SKIP() << "cannot mount a tmpfs here (" << disk.error()
-                 << "): the full database disk case needs one";
-  }
+  if (!disk.mounted()) GTEST_SKIP() << DatabaseTmpfsSkip(disk);
   CoordinatorFlags flags;
   flags.db_path = mount_dir + "/prism.db";
   LocalCluster cluster(flags);
@@ -642,10 +645,7 @@ TEST(FaultMatrixTest, CoordinatorStartedOnAFullDiskWaitsAndRecovers) {
   const TempDir holder("prism_fullstart");
   const std::string mount_dir = holder.File("db");
   Tmpfs disk(mount_dir, "16m");
-  if (!disk.mounted()) {
-    GTEST_SKIP() << "cannot mount a tmpfs here (" << disk.error()
-                 << "): the full database disk case needs one";
-  }
+  if (!disk.mounted()) GTEST_SKIP() << DatabaseTmpfsSkip(disk);
   CoordinatorFlags flags;
   flags.db_path = mount_dir + "/prism.db";
   flags.lease_seconds = 4;

@@ -21,6 +21,19 @@
 
 namespace prism::testing {
 
+// IsolatedBestFixture is the search tests' experiment: 120 schedules whose
+// best has an isolated bonus of 4 noise sd (no smooth trend leads to it),
+// 120 steps with evals every 20.
+inline KnownTruthSpec IsolatedBestFixture() {
+  KnownTruthSpec spec;
+  spec.structure = TruthStructure::kIsolatedBest;
+  spec.steps = 120;
+  spec.eval_every = 20;
+  spec.best_gap = 4 * spec.noise_sd;
+  spec.seed = 27;
+  return spec;
+}
+
 // StartKnownTruthCluster writes `truth` as a replay fixture in the cluster's
 // directory, starts the coordinator and `workers` replay workers, and returns
 // the spec text that replays it (a submit adds a name and, for a search, its

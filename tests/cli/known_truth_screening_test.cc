@@ -36,16 +36,6 @@ using ::testing::HasSubstr;
 constexpr int kBrackets = 3;
 constexpr int kBracketSize = 30;
 
-KnownTruthSpec Fixture() {
-  KnownTruthSpec spec;
-  spec.structure = TruthStructure::kIsolatedBest;
-  spec.steps = 120;
-  spec.eval_every = 20;
-  spec.best_gap = 4 * spec.noise_sd;
-  spec.seed = 27;
-  return spec;
-}
-
 std::string ScreeningSpec(const std::string& replay_spec,
                           const std::string& name) {
   return absl::StrCat(replay_spec, "name: \"", name,
@@ -91,7 +81,7 @@ double Fraction(const v1::RankResponse& rank) {
 }
 
 TEST(KnownTruthScreeningTest, FindsTheIsolatedBestUnderFortyPercentOfTheGrid) {
-  const KnownTruthSpec spec = Fixture();
+  const KnownTruthSpec spec = IsolatedBestFixture();
   absl::StatusOr<KnownTruth> truth = GenerateKnownTruth(spec);
   ASSERT_TRUE(truth.ok()) << truth.status();
   LocalCluster cluster;
@@ -143,8 +133,7 @@ TEST(KnownTruthScreeningTest, FindsTheIsolatedBestUnderFortyPercentOfTheGrid) {
 }
 
 TEST(KnownTruthScreeningTest, ACoordinatorRestartKeepsTheBracketsAndTheCost) {
-  const KnownTruthSpec spec = Fixture();
-  absl::StatusOr<KnownTruth> truth = GenerateKnownTruth(spec);
+  absl::StatusOr<KnownTruth> truth = GenerateKnownTruth(IsolatedBestFixture());
   ASSERT_TRUE(truth.ok()) << truth.status();
   LocalCluster cluster;
   const absl::StatusOr<std::string> spec_text =

@@ -18,13 +18,7 @@ namespace prism::testing {
 namespace {
 
 TEST(KnownTruthSearchTest, SynchronousAshaFindsTheIsolatedBestAtAFraction) {
-  KnownTruthSpec spec;
-  spec.structure = TruthStructure::kIsolatedBest;
-  spec.steps = 120;
-  spec.eval_every = 20;
-  spec.best_gap = 4 * spec.noise_sd;
-  spec.seed = 27;
-  absl::StatusOr<KnownTruth> truth = GenerateKnownTruth(spec);
+  absl::StatusOr<KnownTruth> truth = GenerateKnownTruth(IsolatedBestFixture());
   ASSERT_TRUE(truth.ok()) << truth.status();
   LocalCluster cluster;
   const absl::StatusOr<std::string> spec_text =
