@@ -224,6 +224,19 @@ size_t DisplayWidth(absl::string_view text) {
   return width;
 }
 
+std::string CutToWidth(absl::string_view text, size_t width) {
+  if (DisplayWidth(text) <= width) return std::string(text);
+  const size_t keep = width > 3 ? width - 3 : 0;
+  size_t characters = 0, end = 0;
+  for (; end < text.size(); ++end) {
+    if ((static_cast<unsigned char>(text[end]) & 0xC0) != 0x80 &&
+        characters++ == keep) {
+      break;
+    }
+  }
+  return absl::StrCat(text.substr(0, end), "...");
+}
+
 std::string WrapText(absl::string_view text, size_t width, size_t indent) {
   std::string out;
   for (absl::string_view line : absl::StrSplit(text, '\n')) {

@@ -103,6 +103,10 @@ class Progress {
 // code points (every character this tool prints is one column wide).
 size_t DisplayWidth(absl::string_view text);
 
+// CutToWidth returns `text` when it takes at most `width` columns, else its
+// first width - 3 characters (whole UTF-8 sequences) and "...".
+std::string CutToWidth(absl::string_view text, size_t width);
+
 // WrapText breaks each line of `text` at spaces so that no line is longer
 // than `width` bytes (a word longer than that stays whole); continuation
 // lines are indented by `indent` spaces. Existing line breaks are kept.

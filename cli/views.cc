@@ -324,20 +324,7 @@ Table NarrowExperimentsTable(const v1::ListExperimentsResponse& response) {
                "queued", "failed", "progress", "pos"});
   for (const v1::Experiment& e : response.experiments()) {
     const v1::TrialCounts& c = e.counts();
-    std::string name = Printable(e.name());
-    if (DisplayWidth(name) > kNameWidth) {
-      // Cut by characters, not bytes, so a UTF-8 sequence stays whole.
-      std::string cut;
-      size_t width = 0;
-      for (size_t i = 0; i < name.size() && width < kNameWidth - 3;) {
-        size_t len = 1;
-        while (i + len < name.size() && (name[i + len] & 0xC0) == 0x80) ++len;
-        cut.append(name, i, len);
-        i += len;
-        ++width;
-      }
-      name = cut + "...";
-    }
+    const std::string name = CutToWidth(Printable(e.name()), kNameWidth);
     table.AddRow(
         {absl::StrCat(e.id()), name, e.owner(), EnumValueName(e.state()),
          absl::StrCat(e.priority()),

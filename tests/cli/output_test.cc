@@ -111,6 +111,14 @@ TEST(TableTest, AlignsColumnsByCharactersNotBytes) {
             "+0.0008  -        needs seeds\n");
 }
 
+TEST(CutToWidthTest, KeepsWhatFitsAndCutsWholeCharacters) {
+  EXPECT_EQ(CutToWidth("prism run", 9), "prism run");
+  EXPECT_EQ(CutToWidth("prism run: tiny", 10), "prism r...");
+  // "±" is two bytes and one column: it is kept or dropped whole.
+  EXPECT_EQ(CutToWidth("a±b±c±d", 6), "a±b...");
+  EXPECT_EQ(DisplayWidth(CutToWidth("±±±±±±±±", 5)), 5u);
+}
+
 TEST(WrapTextTest, BreaksAtSpacesAndIndentsContinuations) {
   EXPECT_EQ(WrapText("aaa bbb ccc ddd", 9), "aaa bbb\n  ccc ddd");
   // Existing line breaks and leading spaces are kept; a long word stays whole.
