@@ -93,9 +93,9 @@
 #include "scheduler/ranking.h"
 #include "scheduler/schedule.h"
 #include "scheduler/space.h"
-#include "server/convert.h"
 #include "server/coordinator.h"
-#include "server/schedule_service.h"
+#include "server/core/convert.h"
+#include "server/rpc/schedule_service.h"
 #include "storage/check.h"
 #include "storage/sqlite_store.h"
 

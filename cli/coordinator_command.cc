@@ -326,7 +326,7 @@ void RegisterCoordinatorCommands(CLI::App& app, Action* action) {
                   "Fair share: a user's past worker time counts half after "
                   "this long, e.g. 12h, 7d (positive)")
       ->capture_default_str();
-  // Limits: one flag per bound on client input (server/limits.h; README,
+  // Limits: one flag per bound on client input (server/core/limits.h; README,
   // "Limits"). Past a limit a request is refused naming the flag.
   server::Limits& l = o.limits;
   const std::string limits = "Limits";
@@ -460,7 +460,7 @@ void RegisterCoordinatorCommands(CLI::App& app, Action* action) {
   cmd->add_option("--log-level", flags->log_level,
                   "debug (logs every request), info, warning or error")
       ->capture_default_str();
-  // Scaling: worker jobs on Slurm while trials wait (server/scaler.h;
+  // Scaling: worker jobs on Slurm while trials wait (server/core/scaler.h;
   // deploy/README.md, "Queue-driven workers on Slurm").
   const std::string scaling = "Scaling";
   CLI::Option* scale =

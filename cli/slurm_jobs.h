@@ -1,4 +1,4 @@
-// SlurmJobs: the scaler's job backend on Slurm (server/scaler.h), through
+// SlurmJobs: the scaler's job backend on Slurm (server/core/scaler.h), through
 // Slurm's own clients: `sbatch --parsable --job-name=NAME` with the
 // partition, account and extra options, then the batch template (by default
 // deploy/slurm/prism-workers.sbatch); `squeue -h --name=NAME -o "%i %t"`;
@@ -17,7 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "server/scaler.h"
+#include "server/core/scaler.h"
 
 namespace prism::cli {
 

@@ -1,4 +1,4 @@
-// Fuzzes the bounded HTTP request-head scanner (server/http_head.h) that
+// Fuzzes the bounded HTTP request-head scanner (server/http/http_head.h) that
 // reads every dashboard request before httplib: the input is scanned whole
 // and again in two pieces split at its first byte's value (a client's bytes
 // arriving in two reads); both must agree, and every answer must respect the
@@ -9,7 +9,7 @@
 #include <string>
 
 #include "fuzz/fuzz_check.h"
-#include "server/http_head.h"
+#include "server/http/http_head.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace server = prism::server;

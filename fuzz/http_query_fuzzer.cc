@@ -1,4 +1,4 @@
-// Fuzzes the HTTP API's routing and query parsing (server/http_api.h) with
+// Fuzzes the HTTP API's routing and query parsing (server/http/http_api.h) with
 // arbitrary request targets ("PATH?QUERY"), decoded the way httplib 0.11
 // decodes a request line: decode_url on the path, parse_query_text on the
 // query. A refusal must be NotFound (no route) or InvalidArgument; a parsed
@@ -13,7 +13,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "fuzz/fuzz_check.h"
-#include "server/http_api.h"
+#include "server/http/http_api.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   namespace server = prism::server;

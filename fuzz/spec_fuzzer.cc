@@ -1,4 +1,5 @@
-// Fuzzes the spec path of Submit (server/spec.h): textproto -> ExperimentSpec
+// Fuzzes the spec path of Submit (server/core/spec.h): textproto ->
+// ExperimentSpec
 // -> validation -> planning into trials. A plan must be self-consistent and
 // storable, and planning its resolved spec again must give the same resolved
 // spec, trials and fingerprint (trials are reproduced from the resolved
@@ -17,7 +18,7 @@
 #include "fuzz/fuzz_check.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "scheduler/schedule.h"
-#include "server/spec.h"
+#include "server/core/spec.h"
 
 namespace {
 

@@ -1,6 +1,6 @@
 // The one conversion between absl::Status and grpc::Status, used by the
-// coordinator's RPC edge (server/grpc_edge.h) and by every client of it (the
-// worker, the CLI). The two code enums agree value for value, so a status
+// coordinator's RPC edge (server/rpc/grpc_edge.h) and by every client of it
+// (the worker, the CLI). The two code enums agree value for value, so a status
 // crosses the wire with its code and message intact:
 //
 //   return ToGrpcStatus(manager->Cancel(id));          // server handler

@@ -1,7 +1,7 @@
 // Adaptive seeds: which schedules of an experiment get one more seed, given
 // its trials so far and their ranking (scheduler/ranking.h). The coordinator
-// applies the decision (server/seeds.h); this is the pure rule, so it can be
-// tested on synthetic outcomes and re-run on stored state with the same
+// applies the decision (server/core/seeds.h); this is the pure rule, so it can
+// be tested on synthetic outcomes and re-run on stored state with the same
 // answer.
 //
 // A schedule is *settled* when none of its trials is pending and neither is

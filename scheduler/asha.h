@@ -38,7 +38,7 @@
 // by a later decision.
 //
 // This is the pure rule: the coordinator reads the trials from storage,
-// decides, and applies the promotions in one transaction (server/seeds.h),
+// decides, and applies the promotions in one transaction (server/core/seeds.h),
 // so a decision re-run on the same state promotes nothing twice.
 //
 //   AshaDecision d = DecideAsha(rungs, eta, AshaMode::kSynchronous, trials);

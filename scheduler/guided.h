@@ -2,8 +2,8 @@
 // next, alternating the surrogate's top suggestion (scheduler/suggest.h) with
 // a uniformly random exploration schedule. The coordinator plants the initial
 // design at submit (the baseline plus GuidedInitialDesign) and applies each
-// decision with all the spec's seeds per schedule (server/seeds.h); this is
-// the pure rule, so it can be tested on synthetic outcomes and re-run on
+// decision with all the spec's seeds per schedule (server/core/seeds.h); this
+// is the pure rule, so it can be tested on synthetic outcomes and re-run on
 // stored state with the same answer.
 //
 // A schedule is *settled* when none of its trials is pending and neither is

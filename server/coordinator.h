@@ -19,7 +19,7 @@
 // Shutdown.
 //
 // Storage faults (a full disk, an I/O error, a busy or read-only file) go
-// through one StorageHealth (server/storage_health.h): logged once per
+// through one StorageHealth (server/core/storage_health.h): logged once per
 // change, /readyz answers 503 while writes fail, /metrics counts them and
 // `prism status` shows them to an admin. While writes fail or commits stall
 // the expiry loop expires nothing; after, it first extends every live lease
@@ -27,7 +27,7 @@
 // filesystem that refuses writes serves anyway, not ready, and recovers by
 // itself.
 //
-// Start runs every open adaptive-seeds or guided round again (server/seeds.h),
+// Start runs every open adaptive-seeds or guided round again (server/core/seeds.h),
 // extends every live lease by a full lease period (workers could not
 // heartbeat while the coordinator was down) before it serves. Shutdown ends
 // watch streams, stops both servers, lets the report writer commit what it
@@ -48,20 +48,20 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "proto/tls.h"
-#include "server/auth.h"
-#include "server/clock.h"
-#include "server/events.h"
-#include "server/experiments.h"
-#include "server/http_server.h"
-#include "server/ingest.h"
-#include "server/limits.h"
-#include "server/metrics.h"
-#include "server/queue.h"
-#include "server/read_gate.h"
-#include "server/results.h"
-#include "server/scaler.h"
-#include "server/seeds.h"
-#include "server/storage_health.h"
+#include "server/core/auth.h"
+#include "server/core/clock.h"
+#include "server/core/events.h"
+#include "server/core/experiments.h"
+#include "server/core/ingest.h"
+#include "server/core/limits.h"
+#include "server/core/metrics.h"
+#include "server/core/queue.h"
+#include "server/core/read_gate.h"
+#include "server/core/results.h"
+#include "server/core/scaler.h"
+#include "server/core/seeds.h"
+#include "server/core/storage_health.h"
+#include "server/http/http_server.h"
 #include "storage/store.h"
 
 namespace grpc {
@@ -85,7 +85,7 @@ struct CoordinatorOptions {
   int heartbeat_seconds = kDefaultHeartbeatSeconds;
   int max_attempts = kDefaultMaxAttempts;
   int max_running_per_user = 0;  // 0: no limit
-  // Fair share's usage decay (server/fair_share.h); > 0.
+  // Fair share's usage decay (server/core/fair_share.h); > 0.
   int64_t fair_share_half_life_ms = kDefaultFairShareHalfLifeMs;
   std::string admin_token_file;
   std::string admin_token_env;  // PRISM_ADMIN_TOKEN's value, if any
@@ -93,14 +93,14 @@ struct CoordinatorOptions {
   // Token lifetimes, last-use recording and failed-auth throttling.
   AuthOptions auth;
   bool metrics_open = false;  // serve /metrics without a token
-  // The bounds on every input (server/limits.h): message size, trials,
+  // The bounds on every input (server/core/limits.h): message size, trials,
   // seeds, strings, pages, streams, experiments per user, priorities...
   Limits limits;
   int expiry_interval_ms = 1000;
   // "normal" or "full": what an acknowledged write survives (see
   // storage::SqliteStoreOptions::Durability).
   std::string durability = "normal";
-  // Queue-driven worker jobs (server/scaler.h); nullptr submits none.
+  // Queue-driven worker jobs (server/core/scaler.h); nullptr submits none.
   std::shared_ptr<JobBackend> job_backend;
   ScalerOptions scaler;
   // The address the jobs' workers dial; "": the gRPC address it listens

@@ -191,8 +191,8 @@ struct TrialKey {
 };
 
 // SeedRound is one adaptive-seeds, guided or ASHA decision to apply
-// (server/seeds.h). It was made from a snapshot with `seen_trials` trials of
-// which `seen_finished` had finished (completed, diverged or failed) or
+// (server/core/seeds.h). It was made from a snapshot with `seen_trials` trials
+// of which `seen_finished` had finished (completed, diverged or failed) or
 // stopped at a rung, and holds only while the experiment still has exactly
 // those counts.
 struct SeedRound {
@@ -470,7 +470,7 @@ class Store {
   // derive from last_heartbeat_unix_ms and stopped_unix_ms).
   virtual absl::StatusOr<std::vector<v1::Worker>> ListWorkers() = 0;
 
-  // --- scaler (server/scaler.h) ---------------------------------------------
+  // --- scaler (server/core/scaler.h) -----------------------------------------
   // ScalerTag returns the tag `backend`'s worker jobs carry for this
   // database, storing `proposed` first when there is none yet.
   virtual absl::StatusOr<std::string> ScalerTag(const std::string& backend,

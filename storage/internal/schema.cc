@@ -185,7 +185,7 @@ constexpr char kSchemaV7[] = R"sql(
 ALTER TABLE trials ADD COLUMN cpu_share REAL;
 )sql";
 
-// v8: the scaler's state (server/scaler.h). scalers keeps the tag in every
+// v8: the scaler's state (server/core/scaler.h). scalers keeps the tag in every
 // worker job's name, so a restarted coordinator finds the jobs its earlier
 // run submitted; scaler_jobs records each job from its submission (or
 // adoption) until the scheduler no longer lists it.
@@ -207,7 +207,7 @@ CREATE TABLE scaler_jobs (
 // v9: token lifecycle. id names a token in `prism token list/revoke`
 // without its secret (the hash's first 12 hex digits, unique so a revoke
 // can never hit two tokens); expires_ms and revoked_ms are 0 for never;
-// last_used_ms is written at most once a minute per token (server/auth.h).
+// last_used_ms is written at most once a minute per token (server/core/auth.h).
 constexpr char kSchemaV9[] = R"sql(
 ALTER TABLE tokens ADD COLUMN id TEXT NOT NULL DEFAULT '';
 UPDATE tokens SET id = substr(hash, 1, 12);
@@ -223,7 +223,7 @@ constexpr char kSchemaV10[] = R"sql(
 ALTER TABLE trials ADD COLUMN target_steps INTEGER NOT NULL DEFAULT 0;
 )sql";
 
-// v11: fair share and quotas (server/fair_share.h). users.share weighs a
+// v11: fair share and quotas (server/core/fair_share.h). users.share weighs a
 // user's usage (default 1: equal shares); max_running and max_queued are
 // per-user quotas (0: none). Usage itself is derived from trial_attempts
 // (each attempt's lease to its end), so it needs no column of its own and

@@ -1,4 +1,4 @@
-#include "server/auth.h"
+#include "server/core/auth.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "server/auth_throttle.h"
+#include "server/core/auth_throttle.h"
 
 #include <string>
 

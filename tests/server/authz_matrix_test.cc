@@ -24,7 +24,7 @@
 #include "base/data_roots.h"
 #include "google/protobuf/descriptor.h"
 #include "gtest/gtest.h"
-#include "server/http_api.h"
+#include "server/http/http_api.h"
 #include "tests/server/coordinator_fixture.h"
 
 namespace prism::server::testing {
@@ -49,7 +49,7 @@ constexpr int INVALID = grpc::StatusCode::INVALID_ARGUMENT;
 constexpr int NOT_FOUND = grpc::StatusCode::NOT_FOUND;
 constexpr int PRECONDITION = grpc::StatusCode::FAILED_PRECONDITION;
 
-// The rules of server/auth.h, as rows of expected codes.
+// The rules of server/core/auth.h, as rows of expected codes.
 constexpr Expect kReadRule = {UNAUTH, UNAUTH, OK, OK, OK, OK, OK};
 constexpr Expect kSubmitRule = {UNAUTH, UNAUTH, DENIED, DENIED, OK, OK, OK};
 constexpr Expect kOwnerRule = {UNAUTH, UNAUTH, DENIED, DENIED, OK, DENIED, OK};

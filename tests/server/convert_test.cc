@@ -1,4 +1,4 @@
-#include "server/convert.h"
+#include "server/core/convert.h"
 
 #include "gtest/gtest.h"
 #include "scheduler/principle_analysis.h"

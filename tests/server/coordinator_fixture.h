@@ -14,8 +14,8 @@
 
 #include "gtest/gtest.h"
 #include "prism/v1/prism.grpc.pb.h"
-#include "server/clock.h"
 #include "server/coordinator.h"
+#include "server/core/clock.h"
 #include "tests/testing/temp_dir.h"
 
 namespace prism::server::testing {

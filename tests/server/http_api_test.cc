@@ -1,4 +1,4 @@
-#include "server/http_api.h"
+#include "server/http/http_api.h"
 
 #include <string>
 #include <variant>

@@ -1,6 +1,6 @@
 // The bounded request-head scanner in front of httplib: what it accepts,
 // what it refuses and with which status, fed whole and a byte at a time.
-#include "server/http_head.h"
+#include "server/http/http_head.h"
 
 #include <string>
 

@@ -1,8 +1,8 @@
-// Every limit of server/limits.h, exceeded through the real RPCs of a real
+// Every limit of server/core/limits.h, exceeded through the real RPCs of a real
 // coordinator: the call gets the right code and a message naming the flag
 // and the value, and nothing is stored. Also the non-finite values a worker
 // may send, which are refused, never dropped.
-#include "server/limits.h"
+#include "server/core/limits.h"
 
 #include <cmath>
 #include <limits>
@@ -13,8 +13,8 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/events.h"
-#include "server/schedule_service.h"
+#include "server/core/events.h"
+#include "server/rpc/schedule_service.h"
 #include "tests/server/coordinator_fixture.h"
 
 namespace prism::server::testing {

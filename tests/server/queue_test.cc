@@ -1,4 +1,4 @@
-#include "server/queue.h"
+#include "server/core/queue.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

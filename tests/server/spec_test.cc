@@ -1,4 +1,4 @@
-#include "server/spec.h"
+#include "server/core/spec.h"
 
 #include <algorithm>
 #include <set>

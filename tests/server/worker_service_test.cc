@@ -1,13 +1,13 @@
-// The coordinator's one gRPC threading rule (server/worker_service.h): unary
-// calls that touch the database run on the sync API, and only calls that
+// The coordinator's one gRPC threading rule (server/rpc/worker_service.h):
+// unary calls that touch the database run on the sync API, and only calls that
 // wait for something else (Report, ResultsService.Watch) on the callback
 // API, whose reactors must never block on SQLite.
-#include "server/worker_service.h"
+#include "server/rpc/worker_service.h"
 
 #include <type_traits>
 
 #include "gtest/gtest.h"
-#include "server/results_service.h"
+#include "server/rpc/results_service.h"
 
 namespace prism::server {
 namespace {

@@ -1,0 +1,353 @@
+#include "server/core/experiments.h"
+
+#include <cmath>
+#include <utility>
+#include <vector>
+
+#include "absl/strings/str_cat.h"
+#include "base/failpoint.h"
+#include "base/log.h"
+#include "base/status_macros.h"
+#include "server/core/convert.h"
+
+namespace prism::server {
+
+ExperimentManager::ExperimentManager(storage::Store* store, const Clock* clock,
+                                     EventBus* events, PlanOptions plan_options,
+                                     Limits limits, QueueManager* queue)
+    : store_(store),
+      clock_(clock),
+      events_(events),
+      plan_options_(plan_options),
+      limits_(limits),
+      queue_(queue) {}
+
+absl::Status ExperimentManager::FillStandings(
+    const std::vector<v1::Experiment*>& experiments) {
+  bool waiting = false;
+  for (v1::Experiment* e : experiments) {
+    if (e->counts().queued() == 0) continue;
+    if (e->state() == v1::EXPERIMENT_PAUSED) {
+      e->set_queue_reason(absl::StrCat("paused: `prism resume ", e->id(),
+                                       "` queues its trials again"));
+    } else if (e->state() == v1::EXPERIMENT_ACTIVE) {
+      waiting = true;
+    }
+  }
+  if (!waiting || queue_ == nullptr) return absl::OkStatus();
+  PRISM_ASSIGN_OR_RETURN(auto standings, queue_->Standings());
+  for (v1::Experiment* e : experiments) {
+    auto it = standings.find(e->id());
+    if (it == standings.end()) continue;
+    e->set_queue_position(it->second.position);
+    e->set_queue_reason(it->second.reason);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status ExperimentManager::CheckQueuedQuota(const std::string& user,
+                                                 int64_t adding) {
+  PRISM_ASSIGN_OR_RETURN(auto policies, store_->ListUserPolicies());
+  auto it = policies.find(user);
+  if (it == policies.end() || it->second.max_queued <= 0) {
+    return absl::OkStatus();
+  }
+  PRISM_ASSIGN_OR_RETURN(int64_t queued, store_->CountQueuedTrialsOf(user));
+  if (queued + adding <= it->second.max_queued) return absl::OkStatus();
+  return absl::ResourceExhaustedError(absl::StrCat(
+      "user '", user, "' has ", queued, " queued trials and this adds ", adding,
+      "; quota max_queued=", it->second.max_queued,
+      " (wait for some to run, cancel one, or ask an admin: prism user set ",
+      user, " --max-queued N)"));
+}
+
+absl::StatusOr<v1::SubmitResponse> ExperimentManager::Submit(
+    const Caller& caller, const v1::SubmitRequest& request) {
+  v1::ExperimentSpec spec = request.spec();
+  if (!request.spec_text().empty()) {
+    PRISM_RETURN_IF_ERROR(CheckSpecTextLength(request.spec_text(), limits_));
+    PRISM_ASSIGN_OR_RETURN(spec, ParseSpecText(request.spec_text()));
+  }
+  PRISM_RETURN_IF_ERROR(CheckSpecLimits(spec, caller, limits_));
+  PRISM_ASSIGN_OR_RETURN(ExperimentPlan plan,
+                         PlanExperiment(spec, plan_options_));
+  PRISM_RETURN_IF_ERROR(CheckPlanLimits(plan, limits_));
+  storage::NewExperiment e;
+  e.name = plan.spec.name();
+  e.owner = caller.user;
+  e.priority = plan.spec.priority();
+  e.max_attempts = plan.spec.max_attempts();
+  e.total_steps = plan.spec.budget().steps();
+  e.config_fingerprint = plan.config_fingerprint;
+  e.now_ms = clock_->NowMs();
+  e.spec = std::move(plan.spec);
+  e.trials = std::move(plan.trials);
+  absl::StatusOr<storage::CreatedExperiment> created;
+  {
+    absl::MutexLock lock(&submit_mu_);
+    if (caller.role != v1::ROLE_ADMIN) {
+      PRISM_ASSIGN_OR_RETURN(int64_t active,
+                             store_->CountActiveExperiments(caller.user));
+      if (active >= limits_.max_active_experiments_per_user) {
+        return absl::ResourceExhaustedError(
+            absl::StrCat("user '", caller.user, "' has ", active,
+                         " active or paused experiments; limit "
+                         "--max-active-experiments-per-user=",
+                         limits_.max_active_experiments_per_user,
+                         " (cancel one, or wait for one to finish)"));
+      }
+    }
+    PRISM_RETURN_IF_ERROR(
+        CheckQueuedQuota(caller.user, static_cast<int64_t>(e.trials.size())));
+    created = store_->CreateExperiment(e);
+  }
+  if (!created.ok()) return created.status();
+  Failpoint("submit.committed");
+  PRISM_ASSIGN_OR_RETURN(v1::Experiment experiment,
+                         store_->GetExperiment(created->id));
+  FillSearchCost(&experiment);
+  Log(LogLevel::kInfo, "experiment submitted")
+      .Kv("experiment", created->id)
+      .Kv("name", experiment.name())
+      .Kv("owner", caller.user)
+      .Kv("trials", created->trials_created);
+  v1::SubmitResponse response;
+  *response.mutable_experiment() = std::move(experiment);
+  response.set_trials_created(created->trials_created);
+  return response;
+}
+
+absl::StatusOr<v1::Experiment> ExperimentManager::Get(int64_t id) {
+  PRISM_ASSIGN_OR_RETURN(v1::Experiment e, store_->GetExperiment(id));
+  FillSearchCost(&e);
+  PRISM_RETURN_IF_ERROR(FillStandings({&e}));
+  return e;
+}
+
+absl::StatusOr<v1::ListExperimentsResponse> ExperimentManager::List(
+    const v1::ListExperimentsRequest& request) {
+  PRISM_ASSIGN_OR_RETURN(
+      int limit,
+      ClampPageSize(request.page_size(), kDefaultPageSize, kMaxPageSize));
+  PRISM_ASSIGN_OR_RETURN(int64_t after,
+                         DecodePageToken("experiments", request.page_token()));
+  PRISM_ASSIGN_OR_RETURN(
+      storage::ExperimentPage page,
+      store_->ListExperiments(request.owner(), limit, after));
+  v1::ListExperimentsResponse response;
+  for (v1::Experiment& e : page.experiments) {
+    FillSearchCost(&e);
+    *response.add_experiments() = std::move(e);
+  }
+  std::vector<v1::Experiment*> listed;
+  for (v1::Experiment& e : *response.mutable_experiments())
+    listed.push_back(&e);
+  PRISM_RETURN_IF_ERROR(FillStandings(listed));
+  if (page.next_after_id != 0) {
+    response.set_next_page_token(
+        EncodePageToken("experiments", page.next_after_id));
+  }
+  return response;
+}
+
+absl::Status ExperimentManager::CheckOwner(const Caller& caller, int64_t id) {
+  PRISM_ASSIGN_OR_RETURN(v1::Experiment e, store_->GetExperiment(id));
+  return AuthorizeOwner(caller, e.owner());
+}
+
+void ExperimentManager::Publish(const v1::Experiment& experiment) {
+  if (!events_->HasSubscribers(experiment.id())) return;
+  v1::ExperimentEvent event;
+  event.set_unix_ms(clock_->NowMs());
+  *event.mutable_experiment_updated() = experiment;
+  events_->Publish(experiment.id(), std::move(event));
+}
+
+absl::StatusOr<v1::Experiment> ExperimentManager::Cancel(const Caller& caller,
+                                                         int64_t id) {
+  PRISM_RETURN_IF_ERROR(CheckOwner(caller, id));
+  PRISM_ASSIGN_OR_RETURN(v1::Experiment e,
+                         store_->CancelExperiment(id, clock_->NowMs()));
+  Log(LogLevel::kInfo, "experiment cancelled")
+      .Kv("experiment", id)
+      .Kv("by", caller.user);
+  Publish(e);
+  return e;
+}
+
+absl::StatusOr<v1::Experiment> ExperimentManager::Pause(const Caller& caller,
+                                                        int64_t id) {
+  PRISM_RETURN_IF_ERROR(CheckOwner(caller, id));
+  PRISM_ASSIGN_OR_RETURN(
+      v1::Experiment e,
+      store_->SetExperimentState(id, v1::EXPERIMENT_PAUSED, clock_->NowMs()));
+  Log(LogLevel::kInfo, "experiment paused")
+      .Kv("experiment", id)
+      .Kv("by", caller.user);
+  Publish(e);
+  return e;
+}
+
+absl::StatusOr<v1::Experiment> ExperimentManager::Resume(const Caller& caller,
+                                                         int64_t id) {
+  PRISM_RETURN_IF_ERROR(CheckOwner(caller, id));
+  PRISM_ASSIGN_OR_RETURN(
+      v1::Experiment e,
+      store_->SetExperimentState(id, v1::EXPERIMENT_ACTIVE, clock_->NowMs()));
+  Log(LogLevel::kInfo, "experiment resumed")
+      .Kv("experiment", id)
+      .Kv("by", caller.user);
+  Publish(e);
+  return e;
+}
+
+absl::StatusOr<v1::Experiment> ExperimentManager::SetPriority(
+    const Caller& caller, const v1::SetPriorityRequest& request) {
+  PRISM_RETURN_IF_ERROR(CheckOwner(caller, request.id()));
+  PRISM_RETURN_IF_ERROR(CheckPriority(caller, request.priority(), limits_));
+  PRISM_ASSIGN_OR_RETURN(
+      v1::Experiment e, store_->SetExperimentPriority(
+                            request.id(), request.priority(), clock_->NowMs()));
+  Log(LogLevel::kInfo, "experiment priority set")
+      .Kv("experiment", request.id())
+      .Kv("priority", request.priority())
+      .Kv("by", caller.user);
+  Publish(e);
+  return e;
+}
+
+absl::StatusOr<v1::UserPolicy> ExperimentManager::SetUserPolicy(
+    const Caller& caller, const v1::SetUserPolicyRequest& request) {
+  PRISM_RETURN_IF_ERROR(Authorize(caller, Permission::kAdmin));
+  if (request.user().empty()) {
+    return absl::InvalidArgumentError("user is required");
+  }
+  PRISM_RETURN_IF_ERROR(
+      CheckStringLength("user", request.user(), limits_.max_string_bytes));
+  constexpr double kMaxShare = 1e6;
+  if (request.has_share() &&
+      !(std::isfinite(request.share()) && request.share() > 0 &&
+        request.share() <= kMaxShare)) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("share must be above 0 and at most ", kMaxShare, " (got ",
+                     request.share(), ")"));
+  }
+  const int global_running =
+      queue_ != nullptr ? queue_->options().max_running_per_user : 0;
+  if (request.has_max_running()) {
+    if (request.max_running() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("max_running must not be negative (got ",
+                       request.max_running(), "; 0: no quota)"));
+    }
+    if (global_running > 0 && request.max_running() > global_running) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "max_running is ", request.max_running(),
+          "; above the coordinator's --max-running-per-user=", global_running));
+    }
+  }
+  const int64_t queued_limit = limits_.max_trials_per_experiment *
+                               int64_t{limits_.max_active_experiments_per_user};
+  if (request.has_max_queued()) {
+    if (request.max_queued() < 0) {
+      return absl::InvalidArgumentError(
+          absl::StrCat("max_queued must not be negative (got ",
+                       request.max_queued(), "; 0: no quota)"));
+    }
+    if (request.max_queued() > queued_limit) {
+      return absl::InvalidArgumentError(absl::StrCat(
+          "max_queued is ", request.max_queued(),
+          "; above the coordinator's --max-trials-per-experiment x "
+          "--max-active-experiments-per-user=",
+          queued_limit));
+    }
+  }
+  PRISM_ASSIGN_OR_RETURN(auto policies, store_->ListUserPolicies());
+  storage::UserPolicy policy = policies[request.user()];
+  if (request.has_share()) policy.share = request.share();
+  if (request.has_max_running()) policy.max_running = request.max_running();
+  if (request.has_max_queued()) policy.max_queued = request.max_queued();
+  PRISM_RETURN_IF_ERROR(
+      store_->SetUserPolicy(request.user(), policy, clock_->NowMs()));
+  Log(LogLevel::kInfo, "user policy set")
+      .Kv("user", request.user())
+      .Kv("share", policy.share)
+      .Kv("max_running", policy.max_running)
+      .Kv("max_queued", policy.max_queued)
+      .Kv("by", caller.user);
+  PRISM_ASSIGN_OR_RETURN(v1::ListUsersResponse all, ListUsers());
+  for (const v1::UserPolicy& u : all.users()) {
+    if (u.user() == request.user()) return u;
+  }
+  return absl::InternalError("the user policy just stored is missing");
+}
+
+absl::StatusOr<v1::ListUsersResponse> ExperimentManager::ListUsers() {
+  PRISM_ASSIGN_OR_RETURN(auto policies, store_->ListUserPolicies());
+  std::map<std::string, UserStanding> standings;
+  v1::ListUsersResponse response;
+  if (queue_ != nullptr) {
+    PRISM_ASSIGN_OR_RETURN(standings, queue_->UserStandings());
+    response.set_half_life_seconds(
+        static_cast<double>(queue_->options().fair_share_half_life_ms) /
+        1000.0);
+  }
+  for (const auto& [user, policy] : policies) {
+    v1::UserPolicy* u = response.add_users();
+    u->set_user(user);
+    u->set_share(policy.share);
+    u->set_max_running(policy.max_running);
+    u->set_max_queued(policy.max_queued);
+    auto it = standings.find(user);
+    if (it != standings.end()) {
+      u->set_usage_seconds(it->second.usage_seconds);
+      u->set_usage_per_share(it->second.usage_seconds / policy.share);
+      u->set_running(it->second.live);
+    }
+    PRISM_ASSIGN_OR_RETURN(int64_t queued, store_->CountQueuedTrialsOf(user));
+    u->set_queued(static_cast<int32_t>(queued));
+  }
+  return response;
+}
+
+absl::StatusOr<v1::ListTrialsResponse> ExperimentManager::ListTrials(
+    const v1::ListTrialsRequest& request) {
+  if (!v1::TrialState_IsValid(request.state())) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("state ", request.state(), " is not a trial state"));
+  }
+  PRISM_ASSIGN_OR_RETURN(
+      int limit,
+      ClampPageSize(request.page_size(), kDefaultPageSize, kMaxPageSize));
+  PRISM_ASSIGN_OR_RETURN(int64_t after,
+                         DecodePageToken("trials", request.page_token()));
+  PRISM_ASSIGN_OR_RETURN(v1::Experiment e,
+                         store_->GetExperiment(request.experiment_id()));
+  PRISM_ASSIGN_OR_RETURN(storage::TrialPage page,
+                         store_->ListTrials(request.experiment_id(),
+                                            request.state(), limit, after));
+  const SpaceSpec space = SpaceForSpec(e.spec());
+  v1::ListTrialsResponse response;
+  // The page also stops at max_page_bytes (at least one trial): deep models'
+  // trials carry per-layer reports and distances.
+  int64_t bytes = 0;
+  int64_t next_after_id = page.next_after_id;
+  int64_t last_id = 0;
+  for (v1::Trial& t : page.trials) {
+    *t.mutable_principles() = ReportSchedule(space, t.schedule());
+    bytes += static_cast<int64_t>(t.ByteSizeLong());
+    if (last_id != 0 && bytes > limits_.max_page_bytes) {
+      next_after_id = last_id;
+      break;
+    }
+    last_id = t.id();
+    *response.add_trials() = std::move(t);
+  }
+  if (next_after_id != 0) {
+    response.set_next_page_token(EncodePageToken("trials", next_after_id));
+  }
+  response.set_total(page.total);
+  return response;
+}
+
+}  // namespace prism::server

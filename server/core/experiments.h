@@ -1,0 +1,99 @@
+// ExperimentManager: experiments and their trials as users see them —
+// submit (validate and plan, then store everything in one transaction),
+// get, list, cancel, pause, resume, reprioritise, list trials; and each
+// user's fair-share weight and quotas. Users change only their own
+// experiments; admins any, and only admins set a user's policy. Get and
+// List say where a waiting experiment stands in the queue and why
+// (QueueManager::Standings). Every input is bounded by Limits
+// (server/core/limits.h): a spec over a limit, a non-admin's priority outside
+// the user range, or a user at --max-active-experiments-per-user is refused
+// with nothing stored.
+//
+// Thread-safety: all methods are thread-safe.
+#ifndef PRISM_SERVER_CORE_EXPERIMENTS_H_
+#define PRISM_SERVER_CORE_EXPERIMENTS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "absl/status/statusor.h"
+#include "absl/synchronization/mutex.h"
+#include "prism/v1/prism.pb.h"
+#include "server/core/auth.h"
+#include "server/core/clock.h"
+#include "server/core/events.h"
+#include "server/core/limits.h"
+#include "server/core/queue.h"
+#include "server/core/spec.h"
+#include "storage/store.h"
+
+namespace prism::server {
+
+inline constexpr int kDefaultPageSize = 50;
+inline constexpr int kMaxPageSize = 1000;
+
+class ExperimentManager {
+ public:
+  ExperimentManager(storage::Store* store, const Clock* clock, EventBus* events,
+                    PlanOptions plan_options, Limits limits = {},
+                    QueueManager* queue = nullptr);
+
+  // Submit plans request.spec (or request.spec_text when set) and stores the
+  // experiment with one queued trial per (schedule, seed); under a seeds
+  // policy, per seed of the first round (server/core/seeds.h adds the rest).
+  // InvalidArgument naming the problem, with nothing stored, for a bad spec
+  // or one over a limit; ResourceExhausted when a non-admin already has
+  // max_active_experiments_per_user active or paused experiments, or when
+  // the new trials would take the caller past their max_queued quota.
+  absl::StatusOr<v1::SubmitResponse> Submit(const Caller& caller,
+                                            const v1::SubmitRequest& request);
+  // Get returns the experiment with counts and progress; NotFound.
+  absl::StatusOr<v1::Experiment> Get(int64_t id);
+  absl::StatusOr<v1::ListExperimentsResponse> List(
+      const v1::ListExperimentsRequest& request);
+  // Cancel, Pause, Resume and SetPriority return the updated experiment.
+  // NotFound; PermissionDenied for someone else's experiment;
+  // FailedPrecondition to pause/resume a finished one; InvalidArgument for
+  // a non-admin's priority outside [-max_user_priority, max_user_priority].
+  absl::StatusOr<v1::Experiment> Cancel(const Caller& caller, int64_t id);
+  absl::StatusOr<v1::Experiment> Pause(const Caller& caller, int64_t id);
+  absl::StatusOr<v1::Experiment> Resume(const Caller& caller, int64_t id);
+  absl::StatusOr<v1::Experiment> SetPriority(
+      const Caller& caller, const v1::SetPriorityRequest& request);
+  // SetUserPolicy sets a user's share and quotas (unset fields keep their
+  // value) and returns the policy with the user's usage. PermissionDenied
+  // for a non-admin; InvalidArgument naming the field for an empty user, a
+  // share <= 0 (or not finite, or above 1e6), a quota below 0, a
+  // max_running above --max-running-per-user (when set), or a max_queued
+  // above --max-trials-per-experiment x --max-active-experiments-per-user.
+  absl::StatusOr<v1::UserPolicy> SetUserPolicy(
+      const Caller& caller, const v1::SetUserPolicyRequest& request);
+  // ListUsers returns every user's policy and usage, by name.
+  absl::StatusOr<v1::ListUsersResponse> ListUsers();
+  // ListTrials pages an experiment's trials (with principle reports).
+  // NotFound for an unknown experiment.
+  absl::StatusOr<v1::ListTrialsResponse> ListTrials(
+      const v1::ListTrialsRequest& request);
+
+ private:
+  absl::Status CheckOwner(const Caller& caller, int64_t id);
+  void Publish(const v1::Experiment& experiment);
+  // FillStandings sets queue_position and queue_reason of waiting ones.
+  absl::Status FillStandings(const std::vector<v1::Experiment*>& experiments);
+  absl::Status CheckQueuedQuota(const std::string& user, int64_t adding);
+
+  storage::Store* const store_;
+  const Clock* const clock_;
+  EventBus* const events_;
+  const PlanOptions plan_options_;
+  const Limits limits_;
+  QueueManager* const queue_;  // nullptr: no queue standings, no usage
+  // Held from counting a user's active experiments to storing the new one,
+  // so concurrent submits cannot both pass the limit.
+  absl::Mutex submit_mu_;
+};
+
+}  // namespace prism::server
+
+#endif  // PRISM_SERVER_CORE_EXPERIMENTS_H_

@@ -1,0 +1,71 @@
+#include "server/rpc/rpc_observer.h"
+
+#include <chrono>
+#include <string>
+
+#include "base/log.h"
+
+namespace prism::server {
+namespace {
+
+using grpc::experimental::InterceptionHookPoints;
+
+class RpcObserver final : public grpc::experimental::Interceptor {
+ public:
+  RpcObserver(grpc::experimental::ServerRpcInfo* info, Metrics* metrics)
+      : metrics_(metrics),
+        method_(info->method() != nullptr ? info->method() : "unknown"),
+        start_(std::chrono::steady_clock::now()) {}
+
+  void Intercept(
+      grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (methods->QueryInterceptionHookPoint(
+            InterceptionHookPoints::PRE_SEND_STATUS)) {
+      const grpc::Status status = methods->GetSendStatus();
+      const double seconds = std::chrono::duration<double>(
+                                 std::chrono::steady_clock::now() - start_)
+                                 .count();
+      metrics_->ObserveRpc(method_, status.error_code(), seconds);
+      if (LogEnabled(LogLevel::kDebug)) {
+        Log(LogLevel::kDebug, "rpc")
+            .Kv("method", method_)
+            .Kv("code", static_cast<int>(status.error_code()))
+            .Kv("ms", seconds * 1000.0)
+            .Kv("error", status.error_message());
+      }
+    }
+    methods->Proceed();
+  }
+
+ private:
+  Metrics* const metrics_;
+  const std::string method_;
+  const std::chrono::steady_clock::time_point start_;
+};
+
+class RpcObserverFactory final
+    : public grpc::experimental::ServerInterceptorFactoryInterface {
+ public:
+  explicit RpcObserverFactory(Metrics* metrics) : metrics_(metrics) {}
+  grpc::experimental::Interceptor* CreateServerInterceptor(
+      grpc::experimental::ServerRpcInfo* info) override {
+    return new RpcObserver(info, metrics_);
+  }
+
+ private:
+  Metrics* const metrics_;
+};
+
+}  // namespace
+
+std::vector<
+    std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+MakeRpcObservers(Metrics* metrics) {
+  std::vector<
+      std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>
+      factories;
+  factories.push_back(std::make_unique<RpcObserverFactory>(metrics));
+  return factories;
+}
+
+}  // namespace prism::server
