@@ -66,7 +66,11 @@ test-asan:
 # installed versions, put first on LD_LIBRARY_PATH; tests/tsan/tsan.supp
 # says what it suppresses and why. The gRPC build is the long part (about
 # 850 compile steps, once).
-TSAN_TESTS = server_coordinator_strategies_test server_queue_test server_limits_test \
+TSAN_TESTS = server_coordinator_leases_test server_coordinator_ingest_test \
+	server_coordinator_restart_test server_coordinator_reads_test \
+	server_coordinator_auth_test server_coordinator_specs_test \
+	server_coordinator_strategies_test server_coordinator_request_size_test \
+	server_queue_test server_limits_test \
 	server_results_test server_http_test sqlite_store_test backup_test \
 	worker_test report_buffer_test statistics_test
 TSAN_LIBS = $(CURDIR)/build-tsan/absl:$(CURDIR)/build-tsan/grpc
