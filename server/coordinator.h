@@ -27,11 +27,11 @@
 // filesystem that refuses writes serves anyway, not ready, and recovers by
 // itself.
 //
-// Start runs every open adaptive-seeds or guided round again (server/core/seeds.h),
-// extends every live lease by a full lease period (workers could not
-// heartbeat while the coordinator was down) before it serves. Shutdown ends
-// watch streams, stops both servers, lets the report writer commit what it
-// holds, and closes the database.
+// Start runs every open adaptive-seeds or guided round again
+// (server/core/seeds.h), extends every live lease by a full lease period
+// (workers could not heartbeat while the coordinator was down) before it
+// serves. Shutdown ends watch streams, stops both servers, lets the report
+// writer commit what it holds, and closes the database.
 //
 // Thread-safety: Start and Shutdown from one thread; the accessors are safe
 // once started.
