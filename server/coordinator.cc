@@ -487,7 +487,14 @@ void Coordinator::ExpiryLoop() {
     // until commits are prompt again, then give every live lease a full
     // period first.
     if (!GraceAfterDisruption(&seen_disruptions)) continue;
-    absl::StatusOr<int> expired = queue_->ExpireLeases();
+    // The expiry waits for the write lock like every write. A commit that
+    // stalls meanwhile holds back heartbeats as well, so the deadlines would
+    // be stale by the time the lock is ours: stand down if a stall or
+    // failure began since the check above (the next pass extends first).
+    const int64_t seen = seen_disruptions;
+    absl::StatusOr<int> expired = queue_->ExpireLeases([this, seen] {
+      return health_.normal() && health_.disruptions() == seen;
+    });
     if (!expired.ok()) {
       Log(LogLevel::kError, "lease expiry failed")
           .Kv("error", expired.status().ToString());

@@ -890,8 +890,9 @@ absl::StatusOr<v1::Trial> SqliteStore::ReleaseTrial(const AttemptRef& ref,
 }
 
 absl::StatusOr<std::vector<ExpiredLease>> SqliteStore::ExpireLeases(
-    int64_t now_ms) {
+    int64_t now_ms, const std::function<bool()>& proceed) {
   absl::MutexLock lock(&write_mu_);
+  if (proceed && !proceed()) return std::vector<ExpiredLease>{};
   return internal::ExpireLeases(writer_.get(), now_ms);
 }
 

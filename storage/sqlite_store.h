@@ -170,8 +170,9 @@ class SqliteStore final : public Store {
   absl::StatusOr<v1::Trial> ReleaseTrial(const AttemptRef& ref,
                                          const std::string& message,
                                          int64_t now_ms) override;
+  using Store::ExpireLeases;
   absl::StatusOr<std::vector<ExpiredLease>> ExpireLeases(
-      int64_t now_ms) override;
+      int64_t now_ms, const std::function<bool()>& proceed) override;
   absl::Status ProbeWrite() override;
   absl::StatusOr<int> ExtendLiveLeases(int64_t deadline_ms) override;
   absl::StatusOr<int64_t> CountQueued() override;

@@ -35,6 +35,7 @@
 #define PRISM_STORAGE_STORE_H_
 
 #include <cstdint>
+#include <functional>
 #include <map>
 #include <optional>
 #include <string>
@@ -422,9 +423,16 @@ class Store {
   // ExpireLeases requeues every leased/running trial whose deadline is
   // before now_ms, or fails it when its failed attempts (expiries and
   // failures, this one included; releases are not counted) reached the
-  // experiment's max attempts. Returns the trials it changed.
+  // experiment's max attempts. Returns the trials it changed. `proceed`, when
+  // set, is asked once the write lock is held, before anything is read: false
+  // expires nothing. The coordinator's expiry loop uses it to stand down when
+  // a storage stall began while it waited for the lock (heartbeats waited
+  // behind the same lock, so the deadlines it would act on are stale).
   virtual absl::StatusOr<std::vector<ExpiredLease>> ExpireLeases(
-      int64_t now_ms) = 0;
+      int64_t now_ms, const std::function<bool()>& proceed) = 0;
+  absl::StatusOr<std::vector<ExpiredLease>> ExpireLeases(int64_t now_ms) {
+    return ExpireLeases(now_ms, nullptr);
+  }
   // ProbeWrite commits a write of one row that changes nothing anyone reads
   // (it rewrites the newest schema_migrations row as it is), so a caller
   // learns whether the disk takes writes again when nothing else writes.

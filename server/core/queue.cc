@@ -498,9 +498,10 @@ absl::StatusOr<v1::ListWorkersResponse> QueueManager::ListWorkers() {
   return response;
 }
 
-absl::StatusOr<int> QueueManager::ExpireLeases() {
+absl::StatusOr<int> QueueManager::ExpireLeases(
+    const std::function<bool()>& proceed) {
   PRISM_ASSIGN_OR_RETURN(std::vector<storage::ExpiredLease> expired,
-                         store_->ExpireLeases(clock_->LeaseMs()));
+                         store_->ExpireLeases(clock_->LeaseMs(), proceed));
   for (const storage::ExpiredLease& x : expired) {
     Log(LogLevel::kWarning, "lease expired")
         .Kv("trial", x.trial.id())

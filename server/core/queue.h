@@ -134,7 +134,10 @@ class QueueManager {
   absl::StatusOr<v1::ListWorkersResponse> ListWorkers();
 
   // ExpireLeases requeues or fails every expired lease; returns how many.
-  absl::StatusOr<int> ExpireLeases();
+  // `proceed` (see storage::Store::ExpireLeases) is asked under the store's
+  // write lock; false expires nothing.
+  absl::StatusOr<int> ExpireLeases(
+      const std::function<bool()>& proceed = nullptr);
   // ExtendLeasesAfterRestart gives every live lease v1::RestartGraceMs from
   // now (workers could not heartbeat while the coordinator was down: a
   // lease, a heartbeat and the workers' reconnect bound), so a restart

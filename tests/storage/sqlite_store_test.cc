@@ -838,6 +838,23 @@ TEST_F(SqliteStoreTest, DivergedMetricsMarkTheTrialDiverged) {
   EXPECT_EQ(*store_->CountFinished(id), 1);
 }
 
+TEST_F(SqliteStoreTest, ExpiryStandsDownWhenProceedSaysNoUnderTheLock) {
+  const int64_t id = CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}, 2));
+  const v1::Trial t = LeaseOrDie(id, "w1", 2000);  // deadline 32000
+  int asked = 0;
+  EXPECT_TRUE(store_
+                  ->ExpireLeases(40000,
+                                 [&] {
+                                   ++asked;
+                                   return false;
+                                 })
+                  ->empty());
+  EXPECT_EQ(asked, 1);
+  EXPECT_EQ(store_->GetTrial(t.id())->state(), v1::TRIAL_LEASED);
+  EXPECT_EQ(store_->ExpireLeases(40000, [] { return true; })->size(), 1u);
+  EXPECT_EQ(store_->GetTrial(t.id())->state(), v1::TRIAL_QUEUED);
+}
+
 TEST_F(SqliteStoreTest, ExpiryRequeuesWithNextAttemptThenFailsAtMaxAttempts) {
   const int64_t id = CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}, 2));
   const v1::Trial t = LeaseOrDie(id, "w1", 2000);  // deadline 32000
