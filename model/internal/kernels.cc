@@ -12,9 +12,11 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 
-// SumOfSquares and FusedAdamW are plain loops GCC vectorizes; target_clones
-// compiles them per x86-64 level and picks one at load time.
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+// SumOfSquares and FusedAdamW are plain loops the compiler vectorizes;
+// target_clones compiles them per x86-64 level and picks one at load time.
+// GCC 12 and clang 14 both have it (and the per-level regions below), so the
+// levels exist whichever of the two builds this file.
+#if defined(__x86_64__) && defined(__GNUC__)
 #define PRISM_KERNEL_CLONES \
   __attribute__((target_clones("arch=x86-64-v4", "arch=x86-64-v3", "default")))
 #define PRISM_X86_LEVELS 1
@@ -27,12 +29,18 @@
 namespace prism::model::internal {
 
 // The vector kernels, once per level (see kernels_isa.inc). The #pragma
-// regions give every function in them the level's instruction set; GCC's
-// target_clones cannot be called at a chosen level, this table can.
+// regions give every function in them the level's instruction set (GCC's
+// target pragma, clang's attribute push); target_clones cannot be called at
+// a chosen level, this table can.
 namespace {
 #if PRISM_X86_LEVELS
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("arch=x86-64-v4"))), \
+                             apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("arch=x86-64-v4")
+#endif
 namespace avx512 {
 #define PRISM_LANES 16
 #define PRISM_TILE_ROWS 4
@@ -40,10 +48,19 @@ namespace avx512 {
 #undef PRISM_LANES
 #undef PRISM_TILE_ROWS
 }  // namespace avx512
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 
+#if defined(__clang__)
+#pragma clang attribute push(__attribute__((target("arch=x86-64-v3"))), \
+                             apply_to = function)
+#else
 #pragma GCC push_options
 #pragma GCC target("arch=x86-64-v3")
+#endif
 namespace avx2 {
 #define PRISM_LANES 8
 #define PRISM_TILE_ROWS 4
@@ -51,7 +68,11 @@ namespace avx2 {
 #undef PRISM_LANES
 #undef PRISM_TILE_ROWS
 }  // namespace avx2
+#if defined(__clang__)
+#pragma clang attribute pop
+#else
 #pragma GCC pop_options
+#endif
 #endif
 
 namespace baseline {
