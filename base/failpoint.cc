@@ -74,31 +74,39 @@ constexpr const char* kStallNames[] = {
     "storage.commit",  // storage: before a write transaction's COMMIT
 };
 
-// Stalls maps each armed stall point to its file.
-std::vector<std::pair<std::string, std::string>>* LoadStalls() {
-  auto* stalls = new std::vector<std::pair<std::string, std::string>>();
-  const char* env = std::getenv("PRISM_STALLS");
-  if (env == nullptr || *env == '\0') return stalls;
+// The fault points the code reaches.
+constexpr const char* kFaultNames[] = {
+    "storage.write",  // storage: a write transaction's BEGIN
+};
+
+// LoadFileArmed maps each point armed in `variable` ("NAME=FILE,...") to
+// its file; a spec naming none of `names` is reported once on stderr.
+template <size_t N>
+std::vector<std::pair<std::string, std::string>>* LoadFileArmed(
+    const char* variable, const char* const (&names)[N]) {
+  auto* armed = new std::vector<std::pair<std::string, std::string>>();
+  const char* env = std::getenv(variable);
+  if (env == nullptr || *env == '\0') return armed;
   for (absl::string_view spec : absl::StrSplit(env, ',', absl::SkipEmpty())) {
-    std::pair<std::string, std::string> stall =
+    std::pair<std::string, std::string> point =
         absl::StrSplit(spec, absl::MaxSplits('=', 1));
-    if (stall.second.empty() ||
-        std::find_if(std::begin(kStallNames), std::end(kStallNames),
-                     [&](const char* n) { return stall.first == n; }) ==
-            std::end(kStallNames)) {
-      std::fprintf(stderr, "PRISM_STALLS: '%s' is not NAME=FILE of a stall\n",
-                   std::string(spec).c_str());
+    if (point.second.empty() ||
+        std::find_if(std::begin(names), std::end(names), [&](const char* n) {
+          return point.first == n;
+        }) == std::end(names)) {
+      std::fprintf(stderr, "%s: '%s' is not NAME=FILE of a known point\n",
+                   variable, std::string(spec).c_str());
       continue;
     }
-    stalls->push_back(std::move(stall));
+    armed->push_back(std::move(point));
   }
-  return stalls;
+  return armed;
 }
 
 }  // namespace
 
 void StallPoint(absl::string_view name) {
-  static const auto* const stalls = LoadStalls();
+  static const auto* const stalls = LoadFileArmed("PRISM_STALLS", kStallNames);
   if (stalls->empty()) return;
   for (const auto& [stall, file] : *stalls) {
     if (stall != name) continue;
@@ -108,6 +116,18 @@ void StallPoint(absl::string_view name) {
       std::this_thread::sleep_for(std::chrono::milliseconds(ms));
     }
   }
+}
+
+std::string FaultPoint(absl::string_view name) {
+  static const auto* const faults = LoadFileArmed("PRISM_FAULTS", kFaultNames);
+  if (faults->empty()) return "";
+  for (const auto& [fault, file] : *faults) {
+    if (fault != name) continue;
+    std::ifstream in(file);
+    std::string word;
+    if (in >> word) return word;
+  }
+  return "";
 }
 
 void Failpoint(absl::string_view name) {

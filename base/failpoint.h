@@ -26,9 +26,22 @@
 // holds (a test writes the file to start the stall and removes it to end
 // it). Unset, StallPoint costs one load of a flag.
 //
-// Thread-safety: Failpoint and StallPoint may be called from any thread.
+// Fault points make a call fail as the environment would, for faults a test
+// cannot make real (a filesystem cannot be remounted read-only while the
+// database is open for writing: the kernel answers EBUSY):
+//
+//   PRISM_FAULTS="storage.write=/tmp/t/write-fault"
+//
+// makes FaultPoint("storage.write") return the first word of the file (e.g.
+// "read_only") each time it is reached while the file exists; the caller
+// fails the way that word names. Unset, FaultPoint costs one load of a flag.
+//
+// Thread-safety: Failpoint, StallPoint and FaultPoint may be called from any
+// thread.
 #ifndef PRISM_BASE_FAILPOINT_H_
 #define PRISM_BASE_FAILPOINT_H_
+
+#include <string>
 
 #include "absl/strings/string_view.h"
 
@@ -41,6 +54,10 @@ void Failpoint(absl::string_view name);
 // StallPoint sleeps while `name` is armed in PRISM_STALLS and its file
 // exists (for the milliseconds the file holds); otherwise returns at once.
 void StallPoint(absl::string_view name);
+
+// FaultPoint returns the first word of the file armed for `name` in
+// PRISM_FAULTS while that file exists; "" otherwise (and always when unset).
+std::string FaultPoint(absl::string_view name);
 
 }  // namespace prism
 

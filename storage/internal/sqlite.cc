@@ -31,6 +31,17 @@ absl::Status SqliteStatus(int rc, const std::string& message) {
   }
 }
 
+// InjectedFault is the SQLite result code a test armed for every write
+// (PRISM_FAULTS="storage.write=FILE", base/failpoint.h), or SQLITE_OK.
+int InjectedFault() {
+  const std::string fault = FaultPoint("storage.write");
+  if (fault.empty()) return SQLITE_OK;
+  if (fault == "read_only") return SQLITE_READONLY;
+  if (fault == "disk_full") return SQLITE_FULL;
+  if (fault == "busy") return SQLITE_BUSY;
+  return SQLITE_IOERR;
+}
+
 }  // namespace
 
 absl::Status SqliteError(sqlite3* db, int rc, absl::string_view what) {
@@ -189,6 +200,12 @@ absl::StatusOr<Query> Connection::Prepare(const char* sql) {
 }
 
 absl::StatusOr<Transaction> Transaction::Begin(Connection* conn, Kind kind) {
+  if (kind == Kind::kWrite) {
+    if (const int rc = InjectedFault(); rc != SQLITE_OK) {
+      return ReportFault(conn->write_observer(),
+                         SqliteError(nullptr, rc, "BEGIN IMMEDIATE"));
+    }
+  }
   absl::Status status =
       conn->Exec(kind == Kind::kWrite ? "BEGIN IMMEDIATE" : "BEGIN DEFERRED");
   if (!status.ok()) return status;
