@@ -226,26 +226,40 @@ int RunCoordinator(CoordinatorFlags flags) {
 
   // A database on a full (or failing) disk cannot even open: SQLite needs
   // room for its shared-memory index. Wait for the disk, saying so once,
-  // rather than exit and be restarted in a loop; any other failure (a bad
-  // path, a file that is not a database) is one clear line and exit 1.
+  // rather than exit and be restarted in a loop, and meanwhile answer the
+  // HTTP probes on the coordinator's own address (/readyz 503 with the
+  // cause), so a readiness probe learns why instead of "connection
+  // refused". Any other failure (a bad path, a file that is not a
+  // database) is one clear line and exit 1.
   absl::StatusOr<std::unique_ptr<server::Coordinator>> coordinator =
       server::Coordinator::Create(o);
-  for (bool logged = false; !coordinator.ok();) {
+  std::unique_ptr<server::OpeningProbes> probes;
+  while (!coordinator.ok()) {
     const std::optional<storage::StorageFault> fault =
         storage::StorageFaultOf(coordinator.status());
     if (fault != storage::StorageFault::kDiskFull &&
         fault != storage::StorageFault::kIoError) {
       return ReportError("coordinator", coordinator.status());
     }
-    if (!logged) {
-      logged = true;
+    if (probes == nullptr) {
+      absl::StatusOr<std::unique_ptr<server::OpeningProbes>> started =
+          server::OpeningProbes::Start(o);
+      if (!started.ok()) return ReportError("coordinator", started.status());
+      probes = *std::move(started);
+      // The coordinator takes over this very port once the database opens.
+      o.http_address = probes->http_address();
+      probes->OpenFailed(*fault, coordinator.status());
       Log(LogLevel::kError, "cannot open the database; retrying every second")
           .Kv("fault", storage::StorageFaultName(*fault))
           .Kv("cause", coordinator.status().message())
           .Kv("db", o.db_path)
+          .Kv("http", probes->http_address())
           .Kv("action",
-              "not serving (readiness fails) until it opens; free space on "
-              "the database's filesystem or check the disk");
+              "serving only /healthz, /readyz (503) and /metrics until it "
+              "opens, gRPC not listening; free space on the database's "
+              "filesystem or check the disk");
+    } else {
+      probes->OpenFailed(*fault, coordinator.status());
     }
     if (const int signal_number = WaitForStopSignalFor(absl::Seconds(1));
         signal_number != 0) {
@@ -255,6 +269,7 @@ int RunCoordinator(CoordinatorFlags flags) {
     }
     coordinator = server::Coordinator::Create(o);
     if (coordinator.ok()) {
+      probes->Stop();
       Log(LogLevel::kInfo, "database opened after waiting for the disk");
     }
   }

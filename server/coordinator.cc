@@ -117,6 +117,61 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
   return std::make_pair(address.substr(0, colon), port);
 }
 
+HttpOptions HttpOptionsFor(const CoordinatorOptions& options) {
+  const Limits& limits = options.limits;
+  HttpOptions http_options;
+  http_options.web_root = options.web_root;
+  http_options.metrics_open = options.metrics_open;
+  http_options.max_event_streams = limits.max_event_streams;
+  http_options.max_event_streams_per_user = limits.max_event_streams_per_user;
+  http_options.max_stream_buffer_bytes = limits.max_stream_buffer_bytes;
+  http_options.max_threads = limits.http_max_connections;
+  http_options.threads =
+      std::min(http_options.threads, limits.http_max_connections);
+  http_options.max_connections_per_peer = limits.http_max_connections_per_peer;
+  http_options.max_head_bytes = limits.http_max_head_bytes;
+  http_options.max_line_bytes =
+      std::min(http_options.max_line_bytes, limits.http_max_head_bytes);
+  http_options.header_timeout_ms = limits.http_header_timeout_ms;
+  http_options.tls_cert_file = options.tls.cert;
+  http_options.tls_key_file = options.tls.key;
+  return http_options;
+}
+
+absl::StatusOr<std::unique_ptr<OpeningProbes>> OpeningProbes::Start(
+    const CoordinatorOptions& options) {
+  PRISM_ASSIGN_OR_RETURN(auto host_port, SplitHostPort(options.http_address));
+  std::unique_ptr<OpeningProbes> probes(new OpeningProbes(options));
+  PRISM_ASSIGN_OR_RETURN(
+      int port, probes->http_->Bind(host_port.first, host_port.second));
+  probes->http_address_ = absl::StrCat(host_port.first, ":", port);
+  probes->http_->Start();
+  return probes;
+}
+
+OpeningProbes::OpeningProbes(const CoordinatorOptions& options)
+    : health_(options.db_path, kStorageStallThreshold) {
+  HttpOptions http_options = HttpOptionsFor(options);
+  http_options.threads = std::min(http_options.threads, 4);
+  http_ = std::make_unique<HttpServer>(
+      &metrics_,
+      [this] {
+        Metrics::Snapshot s;
+        s.storage_errors = health_.ErrorsByFault();
+        s.storage_ready = health_.Ready().ok();
+        s.storage_disruptions = health_.disruptions();
+        if (absl::StatusOr<int64_t> free = health_.FreeBytes(); free.ok()) {
+          s.db_free_bytes = *free;
+        }
+        return s;
+      },
+      &health_, http_options);
+}
+
+OpeningProbes::~OpeningProbes() { Stop(); }
+
+void OpeningProbes::Stop() { http_->Stop(); }
+
 absl::StatusOr<std::unique_ptr<Coordinator>> Coordinator::Create(
     const CoordinatorOptions& options, const Clock* clock) {
   PRISM_RETURN_IF_ERROR(ValidateOptions(options));
@@ -218,26 +273,10 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
   schedule_service_ =
       std::make_unique<ScheduleServiceImpl>(auth_.get(), &reads_, limits);
   auth_service_ = std::make_unique<AuthServiceImpl>(auth_.get());
-  HttpOptions http_options;
-  http_options.web_root = options.web_root;
-  http_options.metrics_open = options.metrics_open;
-  http_options.max_event_streams = limits.max_event_streams;
-  http_options.max_event_streams_per_user = limits.max_event_streams_per_user;
-  http_options.max_stream_buffer_bytes = limits.max_stream_buffer_bytes;
-  http_options.max_threads = limits.http_max_connections;
-  http_options.threads =
-      std::min(http_options.threads, limits.http_max_connections);
-  http_options.max_connections_per_peer = limits.http_max_connections_per_peer;
-  http_options.max_head_bytes = limits.http_max_head_bytes;
-  http_options.max_line_bytes =
-      std::min(http_options.max_line_bytes, limits.http_max_head_bytes);
-  http_options.header_timeout_ms = limits.http_header_timeout_ms;
-  http_options.tls_cert_file = options.tls.cert;
-  http_options.tls_key_file = options.tls.key;
   http_ = std::make_unique<HttpServer>(
       auth_.get(), experiments_.get(), results_.get(), queue_.get(), &events_,
       &reads_, &metrics_, [this] { return SampleGauges(); }, &health_,
-      http_options);
+      HttpOptionsFor(options));
   if (options.job_backend != nullptr) {
     scaler_ = std::make_unique<Scaler>(
         options.scaler, options.job_backend.get(), store_.get(),

@@ -127,6 +127,47 @@ absl::StatusOr<std::pair<std::string, int>> SplitHostPort(
 // warning.
 bool IsLoopbackHost(const std::string& host);
 
+// HttpOptionsFor returns the HTTP server's options of a coordinator
+// started with `options` (its limits, TLS files, dashboard, metrics_open).
+HttpOptions HttpOptionsFor(const CoordinatorOptions& options);
+
+// OpeningProbes: the HTTP face of a coordinator whose database cannot be
+// opened yet (a start on a full disk: SQLite has no room even for its
+// shared-memory index). It serves /healthz (200), /readyz (503 "not ready:
+// database cannot be opened for writing for 3s: io_error: ...") and
+// /metrics (the storage gauges, without a token), and 503 with that cause
+// for every other path, on the coordinator's HTTP address, until Stop.
+// gRPC does not listen meanwhile: see Coordinator's header comment.
+//
+// Thread-safety: OpenFailed from any thread; Stop from the one that
+// started it.
+class OpeningProbes {
+ public:
+  // Start binds options.http_address (port 0 picks a free one) and serves;
+  // Unavailable when it cannot bind, InvalidArgument when the TLS files do
+  // not load.
+  static absl::StatusOr<std::unique_ptr<OpeningProbes>> Start(
+      const CoordinatorOptions& options);
+  ~OpeningProbes();
+
+  // OpenFailed records the latest failed open (what /readyz says).
+  void OpenFailed(storage::StorageFault fault, const absl::Status& status) {
+    health_.OpenFailed(fault, status);
+  }
+  // http_address is where it listens: HOST:PORT with the port it picked.
+  const std::string& http_address() const { return http_address_; }
+  // Stop stops serving and frees the port for the coordinator; idempotent.
+  void Stop();
+
+ private:
+  explicit OpeningProbes(const CoordinatorOptions& options);
+
+  StorageHealth health_;
+  Metrics metrics_;
+  std::unique_ptr<HttpServer> http_;
+  std::string http_address_;
+};
+
 class Coordinator {
  public:
   // Create resolves the data roots and reads the TLS files (InvalidArgument

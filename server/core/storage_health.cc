@@ -56,6 +56,7 @@ void StorageHealth::WriteFailed(storage::StorageFault fault,
     since_ = absl::Now();
   }
   state_ = State::kFailing;
+  opening_ = false;
   fault_ = fault;
   cause_ = std::string(status.message());
   if (changed) {
@@ -65,6 +66,20 @@ void StorageHealth::WriteFailed(storage::StorageFault fault,
         .Kv("dir", db_dir_)
         .Kv("action", ActionFor(fault));
   }
+}
+
+void StorageHealth::OpenFailed(storage::StorageFault fault,
+                               const absl::Status& status) {
+  absl::MutexLock lock(&mu_);
+  ++errors_[fault];
+  if (state_ != State::kFailing) {
+    ++disruptions_;
+    since_ = absl::Now();
+  }
+  state_ = State::kFailing;
+  opening_ = true;
+  fault_ = fault;
+  cause_ = std::string(status.message());
 }
 
 void StorageHealth::WriteCommitted(absl::Duration took) {
@@ -90,15 +105,18 @@ void StorageHealth::WriteCommitted(absl::Duration took) {
                                              : absl::string_view("stall"))
       .Kv("lasted_ms", absl::ToInt64Milliseconds(absl::Now() - since_));
   state_ = State::kOk;
+  opening_ = false;
   cause_.clear();
 }
 
 absl::Status StorageHealth::Ready() const {
   absl::MutexLock lock(&mu_);
   if (state_ != State::kFailing) return absl::OkStatus();
-  return absl::UnavailableError(absl::StrCat(
-      "storage writes failing for ", absl::ToInt64Seconds(absl::Now() - since_),
-      "s: ", storage::StorageFaultName(fault_), ": ", cause_));
+  return absl::UnavailableError(
+      absl::StrCat(opening_ ? "database cannot be opened for writing for "
+                            : "storage writes failing for ",
+                   absl::ToInt64Seconds(absl::Now() - since_),
+                   "s: ", storage::StorageFaultName(fault_), ": ", cause_));
 }
 
 std::string StorageHealth::Condition() const {
@@ -107,7 +125,9 @@ std::string StorageHealth::Condition() const {
     case State::kOk:
       return "";
     case State::kFailing:
-      return absl::StrCat("storage writes failing for ",
+      return absl::StrCat(opening_
+                              ? "database cannot be opened for writing for "
+                              : "storage writes failing for ",
                           absl::ToInt64Seconds(absl::Now() - since_), "s (",
                           storage::StorageFaultName(fault_), ": ", cause_,
                           "); ", ActionFor(fault_));

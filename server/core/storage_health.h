@@ -50,9 +50,17 @@ class StorageHealth final : public storage::WriteObserver {
   void WriteCommitted(absl::Duration took) override;
   void WriteBegun() override;
   void WriteEnded() override;
+  // OpenFailed records that the database cannot even be opened for writing
+  // (a start on a full disk: SQLite has no room for its shared-memory
+  // index). Counted like a failed write of `fault`, but not logged: the
+  // caller retries every second and says so once. Ready then names the
+  // open, until a write succeeds.
+  void OpenFailed(storage::StorageFault fault, const absl::Status& status);
 
-  // Ready returns OK unless the last write failed; then Unavailable with
-  // the fault, SQLite's message and how long writes have failed.
+  // Ready returns OK unless the last write (or the open) failed; then
+  // Unavailable with the fault, SQLite's message and how long writes have
+  // failed ("database cannot be opened for writing for 3s: io_error: ..."
+  // after OpenFailed).
   absl::Status Ready() const;
   // Condition returns "" while the last write succeeded promptly, else one
   // line for an operator (the failing fault and cause, or the stall).
@@ -80,6 +88,7 @@ class StorageHealth final : public storage::WriteObserver {
   storage::StorageFault fault_ ABSL_GUARDED_BY(mu_) =
       storage::StorageFault::kDiskFull;
   std::string cause_ ABSL_GUARDED_BY(mu_);
+  bool opening_ ABSL_GUARDED_BY(mu_) = false;  // failing since OpenFailed
   absl::Time since_ ABSL_GUARDED_BY(mu_);
   absl::Duration last_stall_ ABSL_GUARDED_BY(mu_);
   int64_t disruptions_ ABSL_GUARDED_BY(mu_) = 0;

@@ -331,6 +331,11 @@ HttpServer::HttpServer(AuthManager* auth, ExperimentManager* experiments,
   Route();
 }
 
+HttpServer::HttpServer(Metrics* metrics, GaugeSampler gauges,
+                       const StorageHealth* health, HttpOptions options)
+    : HttpServer(nullptr, nullptr, nullptr, nullptr, nullptr, nullptr, metrics,
+                 std::move(gauges), health, std::move(options)) {}
+
 HttpServer::~HttpServer() { Stop(); }
 
 absl::StatusOr<int> HttpServer::Bind(const std::string& host, int port) {
@@ -375,6 +380,47 @@ void HttpServer::Stop() {
 
 void HttpServer::Route() {
   httplib::Server& s = *server_;
+  s.set_logger(
+      [this](const httplib::Request& req, const httplib::Response& res) {
+        metrics_->CountHttp(RouteLabel(req.path), res.status);
+        if (LogEnabled(LogLevel::kDebug)) {
+          Log(LogLevel::kDebug, "http")
+              .Kv("method", req.method)
+              .Kv("path", req.path)
+              .Kv("status", res.status);
+        }
+      });
+  s.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
+    res.set_content("ok\n", "text/plain; charset=utf-8");
+  });
+  s.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
+    absl::Status ready = health_->Ready();
+    if (!ready.ok()) {
+      res.status = 503;
+      res.set_content(absl::StrCat("not ready: ", ready.message(), "\n"),
+                      "text/plain; charset=utf-8");
+      return;
+    }
+    res.set_content("ok\n", "text/plain; charset=utf-8");
+  });
+
+  if (probes_only()) {
+    // No database yet: nothing to check a token against. The storage
+    // gauges say no more than /readyz tells anyone.
+    s.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+      res.set_content(metrics_->Render(gauges_()),
+                      "text/plain; version=0.0.4; charset=utf-8");
+    });
+    const auto not_open = [this](const httplib::Request&,
+                                 httplib::Response& res) {
+      WriteError(res, absl::UnavailableError(
+                          absl::StrCat("the coordinator is not serving yet: ",
+                                       health_->Ready().message())));
+    };
+    s.Get(".*", not_open);
+    s.Post(".*", not_open);
+    return;
+  }
   s.Get("/api/v1/events",
         [this](const httplib::Request& req, httplib::Response& res) {
           ServeEvents(req, res);
@@ -430,20 +476,6 @@ void HttpServer::Route() {
     res.set_content(metrics_->Render(gauges_()),
                     "text/plain; version=0.0.4; charset=utf-8");
   });
-  s.Get("/healthz", [](const httplib::Request&, httplib::Response& res) {
-    res.set_content("ok\n", "text/plain; charset=utf-8");
-  });
-  s.Get("/readyz", [this](const httplib::Request&, httplib::Response& res) {
-    absl::Status ready = health_->Ready();
-    if (!ready.ok()) {
-      res.status = 503;
-      res.set_content(absl::StrCat("not ready: ", ready.message(), "\n"),
-                      "text/plain; charset=utf-8");
-      return;
-    }
-    res.set_content("ok\n", "text/plain; charset=utf-8");
-  });
-
   const std::string web_root = options_.web_root;
   s.Get("/", [web_root](const httplib::Request&, httplib::Response& res) {
     std::ifstream in(web_root + "/index.html", std::ios::binary);
@@ -465,16 +497,6 @@ void HttpServer::Route() {
                                     : absl::StrCat("HTTP ", res.status)),
         kJson);
   });
-  s.set_logger(
-      [this](const httplib::Request& req, const httplib::Response& res) {
-        metrics_->CountHttp(RouteLabel(req.path), res.status);
-        if (LogEnabled(LogLevel::kDebug)) {
-          Log(LogLevel::kDebug, "http")
-              .Kv("method", req.method)
-              .Kv("path", req.path)
-              .Kv("status", res.status);
-        }
-      });
 }
 
 absl::StatusOr<std::string> HttpServer::Answer(const ApiRequest& request,

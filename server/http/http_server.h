@@ -128,6 +128,14 @@ class HttpServer {
              ResultsManager* results, QueueManager* queue, EventBus* events,
              ReadGate* reads, Metrics* metrics, GaugeSampler gauges,
              const StorageHealth* health, HttpOptions options);
+  // HttpServer (probes only) serves a coordinator whose database cannot be
+  // opened yet (a start on a full disk): /healthz, /readyz from `health`,
+  // /metrics without a token (only what `gauges` samples: the storage
+  // state, no more than /readyz tells anyone), and 503 with the readiness
+  // cause for every other path. Stop it before the full server binds its
+  // port.
+  HttpServer(Metrics* metrics, GaugeSampler gauges, const StorageHealth* health,
+             HttpOptions options);
   ~HttpServer();
 
   // Bind listens on host:port (port 0 picks a free one) and returns the
@@ -143,6 +151,7 @@ class HttpServer {
  private:
   void Route();
   bool tls() const { return !options_.tls_cert_file.empty(); }
+  bool probes_only() const { return auth_ == nullptr; }
   // Answer renders a parsed API call's JSON answer.
   absl::StatusOr<std::string> Answer(const ApiRequest& request,
                                      const Caller& caller);

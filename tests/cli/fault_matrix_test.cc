@@ -149,20 +149,42 @@ void FillDisk(const std::string& path) {
   }
 }
 
-// HttpGet returns the status and body of GET `path` on the coordinator's
-// HTTP server, with the admin token; status -1 (and the error) when it did
+// HttpGetAt returns the status and body of GET `path` on the HTTP server
+// at `address`, with `token` (if any); status -1 (and the error) when it did
 // not answer.
-std::pair<int, std::string> HttpGet(const LocalCluster& cluster,
-                                    const std::string& path) {
+std::pair<int, std::string> HttpGetAt(const std::string& address,
+                                      const std::string& path,
+                                      const std::string& token = "") {
   const std::pair<std::string, std::string> host_port =
-      absl::StrSplit(cluster.http_address(), absl::MaxSplits(':', 1));
+      absl::StrSplit(address, absl::MaxSplits(':', 1));
   int port = 0;
   if (!absl::SimpleAtoi(host_port.second, &port)) return {-1, "no port"};
   httplib::Client client(host_port.first, port);
-  client.set_bearer_token_auth(cluster.admin_token());
+  if (!token.empty()) client.set_bearer_token_auth(token);
   httplib::Result res = client.Get(path);
   if (!res) return {-1, httplib::to_string(res.error())};
   return {res->status, res->body};
+}
+
+// HttpGet is HttpGetAt on the coordinator's HTTP server with the admin
+// token.
+std::pair<int, std::string> HttpGet(const LocalCluster& cluster,
+                                    const std::string& path) {
+  return HttpGetAt(cluster.http_address(), path, cluster.admin_token());
+}
+
+// LoggedWord returns the value of `key` (up to the next space) on the first
+// line of the log at `path` that contains `needle`, or "".
+std::string LoggedWord(const std::string& path, const std::string& needle,
+                       const std::string& key) {
+  for (absl::string_view line : absl::StrSplit(ReadFile(path), '\n')) {
+    if (!absl::StrContains(line, needle)) continue;
+    const size_t at = line.find(" " + key + "=");
+    if (at == absl::string_view::npos) return "";
+    absl::string_view value = line.substr(at + key.size() + 2);
+    return std::string(value.substr(0, value.find(' ')));
+  }
+  return "";
 }
 
 // WaitForReadyz polls /readyz until it answers `status` (wait on the state,
@@ -641,7 +663,7 @@ TEST(FaultMatrixTest, FullDatabaseDiskAnswersUnavailableAndRecovers) {
   ExpectNothingLost(cluster, id, {}, {{"4x6", Reference(cluster, "4x6")}});
 }
 
-TEST(FaultMatrixTest, CoordinatorStartedOnAFullDiskWaitsAndRecovers) {
+TEST(FaultMatrixTest, CoordinatorStartedOnAFullDiskIsNotReadyAndRecovers) {
   const TempDir holder("prism_fullstart");
   const std::string mount_dir = holder.File("db");
   Tmpfs disk(mount_dir, "16m");
@@ -659,21 +681,38 @@ TEST(FaultMatrixTest, CoordinatorStartedOnAFullDiskWaitsAndRecovers) {
   // Stopped cleanly (its WAL and shared-memory files removed), the disk
   // filled while it is down, started again: SQLite cannot even open the
   // file (no room for its shared-memory index), so it waits, saying why
-  // once, and serves nothing: readiness fails.
+  // once, and answers the HTTP probes meanwhile: not ready, with the cause.
   ASSERT_TRUE(cluster.coordinator().Signal(SIGTERM).ok());
   ASSERT_TRUE(cluster.coordinator().Wait(absl::Minutes(1)).ok());
   const std::string filler = mount_dir + "/filler";
   FillDisk(filler);
   const std::string log_path = cluster.dir() + "/coordinator.log";
-  // The start blocks until it serves, so the disk is freed from a thread
-  // (the coordinator must be started from this one: it is killed when the
-  // thread that started it ends) once the coordinator said why it waits.
+  constexpr char kWaiting[] = "msg=\"cannot open the database; retrying";
+  // The start blocks until it serves, so the probes are read and the disk
+  // freed from a thread (the coordinator must be started from this one: it
+  // is killed when the thread that started it ends).
   bool said_why = false;
-  int readyz_while_waiting = 0;
+  std::string waiting_http;
+  std::string not_ready;
+  int healthz = 0;
+  int api = 0;
+  std::string metrics;
   std::thread freer([&] {
-    said_why = WaitForLog(log_path, "msg=\"cannot open the database; retrying",
-                          absl::Seconds(30));
-    readyz_while_waiting = HttpGet(cluster, "/readyz").first;
+    said_why = WaitForLog(log_path, kWaiting, absl::Seconds(30));
+    waiting_http = LoggedWord(log_path, kWaiting, "http");
+    // Wait on the state: the probe answers 503 naming the open.
+    const absl::Time deadline = absl::Now() + absl::Seconds(30);
+    while (said_why && absl::Now() < deadline) {
+      auto [code, body] = HttpGetAt(waiting_http, "/readyz");
+      if (code == 503) {
+        not_ready = body;
+        break;
+      }
+      absl::SleepFor(absl::Milliseconds(50));
+    }
+    healthz = HttpGetAt(waiting_http, "/healthz").first;
+    api = HttpGetAt(waiting_http, "/api/v1/experiments").first;
+    metrics = HttpGetAt(waiting_http, "/metrics").second;
     fs::remove(filler);
   });
   // Nobody touches it but the disk: it opens and serves by itself.
@@ -683,7 +722,16 @@ TEST(FaultMatrixTest, CoordinatorStartedOnAFullDiskWaitsAndRecovers) {
   EXPECT_TRUE(said_why) << cluster.Logs();
   EXPECT_THAT(ReadFile(log_path),
               HasSubstr("level=error msg=\"cannot open the database"));
-  EXPECT_NE(readyz_while_waiting, 200);
+  EXPECT_THAT(not_ready,
+              HasSubstr("not ready: database cannot be opened for writing"))
+      << cluster.Logs();
+  EXPECT_THAT(not_ready,
+              ::testing::AnyOf(HasSubstr("disk_full"), HasSubstr("io_error")));
+  EXPECT_EQ(healthz, 200);
+  EXPECT_EQ(api, 503);
+  EXPECT_THAT(metrics, HasSubstr("prism_storage_ready 0"));
+  // The coordinator took over the port the probes answered on.
+  EXPECT_EQ(cluster.http_address(), waiting_http);
   EXPECT_EQ(WaitForReadyz(cluster, 200, absl::Minutes(1)), "ok\n")
       << cluster.Logs();
   EXPECT_THAT(ReadFile(log_path),
@@ -739,6 +787,53 @@ TEST(FaultMatrixTest, StalledCommitsLongerThanALeaseExpireNoLease) {
   const std::string worker_log = ReadFile(WorkerLog(cluster, worker));
   EXPECT_THAT(worker_log, ::testing::Not(HasSubstr("heartbeat_failed")));
   EXPECT_THAT(worker_log, ::testing::Not(HasSubstr("trial_superseded")));
+  ExpectNothingLost(cluster, id, {}, {{"4x6", Reference(cluster, "4x6")}});
+}
+
+TEST(FaultMatrixTest, DatabaseTurnedReadOnlyMidRunRecoversByItself) {
+  // A tmpfs cannot be remounted read-only while SQLite holds the file open
+  // for writing (the kernel answers EBUSY), so the fault point fails every
+  // write transaction with SQLITE_READONLY while the file exists, as a
+  // read-only database would.
+  LocalCluster cluster(ShortLease());
+  const std::string fault = cluster.dir() + "/write-fault";
+  int64_t id;
+  int worker;
+  ASSERT_NO_FATAL_FAILURE(
+      StartOneTrial(cluster, "read-only db", &id, &worker, {},
+                    {absl::StrCat("PRISM_FAULTS=storage.write=", fault)}));
+  ASSERT_TRUE(WaitForStep(cluster, id, 10, absl::Minutes(2)).ok());
+  WriteFile(fault, "read_only");
+
+  const std::string not_ready = WaitForReadyz(cluster, 503, absl::Seconds(30));
+  EXPECT_THAT(not_ready, HasSubstr("read_only")) << cluster.Logs();
+  EXPECT_THAT(not_ready, HasSubstr("readonly database"));
+  EXPECT_GE(
+      MetricValue(cluster, "prism_storage_errors_total{fault=\"read_only\"}"),
+      1);
+  EXPECT_EQ(MetricValue(cluster, "prism_storage_ready"), 0);
+  EXPECT_EQ(HttpGet(cluster, "/healthz").first, 200);
+  // Let it last past a lease, so an expiry would have happened if the
+  // coordinator expired leases it could not renew.
+  ASSERT_TRUE(WaitForLog(WorkerLog(cluster, worker), "readonly database",
+                         absl::Seconds(30)))
+      << cluster.Logs();
+  absl::SleepFor(absl::Seconds(4));  // the lease (3 s) must pass unrenewed
+  fs::remove(fault);
+
+  EXPECT_EQ(WaitForReadyz(cluster, 200, absl::Minutes(1)), "ok\n")
+      << cluster.Logs();
+  absl::StatusOr<v1::Experiment> done =
+      cluster.WaitForExperiment(id, absl::Minutes(4));
+  ASSERT_TRUE(done.ok()) << done.status();
+  EXPECT_EQ(done->counts().failed(), 0) << cluster.Logs();
+  EXPECT_EQ(done->counts().completed(), 1) << cluster.Logs();
+  const std::string log = CoordinatorLog(cluster);
+  EXPECT_THAT(log, HasSubstr("level=error msg=\"storage writes failing\" "
+                             "fault=read_only"));
+  EXPECT_THAT(log, HasSubstr("msg=\"storage writes succeed again\" "
+                             "after=read_only"));
+  EXPECT_THAT(log, ::testing::Not(HasSubstr("msg=\"lease expired\"")));
   ExpectNothingLost(cluster, id, {}, {{"4x6", Reference(cluster, "4x6")}});
 }
 

@@ -722,5 +722,59 @@ TEST_F(HttpTest, ShutdownDoesNotWaitForQuietConnections) {
   close(half);
 }
 
+// Before the database opens (a start on a full disk): the probes answer on
+// the coordinator's address, not ready with the cause, and Stop frees the
+// port for the coordinator that takes over.
+TEST(OpeningProbesTest, AnswerNotReadyWithTheCauseAndFreeThePort) {
+  CoordinatorOptions options;
+  options.db_path = "/tmp/no-such-dir/prism.db";
+  options.http_address = "127.0.0.1:0";
+  absl::StatusOr<std::unique_ptr<OpeningProbes>> probes =
+      OpeningProbes::Start(options);
+  ASSERT_TRUE(probes.ok()) << probes.status();
+  (*probes)->OpenFailed(
+      storage::StorageFault::kIoError,
+      absl::UnavailableError("cannot open database: disk I/O error"));
+  const std::vector<std::string> host_port =
+      absl::StrSplit((*probes)->http_address(), ':');
+  ASSERT_EQ(host_port.size(), 2u);
+  int port = 0;
+  ASSERT_TRUE(absl::SimpleAtoi(host_port[1], &port));
+  httplib::Client client(host_port[0], port);
+
+  httplib::Result ready = client.Get("/readyz");
+  ASSERT_TRUE(ready);
+  EXPECT_EQ(ready->status, 503);
+  EXPECT_THAT(ready->body,
+              HasSubstr("not ready: database cannot be opened for writing"));
+  EXPECT_THAT(ready->body, HasSubstr("io_error: cannot open database: disk"));
+  httplib::Result alive = client.Get("/healthz");
+  ASSERT_TRUE(alive);
+  EXPECT_EQ(alive->status, 200);
+  httplib::Result metrics = client.Get("/metrics");  // no token to check
+  ASSERT_TRUE(metrics);
+  EXPECT_EQ(metrics->status, 200);
+  EXPECT_THAT(metrics->body, HasSubstr("prism_storage_ready 0\n"));
+  EXPECT_THAT(metrics->body,
+              HasSubstr("prism_storage_errors_total{fault=\"io_error\"} 1\n"));
+  httplib::Result api = client.Get("/api/v1/experiments");
+  ASSERT_TRUE(api);
+  EXPECT_EQ(api->status, 503);
+  EXPECT_THAT(api->body, HasSubstr("not serving yet: database cannot be"));
+
+  // Stopped, nothing listens there (httplib binds with SO_REUSEPORT, so a
+  // second bind would succeed even beside a live listener: connect instead).
+  (*probes)->Stop();
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr = {};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(port));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_NE(connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)), 0)
+      << "the probes still listen";
+  EXPECT_EQ(errno, ECONNREFUSED);
+  close(fd);
+}
+
 }  // namespace
 }  // namespace prism::server::testing

@@ -60,6 +60,26 @@ TEST(StorageHealthTest, FailedWriteIsNotReadyWithTheCauseUntilACommit) {
   EXPECT_EQ(health.Condition(), "");
 }
 
+TEST(StorageHealthTest, FailedOpenNamesTheOpenCountsAndLogsNothing) {
+  StorageHealth health("/tmp/x/prism.db", absl::Seconds(1));
+  ::testing::internal::CaptureStderr();
+  health.OpenFailed(StorageFault::kDiskFull, kFull);
+  health.OpenFailed(StorageFault::kDiskFull, kFull);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  EXPECT_EQ(log, "");  // the caller says it once, with what it does
+  absl::Status ready = health.Ready();
+  EXPECT_EQ(ready.code(), absl::StatusCode::kUnavailable);
+  EXPECT_THAT(ready.message(),
+              HasSubstr("database cannot be opened for writing for "));
+  EXPECT_THAT(ready.message(), HasSubstr("disk_full: COMMIT: database or"));
+  EXPECT_EQ(health.ErrorsByFault().at("disk_full"), 2);
+  EXPECT_EQ(health.disruptions(), 1);
+
+  // A later write failure is about writes again.
+  health.WriteFailed(StorageFault::kReadOnly, kReadOnly);
+  EXPECT_THAT(health.Ready().message(), HasSubstr("storage writes failing"));
+}
+
 TEST(StorageHealthTest, LogsOncePerChangeOfStateAtErrorLevel) {
   StorageHealth health("/tmp/x/prism.db", absl::Seconds(1));
   ::testing::internal::CaptureStderr();
