@@ -182,7 +182,8 @@ absl::StatusOr<int> LocalCluster::StartWorker(const WorkerFlags& flags) {
   cli::WorkerLaunch launch;
   launch.prefix = flags.prefix;
   launch.binary = PrismBinary();
-  launch.coordinator = grpc_address_;
+  launch.coordinator =
+      flags.coordinator.empty() ? grpc_address_ : flags.coordinator;
   launch.token = admin_token_;
   launch.threads = 1;
   // One kernel: tests compare curves bit for bit with `prism train` runs,

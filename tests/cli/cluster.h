@@ -76,6 +76,7 @@ struct WorkerFlags {
   std::vector<std::string> env;     // KEY=VALUE, e.g. PRISM_FAILPOINTS=...
   std::string checkpoint_dir;       // "": the cluster's shared one
   std::vector<std::string> prefix;  // e.g. {"ip", "netns", "exec", "ns1"}
+  std::string coordinator;          // "": the cluster's; else e.g. a relay
   // Under mutual TLS, whether it presents the client certificate.
   bool client_cert = true;
 };
