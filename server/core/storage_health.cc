@@ -110,13 +110,26 @@ void StorageHealth::WriteCommitted(absl::Duration took) {
 }
 
 absl::Status StorageHealth::Ready() const {
-  absl::MutexLock lock(&mu_);
-  if (state_ != State::kFailing) return absl::OkStatus();
-  return absl::UnavailableError(
-      absl::StrCat(opening_ ? "database cannot be opened for writing for "
-                            : "storage writes failing for ",
-                   absl::ToInt64Seconds(absl::Now() - since_),
-                   "s: ", storage::StorageFaultName(fault_), ": ", cause_));
+  std::string message;
+  bool opening = false;
+  {
+    absl::MutexLock lock(&mu_);
+    if (state_ != State::kFailing) return absl::OkStatus();
+    opening = opening_;
+    message =
+        absl::StrCat(opening_ ? "database cannot be opened for writing for "
+                              : "storage writes failing for ",
+                     absl::ToInt64Seconds(absl::Now() - since_),
+                     "s: ", storage::StorageFaultName(fault_), ": ", cause_);
+  }
+  // SQLite reports a full disk at open as an I/O error (no room for its
+  // shared-memory index): the free space tells which it is.
+  if (opening) {
+    if (absl::StatusOr<int64_t> free = FreeBytes(); free.ok()) {
+      absl::StrAppend(&message, " (", *free, " bytes free on ", db_dir_, ")");
+    }
+  }
+  return absl::UnavailableError(message);
 }
 
 std::string StorageHealth::Condition() const {

@@ -59,8 +59,8 @@ class StorageHealth final : public storage::WriteObserver {
 
   // Ready returns OK unless the last write (or the open) failed; then
   // Unavailable with the fault, SQLite's message and how long writes have
-  // failed ("database cannot be opened for writing for 3s: io_error: ..."
-  // after OpenFailed).
+  // failed; after OpenFailed "database cannot be opened for writing for 3s:
+  // io_error: ... (0 bytes free on DIR)".
   absl::Status Ready() const;
   // Condition returns "" while the last write succeeded promptly, else one
   // line for an operator (the failing fault and cause, or the stall).

@@ -727,6 +727,9 @@ TEST(FaultMatrixTest, CoordinatorStartedOnAFullDiskIsNotReadyAndRecovers) {
       << cluster.Logs();
   EXPECT_THAT(not_ready,
               ::testing::AnyOf(HasSubstr("disk_full"), HasSubstr("io_error")));
+  // SQLite reports the full disk at open as an I/O error; the free space
+  // beside it says which.
+  EXPECT_THAT(not_ready, HasSubstr("(0 bytes free on " + mount_dir + ")"));
   EXPECT_EQ(healthz, 200);
   EXPECT_EQ(api, 503);
   EXPECT_THAT(metrics, HasSubstr("prism_storage_ready 0"));

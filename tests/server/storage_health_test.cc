@@ -80,6 +80,15 @@ TEST(StorageHealthTest, FailedOpenNamesTheOpenCountsAndLogsNothing) {
   EXPECT_THAT(health.Ready().message(), HasSubstr("storage writes failing"));
 }
 
+TEST(StorageHealthTest, FailedOpenSaysHowMuchRoomTheFilesystemHas) {
+  const prism::testing::TempDir dir("prism_health_open");
+  StorageHealth health(dir.File("prism.db"), absl::Seconds(1));
+  health.OpenFailed(StorageFault::kIoError,
+                    absl::UnavailableError("disk I/O error"));
+  EXPECT_THAT(health.Ready().message(),
+              HasSubstr(absl::StrCat(" bytes free on ", dir.path(), ")")));
+}
+
 TEST(StorageHealthTest, LogsOncePerChangeOfStateAtErrorLevel) {
   StorageHealth health("/tmp/x/prism.db", absl::Seconds(1));
   ::testing::internal::CaptureStderr();
