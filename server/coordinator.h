@@ -27,6 +27,19 @@
 // filesystem that refuses writes serves anyway, not ready, and recovers by
 // itself.
 //
+// A start on a full disk cannot even open the database (SQLite has no room
+// for its shared-memory index; Create fails with an I/O error). `prism
+// coordinator` then retries Create every second and meanwhile runs
+// OpeningProbes on the HTTP address: /healthz 200, /readyz 503 naming the
+// open and the free space, /metrics with the storage gauges. gRPC does not
+// listen until the database opens: there is no store behind the services
+// to answer from, gRPC cannot hand a listening socket over (a stand-in
+// server would leave a window of refused connections anyway), and every
+// client already treats a refused connection as UNAVAILABLE and retries
+// (workers back off and keep their points). Once Create succeeds the probes
+// stop and Start binds the same HTTP port; no trial is failed for the wait
+// (Start extends every live lease, as after any restart).
+//
 // Start runs every open adaptive-seeds or guided round again
 // (server/core/seeds.h), extends every live lease by a full lease period
 // (workers could not heartbeat while the coordinator was down) before it

@@ -663,7 +663,7 @@ TEST(FaultMatrixTest, FullDatabaseDiskAnswersUnavailableAndRecovers) {
   ExpectNothingLost(cluster, id, {}, {{"4x6", Reference(cluster, "4x6")}});
 }
 
-TEST(FaultMatrixTest, CoordinatorStartedOnAFullDiskIsNotReadyAndRecovers) {
+TEST(FaultMatrixTest, CoordinatorStartedOnAFullDiskWaitsAndRecovers) {
   const TempDir holder("prism_fullstart");
   const std::string mount_dir = holder.File("db");
   Tmpfs disk(mount_dir, "16m");
