@@ -30,6 +30,8 @@ constexpr const char* kFailpointNames[] = {
     "lease.committed",          // coordinator: lease stored, task not sent
     "ingest.committed",         // coordinator: reports stored, not acked
     "complete.committed",       // coordinator: completion stored, no answer
+    "ladder.rung_done",         // coordinator: next rung decided, not stored
+    "ladder.submitted",         // coordinator: next rung stored, not noted
 };
 
 struct Armed {

@@ -162,6 +162,15 @@ int ShowExperiment(RpcClient& client, int64_t id, Format format) {
     if (!cost.empty()) std::cout << cost << "\n";
     std::cout << "queue order: shuffled by sample_seed "
               << experiment.spec().sample_seed() << "\n";
+    if (experiment.ladder_id() != 0) {
+      std::cout << "ladder " << experiment.ladder_id() << ": rung "
+                << experiment.ladder_rung() + 1 << " of "
+                << experiment.spec().ladder().rungs_size();
+      if (!experiment.ladder_note().empty()) {
+        std::cout << "; " << Printable(experiment.ladder_note());
+      }
+      std::cout << " (prism results --ladder " << experiment.id() << ")\n";
+    }
     if (experiment.spec().has_seeds_policy()) {
       std::cout << "adaptive seeds " << experiment.spec().seeds_policy().min()
                 << ".." << experiment.spec().seeds_policy().max()

@@ -23,6 +23,7 @@ namespace {
 struct ResultsOptions {
   ClientOptions client;
   int64_t experiment = 0;
+  int64_t ladder = 0;
   std::string format = "text";
   std::string require;
   std::string sort = "rank";
@@ -31,9 +32,30 @@ struct ResultsOptions {
   bool wide = false;
 };
 
+int LadderResults(const ResultsOptions& o, Format format) {
+  absl::StatusOr<std::unique_ptr<RpcClient>> client =
+      RpcClient::Connect(o.client);
+  if (!client.ok()) return ReportError("results", client.status());
+  v1::LadderTransferRequest request;
+  request.set_experiment_id(o.ladder);
+  v1::LadderTransferResponse response;
+  absl::Status status =
+      (*client)->Call(&v1::ResultsService::Stub::LadderTransfer,
+                      (*client)->results(), request, &response);
+  if (!status.ok()) return ReportError("results", status);
+  PrintLadder(response, format, std::cout);
+  return kExitOk;
+}
+
 int Results(const ResultsOptions& o) {
   absl::StatusOr<Format> format = ParseFormat(o.format);
   if (!format.ok()) return ReportError("results", format.status());
+  if ((o.experiment != 0) == (o.ladder != 0)) {
+    return ReportError(
+        "results", absl::InvalidArgumentError(
+                       "give --experiment ID or --ladder ID (one of them)"));
+  }
+  if (o.ladder != 0) return LadderResults(o, *format);
   absl::StatusOr<v1::RankSort> sort =
       ParseEnumValue<v1::RankSort>(o.sort, "sort");
   if (!sort.ok()) return ReportError("results", sort.status());
@@ -378,7 +400,10 @@ void RegisterResultsCommands(CLI::App& app, Action* action) {
         "results",
         "Rank an experiment's schedules against the uniform baseline");
     auto o = std::make_shared<ResultsOptions>();
-    cmd->add_option("--experiment", o->experiment, "Experiment id")->required();
+    cmd->add_option("--experiment", o->experiment, "Experiment id");
+    cmd->add_option("--ladder", o->ladder,
+                    "Instead: the transfer between the sizes of the ladder "
+                    "this experiment (any rung) belongs to (docs/ladder.md)");
     cmd->add_option("--format", o->format, "text, json or csv");
     cmd->add_option("--require", o->require,
                     "Only schedules satisfying these principles "

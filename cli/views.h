@@ -151,6 +151,13 @@ void PrintCompare(const v1::CompareResponse& response, Format format,
 Table SuggestionsTable(const v1::SuggestResponse& response);
 // PrintSuggestions prints a Suggest response: in text the table, what its
 // columns mean and the method line; in CSV the table; in JSON the response.
+// PrintLadder prints a ladder's transfer: per pair of consecutive rungs,
+// Spearman and Kendall with their bootstrap intervals, the schedules
+// matched and whether the small best-set holds the large best (text within
+// 100 columns, CSV one row per pair); JSON is the response's JSON mapping.
+void PrintLadder(const v1::LadderTransferResponse& response, Format format,
+                 std::ostream& out);
+
 void PrintSuggestions(const v1::SuggestResponse& response, Format format,
                       std::ostream& out);
 

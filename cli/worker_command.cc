@@ -41,7 +41,8 @@ struct WorkerCommandOptions {
   int max_trials = 0;
   double idle_exit_seconds = 0;
   std::string worker_id;
-  std::string replay;  // a fixture: serve recorded curves instead of training
+  // Fixtures: serve recorded curves instead of training (one per size).
+  std::vector<std::string> replay;
   double replay_speed = 0;  // steps per second of wall time; 0: at once
   std::vector<std::string> data_roots;  // empty: the demo corpus root
 };
@@ -84,11 +85,15 @@ int RunWorker(const WorkerCommandOptions& o) {
   if (o.replay.empty()) {
     launcher = worker::NewModelTrainerLauncher();
   } else {
-    absl::StatusOr<worker::ReplayFixture> fixture =
-        worker::LoadReplayFixture(o.replay);
-    if (!fixture.ok()) return ReportError("worker", fixture.status());
+    std::vector<worker::ReplayFixture> fixtures;
+    for (const std::string& path : o.replay) {
+      absl::StatusOr<worker::ReplayFixture> fixture =
+          worker::LoadReplayFixture(path);
+      if (!fixture.ok()) return ReportError("worker", fixture.status());
+      fixtures.push_back(*std::move(fixture));
+    }
     launcher =
-        worker::NewReplayTrainerLauncher(*std::move(fixture), o.replay_speed);
+        worker::NewReplayTrainerLauncher(std::move(fixtures), o.replay_speed);
   }
 
   worker::WorkerOptions options;
@@ -124,7 +129,7 @@ int RunWorker(const WorkerCommandOptions& o) {
       .Kv("attention", options.resources.attention)
       .Kv("checkpoint_dir", options.resources.checkpoint_root)
       .Kv("data_roots", absl::StrJoin(options.resources.data_roots, ","))
-      .Kv("replay", o.replay.empty() ? "off" : o.replay)
+      .Kv("replay", o.replay.empty() ? "off" : absl::StrJoin(o.replay, ","))
       .Kv("pid", static_cast<int64_t>(getpid()));
 
   std::atomic<bool> done{false};
@@ -207,7 +212,9 @@ void RegisterWorkerCommands(CLI::App& app, Action* action) {
                   "of training (bench/replay/, README \"Replay benchmark\"): "
                   "the coordinator and its strategies see what training "
                   "gave when it was recorded, in milliseconds per trial. A "
-                  "trial the fixture lacks fails");
+                  "trial the fixture lacks fails. Repeatable (e.g. one "
+                  "fixture per size of a ladder): the first recorded with a "
+                  "task's recipe serves it");
   cmd->add_option("--replay-speed", o->replay_speed,
                   "With --replay: take wall time in proportion to the "
                   "recorded steps, this many steps per second (0: at once), "

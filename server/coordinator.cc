@@ -242,13 +242,19 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
   results_options.max_page_bytes = limits.max_page_bytes;
   results_ = std::make_unique<ResultsManager>(store_.get(), results_options);
   seeds_ = std::make_unique<SeedPlanner>(store_.get(), clock_);
+  PlanOptions plan_options;
+  plan_options.default_max_attempts = options.max_attempts;
+  plan_options.max_trials = limits.max_trials_per_experiment;
+  plan_options.data_roots = options.data_roots;
+  ladder_ = std::make_unique<LadderPlanner>(store_.get(), clock_, plan_options);
   // Each finished trial refreshes the experiment's ranking in the
   // background, so the next Rank finds it warm, and, under a seeds policy
   // or the guided strategy, decides at once which trials to add (before the
   // worker's next Lease, which then finds them queued).
   queue_ = std::make_unique<QueueManager>(
       store_.get(), clock_, &events_, ingest_.get(), queue_options,
-      [results = results_.get(), seeds = seeds_.get()](int64_t experiment_id) {
+      [results = results_.get(), seeds = seeds_.get(),
+       ladder = ladder_.get()](int64_t experiment_id) {
         results->TrialCompleted(experiment_id);
         absl::StatusOr<int> added = seeds->TrialFinished(experiment_id);
         if (!added.ok()) {
@@ -256,11 +262,14 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
               .Kv("experiment", experiment_id)
               .Kv("error", added.status().ToString());
         }
+        // A ladder's rung that just ended submits the next rung.
+        absl::StatusOr<int64_t> next = ladder->ExperimentChanged(experiment_id);
+        if (!next.ok()) {
+          Log(LogLevel::kWarning, "ladder advance failed")
+              .Kv("experiment", experiment_id)
+              .Kv("error", next.status().ToString());
+        }
       });
-  PlanOptions plan_options;
-  plan_options.default_max_attempts = options.max_attempts;
-  plan_options.max_trials = limits.max_trials_per_experiment;
-  plan_options.data_roots = options.data_roots;
   experiments_ = std::make_unique<ExperimentManager>(
       store_.get(), clock_, &events_, plan_options, limits, queue_.get());
   experiment_service_ = std::make_unique<ExperimentServiceImpl>(
@@ -269,7 +278,7 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
       std::make_unique<WorkerServiceImpl>(auth_.get(), queue_.get());
   results_service_ = std::make_unique<ResultsServiceImpl>(
       auth_.get(), results_.get(), experiments_.get(), &events_, &reads_,
-      limits);
+      limits, ladder_.get());
   schedule_service_ =
       std::make_unique<ScheduleServiceImpl>(auth_.get(), &reads_, limits);
   auth_service_ = std::make_unique<AuthServiceImpl>(auth_.get());
@@ -322,6 +331,18 @@ absl::Status Coordinator::Start() {
         .Kv("error", seeds_added.status().ToString());
   } else if (*seeds_added > 0) {
     Log(LogLevel::kInfo, "added seeds after start").Kv("trials", *seeds_added);
+  }
+
+  // Likewise a crash between a ladder's rung ending and the next rung being
+  // stored: the advance is idempotent, so run it for every done rung.
+  absl::StatusOr<int> rungs = ladder_->ReconcileAll();
+  if (!rungs.ok()) {
+    if (health_.Ready().ok()) return rungs.status();
+    Log(LogLevel::kError, "open ladder advances not run: writes fail")
+        .Kv("error", rungs.status().ToString());
+  } else if (*rungs > 0) {
+    Log(LogLevel::kInfo, "ladder rungs submitted after start")
+        .Kv("rungs", *rungs);
   }
 
   PRISM_ASSIGN_OR_RETURN(auto grpc_host, SplitHostPort(options_.grpc_address));

@@ -66,6 +66,7 @@
 #include "server/core/events.h"
 #include "server/core/experiments.h"
 #include "server/core/ingest.h"
+#include "server/core/ladder.h"
 #include "server/core/limits.h"
 #include "server/core/metrics.h"
 #include "server/core/queue.h"
@@ -246,6 +247,7 @@ class Coordinator {
   std::unique_ptr<ExperimentManager> experiments_;
   std::unique_ptr<ResultsManager> results_;
   std::unique_ptr<SeedPlanner> seeds_;
+  std::unique_ptr<LadderPlanner> ladder_;
   std::unique_ptr<Scaler> scaler_;
   std::unique_ptr<ExperimentServiceImpl> experiment_service_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;

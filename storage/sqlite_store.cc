@@ -326,6 +326,26 @@ absl::StatusOr<CreatedExperiment> SqliteStore::CreateExperiment(
     PRISM_RETURN_IF_ERROR(q.Run());
     created.id = c->last_insert_rowid();
   }
+  if (e.spec.has_ladder()) {
+    // The unique (ladder_id, ladder_rung) index refuses a second copy of a
+    // rung: AlreadyExists, with nothing stored.
+    PRISM_ASSIGN_OR_RETURN(
+        Query q, c->Prepare("UPDATE experiments SET ladder_id = ?, "
+                            "ladder_rung = ? WHERE id = ? AND NOT EXISTS "
+                            "(SELECT 1 FROM experiments WHERE ladder_id = ? "
+                            "AND ladder_rung = ?)"));
+    const int64_t ladder = e.ladder_id != 0 ? e.ladder_id : created.id;
+    q.Bind(1, ladder);
+    q.Bind(2, static_cast<int64_t>(e.ladder_rung));
+    q.Bind(3, created.id);
+    q.Bind(4, ladder);
+    q.Bind(5, static_cast<int64_t>(e.ladder_rung));
+    PRISM_RETURN_IF_ERROR(q.Run());
+    if (c->changes() == 0) {
+      return absl::AlreadyExistsError(absl::StrCat(
+          "ladder ", ladder, " already has rung ", e.ladder_rung + 1));
+    }
+  }
   PRISM_ASSIGN_OR_RETURN(
       Query q, c->Prepare("INSERT OR IGNORE INTO trials (experiment_id, "
                           "schedule, seed, config_fingerprint, is_baseline, "
@@ -346,6 +366,68 @@ absl::StatusOr<CreatedExperiment> SqliteStore::CreateExperiment(
   }
   PRISM_RETURN_IF_ERROR(txn.Commit());
   return created;
+}
+
+absl::StatusOr<int64_t> SqliteStore::FindLadderRung(int64_t ladder_id,
+                                                    int rung) {
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
+  PRISM_ASSIGN_OR_RETURN(Transaction txn,
+                         Transaction::Begin(r.get(), Transaction::Kind::kRead));
+  PRISM_ASSIGN_OR_RETURN(
+      Query q, r->Prepare("SELECT id FROM experiments WHERE ladder_id = ? AND "
+                          "ladder_rung = ?"));
+  q.Bind(1, ladder_id);
+  q.Bind(2, static_cast<int64_t>(rung));
+  PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+  return row ? q.Int(0) : int64_t{0};
+}
+
+absl::StatusOr<std::vector<v1::Experiment>> SqliteStore::ListLadder(
+    int64_t ladder_id) {
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
+  PRISM_ASSIGN_OR_RETURN(Transaction txn,
+                         Transaction::Begin(r.get(), Transaction::Kind::kRead));
+  std::vector<int64_t> ids;
+  {
+    PRISM_ASSIGN_OR_RETURN(
+        Query q, r->Prepare("SELECT id FROM experiments WHERE ladder_id = ? "
+                            "AND ladder_id != 0 ORDER BY ladder_rung"));
+    q.Bind(1, ladder_id);
+    while (true) {
+      PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+      if (!row) break;
+      ids.push_back(q.Int(0));
+    }
+  }
+  std::vector<v1::Experiment> out;
+  for (int64_t id : ids) {
+    PRISM_ASSIGN_OR_RETURN(v1::Experiment e, ReadExperiment(r.get(), id));
+    out.push_back(std::move(e));
+  }
+  return out;
+}
+
+absl::Status SqliteStore::SetLadderNote(int64_t experiment_id,
+                                        const std::string& note,
+                                        int64_t now_ms) {
+  absl::MutexLock lock(&write_mu_);
+  Connection* c = writer_.get();
+  PRISM_ASSIGN_OR_RETURN(Transaction txn,
+                         Transaction::Begin(c, Transaction::Kind::kWrite));
+  {
+    PRISM_ASSIGN_OR_RETURN(Query q,
+                           c->Prepare("UPDATE experiments SET ladder_note = ?, "
+                                      "updated_ms = ? WHERE id = ?"));
+    q.BindText(1, note);
+    q.Bind(2, now_ms);
+    q.Bind(3, experiment_id);
+    PRISM_RETURN_IF_ERROR(q.Run());
+    if (c->changes() == 0) {
+      return absl::NotFoundError(
+          absl::StrCat("experiment ", experiment_id, " not found"));
+    }
+  }
+  return txn.Commit();
 }
 
 absl::StatusOr<v1::Experiment> SqliteStore::GetExperiment(int64_t id) {

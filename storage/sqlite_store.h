@@ -50,7 +50,7 @@ class ReaderPool;
 }  // namespace internal
 
 // kSchemaVersion is the newest schema this binary knows.
-inline constexpr int kSchemaVersion = 11;
+inline constexpr int kSchemaVersion = 12;
 
 // SqliteStoreOptions are the choices SqliteStore::Open takes.
 struct SqliteStoreOptions {
@@ -130,6 +130,11 @@ class SqliteStore final : public Store {
       int64_t experiment_id) override;
   absl::StatusOr<std::vector<AshaTrial>> ListAshaTrials(
       int64_t experiment_id, const std::vector<int64_t>& rungs) override;
+  absl::StatusOr<int64_t> FindLadderRung(int64_t ladder_id, int rung) override;
+  absl::StatusOr<std::vector<v1::Experiment>> ListLadder(
+      int64_t ladder_id) override;
+  absl::Status SetLadderNote(int64_t experiment_id, const std::string& note,
+                             int64_t now_ms) override;
   absl::StatusOr<SeedRoundResult> ApplySeedRound(
       const SeedRound& round) override;
   absl::StatusOr<LastStored> LastStoredSteps(int64_t trial_id) override;

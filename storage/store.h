@@ -97,6 +97,11 @@ struct NewExperiment {
   std::string config_fingerprint;
   std::vector<NewTrial> trials;
   int64_t now_ms = 0;
+  // A scale ladder's rung (server/core/ladder.h): a spec with a ladder and rung 0
+  // starts a ladder whose id is the new experiment's; a later rung names
+  // its ladder. 0 and 0: not a ladder's.
+  int64_t ladder_id = 0;
+  int ladder_rung = 0;
 };
 
 struct CreatedExperiment {
@@ -323,6 +328,18 @@ class Store {
   // steps, and its stored val loss at each of `rungs` it has a point for.
   virtual absl::StatusOr<std::vector<AshaTrial>> ListAshaTrials(
       int64_t experiment_id, const std::vector<int64_t>& rungs) = 0;
+  // FindLadderRung returns the id of the ladder's experiment at `rung`, or 0
+  // when none is stored.
+  virtual absl::StatusOr<int64_t> FindLadderRung(int64_t ladder_id,
+                                                 int rung) = 0;
+  // ListLadder returns the ladder's experiments, by rung.
+  virtual absl::StatusOr<std::vector<v1::Experiment>> ListLadder(
+      int64_t ladder_id) = 0;
+  // SetLadderNote records the ladder's word on the experiment's rung.
+  // NotFound.
+  virtual absl::Status SetLadderNote(int64_t experiment_id,
+                                     const std::string& note,
+                                     int64_t now_ms) = 0;
   // ApplySeedRound applies an adaptive-seeds decision in one transaction:
   // when the experiment is active or paused and still has the round's seen
   // counts, it adds round.trials (queued, with the experiment's config

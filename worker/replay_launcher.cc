@@ -161,32 +161,50 @@ absl::Status WriteCheckpoint(const std::string& dir,
 
 class ReplayTrainerLauncher final : public TrainerLauncher {
  public:
-  ReplayTrainerLauncher(ReplayFixture fixture, double steps_per_second)
-      : fixture_(std::move(fixture)), steps_per_second_(steps_per_second) {}
+  ReplayTrainerLauncher(std::vector<ReplayFixture> fixtures,
+                        double steps_per_second)
+      : fixtures_(std::move(fixtures)), steps_per_second_(steps_per_second) {}
 
   absl::StatusOr<model::TrainResult> Train(
       const model::TrainConfig& config,
       model::TrainObserver* observer) override;
 
  private:
-  const ReplayFixture fixture_;
+  const std::vector<ReplayFixture> fixtures_;
   const double steps_per_second_;  // 0: no pacing
 };
 
-absl::StatusOr<model::TrainResult> ReplayTrainerLauncher::Train(
-    const model::TrainConfig& config, model::TrainObserver* observer) {
+// ConfigMismatch is OK when `fixture` was recorded with `config`'s recipe,
+// else InvalidArgument naming the first field that differs.
+absl::Status ConfigMismatch(const ReplayFixture& fixture,
+                            const model::TrainConfig& config) {
   for (const auto& [key, value] : ReplayConfigOf(config)) {
-    auto it = fixture_.config.find(key);
-    if (it == fixture_.config.end() || it->second != value) {
+    auto it = fixture.config.find(key);
+    if (it == fixture.config.end() || it->second != value) {
       return absl::InvalidArgumentError(
           absl::StrCat("replay: the fixture was recorded with ", key, "=",
-                       it == fixture_.config.end() ? "(none)" : it->second,
+                       it == fixture.config.end() ? "(none)" : it->second,
                        " but this trial has ", key, "=", value));
     }
   }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<model::TrainResult> ReplayTrainerLauncher::Train(
+    const model::TrainConfig& config, model::TrainObserver* observer) {
+  // The first fixture recorded with this recipe serves it (a ladder's rungs
+  // are one fixture per size); none: the first one's mismatch.
+  const ReplayFixture* fixture = nullptr;
+  for (const ReplayFixture& f : fixtures_) {
+    if (ConfigMismatch(f, config).ok()) {
+      fixture = &f;
+      break;
+    }
+  }
+  if (fixture == nullptr) return ConfigMismatch(fixtures_.front(), config);
   const std::string schedule = config.schedule.ToString();
-  auto found = fixture_.trials.find({schedule, config.seed});
-  if (found == fixture_.trials.end()) {
+  auto found = fixture->trials.find({schedule, config.seed});
+  if (found == fixture->trials.end()) {
     return absl::NotFoundError(
         absl::StrCat("replay: the fixture has no recorded run of schedule ",
                      schedule, " seed ", config.seed));
@@ -405,7 +423,14 @@ absl::StatusOr<ReplayFixture> LoadReplayFixture(const std::string& path) {
 
 std::unique_ptr<TrainerLauncher> NewReplayTrainerLauncher(
     ReplayFixture fixture, double steps_per_second) {
-  return std::make_unique<ReplayTrainerLauncher>(std::move(fixture),
+  std::vector<ReplayFixture> fixtures;
+  fixtures.push_back(std::move(fixture));
+  return NewReplayTrainerLauncher(std::move(fixtures), steps_per_second);
+}
+
+std::unique_ptr<TrainerLauncher> NewReplayTrainerLauncher(
+    std::vector<ReplayFixture> fixtures, double steps_per_second) {
+  return std::make_unique<ReplayTrainerLauncher>(std::move(fixtures),
                                                  steps_per_second);
 }
 

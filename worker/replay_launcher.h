@@ -94,6 +94,11 @@ absl::StatusOr<ReplayFixture> LoadReplayFixture(const std::string& path);
 // queue's behaviour over time can be tested in seconds; 0 emits at once.
 std::unique_ptr<TrainerLauncher> NewReplayTrainerLauncher(
     ReplayFixture fixture, double steps_per_second = 0);
+// NewReplayTrainerLauncher over several fixtures (not empty), e.g. one per
+// size of a ladder: a task is served by the first one recorded with its
+// recipe; when none was, it is refused with the first one's mismatch.
+std::unique_ptr<TrainerLauncher> NewReplayTrainerLauncher(
+    std::vector<ReplayFixture> fixtures, double steps_per_second = 0);
 
 }  // namespace prism::worker
 

@@ -9,6 +9,7 @@
 #include "base/log.h"
 #include "base/status_macros.h"
 #include "server/core/convert.h"
+#include "server/core/ladder.h"
 
 namespace prism::server {
 
@@ -69,6 +70,16 @@ absl::StatusOr<v1::SubmitResponse> ExperimentManager::Submit(
     PRISM_ASSIGN_OR_RETURN(spec, ParseSpecText(request.spec_text()));
   }
   PRISM_RETURN_IF_ERROR(CheckSpecLimits(spec, caller, limits_));
+  if (!spec.ladder_carried().empty() && !spec.has_ladder()) {
+    return absl::InvalidArgumentError(
+        "ladder_carried: is set by the coordinator");
+  }
+  if (spec.has_ladder()) {
+    // The first rung runs now; the ladder submits the rest (server/core/ladder.h).
+    PRISM_ASSIGN_OR_RETURN(v1::ExperimentSpec normal,
+                           CheckLadder(spec, plan_options_));
+    spec = RungSpec(normal, 0);
+  }
   PRISM_ASSIGN_OR_RETURN(ExperimentPlan plan,
                          PlanExperiment(spec, plan_options_));
   PRISM_RETURN_IF_ERROR(CheckPlanLimits(plan, limits_));

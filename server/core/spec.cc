@@ -560,6 +560,10 @@ std::string FirstInvalidUtf8(const google::protobuf::Message& message) {
 
 }  // namespace
 
+absl::StatusOr<ModelShape> ResolveModelShape(const v1::ModelConfig& model) {
+  return ResolveShape(model);
+}
+
 absl::StatusOr<v1::ExperimentSpec> ParseSpecText(absl::string_view text) {
   google::protobuf::TextFormat::Parser parser;
   CollectFirstError errors;

@@ -73,6 +73,10 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
 v1::TrialTask PlannedTask(const ExperimentPlan& plan,
                           const storage::NewTrial& trial);
 
+// ResolveModelShape returns the shape `model` names (a preset with its
+// overrides, or a custom shape). InvalidArgument naming the field.
+absl::StatusOr<ModelShape> ResolveModelShape(const v1::ModelConfig& model);
+
 // ShapeForSpec returns the model shape of a resolved spec.
 ModelShape ShapeForSpec(const v1::ExperimentSpec& resolved);
 

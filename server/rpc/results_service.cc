@@ -158,6 +158,14 @@ grpc::Status ResultsServiceImpl::Suggest(grpc::ServerContext* ctx,
   });
 }
 
+grpc::Status ResultsServiceImpl::LadderTransfer(
+    grpc::ServerContext* ctx, const v1::LadderTransferRequest* req,
+    v1::LadderTransferResponse* resp) {
+  return ServeRead(auth_, reads_, ctx, [&](const Caller&) {
+    return Assign(ladder_->Transfer(req->experiment_id()), resp);
+  });
+}
+
 grpc::ServerWriteReactor<grpc::ByteBuffer>* ResultsServiceImpl::Watch(
     grpc::CallbackServerContext* ctx, const grpc::ByteBuffer* request) {
   v1::WatchRequest req;

@@ -16,6 +16,7 @@
 #include "server/core/auth.h"
 #include "server/core/events.h"
 #include "server/core/experiments.h"
+#include "server/core/ladder.h"
 #include "server/core/limits.h"
 #include "server/core/read_gate.h"
 #include "server/core/results.h"
@@ -30,12 +31,14 @@ class ResultsServiceImpl final
  public:
   ResultsServiceImpl(AuthManager* auth, ResultsManager* results,
                      ExperimentManager* experiments, EventBus* events,
-                     ReadGate* reads, const Limits& limits)
+                     ReadGate* reads, const Limits& limits,
+                     LadderPlanner* ladder)
       : auth_(auth),
         reads_(reads),
         results_(results),
         experiments_(experiments),
         events_(events),
+        ladder_(ladder),
         max_stream_buffer_bytes_(limits.max_stream_buffer_bytes),
         watch_slots_(limits.max_watch_streams, "max-watch-streams",
                      limits.max_watch_streams_per_user,
@@ -50,6 +53,9 @@ class ResultsServiceImpl final
                        v1::CompareResponse* resp) override;
   grpc::Status Suggest(grpc::ServerContext* ctx, const v1::SuggestRequest* req,
                        v1::SuggestResponse* resp) override;
+  grpc::Status LadderTransfer(grpc::ServerContext* ctx,
+                              const v1::LadderTransferRequest* req,
+                              v1::LadderTransferResponse* resp) override;
   // Watch reads a v1::WatchRequest and streams v1::WatchResponse bytes.
   grpc::ServerWriteReactor<grpc::ByteBuffer>* Watch(
       grpc::CallbackServerContext* ctx,
@@ -61,6 +67,7 @@ class ResultsServiceImpl final
   ResultsManager* const results_;
   ExperimentManager* const experiments_;
   EventBus* const events_;
+  LadderPlanner* const ladder_;
   const int64_t max_stream_buffer_bytes_;
   StreamSlots watch_slots_;
 };

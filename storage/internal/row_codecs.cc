@@ -157,7 +157,8 @@ absl::StatusOr<v1::Experiment> ReadExperiment(Connection* conn, int64_t id) {
     PRISM_ASSIGN_OR_RETURN(
         Query q, conn->Prepare("SELECT id, name, owner, spec, state, priority, "
                                "created_ms, updated_ms, seeds_added, "
-                               "seeds_note FROM experiments WHERE id = ?"));
+                               "seeds_note, ladder_id, ladder_rung, "
+                               "ladder_note FROM experiments WHERE id = ?"));
     q.Bind(1, id);
     PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) {
@@ -176,6 +177,9 @@ absl::StatusOr<v1::Experiment> ReadExperiment(Connection* conn, int64_t id) {
     e.set_updated_unix_ms(q.Int(7));
     e.set_seeds_added(static_cast<int32_t>(q.Int(8)));
     e.set_seeds_note(q.Text(9));
+    e.set_ladder_id(q.Int(10));
+    e.set_ladder_rung(static_cast<int32_t>(q.Int(11)));
+    e.set_ladder_note(q.Text(12));
   }
   PRISM_ASSIGN_OR_RETURN(
       Query q,

@@ -235,6 +235,18 @@ ALTER TABLE users ADD COLUMN max_queued INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX trial_attempts_by_ended ON trial_attempts(ended_ms);
 )sql";
 
+// v12: a scale ladder's rungs (server/core/ladder.h). ladder_id is the ladder's
+// first rung's experiment id (0: not a ladder's), ladder_rung the rung's
+// index; the unique index is what makes submitting a rung happen once.
+// ladder_note is the ladder's word on the rung once it is done.
+constexpr char kSchemaV12[] = R"sql(
+ALTER TABLE experiments ADD COLUMN ladder_id INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE experiments ADD COLUMN ladder_rung INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE experiments ADD COLUMN ladder_note TEXT NOT NULL DEFAULT '';
+CREATE UNIQUE INDEX experiments_by_ladder ON experiments(ladder_id, ladder_rung)
+  WHERE ladder_id != 0;
+)sql";
+
 // BackfillRankingColumns fills the ranking columns of every trial that
 // has a metrics message, parsing it with the generated TrialMetrics. A
 // message that does not parse leaves the row's columns NULL (and a warning),
@@ -294,6 +306,7 @@ const std::vector<Migration>& Migrations() {
       {9, "tokens id, expiry, revocation, last use", kSchemaV9, nullptr},
       {10, "trials.target_steps", kSchemaV10, nullptr},
       {11, "users share and quotas", kSchemaV11, nullptr},
+      {12, "experiments ladder", kSchemaV12, nullptr},
   };
   return *migrations;
 }
