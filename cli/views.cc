@@ -863,7 +863,7 @@ void PrintLadder(const v1::LadderTransferResponse& response, Format format,
   for (const std::string& note : notes) out << Printable(note) << "\n";
   if (!response.pairs().empty() &&
       notes.size() < static_cast<size_t>(response.pairs_size())) {
-    out << "n: schedules run at both sizes (the baseline included); "
+    out << "n: schedules run at both sizes (the baseline left out); "
            "correlations of their mean paired deltas, 95% bootstrap over "
            "seeds; holds best: the small best-set holds the large best\n";
   }

@@ -414,9 +414,15 @@ absl::StatusOr<v1::LadderTransferResponse> LadderPlanner::Transfer(
         Schedule::Uniform(shape_b.base_heads, shape_b.layers).ToString();
     TransferInput input;
     std::vector<std::string> images;
+    // The baseline's delta is 0 at both sizes by construction: a fixed
+    // point that would pull the correlation toward however the others sit
+    // around it, so it is a point of the scatter, not of the statistics.
+    std::vector<std::string> roles;
     for (const v1::LadderCarried& c : b.spec().ladder_carried()) {
+      if (c.role() == "baseline") continue;
       input.schedules.push_back(c.source());
       images.push_back(c.schedule());
+      roles.push_back(c.role());
     }
     PRISM_ASSIGN_OR_RETURN(std::vector<TrialOutcome> small_trials,
                            store_->ListFinishedOutcomes(a.id()));
@@ -467,10 +473,14 @@ absl::StatusOr<v1::LadderTransferResponse> LadderPlanner::Transfer(
       v1::LadderPoint* p = pair->add_points();
       p->set_small_schedule(input.schedules[k]);
       p->set_large_schedule(images[k]);
-      p->set_role(b.spec().ladder_carried(static_cast<int>(k)).role());
+      p->set_role(roles[k]);
       p->set_small_delta(t->small_means[k]);
       p->set_large_delta(t->large_means[k]);
     }
+    v1::LadderPoint* base = pair->add_points();
+    base->set_small_schedule(baseline_a);
+    base->set_large_schedule(baseline_b);
+    base->set_role("baseline");
   }
   return response;
 }
