@@ -278,7 +278,7 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
       std::make_unique<WorkerServiceImpl>(auth_.get(), queue_.get());
   results_service_ = std::make_unique<ResultsServiceImpl>(
       auth_.get(), results_.get(), experiments_.get(), &events_, &reads_,
-      limits, ladder_.get());
+      limits);
   schedule_service_ =
       std::make_unique<ScheduleServiceImpl>(auth_.get(), &reads_, limits);
   auth_service_ = std::make_unique<AuthServiceImpl>(auth_.get());

@@ -19,6 +19,7 @@ set(PRISM_WEB_SOURCES
   static/js/main.js
   static/js/staircase.js
   static/js/suggestions.js
+  static/js/ladder.js
   static/js/ui.js
   static/js/pages/leaderboard.js
   static/js/pages/login.js

@@ -374,10 +374,9 @@ absl::StatusOr<int> LadderPlanner::ReconcileAll() {
   return submitted;
 }
 
-absl::StatusOr<v1::LadderTransferResponse> LadderPlanner::Transfer(
-    int64_t experiment_id) {
-  PRISM_ASSIGN_OR_RETURN(v1::Experiment e,
-                         store_->GetExperiment(experiment_id));
+absl::StatusOr<v1::LadderTransferResponse> MeasureLadder(
+    storage::Store* store, int64_t experiment_id) {
+  PRISM_ASSIGN_OR_RETURN(v1::Experiment e, store->GetExperiment(experiment_id));
   if (e.ladder_id() == 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("experiment ", experiment_id,
@@ -385,7 +384,7 @@ absl::StatusOr<v1::LadderTransferResponse> LadderPlanner::Transfer(
                      "ladder)"));
   }
   PRISM_ASSIGN_OR_RETURN(std::vector<v1::Experiment> rungs,
-                         store_->ListLadder(e.ladder_id()));
+                         store->ListLadder(e.ladder_id()));
   v1::LadderTransferResponse response;
   response.set_ladder_id(e.ladder_id());
   response.set_planned_rungs(e.spec().ladder().rungs_size());
@@ -425,9 +424,9 @@ absl::StatusOr<v1::LadderTransferResponse> LadderPlanner::Transfer(
       roles.push_back(c.role());
     }
     PRISM_ASSIGN_OR_RETURN(std::vector<TrialOutcome> small_trials,
-                           store_->ListFinishedOutcomes(a.id()));
+                           store->ListFinishedOutcomes(a.id()));
     PRISM_ASSIGN_OR_RETURN(std::vector<TrialOutcome> large_trials,
-                           store_->ListFinishedOutcomes(b.id()));
+                           store->ListFinishedOutcomes(b.id()));
     const Ranking small_ranking = RankSchedules(
         space_a, baseline_a, small_trials, VerdictOptionsOf(a.spec()));
     const std::set<std::string> matched(input.schedules.begin(),

@@ -17,13 +17,13 @@
 // best-set or an unmappable schedule stops the ladder: the done rung's
 // ladder_note says why, naming the size and the schedule.
 //
-// LadderTransfer measures each pair of consecutive rungs with
+// MeasureLadder measures each pair of consecutive rungs with
 // scheduler/transfer.h's MeasureTransfer over the carried schedules.
 //
 //   LadderPlanner ladder(store, clock, plan_options);
 //   ladder.ReconcileAll();              // at start
 //   ladder.ExperimentChanged(7);        // after each finished trial
-//   ladder.Transfer(7);                 // ResultsService.LadderTransfer
+//   MeasureLadder(store, 7);            // ResultsService.LadderTransfer
 //
 // Thread-safety: all methods are thread-safe; advances run one at a time.
 #ifndef PRISM_SERVER_LADDER_H_
@@ -69,6 +69,12 @@ absl::StatusOr<v1::ExperimentSpec> CheckLadder(const v1::ExperimentSpec& spec,
 // carried ones).
 v1::ExperimentSpec RungSpec(const v1::ExperimentSpec& spec, int rung);
 
+// MeasureLadder measures the ladder of `experiment_id` (any of its rungs):
+// ResultsService.LadderTransfer's answer. NotFound; FailedPrecondition when
+// it is not a ladder's.
+absl::StatusOr<v1::LadderTransferResponse> MeasureLadder(storage::Store* store,
+                                                         int64_t experiment_id);
+
 class LadderPlanner {
  public:
   LadderPlanner(storage::Store* store, const Clock* clock,
@@ -83,9 +89,6 @@ class LadderPlanner {
   // ReconcileAll runs ExperimentChanged for every done rung of a ladder;
   // returns the rungs submitted. A failing advance is logged and skipped.
   absl::StatusOr<int> ReconcileAll();
-  // Transfer measures the ladder of `experiment_id` (any of its rungs).
-  // NotFound; FailedPrecondition when it is not a ladder's.
-  absl::StatusOr<v1::LadderTransferResponse> Transfer(int64_t experiment_id);
 
  private:
   storage::Store* const store_;

@@ -16,6 +16,7 @@
 #include "scheduler/statistics.h"
 #include "scheduler/suggest.h"
 #include "server/core/convert.h"
+#include "server/core/ladder.h"
 
 namespace prism::server {
 namespace {
@@ -466,6 +467,11 @@ absl::StatusOr<v1::SuggestResponse> ResultsManager::Suggest(
   response.set_sampled(set->pool.sampled);
   response.set_space_size(set->pool.space_size.ToString());
   return response;
+}
+
+absl::StatusOr<v1::LadderTransferResponse> ResultsManager::LadderTransfer(
+    const v1::LadderTransferRequest& request) {
+  return MeasureLadder(store_, request.experiment_id());
 }
 
 }  // namespace prism::server

@@ -99,6 +99,10 @@ class ResultsManager {
   // scheduler/suggest.h). InvalidArgument for n outside 1..kMaxSuggestions;
   // NotFound for an unknown experiment; FailedPrecondition "experiment 7:
   // the surrogate needs at least 5 finished schedules ... (there are 2)".
+  // LadderTransfer measures the experiment's ladder (server/core/ladder.h's
+  // MeasureLadder): NotFound; FailedPrecondition when it is not a ladder's.
+  absl::StatusOr<v1::LadderTransferResponse> LadderTransfer(
+      const v1::LadderTransferRequest& request);
   absl::StatusOr<v1::SuggestResponse> Suggest(
       const v1::SuggestRequest& request);
 

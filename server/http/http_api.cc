@@ -129,11 +129,16 @@ absl::StatusOr<ApiRequest> ParseApiRequest(absl::string_view path,
   }
   if (top == "experiments" && has_id &&
       (n == 2 || (n == 3 && (parts[2] == "rank" || parts[2] == "trials" ||
-                             parts[2] == "suggest")))) {
+                             parts[2] == "suggest" || parts[2] == "ladder")))) {
     PRISM_ASSIGN_OR_RETURN(int64_t id, PathId(parts[1], "experiment"));
     if (n == 2) {
       v1::GetExperimentRequest r;
       r.set_id(id);
+      return r;
+    }
+    if (parts[2] == "ladder") {
+      v1::LadderTransferRequest r;
+      r.set_experiment_id(id);
       return r;
     }
     if (parts[2] == "suggest") {

@@ -32,10 +32,11 @@ struct EventStreamRequest {
 };
 
 // ApiRequest is one API call, as the RPC request it is answered by.
-using ApiRequest = std::variant<
-    v1::WhoAmIRequest, v1::ListExperimentsRequest, v1::GetExperimentRequest,
-    v1::RankRequest, v1::ListTrialsRequest, v1::GetTrialRequest,
-    v1::ListWorkersRequest, EventStreamRequest, v1::SuggestRequest>;
+using ApiRequest = std::variant<v1::WhoAmIRequest, v1::ListExperimentsRequest,
+                                v1::GetExperimentRequest, v1::RankRequest,
+                                v1::ListTrialsRequest, v1::GetTrialRequest,
+                                v1::ListWorkersRequest, EventStreamRequest,
+                                v1::SuggestRequest, v1::LadderTransferRequest>;
 
 // The suggestions GET /api/v1/experiments/{id}/suggest returns without n=.
 inline constexpr int kDefaultApiSuggestions = 10;

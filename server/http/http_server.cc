@@ -136,6 +136,7 @@ std::string RouteLabel(const std::string& path) {
                                  "/api/v1/experiments/{id}/rank",
                                  "/api/v1/experiments/{id}/trials",
                                  "/api/v1/experiments/{id}/suggest",
+                                 "/api/v1/experiments/{id}/ladder",
                                  "/api/v1/trials/{id}",
                                  "/api/v1/workers",
                                  "/api/v1/events",
@@ -520,6 +521,8 @@ absl::StatusOr<std::string> HttpServer::Answer(const ApiRequest& request,
           return ToJson(queue_->ListWorkers());
         } else if constexpr (std::is_same_v<R, v1::SuggestRequest>) {
           return ToJson(results_->Suggest(r));
+        } else if constexpr (std::is_same_v<R, v1::LadderTransferRequest>) {
+          return ToJson(results_->LadderTransfer(r));
         } else {
           // Event streams are served by ServeEvents, not as one answer.
           return absl::NotFoundError("an event stream is not a JSON answer");

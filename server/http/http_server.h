@@ -15,6 +15,7 @@
 //       page_token=                             ListTrialsResponse
 //   GET /api/v1/experiments/{id}/suggest?n=     SuggestResponse (n: 10
 //       when absent)
+//   GET /api/v1/experiments/{id}/ladder         LadderTransferResponse
 //   GET /api/v1/trials/{id}?with_baseline=1     GetTrialResponse
 //   GET /api/v1/workers                         ListWorkersResponse
 //   GET /api/v1/events?experiment={id}          text/event-stream: one

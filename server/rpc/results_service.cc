@@ -162,7 +162,7 @@ grpc::Status ResultsServiceImpl::LadderTransfer(
     grpc::ServerContext* ctx, const v1::LadderTransferRequest* req,
     v1::LadderTransferResponse* resp) {
   return ServeRead(auth_, reads_, ctx, [&](const Caller&) {
-    return Assign(ladder_->Transfer(req->experiment_id()), resp);
+    return Assign(results_->LadderTransfer(*req), resp);
   });
 }
 

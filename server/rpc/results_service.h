@@ -16,7 +16,6 @@
 #include "server/core/auth.h"
 #include "server/core/events.h"
 #include "server/core/experiments.h"
-#include "server/core/ladder.h"
 #include "server/core/limits.h"
 #include "server/core/read_gate.h"
 #include "server/core/results.h"
@@ -31,14 +30,12 @@ class ResultsServiceImpl final
  public:
   ResultsServiceImpl(AuthManager* auth, ResultsManager* results,
                      ExperimentManager* experiments, EventBus* events,
-                     ReadGate* reads, const Limits& limits,
-                     LadderPlanner* ladder)
+                     ReadGate* reads, const Limits& limits)
       : auth_(auth),
         reads_(reads),
         results_(results),
         experiments_(experiments),
         events_(events),
-        ladder_(ladder),
         max_stream_buffer_bytes_(limits.max_stream_buffer_bytes),
         watch_slots_(limits.max_watch_streams, "max-watch-streams",
                      limits.max_watch_streams_per_user,
@@ -67,7 +64,6 @@ class ResultsServiceImpl final
   ResultsManager* const results_;
   ExperimentManager* const experiments_;
   EventBus* const events_;
-  LadderPlanner* const ladder_;
   const int64_t max_stream_buffer_bytes_;
   StreamSlots watch_slots_;
 };

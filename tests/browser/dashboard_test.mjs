@@ -26,6 +26,9 @@
 //     per schedule that reached it (the promoted ones highlighted, the
 //     rung's quota cut-off drawn), and tables the top rows: the promoted
 //     ones, "Show all" for every schedule, each score the RPC's.
+//   * a ladder's (issue #30) page plots the transfer: one point per carried
+//     schedule at the LadderTransfer RPC's two deltas, the baseline at 0,0,
+//     the RPC's Spearman and Kendall in the caption.
 // Screenshots go to --artifacts (printed). Every process it started is
 // stopped on success and on failure.
 //
@@ -240,6 +243,20 @@ strategy: STRATEGY_ASHA
 asha { rungs: 10 }
 `;
 
+// A ladder (issue #30): three tiny schedules and the baseline on two seeds,
+// then what it carries (its best-set, the worst and the median: here all
+// three) at twice the width.
+const kLadderSpec = `
+name: "browser-ladder"
+budget { steps: 20 batch_size: 4 eval_every: 10 eval_batches: 2 log_every: 5 }
+schedules: ["1x2,4x4", "2x2,4x4", "2x3,4x3"]
+seeds: [1, 2]
+ladder {
+  rungs { model { preset: "tiny" } }
+  rungs { model { preset: "tiny" d_model: 256 base_heads: 8 } }
+}
+`;
+
 // startCoordinator starts `prism coordinator` on a new database named after
 // `name`, with `extra` flags; resolves to its ready file's endpoints, its
 // admin token and the token's file once it serves.
@@ -277,6 +294,10 @@ async function run() {
   fs.writeFileSync(ashaFile, kAshaSpec);
   const ashaId = String(JSON.parse(await prism(['submit', ashaFile, ...client, '--format', 'json'])).experiment?.id);
   check(/^\d+$/.test(ashaId), `submitted ASHA experiment #${ashaId}`);
+  const ladderFile = path.join(tmp, 'ladder.textproto');
+  fs.writeFileSync(ladderFile, kLadderSpec);
+  const ladderId = String(JSON.parse(await prism(['submit', ladderFile, ...client, '--format', 'json'])).experiment?.id);
+  check(/^\d+$/.test(ladderId), `submitted ladder #${ladderId}`);
 
   const experiment = await waitFor('the experiment to finish', 420_000, async () => {
     const { status, body } = await api(ready.http, token, `/api/v1/experiments/${experimentId}`);
@@ -524,6 +545,38 @@ async function run() {
   check(ashaOverflow.page[0] <= ashaOverflow.page[1] && ashaOverflow.box[0] <= ashaOverflow.box[1],
         `ASHA page does not scroll sideways (${JSON.stringify(ashaOverflow)})`);
   await screenshot(page, 'asha-rungs');
+
+  // The ladder's scatter: one point per carried schedule at the RPC's
+  // deltas (size A on x, size B on y), the baseline at 0,0, and the RPC's
+  // correlations in the caption.
+  const ladderRpc = await waitFor('the ladder\'s second rung to finish', 420_000, async () => {
+    const l = JSON.parse(await prism(['results', '--ladder', ladderId, ...client, '--format', 'json']));
+    const pair = (l.pairs || [])[0];
+    return pair && !pair.note ? l : null;
+  });
+  const pair = ladderRpc.pairs[0];
+  await page.goto(`${base}/#/experiments/${ladderId}`);
+  await page.waitForSelector('#ladder .ladder-point');
+  const shownPoints = await page.$$eval('#ladder .ladder-point', (cs) => cs.map((c) => ({
+    schedule: c.dataset.schedule, role: c.dataset.role, x: Number(c.dataset.x), y: Number(c.dataset.y),
+  })));
+  check(shownPoints.length === (pair.points || []).length && shownPoints.length === Number(pair.schedules) + 1,
+        `ladder scatter: ${shownPoints.length} points for ${pair.schedules} schedules and the baseline`);
+  for (const p of pair.points || []) {
+    const shown = shownPoints.find((s) => s.schedule === p.smallSchedule) || {};
+    const x = Number(p.smallDelta || 0);
+    const y = Number(p.largeDelta || 0);
+    check(Math.abs(shown.x - x) < 1e-12 && Math.abs(shown.y - y) < 1e-12 && shown.role === p.role,
+          `ladder point ${p.smallSchedule} (${p.role}): shown ${shown.x}, ${shown.y}; RPC ${x}, ${y}`);
+  }
+  const baselinePoint = shownPoints.find((s) => s.role === 'baseline') || {};
+  check(baselinePoint.x === 0 && baselinePoint.y === 0, 'ladder scatter: the baseline at 0,0');
+  const caption = await page.locator('#ladder .ladder-caption').first().textContent();
+  const two = (v) => { const n = Number(v || 0); return `${n > 0 ? '+' : ''}${n.toFixed(2)}`; };
+  check(caption.includes(`Spearman ${two(pair.spearman.estimate)} [${two(pair.spearman.low)}, ${two(pair.spearman.high)}]`)
+        && caption.includes(`Kendall ${two(pair.kendall.estimate)}`),
+        `ladder caption '${caption}' has the RPC's correlations`);
+  await screenshot(page, 'ladder');
 
   check(pageErrors.length === 0, `no JavaScript errors (${pageErrors.join('; ') || 'none'})`);
   await checkHttpsSession();

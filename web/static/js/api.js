@@ -112,6 +112,7 @@ export const api = {
   experiments: (params) => getJson('/api/v1/experiments', params),
   experiment: (id) => getJson(`/api/v1/experiments/${encodeURIComponent(id)}`),
   rank: (id, params) => getJson(`/api/v1/experiments/${encodeURIComponent(id)}/rank`, params),
+  ladder: (id) => getJson(`/api/v1/experiments/${encodeURIComponent(id)}/ladder`),
   suggest: (id, params) => getJson(`/api/v1/experiments/${encodeURIComponent(id)}/suggest`, params),
   trials: (id, params) => getJson(`/api/v1/experiments/${encodeURIComponent(id)}/trials`, params),
   trial: (id) => getJson(`/api/v1/trials/${encodeURIComponent(id)}`, { with_baseline: 1 }),

@@ -17,6 +17,7 @@ import {
 } from '../format.js';
 import { layerHeads, staircase } from '../staircase.js';
 import { isLive } from '../live.js';
+import { ladderCard } from '../ladder.js';
 import { suggestionsCard } from '../suggestions.js';
 import {
   badge, empty, keyValues, pageQuery, pageState, pager, progressBar, section, stateBadge, table,
@@ -280,6 +281,8 @@ export async function render(ctx) {
     }), suggestionsCard(id)]);
     if (!ctx.isCurrent()) return;
     const experiment = rank.experiment || { id };
+    const ladder = await ladderCard(experiment);
+    if (!ctx.isCurrent()) return;
     const rows = rank.schedules || [];
     const total = num(rank.total);
     const actualDescending = kNaturallyDescending.has(state.sort) !== state.desc;
@@ -352,6 +355,7 @@ export async function render(ctx) {
                 onPrev: () => go('prev'), onNext: () => go('next'),
               }) : null),
             ashaCard(rank.ashaRungs, { key: id }),
+            ladder,
             suggestions);
     if (effects.drawChart) effects.drawChart();
     return experiment;
