@@ -33,13 +33,15 @@ function scatter(pair) {
   const yOf = (v) => kMargin.top + innerH * (1 - (v - y0) / (y1 - y0));
   const dots = points.map((p, i) => svg('circle', {
     class: `ladder-point role-${p.role}`, cx: xOf(xs[i]).toFixed(1), cy: yOf(ys[i]).toFixed(1), r: 4,
+    fill: p.role === 'baseline' ? '#94a3b8' : (p.role === 'best-set' ? '#16a34a' : '#4f46e5'),
     dataset: { schedule: p.smallSchedule, large: p.largeSchedule, role: p.role,
                x: String(xs[i]), y: String(ys[i]) },
   }, svg('title', {}, `${p.smallSchedule} \u2192 ${p.largeSchedule} (${p.role}): `
                       + `${signed(xs[i])} / ${signed(ys[i])}`)));
   return svg('svg', { class: 'ladder-scatter', viewBox: `0 0 ${kSize} ${kSize}`, width: kSize, height: kSize,
                       role: 'img', 'aria-label': `paired delta at ${pair.smallSize} vs at ${pair.largeSize}` },
-    svg('g', { class: 'axes' },
+    // The zero lines: the baseline's delta at each size.
+    svg('g', { class: 'axes', stroke: '#94a3b8', 'stroke-dasharray': '4 3' },
       svg('line', { x1: kMargin.left, x2: kSize - kMargin.right, y1: yOf(0), y2: yOf(0) }),
       svg('line', { x1: xOf(0), x2: xOf(0), y1: kMargin.top, y2: kSize - kMargin.bottom })),
     svg('text', { class: 'x-label', x: kMargin.left + inner / 2, y: kSize - 12, 'text-anchor': 'middle' },
