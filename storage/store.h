@@ -97,9 +97,9 @@ struct NewExperiment {
   std::string config_fingerprint;
   std::vector<NewTrial> trials;
   int64_t now_ms = 0;
-  // A scale ladder's rung (server/core/ladder.h): a spec with a ladder and rung 0
-  // starts a ladder whose id is the new experiment's; a later rung names
-  // its ladder. 0 and 0: not a ladder's.
+  // A scale ladder's rung (server/core/ladder.h): a spec with a ladder and rung
+  // 0 starts a ladder whose id is the new experiment's; a later rung names its
+  // ladder. 0 and 0: not a ladder's.
   int64_t ladder_id = 0;
   int ladder_rung = 0;
 };

@@ -75,7 +75,8 @@ absl::StatusOr<v1::SubmitResponse> ExperimentManager::Submit(
         "ladder_carried: is set by the coordinator");
   }
   if (spec.has_ladder()) {
-    // The first rung runs now; the ladder submits the rest (server/core/ladder.h).
+    // The first rung runs now; the ladder submits the rest
+    // (server/core/ladder.h).
     PRISM_ASSIGN_OR_RETURN(v1::ExperimentSpec normal,
                            CheckLadder(spec, plan_options_));
     spec = RungSpec(normal, 0);

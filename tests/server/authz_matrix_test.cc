@@ -360,6 +360,13 @@ const std::vector<Row>& Rows() {
                    }),
        {UNAUTH, UNAUTH, PRECONDITION, PRECONDITION, PRECONDITION, PRECONDITION,
         PRECONDITION}},
+      // Read; the world's experiment is not a ladder's.
+      {"ResultsService.LadderTransfer",
+       PRISM_UNARY(results, LadderTransfer, v1::LadderTransferRequest,
+                   v1::LadderTransferResponse,
+                   { req.set_experiment_id(w.experiment); }),
+       {UNAUTH, UNAUTH, PRECONDITION, PRECONDITION, PRECONDITION, PRECONDITION,
+        PRECONDITION}},
       {"ResultsService.Watch",
        [](Matrix& m, const World& w, const std::string& token) {
          v1::WatchRequest req;
@@ -497,8 +504,9 @@ struct Route {
 };
 // Suggest answers 400 (FAILED_PRECONDITION) to whoever may read: the
 // world's experiment has too few finished schedules.
+// So does the ladder route: the world's experiment is not a ladder's.
 constexpr Expect kHttpSuggest = {401, 401, 400, 400, 400, 400, 400};
-constexpr std::array<Route, 17> kRoutes = {{
+constexpr std::array<Route, 18> kRoutes = {{
     {"/api/v1/whoami", kHttpRead},
     {"/api/v1/experiments", kHttpRead},
     {"/api/v1/experiments/{E}", kHttpRead},
@@ -507,6 +515,7 @@ constexpr std::array<Route, 17> kRoutes = {{
     {"/api/v1/trials/{T}", kHttpRead},
     {"/api/v1/workers", kHttpRead},
     {"/api/v1/experiments/{E}/suggest", kHttpSuggest},
+    {"/api/v1/experiments/{E}/ladder", kHttpSuggest},
     {"/api/v1/events?experiment={E}", kHttpRead},
     {"/api/v1/whoami", kHttpRead, /*cookie=*/true},
     {"/api/v1/events?experiment={E}", kHttpRead, /*cookie=*/true},
@@ -517,7 +526,7 @@ constexpr std::array<Route, 17> kRoutes = {{
     {"/", kHttpPublic},
     {"/static/js/main.js", kHttpPublic},
 }};
-constexpr int kApiRoutes = 9;
+constexpr int kApiRoutes = 10;
 static_assert(std::variant_size_v<ApiRequest> == kApiRoutes,
               "http_api.h has a new API route: add it to kRoutes");
 
