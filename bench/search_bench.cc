@@ -30,6 +30,7 @@
 #include <map>
 #include <queue>
 #include <random>
+#include <set>
 #include <string>
 #include <tuple>
 #include <vector>
@@ -373,14 +374,27 @@ int main(int argc, char** argv) {
                  "guided-screen: schedules per bracket");
   app.add_option("--guided-fraction", guided_fraction,
                  "random and guided: schedules tried, as a share of the grid");
+  std::string strategy_list =
+      "grid,random,asha-async,asha-sync,asha-guarded,guided,guided-screen";
+  app.add_option("--strategies", strategy_list,
+                 "comma-separated, from the default list");
   CLI11_PARSE(app, argc, argv);
   family_of_screened = !finalists_family;
 
   const std::vector<Order> orders = {Order::kEnumeration, Order::kReversed,
                                      Order::kShuffled};
-  const std::vector<std::string> strategies = {
-      "grid",         "random", "asha-async",   "asha-sync",
-      "asha-guarded", "guided", "guided-screen"};
+  std::vector<std::string> strategies;
+  for (absl::string_view word : absl::StrSplit(strategy_list, ',')) {
+    static const std::set<std::string> kKnown = {
+        "grid",         "random", "asha-async",   "asha-sync",
+        "asha-guarded", "guided", "guided-screen"};
+    if (kKnown.count(std::string(word)) == 0) {
+      std::fprintf(stderr, "--strategies: unknown strategy '%s'\n",
+                   std::string(word).c_str());
+      return 2;
+    }
+    strategies.emplace_back(word);
+  }
   std::printf(
       "| structure | strategy | order | exact best | regret <= 1 sd | mean "
       "regret (sd) | max regret (sd) | grid steps | named a winner |\n"

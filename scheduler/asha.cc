@@ -1,6 +1,7 @@
 #include "scheduler/asha.h"
 
 #include <algorithm>
+#include <cmath>
 #include <tuple>
 #include <utility>
 
@@ -18,15 +19,17 @@ absl::Status Invalid(const std::string& message) {
 
 std::vector<int64_t> DefaultAshaRungs(int64_t steps, int eta, int eval_every) {
   std::vector<int64_t> rungs;
-  if (eta < 2 || eval_every <= 0) return rungs;
-  int64_t divisor = eta;
-  while (static_cast<int>(rungs.size()) < kMaxDefaultAshaRungs) {
-    const int64_t rung = steps / divisor / eval_every * eval_every;
-    if (rung < eval_every) break;
-    if (rungs.empty() || rungs.back() != rung) rungs.push_back(rung);
-    divisor *= eta;
+  if (eta < 2 || eval_every <= 0 || steps <= 0) return rungs;
+  const double first = kDefaultFirstRungFraction * static_cast<double>(steps);
+  const double ratio = static_cast<double>(steps) / first;
+  for (int k = 0; k < kDefaultAshaRungCount; ++k) {
+    const double at =
+        first * std::pow(ratio, static_cast<double>(k) / kDefaultAshaRungCount);
+    const int64_t rung = std::max<int64_t>(
+        eval_every, std::llround(at / eval_every) * eval_every);
+    if (rung >= steps) break;
+    if (rungs.empty() || rungs.back() < rung) rungs.push_back(rung);
   }
-  std::reverse(rungs.begin(), rungs.end());
   return rungs;
 }
 
@@ -37,11 +40,11 @@ absl::Status CheckAshaPlan(const std::vector<int64_t>& rungs, int eta,
                                 "): 1 / eta of a rung's schedules go on"));
   }
   if (rungs.empty()) {
-    return Invalid(absl::StrCat(
-        "asha.rungs: budget.steps (", steps,
-        ") is too short for a rung at steps / eta that is a multiple of "
-        "budget.eval_every (",
-        eval_every, "); list asha.rungs or train longer"));
+    return Invalid(
+        absl::StrCat("asha.rungs: budget.steps (", steps,
+                     ") is too short for a rung below it that is a multiple of "
+                     "budget.eval_every (",
+                     eval_every, "); list asha.rungs or train longer"));
   }
   for (size_t i = 0; i < rungs.size(); ++i) {
     const std::string field = absl::StrCat("asha.rungs[", i, "] = ", rungs[i]);

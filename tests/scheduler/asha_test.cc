@@ -47,12 +47,25 @@ std::vector<std::string> Promoted(const AshaDecision& d) {
   return out;
 }
 
-TEST(DefaultAshaRungsTest, DividesByEtaOnTheEvalGrid) {
-  EXPECT_THAT(DefaultAshaRungs(270, 3, 10), ElementsAre(10, 30, 90));
-  EXPECT_THAT(DefaultAshaRungs(100, 3, 10), ElementsAre(10, 30));
-  EXPECT_THAT(DefaultAshaRungs(20, 3, 10), ElementsAre());
+TEST(DefaultAshaRungsTest, FirstAtThreeTenthsThenGeometricOnTheEvalGrid) {
+  // 60, then 60 (200 / 60)^(1/3) = 89.6 and 60 (200 / 60)^(2/3) = 133.9.
+  EXPECT_THAT(DefaultAshaRungs(200, 3, 10), ElementsAre(60, 90, 130));
+  EXPECT_THAT(DefaultAshaRungs(270, 3, 10), ElementsAre(80, 120, 180));
+  EXPECT_THAT(DefaultAshaRungs(100, 3, 10), ElementsAre(30, 40, 70));
+  // A coarse eval grid: 54, 80.7, 120.5 to the nearest multiple of 20.
+  EXPECT_THAT(DefaultAshaRungs(180, 3, 20), ElementsAre(60, 80, 120));
+  // Rungs that round to the same eval are one rung; none reaches the budget.
+  EXPECT_THAT(DefaultAshaRungs(20, 3, 10), ElementsAre(10));
+  EXPECT_THAT(DefaultAshaRungs(10, 3, 10), ElementsAre());
   EXPECT_EQ(DefaultAshaRungs(1000000, 2, 1).size(),
-            static_cast<size_t>(kMaxDefaultAshaRungs));
+            static_cast<size_t>(kDefaultAshaRungCount));
+  // The same rungs whatever eta: eta sets the cut, not where it happens.
+  EXPECT_EQ(DefaultAshaRungs(200, 2, 10), DefaultAshaRungs(200, 4, 10));
+  for (int64_t steps : {30, 100, 200, 270, 1000, 12345}) {
+    EXPECT_TRUE(
+        CheckAshaPlan(DefaultAshaRungs(steps, 3, 10), 3, steps, 10).ok())
+        << steps;
+  }
 }
 
 TEST(CheckAshaPlanTest, RefusesEachProblemByName) {

@@ -316,12 +316,12 @@ TEST(SpecTest, AshaResolvesDefaultRungsAndStartsSchedulesAtTheFirstRung) {
       "budget { steps: 180 eval_every: 20 }");
   ASSERT_TRUE(plan.ok()) << plan.status();
   EXPECT_EQ(plan->spec.asha().eta(), 3);
-  EXPECT_THAT(plan->spec.asha().rungs(), ::testing::ElementsAre(20, 60));
+  EXPECT_THAT(plan->spec.asha().rungs(), ::testing::ElementsAre(60, 80, 120));
   // The resolved spec records the default rule.
   EXPECT_EQ(plan->spec.asha().mode(), v1::ASHA_MODE_SYNCHRONOUS);
   ASSERT_EQ(plan->trials.size(), 6u);
   for (const storage::NewTrial& t : plan->trials) {
-    EXPECT_EQ(t.target_steps, t.is_baseline ? 0 : 20) << t.schedule;
+    EXPECT_EQ(t.target_steps, t.is_baseline ? 0 : 60) << t.schedule;
   }
   EXPECT_TRUE(storage::DecidedByCoordinator(plan->spec));
 }
@@ -400,7 +400,7 @@ TEST(SpecTest, BadAshaPoliciesAreInvalidArgumentsNamingTheProblem) {
   }
   absl::StatusOr<ExperimentPlan> short_budget = Plan(
       "model { preset: 'tiny' } seeds: 1 strategy: STRATEGY_ASHA "
-      "budget { steps: 20 eval_every: 10 }");
+      "budget { steps: 10 eval_every: 10 }");
   EXPECT_THAT(short_budget.status().message(), HasSubstr("too short"));
 }
 
@@ -415,14 +415,14 @@ TEST(SpecTest, ScreeningResolvesItsDefaultsAndPlantsTheFirstBracket) {
   EXPECT_DOUBLE_EQ(plan->spec.screening().explore(), kDefaultScreeningExplore);
   EXPECT_DOUBLE_EQ(plan->spec.screening().grid_fraction(),
                    kDefaultScreeningGridFraction);
-  EXPECT_THAT(plan->spec.asha().rungs(), ::testing::ElementsAre(20, 60));
+  EXPECT_THAT(plan->spec.asha().rungs(), ::testing::ElementsAre(60, 80, 120));
   EXPECT_EQ(plan->spec.asha().mode(), v1::ASHA_MODE_SYNCHRONOUS);
   EXPECT_TRUE(storage::DecidedByCoordinator(plan->spec));
   // The baseline and one bracket of 6, on both seeds; the schedules at the
   // first rung.
   std::set<std::string> schedules;
   for (const storage::NewTrial& t : plan->trials) {
-    EXPECT_EQ(t.target_steps, t.is_baseline ? 0 : 20) << t.schedule;
+    EXPECT_EQ(t.target_steps, t.is_baseline ? 0 : 60) << t.schedule;
     if (!t.is_baseline) schedules.insert(t.schedule);
   }
   EXPECT_EQ(schedules.size(), 6u);
