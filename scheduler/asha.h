@@ -68,7 +68,7 @@ const char* AshaModeName(AshaMode mode);
 // default places. A schedule's effect grows with training while its noise
 // does not, and the first rung is where every schedule trains (most of the
 // cost: N x first rung), so the default spends it late enough for the
-// ranking there to carry over, and cuts by eta at three rungs after it
+// ranking there to carry over, and cuts by eta at each of its three rungs
 // (issue #27: bench/RESULTS.md, "After rungs at 30% of the budget"). The
 // steps trained are about r1 + (r2 - r1) / eta + (r3 - r2) / eta^2 +
 // (steps - r3) / eta^3 of the grid's steps (x steps): 38.8% for 120
