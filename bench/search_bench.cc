@@ -22,6 +22,8 @@
 // again and appends what it adds or promotes to the queue.
 //
 //   build/bench/search_bench --searches 20 --workers 8
+//   build/bench/search_bench --strategies asha-sync --orders shuffled \
+//       --structures fading-trap --trap-fade 0.45 --rungs 40 120
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
@@ -378,11 +380,38 @@ int main(int argc, char** argv) {
       "grid,random,asha-async,asha-sync,asha-guarded,guided,guided-screen";
   app.add_option("--strategies", strategy_list,
                  "comma-separated, from the default list");
+  // The generator's shape, for out-of-sample checks of a rule tuned on its
+  // defaults (KnownTruthSpec's fields of the same names).
+  const KnownTruthSpec defaults;
+  double trap_fade = defaults.trap_fade;
+  double effect_growth = defaults.effect_growth;
+  double noise_sd = defaults.noise_sd;
+  app.add_option("--trap-fade", trap_fade,
+                 "fading-trap: where the trap is gone, as a share of the "
+                 "budget");
+  app.add_option("--effect-growth", effect_growth,
+                 "the effect grows as (t / steps)^this");
+  app.add_option("--noise-sd", noise_sd, "final val loss noise sd");
+  std::string order_list = "enumeration,reversed,shuffled";
+  app.add_option("--orders", order_list, "comma-separated dispatch orders");
   CLI11_PARSE(app, argc, argv);
   family_of_screened = !finalists_family;
 
-  const std::vector<Order> orders = {Order::kEnumeration, Order::kReversed,
-                                     Order::kShuffled};
+  std::vector<Order> orders;
+  for (absl::string_view word : absl::StrSplit(order_list, ',')) {
+    bool known = false;
+    for (Order o : {Order::kEnumeration, Order::kReversed, Order::kShuffled}) {
+      if (word == OrderName(o)) {
+        orders.push_back(o);
+        known = true;
+      }
+    }
+    if (!known) {
+      std::fprintf(stderr, "--orders: unknown order '%s'\n",
+                   std::string(word).c_str());
+      return 2;
+    }
+  }
   std::vector<std::string> strategies;
   for (absl::string_view word : absl::StrSplit(strategy_list, ',')) {
     static const std::set<std::string> kKnown = {
@@ -411,6 +440,9 @@ int main(int argc, char** argv) {
       KnownTruthSpec spec;
       spec.structure = *structure;
       spec.seed = static_cast<uint64_t>(search);
+      spec.trap_fade = trap_fade;
+      spec.effect_growth = effect_growth;
+      spec.noise_sd = noise_sd;
       absl::StatusOr<KnownTruth> truth = GenerateKnownTruth(spec);
       if (!truth.ok()) {
         std::fprintf(stderr, "%s\n", truth.status().ToString().c_str());

@@ -60,6 +60,9 @@ absl::Status ValidateTruthSpec(const KnownTruthSpec& spec) {
   if (!(spec.trap_fade > 0.0 && spec.trap_fade <= 1.0)) {
     return bad("trap_fade must be in (0, 1]");
   }
+  if (!(spec.effect_growth > 0.0) || !std::isfinite(spec.effect_growth)) {
+    return bad("effect_growth must be finite and > 0");
+  }
   if (!(spec.planted_fraction >= 0.0 && spec.worse_fraction >= 0.0 &&
         spec.planted_fraction + spec.worse_fraction <= 1.0)) {
     return bad(
@@ -167,9 +170,14 @@ KnownTruth FillTruth(const KnownTruthSpec& spec,
         const double x = static_cast<double>(t);
         const double fade = std::pow(std::max(0.0, 1.0 - x / fade_steps), 2.0);
         const double e = (level + normal(rng)) / std::sqrt(2.0);
+        // pow is skipped at the default so the default's curves stay
+        // bit-for-bit those drawn before effect_growth existed.
+        const double grown = spec.effect_growth == 1.0
+                                 ? x / total
+                                 : std::pow(x / total, spec.effect_growth);
         trial.val_steps.push_back(t);
         trial.val_losses.push_back(BaseCurve(x, total) + offset[s] +
-                                   delta[i] * x / total + trap[i] * fade +
+                                   delta[i] * grown + trap[i] * fade +
                                    sd[i] * e);
       }
     }

@@ -7,13 +7,15 @@
 // requires them), the uniform baseline among them, trains on seeds 1..seeds.
 // A trial's val loss at step t is
 //
-//   base(t) + offset[seed] + delta[schedule] * t / steps
+//   base(t) + offset[seed] + delta[schedule] * (t / steps)^effect_growth
 //           + trap[schedule] * fade(t) + noise_sd[schedule] * e(t)
 //
 // where base(t) = 3.3 + 2.2 (1 + t / (0.08 steps))^-0.7 is a power-law
 // learning curve, offset[seed] ~ N(0, seed_offset_sd) is shared by every
 // schedule on that seed (what pairing by seed removes), delta is the true
-// final effect against the baseline (negative is better), fade(t) =
+// final effect against the baseline (negative is better) reached along
+// (t / steps)^effect_growth (1: linearly; above 1: late, so an early rung
+// sees less of it), fade(t) =
 // max(0, 1 - t / (trap_fade * steps))^2 is an early bump that has gone by
 // trap_fade of the budget, and e(t) = (u + w_t) / sqrt(2) mixes a per-trial
 // N(0, 1) level u with per-eval N(0, 1) jitter w_t, so the final val loss has
@@ -115,7 +117,8 @@ struct KnownTruthSpec {
   double worse_fraction = 0.0;
   double best_gap = 0.01;
   double trap_strength = 0.08;
-  double trap_fade = 0.3;  // of the budget
+  double trap_fade = 0.3;      // of the budget
+  double effect_growth = 1.0;  // exponent of t / steps; > 0
   int diverged_trials = 0;
   uint64_t seed = 1;
 };

@@ -2,7 +2,9 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <set>
+#include <string>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -127,6 +129,37 @@ TEST(KnownTruthTest, FadingTrapHidesTheBestEarlyAndIsGoneLate) {
   };
   EXPECT_GT(rank_at(20), 30);  // worse than the trapped third early
   EXPECT_EQ(rank_at(200), 0);  // the best at the end
+}
+
+TEST(KnownTruthTest, EffectGrowsAlongItsExponentAndTheTrapFadesWhereTold) {
+  KnownTruthSpec spec = Spec(TruthStructure::kFadingTrap);
+  spec.noise_sd = 0.0;
+  spec.seed_offset_sd = 0.0;
+  spec.effect_growth = 2.0;
+  spec.trap_fade = 0.6;
+  const KnownTruth t = *GenerateKnownTruth(spec);
+  std::map<std::string, const KnownTruthTrial*> on_seed_1;
+  for (const KnownTruthTrial& trial : t.trials) {
+    if (trial.seed == 1) on_seed_1[trial.schedule] = &trial;
+  }
+  auto gap_at = [&](const std::string& s, int64_t step) {
+    return ValLossAt(*on_seed_1.at(s), step) -
+           ValLossAt(*on_seed_1.at(t.baseline), step);
+  };
+  // Past the fade only the effect is left: a quarter of it at half the
+  // budget (growth 2), all of it at the end.
+  const double best = t.true_delta.at(t.best);
+  EXPECT_NEAR(gap_at(t.best, 200), best, 1e-12);
+  EXPECT_NEAR(gap_at(t.best, 160), best * 0.64, 1e-12);
+  // Before 60% of the budget the trap still holds the best back: at 100
+  // steps it is (1 - 100 / 120)^2 of trap_strength worse.
+  EXPECT_NEAR(gap_at(t.best, 100),
+              best * 0.25 + spec.trap_strength * std::pow(1.0 / 6.0, 2.0),
+              1e-12);
+  EXPECT_GT(gap_at(t.best, 60), 0.0);
+  spec.effect_growth = 0.0;
+  EXPECT_NE(GenerateKnownTruth(spec).status().message().find("effect_growth"),
+            std::string::npos);
 }
 
 TEST(KnownTruthTest, DivergedTrialsEndAtTheirDivergence) {
