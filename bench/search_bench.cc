@@ -365,13 +365,15 @@ int main(int argc, char** argv) {
   app.add_option("--searches", searches, "search seeds per structure");
   app.add_option("--workers", workers, "simulated workers");
   app.add_option("--structures", structures, "comma-separated");
-  app.add_option("--rungs", rungs, "ASHA rungs (default: DefaultAshaRungs)");
+  app.add_option("--rungs", rungs,
+                 "ASHA and guided-screen rungs (default: DefaultAshaRungs, "
+                 "DefaultScreeningRungs)");
   app.add_option("--eta", eta, "ASHA reduction factor");
   bool finalists_family = false;
   app.add_flag("--finalists-family", finalists_family,
                "verdicts over the finalists alone, not every screened "
                "schedule");
-  int screen_size = 30;
+  int screen_size = kDefaultScreeningBracketSize;
   app.add_option("--screen-size", screen_size,
                  "guided-screen: schedules per bracket");
   app.add_option("--guided-fraction", guided_fraction,
@@ -451,6 +453,10 @@ int main(int argc, char** argv) {
       const std::vector<int64_t> plan_rungs =
           rungs.empty() ? DefaultAshaRungs(spec.steps, eta, spec.eval_every)
                         : rungs;
+      const std::vector<int64_t> screen_rungs =
+          rungs.empty()
+              ? DefaultScreeningRungs(spec.steps, eta, spec.eval_every)
+              : rungs;
       const int n = static_cast<int>(truth->schedules.size());
       const double grid_steps =
           static_cast<double>(n) * spec.seeds * static_cast<double>(spec.steps);
@@ -472,7 +478,7 @@ int main(int argc, char** argv) {
             subset.resize(static_cast<size_t>(tried));
             r = RunFull(*truth, subset, workers);
           } else if (strategy == "guided-screen") {
-            r = RunScreening(*truth, plan_rungs, eta, screen_size,
+            r = RunScreening(*truth, screen_rungs, eta, screen_size,
                              guided_fraction, static_cast<uint64_t>(search),
                              workers);
           } else if (strategy == "guided") {

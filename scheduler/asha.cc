@@ -17,14 +17,14 @@ absl::Status Invalid(const std::string& message) {
 
 }  // namespace
 
-std::vector<int64_t> DefaultAshaRungs(int64_t steps, int eta, int eval_every) {
+std::vector<int64_t> DefaultAshaRungs(int64_t steps, int eta, int eval_every,
+                                      int count) {
   std::vector<int64_t> rungs;
-  if (eta < 2 || eval_every <= 0 || steps <= 0) return rungs;
+  if (eta < 2 || eval_every <= 0 || steps <= 0 || count < 1) return rungs;
   const double first = kDefaultFirstRungFraction * static_cast<double>(steps);
   const double ratio = static_cast<double>(steps) / first;
-  for (int k = 0; k < kDefaultAshaRungCount; ++k) {
-    const double at =
-        first * std::pow(ratio, static_cast<double>(k) / kDefaultAshaRungCount);
+  for (int k = 0; k < count; ++k) {
+    const double at = first * std::pow(ratio, static_cast<double>(k) / count);
     const int64_t rung = std::max<int64_t>(
         eval_every, std::llround(at / eval_every) * eval_every);
     if (rung >= steps) break;

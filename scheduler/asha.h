@@ -73,18 +73,22 @@ const char* AshaModeName(AshaMode mode);
 // steps trained are about r1 + (r2 - r1) / eta + (r3 - r2) / eta^2 +
 // (steps - r3) / eta^3 of the grid's steps (x steps): 38.8% for 120
 // schedules over 200 steps at eta 3. A structure whose ranking turns after
-// 30% of the budget (a trap that fades later) is cut at the first rung.
+// 30% of the budget (a trap that fades later) is cut at the first rung, as
+// it is by any successive halving whose first rung comes before the fade
+// (bench/RESULTS.md, "Out of sample").
 inline constexpr double kDefaultFirstRungFraction = 0.3;
 inline constexpr int kDefaultAshaRungCount = 3;
 
 // DefaultAshaRungs returns the first rung at kDefaultFirstRungFraction of
 // `steps`, then the ones spaced geometrically from it to `steps`:
-// r_k = r_1 (steps / r_1)^((k - 1) / kDefaultAshaRungCount) for k = 1 ..
-// kDefaultAshaRungCount, each rounded to the nearest multiple of eval_every
-// (at least eval_every), duplicates dropped, below `steps`, increasing
-// (empty when no multiple of eval_every is below steps, or eta < 2 or
-// eval_every < 1). E.g. 200 steps, evals every 10: 60, 90, 130.
-std::vector<int64_t> DefaultAshaRungs(int64_t steps, int eta, int eval_every);
+// r_k = r_1 (steps / r_1)^((k - 1) / count) for k = 1 .. count, each rounded
+// to the nearest multiple of eval_every (at least eval_every), duplicates
+// dropped, below `steps`, increasing (empty when no multiple of eval_every
+// is below steps, or eta < 2, eval_every < 1 or count < 1). E.g. 200 steps,
+// evals every 10: 60, 90, 130 (count 3); 60, 110 (count 2, guided
+// screening's DefaultScreeningRungs).
+std::vector<int64_t> DefaultAshaRungs(int64_t steps, int eta, int eval_every,
+                                      int count = kDefaultAshaRungCount);
 
 // CheckAshaPlan returns OK for rungs that are positive, strictly increasing,
 // multiples of eval_every and below steps, with eta at least 2 (and at

@@ -91,6 +91,11 @@ absl::StatusOr<ScreeningBracket> NextScreeningBracket(
   return out;
 }
 
+std::vector<int64_t> DefaultScreeningRungs(int64_t steps, int eta,
+                                           int eval_every) {
+  return DefaultAshaRungs(steps, eta, eval_every, kDefaultScreeningRungCount);
+}
+
 double ScreeningBracketCost(const ScreeningSearch& search, int n) {
   double cost = 0.0;
   int members = n;

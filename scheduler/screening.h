@@ -60,8 +60,22 @@ namespace prism {
 // share at which bench/search_bench finds an isolated best (a schedule the
 // surrogate cannot predict) without losing the smooth structures' gains.
 inline constexpr double kDefaultScreeningExplore = 1.0 / 3.0;
-inline constexpr int kDefaultScreeningBracketSize = 30;
 inline constexpr double kDefaultScreeningGridFraction = 0.3;
+// A screening search's default rungs and bracket size (issue #27;
+// bench/RESULTS.md, "Guided screening's own rungs"). Its verdict needs
+// finalists: a bracket of S at eta 3 keeps S / 3^count of them, so the
+// default has one rung fewer than ASHA's (the first still at
+// kDefaultFirstRungFraction of the budget): 39 -> 13 -> 4 finalists per
+// bracket, and two brackets fill the default 30% of a 120-schedule grid.
+// With ASHA's three rungs a bracket of 30 kept one finalist and the search
+// named a winner in 1 of 20 searches.
+inline constexpr int kDefaultScreeningRungCount = 2;
+inline constexpr int kDefaultScreeningBracketSize = 39;
+
+// DefaultScreeningRungs returns DefaultAshaRungs(steps, eta, eval_every,
+// kDefaultScreeningRungCount): 60, 110 for 200 steps evaluated every 10.
+std::vector<int64_t> DefaultScreeningRungs(int64_t steps, int eta,
+                                           int eval_every);
 
 struct ScreeningPlan {
   SpaceSpec space;

@@ -294,7 +294,8 @@ absl::Status PlannedSeeds(const v1::ExperimentSpec& spec,
 }
 
 // ResolveAsha checks STRATEGY_ASHA's settings against the resolved budget and
-// fills the defaults (eta 3, DefaultAshaRungs).
+// fills the defaults (eta 3; DefaultAshaRungs, or DefaultScreeningRungs for
+// STRATEGY_GUIDED_SCREENING).
 absl::StatusOr<v1::AshaPolicy> ResolveAsha(const v1::ExperimentSpec& spec,
                                            const v1::Budget& budget) {
   if (spec.has_seeds_policy()) {
@@ -311,7 +312,11 @@ absl::StatusOr<v1::AshaPolicy> ResolveAsha(const v1::ExperimentSpec& spec,
   }
   std::vector<int64_t> rungs(a.rungs().begin(), a.rungs().end());
   if (rungs.empty()) {
-    rungs = DefaultAshaRungs(budget.steps(), a.eta(), budget.eval_every());
+    rungs =
+        spec.strategy() == v1::STRATEGY_GUIDED_SCREENING
+            ? DefaultScreeningRungs(budget.steps(), a.eta(),
+                                    budget.eval_every())
+            : DefaultAshaRungs(budget.steps(), a.eta(), budget.eval_every());
   }
   PRISM_RETURN_IF_ERROR(
       CheckAshaPlan(rungs, a.eta(), budget.steps(), budget.eval_every()));

@@ -59,6 +59,10 @@ TEST(DefaultAshaRungsTest, FirstAtThreeTenthsThenGeometricOnTheEvalGrid) {
   EXPECT_THAT(DefaultAshaRungs(10, 3, 10), ElementsAre());
   EXPECT_EQ(DefaultAshaRungs(1000000, 2, 1).size(),
             static_cast<size_t>(kDefaultAshaRungCount));
+  // Fewer rungs: the same first, the rest spaced over the same span.
+  EXPECT_THAT(DefaultAshaRungs(200, 3, 10, /*count=*/2), ElementsAre(60, 110));
+  EXPECT_THAT(DefaultAshaRungs(200, 3, 10, /*count=*/1), ElementsAre(60));
+  EXPECT_THAT(DefaultAshaRungs(200, 3, 10, /*count=*/0), ElementsAre());
   // The same rungs whatever eta: eta sets the cut, not where it happens.
   EXPECT_EQ(DefaultAshaRungs(200, 2, 10), DefaultAshaRungs(200, 4, 10));
   for (int64_t steps : {30, 100, 200, 270, 1000, 12345}) {

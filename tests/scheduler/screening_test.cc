@@ -148,6 +148,38 @@ class Stored {
   std::vector<AshaTrial> trials_;
 };
 
+TEST(DefaultScreeningRungsTest, OneRungFewerThanAshaSoABracketKeepsFinalists) {
+  // 60, then 60 (200 / 60)^(1/2) = 109.5: the first rung where ASHA's is.
+  EXPECT_THAT(DefaultScreeningRungs(200, 3, 10),
+              ::testing::ElementsAre(60, 110));
+  EXPECT_EQ(DefaultScreeningRungs(200, 3, 10).front(),
+            DefaultAshaRungs(200, 3, 10).front());
+  EXPECT_THAT(DefaultScreeningRungs(180, 3, 20),
+              ::testing::ElementsAre(60, 100));
+  // A default bracket keeps 39 -> 13 -> 4 finalists for the verdict (ASHA's
+  // three rungs would keep 1).
+  ScreeningSearch s;
+  s.rungs = DefaultScreeningRungs(200, kDefaultAshaEta, 10);
+  s.eta = kDefaultAshaEta;
+  s.seeds = 3;
+  s.steps = 200;
+  int finalists = kDefaultScreeningBracketSize;
+  for (size_t k = 0; k < s.rungs.size(); ++k) {
+    finalists = std::max(1, finalists / s.eta);
+  }
+  EXPECT_EQ(finalists, 4);
+  // 39 x 60 + 13 x 50 + 4 x 90 steps a seed; two brackets and the baseline
+  // fit the default 30% of a 120-schedule grid of 200 steps, three do not.
+  EXPECT_DOUBLE_EQ(ScreeningBracketCost(s, kDefaultScreeningBracketSize),
+                   3.0 * (39 * 60 + 13 * 50 + 4 * 90));
+  const double grid = 120.0 * 3 * 200;
+  const double baseline = 3.0 * 200;
+  EXPECT_LE(baseline + 2 * ScreeningBracketCost(s, 39),
+            kDefaultScreeningGridFraction * grid);
+  EXPECT_GT(baseline + 3 * ScreeningBracketCost(s, 39),
+            kDefaultScreeningGridFraction * grid);
+}
+
 TEST(DecideScreeningTest, FirstDecisionOpensARandomBracketAndRepeatsIt) {
   absl::StatusOr<ScreeningDecision> d = DecideScreening(Search(0.5), {});
   ASSERT_TRUE(d.ok()) << d.status();

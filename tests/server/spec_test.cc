@@ -415,7 +415,9 @@ TEST(SpecTest, ScreeningResolvesItsDefaultsAndPlantsTheFirstBracket) {
   EXPECT_DOUBLE_EQ(plan->spec.screening().explore(), kDefaultScreeningExplore);
   EXPECT_DOUBLE_EQ(plan->spec.screening().grid_fraction(),
                    kDefaultScreeningGridFraction);
-  EXPECT_THAT(plan->spec.asha().rungs(), ::testing::ElementsAre(60, 80, 120));
+  // Screening's own default rungs (DefaultScreeningRungs): one fewer than
+  // STRATEGY_ASHA's 60, 80, 120 for this budget.
+  EXPECT_THAT(plan->spec.asha().rungs(), ::testing::ElementsAre(60, 100));
   EXPECT_EQ(plan->spec.asha().mode(), v1::ASHA_MODE_SYNCHRONOUS);
   EXPECT_TRUE(storage::DecidedByCoordinator(plan->spec));
   // The baseline and one bracket of 6, on both seeds; the schedules at the
@@ -427,6 +429,15 @@ TEST(SpecTest, ScreeningResolvesItsDefaultsAndPlantsTheFirstBracket) {
   }
   EXPECT_EQ(schedules.size(), 6u);
   EXPECT_EQ(plan->trials.size(), 14u);
+  // Unset, the bracket is kDefaultScreeningBracketSize: with the default
+  // rungs at eta 3 it keeps 39 -> 13 -> 4 finalists for the verdict.
+  absl::StatusOr<ExperimentPlan> by_default = Plan(
+      "model { preset: 'tiny' } seeds: 1 "
+      "strategy: STRATEGY_GUIDED_SCREENING "
+      "budget { steps: 180 eval_every: 20 }");
+  ASSERT_TRUE(by_default.ok()) << by_default.status();
+  EXPECT_EQ(by_default->spec.screening().bracket_size(), 39);
+  EXPECT_EQ(kDefaultScreeningBracketSize, 39);
   // The bracket is drawn with sample_seed.
   absl::StatusOr<ExperimentPlan> again = Plan(
       "model { preset: 'tiny' } seeds: 1 seeds: 2 "
