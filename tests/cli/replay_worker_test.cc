@@ -10,8 +10,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/cli/cluster.h"
-#include "worker/replay_launcher.h"
-#include "worker/task_config.h"
+#include "tests/cli/replay_fixture.h"
 
 namespace prism::testing {
 namespace {
@@ -40,40 +39,7 @@ float ValLoss(int index, int64_t seed, int64_t step) {
 // Fixture writes a fixture for `seeds` of every schedule, with the config a
 // worker builds for this budget.
 std::string Fixture(const std::vector<int64_t>& seeds) {
-  v1::TrialTask task;
-  task.mutable_model()->set_preset("tiny");
-  task.mutable_budget()->set_steps(40);
-  task.mutable_budget()->set_eval_every(10);
-  task.mutable_budget()->set_log_every(5);
-  std::string text;
-  for (size_t i = 0; i < kSchedules.size(); ++i) {
-    for (int64_t seed : seeds) {
-      task.mutable_trial()->set_schedule(kSchedules[i]);
-      task.mutable_trial()->set_seed(seed);
-      absl::StatusOr<model::TrainConfig> config =
-          worker::TrainConfigForTask(task, worker::WorkerResources{});
-      EXPECT_TRUE(config.ok()) << config.status();
-      if (text.empty()) text = worker::FormatReplayHeader(*config);
-      model::TrainResult run;
-      for (int64_t step = 0; step <= 40; step += 5) {
-        if (step > 0) {
-          run.curve.push_back({model::CurveSplit::kTrain, step,
-                               ValLoss(static_cast<int>(i), seed, step) + 0.1f,
-                               1e-3f, 5000.0, 0.01 * step});
-        }
-        if (step % 10 == 0) {
-          run.curve.push_back({model::CurveSplit::kVal, step,
-                               ValLoss(static_cast<int>(i), seed, step), 1e-3f,
-                               5000.0, 0.01 * step});
-        }
-      }
-      run.steps = 40;
-      run.tokens_per_second = 5000.0;
-      run.device = "cpu";
-      text += worker::FormatReplayTrial(*config, run);
-    }
-  }
-  return text;
+  return TinyReplayFixture(kSchedules, seeds, ValLoss);
 }
 
 TEST(ReplayWorkerTest, AshaSearchPromotesAndResumesFromTheRecordedRung) {

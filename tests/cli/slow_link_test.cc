@@ -20,9 +20,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/cli/cluster.h"
+#include "tests/cli/replay_fixture.h"
 #include "tests/testing/delay_relay.h"
-#include "worker/replay_launcher.h"
-#include "worker/task_config.h"
 
 namespace prism::testing {
 namespace {
@@ -43,39 +42,10 @@ const std::vector<int64_t> kSeeds = {1, 2};
 // Fixture records a made-up run of every schedule and seed, with the config
 // a worker builds for kBudget.
 std::string Fixture() {
-  v1::TrialTask task;
-  task.mutable_model()->set_preset("tiny");
-  task.mutable_budget()->set_steps(40);
-  task.mutable_budget()->set_eval_every(10);
-  task.mutable_budget()->set_log_every(5);
-  std::string text;
-  for (size_t i = 0; i < kSchedules.size(); ++i) {
-    for (int64_t seed : kSeeds) {
-      task.mutable_trial()->set_schedule(kSchedules[i]);
-      task.mutable_trial()->set_seed(seed);
-      absl::StatusOr<model::TrainConfig> config =
-          worker::TrainConfigForTask(task, worker::WorkerResources{});
-      EXPECT_TRUE(config.ok()) << config.status();
-      if (text.empty()) text = worker::FormatReplayHeader(*config);
-      model::TrainResult run;
-      for (int64_t step = 0; step <= 40; step += 5) {
-        const float loss = static_cast<float>(5.0 - 0.02 * step - 0.01 * i);
-        if (step > 0) {
-          run.curve.push_back({model::CurveSplit::kTrain, step, loss + 0.1f,
-                               1e-3f, 5000.0, 0.01 * step});
-        }
-        if (step % 10 == 0) {
-          run.curve.push_back({model::CurveSplit::kVal, step, loss, 1e-3f,
-                               5000.0, 0.01 * step});
-        }
-      }
-      run.steps = 40;
-      run.tokens_per_second = 5000.0;
-      run.device = "cpu";
-      text += worker::FormatReplayTrial(*config, run);
-    }
-  }
-  return text;
+  return TinyReplayFixture(
+      kSchedules, kSeeds, [](int i, int64_t, int64_t step) {
+        return static_cast<float>(5.0 - 0.02 * step - 0.01 * i);
+      });
 }
 
 // Link is one cluster whose only worker reaches it through a relay.
