@@ -186,6 +186,19 @@ absl::StatusOr<v1::ExperimentSpec> CheckLadder(const v1::ExperimentSpec& spec,
   return normal;
 }
 
+namespace {
+
+// LadderName is the name the ladder was submitted under: every rung's
+// experiment, rung 1's included, carries it with a " [rung i/n: size]"
+// suffix, and the next rung is planned from the rung below's spec.
+std::string LadderName(const std::string& name) {
+  const size_t at = name.rfind(" [rung ");
+  if (at == std::string::npos || !absl::EndsWith(name, "]")) return name;
+  return name.substr(0, at);
+}
+
+}  // namespace
+
 v1::ExperimentSpec RungSpec(const v1::ExperimentSpec& spec, int rung) {
   v1::ExperimentSpec out = spec;
   const v1::LadderRung& r = spec.ladder().rungs(rung);
@@ -211,7 +224,7 @@ v1::ExperimentSpec RungSpec(const v1::ExperimentSpec& spec, int rung) {
   const std::string size = r.model().preset().empty()
                                ? absl::StrCat("d", r.model().d_model())
                                : r.model().preset();
-  out.set_name(absl::StrCat(spec.name(), " [rung ", rung + 1, "/",
+  out.set_name(absl::StrCat(LadderName(spec.name()), " [rung ", rung + 1, "/",
                             spec.ladder().rungs_size(), ": ", size, "]"));
   return out;
 }

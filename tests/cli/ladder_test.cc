@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "bench/known_truth_replay.h"
 #include "gmock/gmock.h"
@@ -170,6 +171,9 @@ TEST(LadderTest, CarriesTheBestSetAndControlsAndMeasuresAFullTransfer) {
   ASSERT_TRUE(second.ok()) << second.status();
   EXPECT_EQ(second->ladder_id(), rung1);
   EXPECT_EQ(second->ladder_rung(), 1);
+  // Named after the ladder, not after rung 1's experiment.
+  EXPECT_TRUE(absl::StartsWith(second->spec().name(), "ladder [rung 2/2: "))
+      << second->spec().name();
   v1::RankRequest rank_request;
   rank_request.set_experiment_id(rung1);
   v1::RankResponse rank;
