@@ -32,6 +32,7 @@
 #include "cli/command.h"
 #include "cli/output.h"
 #include "cli/slurm_jobs.h"
+#include "cli/systemd_notify.h"
 #include "server/coordinator.h"
 #include "storage/write_observer.h"
 
@@ -165,6 +166,20 @@ int WaitForStopSignal() {
   return byte;
 }
 
+// ReadinessText is what /readyz answers, as one line for systemd's STATUS=.
+std::string ReadinessText(const absl::Status& ready) {
+  return ready.ok() ? "ready" : absl::StrCat("not ready: ", ready.message());
+}
+
+// Notify logs (and does not fail on) a notification the service manager
+// could not be sent.
+void Notify(const absl::Status& sent) {
+  if (!sent.ok()) {
+    Log(LogLevel::kWarning, "cannot notify the service manager")
+        .Kv("error", sent.message());
+  }
+}
+
 // WaitForStopSignalFor waits up to `timeout` for SIGINT or SIGTERM and
 // returns which, or 0 when none came.
 int WaitForStopSignalFor(absl::Duration timeout) {
@@ -231,6 +246,9 @@ int RunCoordinator(CoordinatorFlags flags) {
   // cause), so a readiness probe learns why instead of "connection
   // refused". Any other failure (a bad path, a file that is not a
   // database) is one clear line and exit 1.
+  // Under systemd (Type=notify) STATUS= follows the readiness and READY=1
+  // comes once gRPC and HTTP serve (deploy/systemd/prism-coordinator.service).
+  SystemdNotifier notify = SystemdNotifier::FromEnvironment();
   absl::StatusOr<std::unique_ptr<server::Coordinator>> coordinator =
       server::Coordinator::Create(o);
   std::unique_ptr<server::OpeningProbes> probes;
@@ -261,6 +279,7 @@ int RunCoordinator(CoordinatorFlags flags) {
     } else {
       probes->OpenFailed(*fault, coordinator.status());
     }
+    Notify(notify.Status(ReadinessText(probes->Ready())));
     if (const int signal_number = WaitForStopSignalFor(absl::Seconds(1));
         signal_number != 0) {
       Log(LogLevel::kInfo, "stopping before the database opened")
@@ -293,10 +312,24 @@ int RunCoordinator(CoordinatorFlags flags) {
   }
   std::cout << "prism coordinator: ready grpc=" << grpc << " http=" << http
             << std::endl;
+  const server::StorageHealth& health = (*coordinator)->storage_health();
+  Notify(notify.Status(ReadinessText(health.Ready())));
+  Notify(notify.Send("READY=1"));
 
-  const int signal_number = WaitForStopSignal();
+  // Without systemd this is a plain wait; with it, STATUS= follows the
+  // storage readiness (checked every 2 s) until a stop signal.
+  int signal_number = 0;
+  while (signal_number == 0) {
+    if (!notify.enabled()) {
+      signal_number = WaitForStopSignal();
+      break;
+    }
+    signal_number = WaitForStopSignalFor(absl::Seconds(2));
+    Notify(notify.Status(ReadinessText(health.Ready())));
+  }
   Log(LogLevel::kInfo, "stopping")
       .Kv("signal", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
+  Notify(notify.Send("STOPPING=1"));
   (*coordinator)->Shutdown();
   coordinator->reset();
   return kExitOk;

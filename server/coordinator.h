@@ -170,6 +170,8 @@ class OpeningProbes {
   }
   // http_address is where it listens: HOST:PORT with the port it picked.
   const std::string& http_address() const { return http_address_; }
+  // Ready is what /readyz answers (Unavailable naming the failed open).
+  absl::Status Ready() const { return health_.Ready(); }
   // Stop stops serving and frees the port for the coordinator; idempotent.
   void Stop();
 

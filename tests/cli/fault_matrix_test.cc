@@ -34,6 +34,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "tests/cli/cluster.h"
+#include "tests/testing/notify_socket.h"
 
 namespace prism::testing {
 namespace {
@@ -715,8 +716,13 @@ TEST(FaultMatrixTest, CoordinatorStartedOnAFullDiskWaitsAndRecovers) {
     metrics = HttpGetAt(waiting_http, "/metrics").second;
     fs::remove(filler);
   });
-  // Nobody touches it but the disk: it opens and serves by itself.
-  absl::Status started = cluster.StartCoordinator();
+  // Nobody touches it but the disk: it opens and serves by itself. As
+  // systemd would see it (Type=notify): STATUS= naming the failed open,
+  // then ready, and READY=1 only once it serves.
+  NotifySocket manager(cluster.dir() + "/notify.sock");
+  ASSERT_TRUE(manager.ok());
+  absl::Status started =
+      cluster.StartCoordinator({"NOTIFY_SOCKET=" + manager.path()});
   freer.join();
   ASSERT_TRUE(started.ok()) << started << cluster.Logs();
   EXPECT_TRUE(said_why) << cluster.Logs();
@@ -739,6 +745,14 @@ TEST(FaultMatrixTest, CoordinatorStartedOnAFullDiskWaitsAndRecovers) {
       << cluster.Logs();
   EXPECT_THAT(ReadFile(log_path),
               HasSubstr("msg=\"database opened after waiting for the disk\""));
+  const std::vector<std::string> notified =
+      manager.ReceiveUntil("READY=1", absl::Seconds(30));
+  ASSERT_FALSE(notified.empty());
+  EXPECT_THAT(notified.front(),
+              HasSubstr("STATUS=not ready: database cannot be opened for "
+                        "writing"));
+  EXPECT_EQ(notified.back(), "READY=1");
+  EXPECT_THAT(notified, ::testing::Contains("STATUS=ready"));
   absl::StatusOr<v1::Experiment> done =
       cluster.WaitForExperiment(id, absl::Minutes(4));
   ASSERT_TRUE(done.ok()) << done.status();

@@ -7,6 +7,8 @@ For each unit in deploy/systemd (the worker template as instance @0):
     systemd, only the systemd package;
   - ExecStart runs `prism coordinator|worker` with only flags that
     `prism <command> --help` lists;
+  - the coordinator reports readiness (Type=notify, NotifyAccess=main, no
+    start timeout: it may wait for a full disk);
   - the hardening holds: a dedicated non-root User=, NoNewPrivileges,
     ProtectSystem=strict, PrivateTmp, ProtectHome, an empty
     CapabilityBoundingSet, and every path the process writes (--db,
@@ -163,6 +165,14 @@ def main():
                                      "--tls-key" in flags),
                       f"{name}: listens on {hosts} without --tls-cert and "
                       "--tls-key")
+                # Readiness: the coordinator speaks sd_notify (READY=1 once
+                # it serves, STATUS= with /readyz's text), and a start that
+                # waits for a full disk must not be killed by a timeout.
+                for key, want in (("Type", "notify"), ("NotifyAccess", "main"),
+                                  ("TimeoutStartSec", "infinity")):
+                    got = service.get(key, [None])[-1]
+                    check(got == want, f"{name}: {key}={got}, want {want!r} "
+                          "(the coordinator's readiness)")
             if command.name == "worker":
                 check("--tls-ca" in flags, f"{name}: the worker does not "
                       "verify the coordinator (--tls-ca)")
