@@ -318,6 +318,51 @@ TEST(LadderTest, RestartBeforeTheNextRungIsStoredSubmitsItOnce) {
   ExpectRestartSubmitsOnce("ladder.rung_done");
 }
 
+// One seed leaves every schedule without 2 paired seeds: rung 1's best-set
+// is empty, and the ladder stops there, saying why, instead of carrying
+// nothing up.
+TEST(LadderTest, AnEmptyBestSetStopsTheLadderNamingTheSizeAndWhy) {
+  const Sizes sizes = MakeSizes(1.0, 0.003);
+  LocalCluster cluster;
+  StartLadderCluster(sizes, cluster);
+  std::string spec = LadderSpec(sizes);
+  const std::string three = "seeds: [1, 2, 3]";
+  ASSERT_NE(spec.find(three), std::string::npos);
+  spec.replace(spec.find(three), three.size(), "seeds: [1]");
+  absl::StatusOr<int64_t> id = cluster.SubmitSpec(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  absl::StatusOr<v1::Experiment> done =
+      cluster.WaitForExperiment(*id, absl::Seconds(120));
+  ASSERT_TRUE(done.ok()) << done.status();
+  // The advance follows the last finished trial: wait for its note.
+  std::string note;
+  int rungs = 0;
+  const absl::Time deadline = absl::Now() + absl::Seconds(30);
+  while (note.empty() && absl::Now() < deadline) {
+    absl::StatusOr<v1::LadderTransferResponse> l = Ladder(cluster, *id);
+    ASSERT_TRUE(l.ok()) << l.status();
+    rungs = l->rungs_size();
+    note = l->rungs(0).ladder_note();
+    if (note.empty()) absl::SleepFor(absl::Milliseconds(100));
+  }
+  EXPECT_EQ(rungs, 1);
+  EXPECT_THAT(note, HasSubstr("FAILED_PRECONDITION: the ladder stops at "
+                              "rung 1 ("));
+  EXPECT_THAT(note, HasSubstr("best-set is empty"));
+  EXPECT_THAT(note, HasSubstr("rung 2 ("));
+  const CommandResult shown =
+      cluster.Run({"results", "--ladder", absl::StrCat(*id)});
+  EXPECT_THAT(shown.out + shown.err, HasSubstr("the ladder stops at rung 1"));
+  // Nothing was submitted for rung 2.
+  v1::ListExperimentsResponse all;
+  ASSERT_TRUE(cluster.client()
+                  .Call(&v1::ExperimentService::Stub::List,
+                        cluster.client().experiments(),
+                        v1::ListExperimentsRequest(), &all)
+                  .ok());
+  EXPECT_EQ(all.experiments_size(), 1);
+}
+
 TEST(LadderTest, BadLaddersAreRefusedNamingTheField) {
   LocalCluster cluster;
   ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
