@@ -117,6 +117,20 @@ absl::StatusOr<v1::LadderTransferResponse> Ladder(LocalCluster& cluster,
   return response;
 }
 
+// CountExperiments is how many experiments the coordinator holds (-1 when
+// it cannot list them).
+int CountExperiments(LocalCluster& cluster) {
+  v1::ListExperimentsResponse all;
+  if (!cluster.client()
+           .Call(&v1::ExperimentService::Stub::List,
+                 cluster.client().experiments(), v1::ListExperimentsRequest(),
+                 &all)
+           .ok()) {
+    return -1;
+  }
+  return all.experiments_size();
+}
+
 // WaitForRung polls until the ladder has its second rung stored; returns
 // its experiment id.
 absl::StatusOr<int64_t> WaitForRung2(LocalCluster& cluster, int64_t id) {
@@ -294,13 +308,7 @@ void ExpectRestartSubmitsOnce(const std::string& failpoint) {
   ASSERT_TRUE(done.ok()) << done.status();
   EXPECT_EQ(done->state(), v1::EXPERIMENT_DONE);
   // Exactly two experiments exist: the ladder's two rungs.
-  v1::ListExperimentsResponse all;
-  ASSERT_TRUE(cluster.client()
-                  .Call(&v1::ExperimentService::Stub::List,
-                        cluster.client().experiments(),
-                        v1::ListExperimentsRequest(), &all)
-                  .ok());
-  EXPECT_EQ(all.experiments_size(), 2);
+  EXPECT_EQ(CountExperiments(cluster), 2);
   absl::StatusOr<v1::Experiment> first =
       cluster.WaitForExperiment(*id, absl::Seconds(5));
   ASSERT_TRUE(first.ok());
@@ -354,13 +362,7 @@ TEST(LadderTest, AnEmptyBestSetStopsTheLadderNamingTheSizeAndWhy) {
       cluster.Run({"results", "--ladder", absl::StrCat(*id)});
   EXPECT_THAT(shown.out + shown.err, HasSubstr("the ladder stops at rung 1"));
   // Nothing was submitted for rung 2.
-  v1::ListExperimentsResponse all;
-  ASSERT_TRUE(cluster.client()
-                  .Call(&v1::ExperimentService::Stub::List,
-                        cluster.client().experiments(),
-                        v1::ListExperimentsRequest(), &all)
-                  .ok());
-  EXPECT_EQ(all.experiments_size(), 1);
+  EXPECT_EQ(CountExperiments(cluster), 1);
 }
 
 TEST(LadderTest, BadLaddersAreRefusedNamingTheField) {
