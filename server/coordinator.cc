@@ -35,6 +35,17 @@ constexpr auto kShutdownGrace = std::chrono::seconds(5);
 // waiting behind it may have missed its interval (1 s at the shortest).
 constexpr absl::Duration kStorageStallThreshold = absl::Seconds(1);
 
+// SampleStorage fills the snapshot's storage gauges from `health` (the
+// coordinator's /metrics and the opening probes' share them).
+void SampleStorage(const StorageHealth& health, Metrics::Snapshot* s) {
+  s->storage_errors = health.ErrorsByFault();
+  s->storage_ready = health.Ready().ok();
+  s->storage_disruptions = health.disruptions();
+  if (absl::StatusOr<int64_t> free = health.FreeBytes(); free.ok()) {
+    s->db_free_bytes = *free;
+  }
+}
+
 }  // namespace
 
 absl::Status ValidateOptions(const CoordinatorOptions& o) {
@@ -157,12 +168,7 @@ OpeningProbes::OpeningProbes(const CoordinatorOptions& options)
       &metrics_,
       [this] {
         Metrics::Snapshot s;
-        s.storage_errors = health_.ErrorsByFault();
-        s.storage_ready = health_.Ready().ok();
-        s.storage_disruptions = health_.disruptions();
-        if (absl::StatusOr<int64_t> free = health_.FreeBytes(); free.ok()) {
-          s.db_free_bytes = *free;
-        }
+        SampleStorage(health_, &s);
         return s;
       },
       &health_, http_options);
@@ -501,12 +507,7 @@ Metrics::Snapshot Coordinator::SampleGauges() {
   s.points_ingested = ingest.points_stored;
   s.points_duplicate = ingest.points_duplicate;
   s.report_batches = ingest.batches;
-  s.storage_errors = health_.ErrorsByFault();
-  s.storage_ready = health_.Ready().ok();
-  s.storage_disruptions = health_.disruptions();
-  if (absl::StatusOr<int64_t> free = health_.FreeBytes(); free.ok()) {
-    s.db_free_bytes = *free;
-  }
+  SampleStorage(health_, &s);
   return s;
 }
 
