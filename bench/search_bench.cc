@@ -69,6 +69,7 @@ struct SearchResult {
   std::string chosen;         // "" when nothing trained to the end
   double steps = 0.0;         // steps trained, every trial
   bool named_winner = false;  // a verdict "better" among its finalists
+  int64_t best_reached = 0;   // steps the true best trained, fewest seeds
 };
 
 // Fleet is the simulated workers and their queue of trials.
@@ -83,16 +84,20 @@ class Fleet {
   }
 
   // Queue adds the schedule's trials on every seed, to train to `target`
-  // (0: the whole budget).
-  void Queue(const std::string& schedule, int64_t target) {
-    for (int64_t seed = 1; seed <= truth_.spec.seeds; ++seed) {
-      const size_t i = index_.at({schedule, seed});
-      if (!state_[i].queued && state_[i].trained == 0) stored_.push_back(i);
-      state_[i].target = target;
-      state_[i].queued = true;
-      state_[i].at_rung = false;
-      queue_.push_back(i);
+  // (0: the whole budget), or its first `seeds` seeds when seeds > 0.
+  void Queue(const std::string& schedule, int64_t target, int seeds = 0) {
+    if (seeds <= 0) seeds = truth_.spec.seeds;
+    for (int64_t seed = 1; seed <= seeds; ++seed) {
+      QueueSeed(schedule, seed, target);
     }
+  }
+  void QueueSeed(const std::string& schedule, int64_t seed, int64_t target) {
+    const size_t i = index_.at({schedule, seed});
+    if (!state_[i].queued && state_[i].trained == 0) stored_.push_back(i);
+    state_[i].target = target;
+    state_[i].queued = true;
+    state_[i].at_rung = false;
+    queue_.push_back(i);
   }
 
   // Step runs until one trial finishes; returns false when nothing is left
@@ -170,6 +175,15 @@ class Fleet {
     return out;
   }
 
+  // Reached is the fewest steps any of the schedule's trials trained.
+  int64_t Reached(const std::string& schedule) const {
+    int64_t fewest = truth_.spec.steps;
+    for (int64_t seed = 1; seed <= truth_.spec.seeds; ++seed) {
+      fewest = std::min(fewest, state_[index_.at({schedule, seed})].trained);
+    }
+    return fewest;
+  }
+
   double steps() const { return steps_; }
   bool Busy() const { return !running_.empty() || !queue_.empty(); }
 
@@ -208,6 +222,7 @@ bool family_of_screened = true;
 SearchResult Choose(const KnownTruth& truth, const Fleet& fleet) {
   SearchResult r;
   r.steps = fleet.steps();
+  r.best_reached = fleet.Reached(truth.best);
   VerdictOptions verdicts;
   if (family_of_screened) verdicts.screened_schedules = fleet.Screened();
   const Ranking ranking = RankSchedules(truth.spec.space, truth.baseline,
@@ -242,17 +257,36 @@ std::vector<std::string> Dispatch(const KnownTruth& truth, Order order,
   return out;
 }
 
+// RunAsha screens on the first `screen_seeds` seeds (0: every seed), as the
+// coordinator plans STRATEGY_ASHA: new trials on the other seeds come with
+// the promotions from the first rung (AshaDecision::new_seeds).
 SearchResult RunAsha(const KnownTruth& truth,
                      const std::vector<std::string>& order, AshaMode mode,
-                     const std::vector<int64_t>& rungs, int eta, int workers) {
+                     const std::vector<int64_t>& rungs, int eta,
+                     int screen_seeds, int workers) {
+  std::vector<int64_t> first_rung_seeds;
+  std::vector<int64_t> all_seeds;
+  if (screen_seeds > 0 && screen_seeds < truth.spec.seeds) {
+    for (int64_t seed = 1; seed <= truth.spec.seeds; ++seed) {
+      all_seeds.push_back(seed);
+      if (seed <= screen_seeds) first_rung_seeds.push_back(seed);
+    }
+  }
   Fleet fleet(truth, workers);
   fleet.Queue(truth.baseline, 0);
-  for (const std::string& s : order) fleet.Queue(s, rungs.front());
+  for (const std::string& s : order) {
+    fleet.Queue(s, rungs.front(), screen_seeds);
+  }
   while (fleet.Step()) {
-    const AshaDecision d =
-        DecideAsha(rungs, eta, mode, fleet.AshaTrials(rungs));
-    for (const AshaPromotion& p : d.promotions)
-      fleet.Queue(p.schedule, p.to_step);
+    const AshaDecision d = DecideAsha(rungs, eta, mode, fleet.AshaTrials(rungs),
+                                      first_rung_seeds, all_seeds);
+    for (const AshaPromotion& p : d.promotions) {
+      fleet.Queue(p.schedule, p.to_step,
+                  p.from_step == rungs.front() ? std::max(screen_seeds, 0) : 0);
+    }
+    for (const AshaNewSeed& n : d.new_seeds) {
+      fleet.QueueSeed(n.schedule, n.seed, n.to_step);
+    }
   }
   return Choose(truth, fleet);
 }
@@ -348,6 +382,8 @@ struct Cell {
   double regret_sum = 0.0;
   double regret_max = 0.0;
   double fraction_sum = 0.0;
+  int kept = 0;                    // the best trained to the end
+  std::map<int64_t, int> lost_at;  // else: steps the best trained
 };
 
 }  // namespace
@@ -361,14 +397,14 @@ int main(int argc, char** argv) {
   double guided_fraction = 0.3;
   std::string structures = "smooth,isolated-best,fading-trap,null,near-ties";
   std::vector<int64_t> rungs;
-  int eta = 3;
+  int eta = 0;
   app.add_option("--searches", searches, "search seeds per structure");
   app.add_option("--workers", workers, "simulated workers");
   app.add_option("--structures", structures, "comma-separated");
   app.add_option("--rungs", rungs,
                  "ASHA and guided-screen rungs (default: DefaultAshaRungs, "
                  "DefaultScreeningRungs)");
-  app.add_option("--eta", eta, "ASHA reduction factor");
+  app.add_option("--eta", eta, "ASHA reduction factor (0: the default plan's)");
   bool finalists_family = false;
   app.add_flag("--finalists-family", finalists_family,
                "verdicts over the finalists alone, not every screened "
@@ -379,9 +415,11 @@ int main(int argc, char** argv) {
   app.add_option("--guided-fraction", guided_fraction,
                  "random and guided: schedules tried, as a share of the grid");
   std::string strategy_list =
-      "grid,random,asha-async,asha-sync,asha-guarded,guided,guided-screen";
+      "grid,random,asha-async,asha-sync,asha-sync-classic,asha-guarded,guided,"
+      "guided-screen";
   app.add_option("--strategies", strategy_list,
-                 "comma-separated, from the default list");
+                 "comma-separated, from the default list (asha-sync-classic: "
+                 "the former default plan, every seed from the first rung)");
   // The generator's shape, for out-of-sample checks of a rule tuned on its
   // defaults (KnownTruthSpec's fields of the same names).
   const KnownTruthSpec defaults;
@@ -396,6 +434,15 @@ int main(int argc, char** argv) {
   app.add_option("--noise-sd", noise_sd, "final val loss noise sd");
   std::string order_list = "enumeration,reversed,shuffled";
   app.add_option("--orders", order_list, "comma-separated dispatch orders");
+  int screen_seeds = 0;
+  app.add_option("--screen-seeds", screen_seeds,
+                 "ASHA: seeds each schedule trains to the first rung (0: the "
+                 "default plan's, else every seed)");
+  int seeds = defaults.seeds;
+  app.add_option("--seeds", seeds, "seeds per schedule");
+  bool lost_at = false;
+  app.add_flag("--lost-at", lost_at,
+               "on stderr: where searches stopped training the true best");
   CLI11_PARSE(app, argc, argv);
   family_of_screened = !finalists_family;
 
@@ -417,8 +464,8 @@ int main(int argc, char** argv) {
   std::vector<std::string> strategies;
   for (absl::string_view word : absl::StrSplit(strategy_list, ',')) {
     static const std::set<std::string> kKnown = {
-        "grid",         "random", "asha-async",   "asha-sync",
-        "asha-guarded", "guided", "guided-screen"};
+        "grid",         "random", "asha-async",    "asha-sync",
+        "asha-guarded", "guided", "guided-screen", "asha-sync-classic"};
     if (kKnown.count(std::string(word)) == 0) {
       std::fprintf(stderr, "--strategies: unknown strategy '%s'\n",
                    std::string(word).c_str());
@@ -428,8 +475,9 @@ int main(int argc, char** argv) {
   }
   std::printf(
       "| structure | strategy | order | exact best | regret <= 1 sd | mean "
-      "regret (sd) | max regret (sd) | grid steps | named a winner |\n"
-      "| --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+      "regret (sd) | max regret (sd) | grid steps | named a winner | best "
+      "trained to the end |\n"
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
   for (const std::string& word :
        std::vector<std::string>(absl::StrSplit(structures, ','))) {
     absl::StatusOr<TruthStructure> structure = ParseTruthStructure(word);
@@ -445,17 +493,33 @@ int main(int argc, char** argv) {
       spec.trap_fade = trap_fade;
       spec.effect_growth = effect_growth;
       spec.noise_sd = noise_sd;
+      spec.seeds = seeds;
       absl::StatusOr<KnownTruth> truth = GenerateKnownTruth(spec);
       if (!truth.ok()) {
         std::fprintf(stderr, "%s\n", truth.status().ToString().c_str());
         return 2;
       }
-      const std::vector<int64_t> plan_rungs =
-          rungs.empty() ? DefaultAshaRungs(spec.steps, eta, spec.eval_every)
-                        : rungs;
+      // As the coordinator resolves a spec (server/core/spec.cc): the
+      // default plan when nothing is set, else eta 3 and every seed.
+      AshaPlan plan;
+      if (rungs.empty() && eta == 0 && screen_seeds == 0) {
+        plan = DefaultAshaPlan(spec.steps, static_cast<int>(spec.eval_every),
+                               spec.seeds);
+      } else {
+        plan.eta = eta == 0 ? kDefaultAshaEta : eta;
+        plan.rungs = rungs.empty() ? DefaultAshaRungs(spec.steps, plan.eta,
+                                                      spec.eval_every)
+                                   : rungs;
+        plan.screen_seeds = screen_seeds == 0 ? spec.seeds : screen_seeds;
+      }
+      // The former default: DefaultAshaRungs at eta 3 on every seed.
+      const AshaPlan classic{
+          DefaultAshaRungs(spec.steps, kDefaultAshaEta, spec.eval_every),
+          kDefaultAshaEta, spec.seeds};
+      const int screen_eta = eta == 0 ? kDefaultAshaEta : eta;
       const std::vector<int64_t> screen_rungs =
           rungs.empty()
-              ? DefaultScreeningRungs(spec.steps, eta, spec.eval_every)
+              ? DefaultScreeningRungs(spec.steps, screen_eta, spec.eval_every)
               : rungs;
       const int n = static_cast<int>(truth->schedules.size());
       const double grid_steps =
@@ -477,8 +541,11 @@ int main(int argc, char** argv) {
                          static_cast<uint64_t>(search) * 7919 + 1);
             subset.resize(static_cast<size_t>(tried));
             r = RunFull(*truth, subset, workers);
+          } else if (strategy == "asha-sync-classic") {
+            r = RunAsha(*truth, order, AshaMode::kSynchronous, classic.rungs,
+                        classic.eta, classic.screen_seeds, workers);
           } else if (strategy == "guided-screen") {
-            r = RunScreening(*truth, screen_rungs, eta, screen_size,
+            r = RunScreening(*truth, screen_rungs, screen_eta, screen_size,
                              guided_fraction, static_cast<uint64_t>(search),
                              workers);
           } else if (strategy == "guided") {
@@ -489,7 +556,8 @@ int main(int argc, char** argv) {
                 strategy == "asha-async"  ? AshaMode::kAsynchronous
                 : strategy == "asha-sync" ? AshaMode::kSynchronous
                                           : AshaMode::kGuarded;
-            r = RunAsha(*truth, order, mode, plan_rungs, eta, workers);
+            r = RunAsha(*truth, order, mode, plan.rungs, plan.eta,
+                        plan.screen_seeds, workers);
           }
           Cell& c = cells[{strategy, static_cast<int>(o)}];
           ++c.searches;
@@ -503,6 +571,11 @@ int main(int argc, char** argv) {
           c.regret_sum += regret;
           c.regret_max = std::max(c.regret_max, regret);
           c.fraction_sum += r.steps / grid_steps;
+          if (r.best_reached >= spec.steps) {
+            ++c.kept;
+          } else {
+            ++c.lost_at[r.best_reached];
+          }
         }
       }
     }
@@ -510,11 +583,23 @@ int main(int argc, char** argv) {
       for (size_t o = 0; o < orders.size(); ++o) {
         const Cell& c = cells[{strategy, static_cast<int>(o)}];
         std::printf(
-            "| %s | %s | %s | %d/%d | %d/%d | %.2f | %.2f | %.1f%% | %d/%d |\n",
+            "| %s | %s | %s | %d/%d | %d/%d | %.2f | %.2f | %.1f%% | %d/%d | "
+            "%d/%d |\n",
             std::string(word).c_str(), strategy.c_str(), OrderName(orders[o]),
             c.exact, c.searches, c.within_sd, c.searches,
             c.regret_sum / c.searches, c.regret_max,
-            100.0 * c.fraction_sum / c.searches, c.named, c.searches);
+            100.0 * c.fraction_sum / c.searches, c.named, c.searches, c.kept,
+            c.searches);
+        if (lost_at && !c.lost_at.empty()) {
+          std::string where;
+          for (const auto& [step, count] : c.lost_at) {
+            absl::StrAppend(&where, where.empty() ? "" : ", ", count,
+                            " after step ", step);
+          }
+          std::fprintf(stderr, "%s %s %s: the best stopped: %s\n",
+                       std::string(word).c_str(), strategy.c_str(),
+                       OrderName(orders[o]), where.c_str());
+        }
       }
     }
     std::fflush(stdout);

@@ -199,7 +199,15 @@ int ShowExperiment(RpcClient& client, int64_t id, Format format) {
                 << (a.mode() == v1::ASHA_MODE_UNSPECIFIED
                         ? std::string("ASHA_MODE_ASYNCHRONOUS")
                         : v1::AshaMode_Name(a.mode()))
-                << "); " << c.stopped_at_rung() << " trials stopped at a rung";
+                << ")";
+      if (!screening && a.screen_seeds() > 0 &&
+          a.screen_seeds() < experiment.spec().seeds_size()) {
+        // Staged: the other seeds start with the promotions.
+        std::cout << "; screened on " << a.screen_seeds() << " of "
+                  << experiment.spec().seeds_size() << " seeds, "
+                  << experiment.seeds_added() << " trials added on the rest";
+      }
+      std::cout << "; " << c.stopped_at_rung() << " trials stopped at a rung";
       if (!experiment.seeds_note().empty()) {
         std::cout << "; last decision: " << Printable(experiment.seeds_note());
       }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <set>
 #include <tuple>
 #include <utility>
 
@@ -31,6 +32,17 @@ std::vector<int64_t> DefaultAshaRungs(int64_t steps, int eta, int eval_every,
     if (rungs.empty() || rungs.back() < rung) rungs.push_back(rung);
   }
   return rungs;
+}
+
+AshaPlan DefaultAshaPlan(int64_t steps, int eval_every, int seeds) {
+  if (seeds >= kStagedMinSeeds && eval_every > 0 && steps > 0) {
+    const double at = kStagedRungFraction * static_cast<double>(steps);
+    const int64_t rung = std::max<int64_t>(
+        eval_every, std::llround(at / eval_every) * eval_every);
+    if (rung < steps) return AshaPlan{{rung}, kStagedEta, 1};
+  }
+  return AshaPlan{DefaultAshaRungs(steps, kDefaultAshaEta, eval_every),
+                  kDefaultAshaEta, seeds};
 }
 
 absl::Status CheckAshaPlan(const std::vector<int64_t>& rungs, int eta,
@@ -86,14 +98,23 @@ int AshaRungView::Promoted() const {
 }
 
 AshaDecision DecideAsha(const std::vector<int64_t>& rungs, int eta,
-                        AshaMode mode, const std::vector<AshaTrial>& trials) {
+                        AshaMode mode, const std::vector<AshaTrial>& trials,
+                        const std::vector<int64_t>& first_rung_seeds,
+                        const std::vector<int64_t>& all_seeds) {
+  const std::set<int64_t> screen(first_rung_seeds.begin(),
+                                 first_rung_seeds.end());
+  // by_schedule: every trial; first_rung: the ones scored at the first rung.
   std::map<std::string, std::vector<const AshaTrial*>> by_schedule;
+  std::map<std::string, std::vector<const AshaTrial*>> first_rung;
   std::map<int64_t, const AshaTrial*> baseline_by_seed;
   for (const AshaTrial& t : trials) {
     if (t.is_baseline) {
       baseline_by_seed[t.seed] = &t;
-    } else {
-      by_schedule[t.schedule].push_back(&t);
+      continue;
+    }
+    by_schedule[t.schedule].push_back(&t);
+    if (screen.empty() || screen.count(t.seed) > 0) {
+      first_rung[t.schedule].push_back(&t);
     }
   }
   AshaDecision decision;
@@ -104,6 +125,8 @@ AshaDecision DecideAsha(const std::vector<int64_t>& rungs, int eta,
   for (size_t k = 0; k < rungs.size(); ++k) {
     const int64_t step = rungs[k];
     const int64_t next = k + 1 < rungs.size() ? rungs[k + 1] : 0;
+    const std::map<std::string, std::vector<const AshaTrial*>>& scored =
+        k == 0 ? first_rung : by_schedule;
     AshaRungView view;
     view.step = step;
     view.members = members;
@@ -112,7 +135,7 @@ AshaDecision DecideAsha(const std::vector<int64_t>& rungs, int eta,
     std::vector<std::pair<std::string, const std::vector<const AshaTrial*>*>>
         reached;
     view.paired = true;
-    for (const auto& [schedule, list] : by_schedule) {
+    for (const auto& [schedule, list] : scored) {
       const bool all_there = std::all_of(
           list.begin(), list.end(),
           [step](const AshaTrial* t) { return t->val_loss.count(step) > 0; });
@@ -178,8 +201,7 @@ AshaDecision DecideAsha(const std::vector<int64_t>& rungs, int eta,
       // A schedule still finishing the rung keeps its place: the round after
       // it stops there promotes it, not the next one down.
       --slots;
-      const std::vector<const AshaTrial*>& list =
-          by_schedule.at(entry.schedule);
+      const std::vector<const AshaTrial*>& list = scored.at(entry.schedule);
       const bool waiting =
           std::all_of(list.begin(), list.end(), [step](const AshaTrial* t) {
             return t->at_rung && t->target_steps == step;
@@ -187,6 +209,16 @@ AshaDecision DecideAsha(const std::vector<int64_t>& rungs, int eta,
       if (!waiting) continue;
       entry.promoted = true;
       decision.promotions.push_back(AshaPromotion{entry.schedule, step, next});
+      if (k != 0) continue;
+      std::set<int64_t> has;
+      for (const AshaTrial* t : by_schedule.at(entry.schedule)) {
+        has.insert(t->seed);
+      }
+      for (int64_t seed : all_seeds) {
+        if (has.count(seed) == 0) {
+          decision.new_seeds.push_back(AshaNewSeed{entry.schedule, seed, next});
+        }
+      }
     }
     members = view.Promoted();
     below_complete = view.complete;
@@ -207,6 +239,10 @@ std::string DescribeAshaDecision(const AshaDecision& d) {
       promoted.empty()
           ? std::string("asha: nothing to promote")
           : absl::StrCat("asha: promoted ", absl::StrJoin(promoted, ", ")));
+  if (!d.new_seeds.empty()) {
+    parts.push_back(absl::StrCat(d.new_seeds.size(),
+                                 " trial(s) added on seeds not screened on"));
+  }
   for (const AshaRungView& r : d.rungs) {
     parts.push_back(absl::StrCat("rung ", r.step, ": ", r.Promoted(), " of ",
                                  r.entries.size(), " promoted, quota ", r.quota,

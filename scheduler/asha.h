@@ -27,15 +27,25 @@
 // ceil(N / eta) under kSynchronous and kGuarded (slack 0), whatever the
 // arrival order; unbounded (up to N) under kAsynchronous.
 //
-// A schedule *reaches* rung r when every one of its trials has a val loss at
-// step r. Its score there is the mean over its seeds of the paired delta
-// (its val loss minus the baseline's at step r for the same seed) when the
-// baseline has reached r on every seed of the rung's schedules, else the
-// mean raw val loss (a rung never mixes the two). Ties go to the schedule
-// text, so the same state always gives the same decision. A schedule is
-// *promotable* at r when every one of its trials waits there (at_rung with
-// target r); one that has reached r but is still finishing it is promoted
-// by a later decision.
+// Staged seeds: a search may screen on fewer seeds than it finishes on.
+// With `first_rung_seeds` (a subset of the experiment's seeds; empty: all),
+// a schedule trains only those seeds to the first rung and is scored there
+// on them; the experiment's other seeds start (as new trials, planned by the
+// caller: AshaDecision::new_seeds) when it goes on from the first rung.
+// Under a fixed compute budget a rung's ranking carries more signal from
+// one seed trained longer than from several trained shorter: the effect
+// grows with training while the noise of a mean falls only as one over the
+// root of the seeds (issue #27: bench/RESULTS.md, "Screening on one seed").
+//
+// A schedule *reaches* rung r when every one of its trials (at the first
+// rung: of its first-rung seeds) has a val loss at step r. Its score there is
+// the mean over its seeds of the paired delta (its val loss minus the
+// baseline's at step r for the same seed) when the baseline has reached r on
+// every seed of the rung's schedules, else the mean raw val loss (a rung never
+// mixes the two). Ties go to the schedule text, so the same state always gives
+// the same decision. A schedule is *promotable* at r when every one of its
+// trials waits there (at_rung with target r); one that has reached r but is
+// still finishing it is promoted by a later decision.
 //
 // This is the pure rule: the coordinator reads the trials from storage,
 // decides, and applies the promotions in one transaction (server/core/seeds.h),
@@ -65,7 +75,9 @@ enum class AshaMode { kAsynchronous, kSynchronous, kGuarded };
 // AshaModeName returns "asynchronous", "synchronous" or "guarded".
 const char* AshaModeName(AshaMode mode);
 // The default first rung, as a share of the budget, and how many rungs the
-// default places. A schedule's effect grows with training while its noise
+// default places when every seed trains from the first rung (an experiment
+// of fewer than kStagedMinSeeds seeds, or a spec that sets eta or
+// screen_seeds but no rungs). A schedule's effect grows with training while its noise
 // does not, and the first rung is where every schedule trains (most of the
 // cost: N x first rung), so the default spends it late enough for the
 // ranking there to carry over, and cuts by eta at each of its three rungs
@@ -78,6 +90,35 @@ const char* AshaModeName(AshaMode mode);
 // (bench/RESULTS.md, "Out of sample").
 inline constexpr double kDefaultFirstRungFraction = 0.3;
 inline constexpr int kDefaultAshaRungCount = 3;
+
+// The default staged plan, for an experiment of kStagedMinSeeds seeds or
+// more whose spec sets none of rungs, eta and screen seeds: every schedule
+// trains one seed to kStagedRungFraction of the budget, the best
+// 1 / kStagedEta go on to the whole budget on every seed. 38.7% of the
+// grid's steps on 3 seeds (1/3 x 0.7 + 1/5 x (1 - 0.7/3)); on 2 seeds it
+// would cost 48%, so fewer seeds keep DefaultAshaRungs at eta 3. On the
+// known-truth benchmark at the same cost it finds the exact best in 84 and
+// 86 of 100 searches where the three-rung plan found 75 and 81, and its late
+// rung survives traps that fade up to 70% of the budget (bench/RESULTS.md,
+// "Screening on one seed").
+inline constexpr double kStagedRungFraction = 0.7;
+inline constexpr int kStagedEta = 5;
+inline constexpr int kStagedMinSeeds = 3;
+
+// AshaPlan is a STRATEGY_ASHA plan's rungs, eta and screen seeds.
+struct AshaPlan {
+  std::vector<int64_t> rungs;
+  int eta = kDefaultAshaEta;
+  int screen_seeds = 0;  // seeds each schedule trains to the first rung
+};
+
+// DefaultAshaPlan is the plan of a spec that sets none of rungs, eta and
+// screen seeds: with `seeds` >= kStagedMinSeeds, one rung at
+// kStagedRungFraction of `steps` (rounded to the nearest multiple of
+// eval_every, at least eval_every) at kStagedEta on one screen seed, when
+// that rung is below `steps`; else DefaultAshaRungs at kDefaultAshaEta on
+// every seed.
+AshaPlan DefaultAshaPlan(int64_t steps, int eval_every, int seeds);
 
 // DefaultAshaRungs returns the first rung at kDefaultFirstRungFraction of
 // `steps`, then the ones spaced geometrically from it to `steps`:
@@ -141,16 +182,31 @@ struct AshaRungView {
   int Promoted() const;
 };
 
+// AshaNewSeed is a trial to add: a schedule that went on from the first
+// rung, on a seed it did not screen on, trained to `to_step`.
+struct AshaNewSeed {
+  std::string schedule;
+  int64_t seed = 0;
+  int64_t to_step = 0;  // the second rung; 0: the whole budget
+};
+
 struct AshaDecision {
   std::vector<AshaPromotion> promotions;  // lowest rung first, then by score
+  std::vector<AshaNewSeed> new_seeds;     // with promotions from rung 1
   std::vector<AshaRungView> rungs;        // every rung, lowest first
 };
 
 // DecideAsha decides the promotions due now under `mode` (see the top).
 // `rungs` and `eta` are the resolved policy's (CheckAshaPlan holds);
-// `trials` is every trial of the experiment.
+// `trials` is every trial of the experiment. `first_rung_seeds` are the
+// seeds schedules screen on at the first rung and `all_seeds` every seed of
+// the experiment (both empty: every trial counts at every rung); each
+// schedule promoted from the first rung gets a new_seeds entry for each of
+// `all_seeds` it has no trial on.
 AshaDecision DecideAsha(const std::vector<int64_t>& rungs, int eta,
-                        AshaMode mode, const std::vector<AshaTrial>& trials);
+                        AshaMode mode, const std::vector<AshaTrial>& trials,
+                        const std::vector<int64_t>& first_rung_seeds = {},
+                        const std::vector<int64_t>& all_seeds = {});
 
 // DescribeAshaDecision is a one-line summary for users, e.g. "asha: promoted
 // 2x2,8x6 at 30 to 90; rung 30: 3 of 9 promoted, quota 3 (paired); rung 90:

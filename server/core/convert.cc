@@ -326,6 +326,12 @@ AshaSettings AshaSettingsOf(const v1::ExperimentSpec& resolved) {
   settings.rungs.assign(resolved.asha().rungs().begin(),
                         resolved.asha().rungs().end());
   settings.eta = resolved.asha().eta();
+  const int screen = resolved.asha().screen_seeds();
+  if (screen > 0 && screen < resolved.seeds_size()) {
+    settings.all_seeds.assign(resolved.seeds().begin(), resolved.seeds().end());
+    settings.first_rung_seeds.assign(resolved.seeds().begin(),
+                                     resolved.seeds().begin() + screen);
+  }
   switch (resolved.asha().mode()) {
     case v1::ASHA_MODE_SYNCHRONOUS:
       settings.mode = AshaMode::kSynchronous;

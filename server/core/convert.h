@@ -74,6 +74,11 @@ struct AshaSettings {
   std::vector<int64_t> rungs;
   int eta = 0;
   AshaMode mode = AshaMode::kAsynchronous;
+  // Staged seeds (AshaPolicy.screen_seeds below the experiment's seeds):
+  // the first screen_seeds of the spec's seeds, and all of them; both empty
+  // when every seed trains from the first rung (DecideAsha's last two).
+  std::vector<int64_t> first_rung_seeds;
+  std::vector<int64_t> all_seeds;
 };
 AshaSettings AshaSettingsOf(const v1::ExperimentSpec& resolved);
 

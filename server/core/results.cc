@@ -339,7 +339,9 @@ absl::StatusOr<v1::RankResponse> ResultsManager::Rank(
     PRISM_ASSIGN_OR_RETURN(std::vector<AshaTrial> trials,
                            store_->ListAshaTrials(experiment.id(), asha.rungs));
     for (const AshaRungView& rung :
-         DecideAsha(asha.rungs, asha.eta, asha.mode, trials).rungs) {
+         DecideAsha(asha.rungs, asha.eta, asha.mode, trials,
+                    asha.first_rung_seeds, asha.all_seeds)
+             .rungs) {
       *response.add_asha_rungs() = AshaRungToProto(rung);
     }
   } else if (experiment.spec().strategy() == v1::STRATEGY_GUIDED_SCREENING) {

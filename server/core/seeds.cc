@@ -147,9 +147,14 @@ absl::StatusOr<int> SeedPlanner::Round(const v1::Experiment& experiment) {
       const AshaSettings policy = AshaSettingsOf(experiment.spec());
       PRISM_ASSIGN_OR_RETURN(std::vector<AshaTrial> asha,
                              store_->ListAshaTrials(id, policy.rungs));
-      AshaDecision d = DecideAsha(policy.rungs, policy.eta, policy.mode, asha);
+      AshaDecision d = DecideAsha(policy.rungs, policy.eta, policy.mode, asha,
+                                  policy.first_rung_seeds, policy.all_seeds);
       decision.note = DescribeAshaDecision(d);
       decision.promotions = std::move(d.promotions);
+      for (const AshaNewSeed& n : d.new_seeds) {
+        decision.trials.push_back(
+            storage::NewTrial{n.schedule, n.seed, false, n.to_step});
+      }
     } else if (experiment.spec().strategy() == v1::STRATEGY_GUIDED_SCREENING) {
       const ScreeningSearch search = ScreeningSearchOf(experiment.spec());
       PRISM_ASSIGN_OR_RETURN(std::vector<AshaTrial> stored,

@@ -294,14 +294,39 @@ absl::Status PlannedSeeds(const v1::ExperimentSpec& spec,
 }
 
 // ResolveAsha checks STRATEGY_ASHA's settings against the resolved budget and
-// fills the defaults (eta 3; DefaultAshaRungs, or DefaultScreeningRungs for
-// STRATEGY_GUIDED_SCREENING).
+// the experiment's `seeds` and fills the defaults: STRATEGY_ASHA's default
+// plan (AshaPolicy's comment: staged with kStagedMinSeeds seeds or more,
+// else DefaultAshaRungs at eta 3 on every seed), or DefaultScreeningRungs at
+// eta 3 for STRATEGY_GUIDED_SCREENING.
 absl::StatusOr<v1::AshaPolicy> ResolveAsha(const v1::ExperimentSpec& spec,
-                                           const v1::Budget& budget) {
+                                           const v1::Budget& budget,
+                                           int seeds) {
   if (spec.has_seeds_policy()) {
     return Invalid("seeds_policy cannot be combined with STRATEGY_ASHA");
   }
   v1::AshaPolicy a = spec.asha();
+  const bool screening = spec.strategy() == v1::STRATEGY_GUIDED_SCREENING;
+  if (a.screen_seeds() != 0) {
+    if (screening) {
+      return Invalid(
+          "asha.screen_seeds: STRATEGY_GUIDED_SCREENING screens every "
+          "bracket on every seed (screen_seeds is for STRATEGY_ASHA)");
+    }
+    if (a.screen_seeds() < 1 || a.screen_seeds() > seeds) {
+      return Invalid(absl::StrCat("asha.screen_seeds = ", a.screen_seeds(),
+                                  " must be between 1 and the experiment's ",
+                                  seeds, " seed(s)"));
+    }
+  }
+  if (!screening && a.rungs().empty() && a.eta() == 0 &&
+      a.screen_seeds() == 0) {
+    const AshaPlan plan = DefaultAshaPlan(
+        budget.steps(), static_cast<int>(budget.eval_every()), seeds);
+    a.set_eta(plan.eta);
+    a.set_screen_seeds(plan.screen_seeds);
+    *a.mutable_rungs() = {plan.rungs.begin(), plan.rungs.end()};
+  }
+  if (!screening && a.screen_seeds() == 0) a.set_screen_seeds(seeds);
   if (a.eta() == 0) a.set_eta(kDefaultAshaEta);
   if (!v1::AshaMode_IsValid(a.mode())) {
     return Invalid("asha.mode: unknown mode ",
@@ -652,7 +677,7 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
   std::optional<v1::AshaPolicy> asha;
   std::optional<v1::ScreeningPolicy> screening;
   if (strategy == v1::STRATEGY_ASHA) {
-    PRISM_ASSIGN_OR_RETURN(asha, ResolveAsha(spec, budget));
+    PRISM_ASSIGN_OR_RETURN(asha, ResolveAsha(spec, budget, seeds));
   } else if (strategy == v1::STRATEGY_GUIDED_SCREENING) {
     PRISM_ASSIGN_OR_RETURN(screening, ResolveScreening(spec));
     if (spec.asha().mode() != v1::ASHA_MODE_UNSPECIFIED &&
@@ -662,7 +687,7 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
           "bracket by ASHA_MODE_SYNCHRONOUS (got ",
           v1::AshaMode_Name(spec.asha().mode()), ")");
     }
-    PRISM_ASSIGN_OR_RETURN(asha, ResolveAsha(spec, budget));
+    PRISM_ASSIGN_OR_RETURN(asha, ResolveAsha(spec, budget, seeds));
   } else if (strategy == v1::STRATEGY_GUIDED &&
              (spec.asha().mode() == v1::ASHA_MODE_SYNCHRONOUS ||
               spec.asha().mode() == v1::ASHA_MODE_GUARDED)) {
@@ -746,9 +771,15 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
   // Workers lease in queue order: queue the schedules in an order shuffled
   // by sample_seed, never the enumeration's, which correlates with quality.
   schedules = ShuffleSchedules(std::move(schedules), spec.sample_seed());
+  // Staged ASHA screens every schedule on its first screen_seeds seeds; the
+  // baseline trains on every seed, so each rung pairs.
+  const int screen_seeds =
+      strategy == v1::STRATEGY_ASHA ? asha->screen_seeds() : 0;
   plan.trials.reserve((schedules.size() + 1) * first_round.size());
-  for (int64_t seed : first_round) {
+  for (size_t k = 0; k < first_round.size(); ++k) {
+    const int64_t seed = first_round[k];
     plan.trials.push_back(storage::NewTrial{plan.baseline, seed, true});
+    if (screen_seeds > 0 && static_cast<int>(k) >= screen_seeds) continue;
     for (const Schedule& s : schedules) {
       if (s == baseline) continue;
       plan.trials.push_back(

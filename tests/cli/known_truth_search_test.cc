@@ -73,5 +73,71 @@ TEST(KnownTruthSearchTest, SynchronousAshaFindsTheIsolatedBestAtAFraction) {
                                                 " / quota ", n / 3)));
 }
 
+// The default plan on three seeds: every schedule screens on one seed to 70%
+// of the budget, the best fifth go on to the end on every seed.
+TEST(KnownTruthSearchTest, DefaultStagedAshaScreensOnOneSeedAndFindsTheBest) {
+  absl::StatusOr<KnownTruth> truth = GenerateKnownTruth(IsolatedBestFixture());
+  ASSERT_TRUE(truth.ok()) << truth.status();
+  LocalCluster cluster;
+  const absl::StatusOr<std::string> spec_text =
+      StartKnownTruthCluster(*truth, cluster);
+  ASSERT_TRUE(spec_text.ok()) << spec_text.status();
+  absl::StatusOr<int64_t> id = cluster.SubmitSpec(
+      absl::StrCat(*spec_text,
+                   "name: \"known truth staged\"\nstrategy: STRATEGY_ASHA\n"
+                   "sample_seed: 9\n"));
+  ASSERT_TRUE(id.ok()) << id.status();
+  absl::StatusOr<v1::Experiment> done =
+      cluster.WaitForExperiment(*id, absl::Seconds(240));
+  ASSERT_TRUE(done.ok()) << done.status() << cluster.Logs();
+  EXPECT_EQ(done->state(), v1::EXPERIMENT_DONE) << cluster.Logs();
+  // 70% of 120 steps is 84: the eval grid's 80.
+  EXPECT_THAT(done->spec().asha().rungs(), ::testing::ElementsAre(80));
+  EXPECT_EQ(done->spec().asha().eta(), 5);
+  EXPECT_EQ(done->spec().asha().screen_seeds(), 1);
+
+  v1::RankRequest request;
+  request.set_experiment_id(*id);
+  v1::RankResponse rank;
+  ASSERT_TRUE(cluster.client()
+                  .Call(&v1::ResultsService::Stub::Rank,
+                        cluster.client().results(), request, &rank)
+                  .ok());
+  EXPECT_EQ(ChosenSchedule(rank), truth->best);
+  const int n = static_cast<int>(truth->schedules.size()) - 1;
+  const int finalists = n / 5;
+  ASSERT_EQ(rank.asha_rungs_size(), 1);
+  EXPECT_EQ(rank.asha_rungs(0).members(), n);
+  EXPECT_EQ(rank.asha_rungs(0).promoted(), finalists);
+  EXPECT_TRUE(rank.asha_rungs(0).complete());
+  // Trials: the baseline's 3, one per schedule screened, and two more seeds
+  // for each finalist; the rest wait at the rung on their one seed.
+  EXPECT_EQ(done->counts().total(), 3 + n + 2 * finalists);
+  EXPECT_EQ(done->counts().stopped_at_rung(), n - finalists);
+  // Every finalist was ranked on all three seeds.
+  int ranked = 0;
+  for (const v1::RankedSchedule& row : rank.schedules()) {
+    if (row.is_baseline()) continue;
+    EXPECT_EQ(row.seeds_completed(), 3) << row.schedule();
+    ++ranked;
+  }
+  EXPECT_EQ(ranked, finalists);
+  // 1/3 x 80/120 + 23/119 x (1 - 80/360), and the baseline's full budget.
+  const double fraction =
+      static_cast<double>(done->steps_trained()) / done->grid_steps();
+  EXPECT_GT(fraction, 0.3);
+  EXPECT_LT(fraction, 0.4);
+  const CommandResult status = cluster.Run({"status", absl::StrCat(*id)});
+  EXPECT_EQ(status.status, 0) << status.err;
+  EXPECT_THAT(status.out,
+              ::testing::HasSubstr(absl::StrCat("rung 80: promoted ", finalists,
+                                                " / quota ", finalists)));
+  EXPECT_THAT(status.out, ::testing::HasSubstr(absl::StrCat(
+                              "screened on 1 of 3 seeds, ", 2 * finalists,
+                              " trials added on the rest")))
+      << status.out;
+  EXPECT_EQ(done->seeds_added(), 2 * finalists);
+}
+
 }  // namespace
 }  // namespace prism::testing

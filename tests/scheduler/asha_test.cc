@@ -171,6 +171,95 @@ TEST(DecideAshaTest, ScheduleWaitsUntilEverySeedStopsAtTheRung) {
   EXPECT_EQ(DecideAsha(kRungs, 3, kAsync, trials).rungs[0].entries.size(), 2u);
 }
 
+TEST(DefaultAshaPlanTest, StagedOnOneSeedFromThreeSeedsElseThreeRungs) {
+  // 70% of 200 is 140; eta 5 on one screen seed.
+  const AshaPlan staged = DefaultAshaPlan(200, 10, 3);
+  EXPECT_THAT(staged.rungs, ElementsAre(140));
+  EXPECT_EQ(staged.eta, kStagedEta);
+  EXPECT_EQ(staged.screen_seeds, 1);
+  // 70% of 150 = 105, the nearest multiple of 20 is 100.
+  EXPECT_THAT(DefaultAshaPlan(150, 20, 5).rungs, ElementsAre(100));
+  // Two seeds: the classic plan on every seed.
+  const AshaPlan classic = DefaultAshaPlan(200, 10, 2);
+  EXPECT_THAT(classic.rungs, ElementsAre(60, 90, 130));
+  EXPECT_EQ(classic.eta, kDefaultAshaEta);
+  EXPECT_EQ(classic.screen_seeds, 2);
+  // A budget too short for a staged rung below it falls back too.
+  const AshaPlan short_budget = DefaultAshaPlan(10, 10, 3);
+  EXPECT_TRUE(short_budget.rungs.empty());
+  EXPECT_EQ(short_budget.screen_seeds, 3);
+  for (int64_t steps : {30, 100, 200, 270, 1000}) {
+    const AshaPlan p = DefaultAshaPlan(steps, 10, 3);
+    EXPECT_TRUE(CheckAshaPlan(p.rungs, p.eta, steps, 10).ok()) << steps;
+  }
+}
+
+TEST(DecideAshaTest, StagedSeedsScoreTheFirstRungOnTheScreenSeedsAlone) {
+  // Three schedules screened on seed 1; the experiment has seeds 1, 2, 3.
+  const std::vector<int64_t> rungs = {10, 30};
+  std::vector<AshaTrial> trials = {AtRung("a", 1, 10, 1.0),
+                                   AtRung("b", 1, 10, 2.0),
+                                   AtRung("c", 1, 10, 3.0),
+                                   Baseline(1, {{10, 2.5}, {30, 2.0}}),
+                                   Baseline(2, {{10, 2.5}, {30, 2.0}}),
+                                   Baseline(3, {{10, 2.5}, {30, 2.0}})};
+  const std::vector<int64_t> screen = {1};
+  const std::vector<int64_t> all = {1, 2, 3};
+  const AshaDecision d =
+      DecideAsha(rungs, 3, AshaMode::kSynchronous, trials, screen, all);
+  ASSERT_TRUE(d.rungs[0].complete);
+  EXPECT_TRUE(d.rungs[0].paired);
+  EXPECT_THAT(Promoted(d), ElementsAre("a@10->30"));
+  // "a" goes on on seed 1 and starts on seeds 2 and 3, to the next rung.
+  ASSERT_EQ(d.new_seeds.size(), 2u);
+  EXPECT_EQ(d.new_seeds[0].schedule, "a");
+  EXPECT_EQ(d.new_seeds[0].seed, 2);
+  EXPECT_EQ(d.new_seeds[0].to_step, 30);
+  EXPECT_EQ(d.new_seeds[1].seed, 3);
+  EXPECT_THAT(DescribeAshaDecision(d),
+              HasSubstr("2 trial(s) added on seeds not screened on"));
+
+  // Applied: "a" trains on three seeds to 30; seeds 2 and 3 have not reached
+  // the first rung yet. The first rung still counts "a" as promoted (on its
+  // screen seed), nothing is promoted or added again, and the second rung
+  // waits for "a" on every seed.
+  trials[0].at_rung = false;
+  trials[0].target_steps = 30;
+  AshaTrial a2;
+  a2.schedule = "a";
+  a2.seed = 2;
+  a2.target_steps = 30;
+  AshaTrial a3 = a2;
+  a3.seed = 3;
+  trials.push_back(a2);
+  trials.push_back(a3);
+  const AshaDecision running =
+      DecideAsha(rungs, 3, AshaMode::kSynchronous, trials, screen, all);
+  EXPECT_TRUE(running.promotions.empty());
+  EXPECT_TRUE(running.new_seeds.empty());
+  EXPECT_EQ(running.rungs[0].entries.size(), 3u);
+  EXPECT_EQ(running.rungs[0].Promoted(), 1);
+  EXPECT_EQ(running.rungs[1].members, 1);
+  EXPECT_FALSE(running.rungs[1].complete);
+
+  // Seed 1 and seed 2 stop at 30, seed 3 not yet: still waiting.
+  for (size_t i : {size_t{0}, trials.size() - 2}) {
+    trials[i].at_rung = true;
+    trials[i].val_loss[30] = 1.5;
+  }
+  EXPECT_TRUE(DecideAsha(rungs, 3, AshaMode::kSynchronous, trials, screen, all)
+                  .promotions.empty());
+  trials.back().at_rung = true;
+  trials.back().val_loss[30] = 1.7;
+  const AshaDecision last =
+      DecideAsha(rungs, 3, AshaMode::kSynchronous, trials, screen, all);
+  EXPECT_THAT(Promoted(last), ElementsAre("a@30->0"));
+  EXPECT_TRUE(last.new_seeds.empty());
+  EXPECT_EQ(last.rungs[1].entries[0].seeds, 3);
+  EXPECT_NEAR(last.rungs[1].entries[0].score, (1.5 + 1.5 + 1.7) / 3 - 2.0,
+              1e-12);
+}
+
 // Replay drives the rule as the coordinator does, one worker at a time: the
 // schedules reach the first rung in `order`, each promotion joins the end of
 // the queue, and after every arrival the rule decides again. A schedule's

@@ -326,6 +326,47 @@ TEST(SpecTest, AshaResolvesDefaultRungsAndStartsSchedulesAtTheFirstRung) {
   EXPECT_TRUE(storage::DecidedByCoordinator(plan->spec));
 }
 
+TEST(SpecTest, AshaOnThreeSeedsDefaultsToScreeningOnOneSeed) {
+  absl::StatusOr<ExperimentPlan> plan = Plan(
+      "model { preset: 'tiny' } seeds: [4, 5, 6] strategy: STRATEGY_ASHA "
+      "schedules: '2x2,4x4' schedules: '1x2,4x4' "
+      "budget { steps: 180 eval_every: 20 }");
+  ASSERT_TRUE(plan.ok()) << plan.status();
+  // 70% of 180 is 126, on the eval grid 120; eta 5; one screen seed.
+  EXPECT_THAT(plan->spec.asha().rungs(), ::testing::ElementsAre(120));
+  EXPECT_EQ(plan->spec.asha().eta(), 5);
+  EXPECT_EQ(plan->spec.asha().screen_seeds(), 1);
+  // The baseline on every seed, the schedules on the first listed seed only
+  // (the others start when they go on from the rung).
+  ASSERT_EQ(plan->trials.size(), 5u);
+  for (const storage::NewTrial& t : plan->trials) {
+    if (t.is_baseline) {
+      EXPECT_EQ(t.target_steps, 0);
+    } else {
+      EXPECT_EQ(t.seed, 4) << t.schedule;
+      EXPECT_EQ(t.target_steps, 120) << t.schedule;
+    }
+  }
+  // Any plan setting of the user's keeps every seed from the first rung
+  // unless screen_seeds says otherwise.
+  absl::StatusOr<ExperimentPlan> listed = Plan(
+      "model { preset: 'tiny' } seeds: [4, 5, 6] strategy: STRATEGY_ASHA "
+      "schedules: '2x2,4x4' asha { rungs: 60 } "
+      "budget { steps: 180 eval_every: 20 }");
+  ASSERT_TRUE(listed.ok()) << listed.status();
+  EXPECT_EQ(listed->spec.asha().eta(), 3);
+  EXPECT_EQ(listed->spec.asha().screen_seeds(), 3);
+  EXPECT_EQ(listed->trials.size(), 6u);
+  absl::StatusOr<ExperimentPlan> two = Plan(
+      "model { preset: 'tiny' } seeds: [4, 5, 6] strategy: STRATEGY_ASHA "
+      "schedules: '2x2,4x4' asha { screen_seeds: 2 } "
+      "budget { steps: 180 eval_every: 20 }");
+  ASSERT_TRUE(two.ok()) << two.status();
+  EXPECT_THAT(two->spec.asha().rungs(), ::testing::ElementsAre(60, 80, 120));
+  EXPECT_EQ(two->spec.asha().screen_seeds(), 2);
+  EXPECT_EQ(two->trials.size(), 5u);
+}
+
 TEST(SpecTest, AshaKeepsListedRungsAndSamplesWhenAsked) {
   absl::StatusOr<ExperimentPlan> plan = Plan(
       "model { preset: 'tiny' } seeds: 1 strategy: STRATEGY_ASHA samples: 4 "
@@ -387,6 +428,12 @@ TEST(SpecTest, BadAshaPoliciesAreInvalidArgumentsNamingTheProblem) {
       {"strategy: STRATEGY_ASHA seeds_policy { min: 2 max: 4 }",
        "seeds_policy cannot be combined with STRATEGY_ASHA"},
       {"asha { eta: 3 }", "asha is set but strategy is not STRATEGY_ASHA"},
+      {"strategy: STRATEGY_ASHA asha { screen_seeds: 2 }",
+       "asha.screen_seeds = 2 must be between 1 and the experiment's 1 "
+       "seed(s)"},
+      {"strategy: STRATEGY_ASHA asha { screen_seeds: -1 }",
+       "asha.screen_seeds = -1 must be between 1"},
+
       {"strategy: STRATEGY_GUIDED asha { mode: ASHA_MODE_SYNCHRONOUS }",
        "asha.mode: ASHA_MODE_SYNCHRONOUS waits for every member of a rung"},
       {"strategy: STRATEGY_GUIDED asha { mode: ASHA_MODE_GUARDED }",
@@ -398,6 +445,14 @@ TEST(SpecTest, BadAshaPoliciesAreInvalidArgumentsNamingTheProblem) {
         << c.spec;
     EXPECT_THAT(plan.status().message(), HasSubstr(c.message)) << c.spec;
   }
+  // Screening chooses its own schedules, so without the list.
+  absl::StatusOr<ExperimentPlan> screening = Plan(
+      "model { preset: 'tiny' } seeds: [1, 2] budget { steps: 100 eval_every: "
+      "10 } strategy: STRATEGY_GUIDED_SCREENING asha { screen_seeds: 1 }");
+  EXPECT_EQ(screening.status().code(), absl::StatusCode::kInvalidArgument);
+  EXPECT_THAT(screening.status().message(),
+              HasSubstr("asha.screen_seeds: STRATEGY_GUIDED_SCREENING screens "
+                        "every bracket"));
   absl::StatusOr<ExperimentPlan> short_budget = Plan(
       "model { preset: 'tiny' } seeds: 1 strategy: STRATEGY_ASHA "
       "budget { steps: 10 eval_every: 10 }");
