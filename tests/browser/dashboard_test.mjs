@@ -230,17 +230,17 @@ schedules: "2x3,4x3"
 seeds: [1, 2]
 priority: 1
 `;
-// An ASHA experiment (after the first: lower priority): three schedules and
-// the baseline on one seed, one rung at step 10 where floor(3 / 3) = 1
-// goes on.
+// An ASHA experiment (after the first: lower priority): three schedules
+// screened on seed 1 (the baseline on seeds 1 and 2), one rung at step 10
+// where floor(3 / 3) = 1 goes on, on both seeds.
 const kAshaSpec = `
 name: "browser-asha"
 model { preset: "tiny" }
 budget { steps: 20 batch_size: 4 eval_every: 10 eval_batches: 2 log_every: 5 }
 schedules: ["1x2,4x4", "2x2,4x4", "2x3,4x3"]
-seeds: 1
+seeds: [1, 2]
 strategy: STRATEGY_ASHA
-asha { rungs: 10 }
+asha { rungs: 10 screen_seeds: 1 }
 `;
 
 // A ladder (issue #30): three tiny schedules and the baseline on two seeds,
@@ -503,6 +503,8 @@ async function run() {
   await page.waitForSelector('#asha-rungs #asha-rung-summary tr.asha-rung[data-step="10"]');
   const summary = await page.locator('#asha-rung-summary tr.asha-rung[data-step="10"]').textContent();
   check(summary.includes(`3 of ${rpcRung.members}`), `ASHA rung summary: '${summary}'`);
+  const staged = await page.locator('#asha-rungs #asha-staged').textContent();
+  check(staged.startsWith('Screened on 1 of 2 seeds at the first rung'), `ASHA staged note: '${staged}'`);
   // The plot: one series (a path and a point) per schedule that reached a
   // rung, the promoted ones highlighted, the rung's quota cut-off drawn
   // (floor(3 / 3) = 1 of 3 go on).

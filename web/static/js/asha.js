@@ -226,7 +226,20 @@ function topCount(rows) {
 
 // ashaCard returns the card, or null for an experiment without rungs. `key`
 // names the experiment (the "Show all" choice survives live redraws).
-export function ashaCard(rungs, { key = '' } = {}) {
+// stagedNote says so when the search screened on fewer seeds than it
+// finishes on (the resolved spec's asha.screenSeeds); null otherwise.
+function stagedNote(spec) {
+  const screen = spec?.asha?.screenSeeds || 0;
+  const seeds = (spec?.seeds || []).length;
+  if (!screen || screen >= seeds) return null;
+  return h('p', { class: 'muted', id: 'asha-staged' },
+    `Screened on ${integer(screen)} of ${integer(seeds)} seeds at the first rung; `
+    + 'the other seeds start when a schedule goes on from it.');
+}
+
+// `spec` (the experiment's resolved spec, optional) adds a line when the
+// search screened on fewer seeds than it finishes on (asha.screenSeeds).
+export function ashaCard(rungs, { key = '', spec = null } = {}) {
   if (!rungs || !rungs.length) return null;
   const rows = schedulesAcross(rungs);
   const top = topCount(rows);
@@ -251,6 +264,6 @@ export function ashaCard(rungs, { key = '' } = {}) {
   const card = h('section', { class: 'card', id: 'asha-rungs' },
     h('div', { class: 'card-head' }, h('h2', {}, 'ASHA rungs'),
       h('span', { class: 'muted' }, `${integer(rows.length)} schedule${rows.length === 1 ? '' : 's'} reached a rung`)),
-    rungSummary(rungs), rungPlot(rungs, rows), holder);
+    stagedNote(spec), rungSummary(rungs), rungPlot(rungs, rows), holder);
   return card;
 }

@@ -354,7 +354,7 @@ export async function render(ctx) {
                 hasNext: Boolean(rank.nextPageToken), onFirst: () => go('first'),
                 onPrev: () => go('prev'), onNext: () => go('next'),
               }) : null),
-            ashaCard(rank.ashaRungs, { key: id }),
+            ashaCard(rank.ashaRungs, { key: id, spec: experiment.spec }),
             ladder,
             suggestions);
     if (effects.drawChart) effects.drawChart();
