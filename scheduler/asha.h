@@ -77,9 +77,9 @@ const char* AshaModeName(AshaMode mode);
 // The default first rung, as a share of the budget, and how many rungs the
 // default places when every seed trains from the first rung (an experiment
 // of fewer than kStagedMinSeeds seeds, or a spec that sets eta or
-// screen_seeds but no rungs). A schedule's effect grows with training while its noise
-// does not, and the first rung is where every schedule trains (most of the
-// cost: N x first rung), so the default spends it late enough for the
+// screen_seeds but no rungs). A schedule's effect grows with training while its
+// noise does not, and the first rung is where every schedule trains (most of
+// the cost: N x first rung), so the default spends it late enough for the
 // ranking there to carry over, and cuts by eta at each of its three rungs
 // (issue #27: bench/RESULTS.md, "After rungs at 30% of the budget"). The
 // steps trained are about r1 + (r2 - r1) / eta + (r3 - r2) / eta^2 +
