@@ -139,7 +139,14 @@ AshaDecision DecideAsha(const std::vector<int64_t>& rungs, int eta,
       const bool all_there = std::all_of(
           list.begin(), list.end(),
           [step](const AshaTrial* t) { return t->val_loss.count(step) > 0; });
-      if (!all_there) continue;
+      if (!all_there) {
+        const bool ended =
+            std::any_of(list.begin(), list.end(), [step](const AshaTrial* t) {
+              return t->ended && t->val_loss.count(step) == 0;
+            });
+        if (ended) ++view.out;
+        continue;
+      }
       reached.emplace_back(schedule, &list);
       for (const AshaTrial* t : list) {
         auto b = baseline_by_seed.find(t->seed);
@@ -151,7 +158,7 @@ AshaDecision DecideAsha(const std::vector<int64_t>& rungs, int eta,
     }
     if (reached.empty()) view.paired = false;
     view.complete = below_complete && members > 0 &&
-                    static_cast<int>(reached.size()) >= members;
+                    static_cast<int>(reached.size()) + view.out >= members;
     for (const auto& [schedule, list] : reached) {
       AshaRungEntry entry;
       entry.schedule = schedule;
@@ -244,9 +251,10 @@ std::string DescribeAshaDecision(const AshaDecision& d) {
                                  " trial(s) added on seeds not screened on"));
   }
   for (const AshaRungView& r : d.rungs) {
-    parts.push_back(absl::StrCat("rung ", r.step, ": ", r.Promoted(), " of ",
-                                 r.entries.size(), " promoted, quota ", r.quota,
-                                 " (", r.paired ? "paired" : "raw", ")"));
+    parts.push_back(absl::StrCat(
+        "rung ", r.step, ": ", r.Promoted(), " of ", r.entries.size(),
+        " promoted, quota ", r.quota, " (", r.paired ? "paired" : "raw", ")",
+        r.out > 0 ? absl::StrCat(", ", r.out, " ended before it") : ""));
   }
   return absl::StrJoin(parts, "; ");
 }

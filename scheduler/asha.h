@@ -146,6 +146,10 @@ struct AshaTrial {
   // Waiting at its target step (TRIAL_STOPPED_AT_RUNG): promotable.
   bool at_rung = false;
   int64_t target_steps = 0;  // 0: the whole budget
+  // Failed, diverged or cancelled: it trains no further. A schedule with
+  // such a trial that has no val loss at a rung is out of that rung: it
+  // counts towards the rung's completion, never as an entry.
+  bool ended = false;
   // Its stored val loss at each rung step it has reached.
   std::map<int64_t, double> val_loss;
 };
@@ -175,7 +179,11 @@ struct AshaRungView {
   // Schedules that train to this rung: every schedule at the first rung,
   // the ones promoted from the rung below at the others.
   int members = 0;
-  // Every member reached the rung and the rung below is complete.
+  // Members that can never reach the rung: a trial of theirs ended before
+  // it (AshaTrial::ended).
+  int out = 0;
+  // Every member reached the rung or is out, and the rung below is
+  // complete.
   bool complete = false;
   std::vector<AshaRungEntry> entries;  // reached; by score, lowest first
   // Promoted returns how many entries went on past the rung.

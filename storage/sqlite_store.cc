@@ -714,6 +714,9 @@ absl::StatusOr<std::vector<AshaTrial>> SqliteStore::ListAshaTrials(
       t.seed = q.Int(2);
       t.is_baseline = q.Int(3) != 0;
       t.at_rung = q.Int(4) == v1::TRIAL_STOPPED_AT_RUNG;
+      t.ended = q.Int(4) == v1::TRIAL_FAILED ||
+                q.Int(4) == v1::TRIAL_DIVERGED ||
+                q.Int(4) == v1::TRIAL_CANCELLED;
       t.target_steps = q.Int(5);
       trials.push_back(std::move(t));
     }

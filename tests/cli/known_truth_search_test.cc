@@ -139,5 +139,53 @@ TEST(KnownTruthSearchTest, DefaultStagedAshaScreensOnOneSeedAndFindsTheBest) {
   EXPECT_EQ(done->seeds_added(), 2 * finalists);
 }
 
+// Schedules whose screening run diverges before the rung are out of it: the
+// synchronous rung completes without them (it waited for them for ever
+// before Dec 4 2026 and the search ended with no finalist).
+TEST(KnownTruthSearchTest, StagedAshaCompletesItsRungWhenScreeningRunsDiverge) {
+  KnownTruthSpec spec = IsolatedBestFixture();
+  spec.diverged_trials = 30;  // half-way, at step 60: before the rung at 80
+  absl::StatusOr<KnownTruth> truth = GenerateKnownTruth(spec);
+  ASSERT_TRUE(truth.ok()) << truth.status();
+  int screen_diverged = 0;
+  bool best_diverged = false;
+  for (const KnownTruthTrial& t : truth->trials) {
+    if (!t.diverged) continue;
+    screen_diverged += t.seed == 1 ? 1 : 0;
+    best_diverged |= t.schedule == truth->best;
+  }
+  ASSERT_GT(screen_diverged, 0);
+  LocalCluster cluster;
+  const absl::StatusOr<std::string> spec_text =
+      StartKnownTruthCluster(*truth, cluster);
+  ASSERT_TRUE(spec_text.ok()) << spec_text.status();
+  absl::StatusOr<int64_t> id = cluster.SubmitSpec(
+      absl::StrCat(*spec_text,
+                   "name: \"staged, diverging\"\nstrategy: STRATEGY_ASHA\n"
+                   "sample_seed: 9\n"));
+  ASSERT_TRUE(id.ok()) << id.status();
+  absl::StatusOr<v1::Experiment> done =
+      cluster.WaitForExperiment(*id, absl::Seconds(240));
+  ASSERT_TRUE(done.ok()) << done.status() << cluster.Logs();
+  EXPECT_EQ(done->state(), v1::EXPERIMENT_DONE) << cluster.Logs();
+
+  v1::RankRequest request;
+  request.set_experiment_id(*id);
+  v1::RankResponse rank;
+  ASSERT_TRUE(cluster.client()
+                  .Call(&v1::ResultsService::Stub::Rank,
+                        cluster.client().results(), request, &rank)
+                  .ok());
+  const int n = static_cast<int>(truth->schedules.size()) - 1;
+  ASSERT_EQ(rank.asha_rungs_size(), 1);
+  EXPECT_TRUE(rank.asha_rungs(0).complete());
+  EXPECT_EQ(rank.asha_rungs(0).members(), n);
+  EXPECT_EQ(rank.asha_rungs(0).schedules_size(), n - screen_diverged);
+  EXPECT_EQ(rank.asha_rungs(0).promoted(), n / 5);
+  EXPECT_THAT(done->seeds_note(), ::testing::HasSubstr(absl::StrCat(
+                                      screen_diverged, " ended before it")));
+  if (!best_diverged) EXPECT_EQ(ChosenSchedule(rank), truth->best);
+}
+
 }  // namespace
 }  // namespace prism::testing

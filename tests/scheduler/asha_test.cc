@@ -260,6 +260,38 @@ TEST(DecideAshaTest, StagedSeedsScoreTheFirstRungOnTheScreenSeedsAlone) {
               1e-12);
 }
 
+TEST(DecideAshaTest, ASynchronousRungCompletesWhenAMemberEndedBeforeIt) {
+  // Four schedules; "d" diverged at step 5 and will never reach step 10.
+  std::vector<AshaTrial> trials = {AtRung("a", 1, 10, 1.0),
+                                   AtRung("b", 1, 10, 2.0),
+                                   AtRung("c", 1, 10, 3.0)};
+  AshaTrial d;
+  d.schedule = "d";
+  d.seed = 1;
+  d.target_steps = 10;
+  trials.push_back(d);
+  // Still training: the rung waits for it.
+  AshaDecision wait = DecideAsha(kRungs, 3, AshaMode::kSynchronous, trials);
+  EXPECT_FALSE(wait.rungs[0].complete);
+  EXPECT_TRUE(wait.promotions.empty());
+  // Ended: it is out of the rung, which completes with the quota of its four
+  // members (floor(4 / 3) = 1).
+  trials.back().ended = true;
+  const AshaDecision done =
+      DecideAsha(kRungs, 3, AshaMode::kSynchronous, trials);
+  EXPECT_TRUE(done.rungs[0].complete);
+  EXPECT_EQ(done.rungs[0].out, 1);
+  EXPECT_EQ(done.rungs[0].entries.size(), 3u);
+  EXPECT_THAT(Promoted(done), ElementsAre("a@10->30"));
+  EXPECT_THAT(DescribeAshaDecision(done), HasSubstr("1 ended before it"));
+  // A trial that ended after reaching the rung is scored there as usual.
+  trials[1].ended = true;
+  EXPECT_EQ(DecideAsha(kRungs, 3, AshaMode::kSynchronous, trials)
+                .rungs[0]
+                .entries.size(),
+            3u);
+}
+
 // Replay drives the rule as the coordinator does, one worker at a time: the
 // schedules reach the first rung in `order`, each promotion joins the end of
 // the queue, and after every arrival the rule decides again. A schedule's
