@@ -167,6 +167,42 @@ def connect(address=None, token=None, token_file=None, tls_ca=None,
     return Client(address, token, tls, timeout)
 
 
+def ladder_frame(response):
+    """Client.ladder's DataFrame from a prism.v1.LadderTransferResponse."""
+    import pandas as pd
+    nan = float("nan")
+    rows = []
+    for p in response.pairs:
+        measured = not p.note
+        rows.append({
+            "small_rung": p.small_rung,
+            "small_size": p.small_size,
+            "large_size": p.large_size,
+            "small_experiment_id": p.small_experiment_id,
+            "large_experiment_id": p.large_experiment_id,
+            "schedules": p.schedules,
+            "small_seeds": p.small_seeds,
+            "large_seeds": p.large_seeds,
+            "spearman": p.spearman.estimate if measured else nan,
+            "spearman_low": p.spearman.low if measured else nan,
+            "spearman_high": p.spearman.high if measured else nan,
+            "kendall": p.kendall.estimate if measured else nan,
+            "kendall_low": p.kendall.low if measured else nan,
+            "kendall_high": p.kendall.high if measured else nan,
+            "large_best": p.large_best,
+            "best_set_holds_large_best":
+                p.best_set_holds_large_best
+                if p.HasField("best_set_holds_large_best") else None,
+            "note": p.note,
+        })
+    columns = ["small_rung", "small_size", "large_size",
+               "small_experiment_id", "large_experiment_id", "schedules",
+               "small_seeds", "large_seeds", "spearman", "spearman_low",
+               "spearman_high", "kendall", "kendall_low", "kendall_high",
+               "large_best", "best_set_holds_large_best", "note"]
+    return pd.DataFrame(rows, columns=columns)
+
+
 def _enum_name(enum, number, prefix):
     """The short lowercase name the CLI prints: VERDICT_BETTER -> better."""
     try:
@@ -376,6 +412,27 @@ class Client:
                    "throughput_ratio", "in_best_set", "smooth", "baseline",
                    "pow2", "trial_ids"]
         return pd.DataFrame(rows, columns=columns)
+
+    def ladder_transfer(self, experiment_id):
+        """Returns the prism.v1.LadderTransferResponse of the scale ladder
+        that `experiment_id` is a rung of (docs/ladder.md): its rungs so far
+        and, per pair of sizes, the rank correlations with their bootstrap
+        intervals and the carried schedules' deltas at both sizes.
+        PrismError FAILED_PRECONDITION when the experiment is not a ladder's
+        rung, NOT_FOUND when there is none with that id."""
+        return self.call(self._results.LadderTransfer,
+                         pb.LadderTransferRequest(
+                             experiment_id=int(experiment_id)))
+
+    def ladder(self, experiment_id):
+        """Returns the ladder's transfer as a DataFrame, one row per pair of
+        sizes (what `prism results --ladder ID` prints): small_rung,
+        small_size, large_size, their experiment ids, schedules (matched,
+        the baseline left out), small_seeds, large_seeds, spearman with
+        spearman_low and spearman_high, the same for kendall, large_best,
+        best_set_holds_large_best (None when not measured) and note (why a
+        pair is not measured; its numbers are then NaN)."""
+        return ladder_frame(self.ladder_transfer(experiment_id))
 
     def trial(self, trial_id, with_baseline=True):
         """Returns the prism.v1.GetTrialResponse: the trial, its curve

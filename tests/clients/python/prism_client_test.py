@@ -246,6 +246,36 @@ kNoClientEnv = dict(PRISM_COORDINATOR=None, PRISM_TOKEN=None,
                     PRISM_TLS_CERT=None, PRISM_TLS_KEY=None)
 
 
+class LadderFrameTest(unittest.TestCase):
+
+    def test_one_row_per_pair_with_nan_where_not_measured(self):
+        pb = prism_client.pb
+        response = pb.LadderTransferResponse(ladder_id=4, planned_rungs=3)
+        measured = response.pairs.add(
+            small_rung=0, small_experiment_id=4, large_experiment_id=5,
+            small_size="tiny", large_size="small", schedules=9,
+            small_seeds=3, large_seeds=2, large_best="2x4,8x4",
+            best_set_holds_large_best=True)
+        measured.spearman.estimate, measured.spearman.low = 0.4, -0.2
+        measured.spearman.high = 1.0
+        measured.kendall.estimate = 0.3
+        response.pairs.add(small_rung=1, small_experiment_id=5,
+                           large_experiment_id=6, small_size="small",
+                           large_size="d512x12x8",
+                           note="rung 3 is not done")
+        frame = prism_client.ladder_frame(response)
+        self.assertEqual(list(frame["small_size"]), ["tiny", "small"])
+        self.assertEqual(frame.loc[0, "spearman"], 0.4)
+        self.assertEqual(frame.loc[0, "spearman_low"], -0.2)
+        self.assertEqual(frame.loc[0, "spearman_high"], 1.0)
+        self.assertEqual(frame.loc[0, "kendall"], 0.3)
+        self.assertIs(frame.loc[0, "best_set_holds_large_best"], True)
+        self.assertEqual(frame.loc[0, "schedules"], 9)
+        self.assertTrue(frame.loc[1, "spearman"] != frame.loc[1, "spearman"])
+        self.assertIsNone(frame.loc[1, "best_set_holds_large_best"])
+        self.assertEqual(frame.loc[1, "note"], "rung 3 is not done")
+
+
 class ExampleTest(unittest.TestCase):
 
     def test_example_prints_the_ranking_and_saves_curves_against_baseline(
@@ -369,6 +399,12 @@ class ErrorsTest(unittest.TestCase):
             client.experiments()
         self.assert_names_cause(raised, "UNAUTHENTICATED")
         self.assertGreater(len(raised.exception.message), 0)
+
+    def test_ladder_of_an_experiment_that_is_not_a_rung_names_why(self):
+        with self.assertRaises(prism_client.PrismError) as raised:
+            CLUSTER.client.ladder(CLUSTER.experiment_id)
+        self.assert_names_cause(raised, "FAILED_PRECONDITION",
+                                str(CLUSTER.experiment_id))
 
     def test_missing_experiment_raises_not_found(self):
         with self.assertRaises(prism_client.PrismError) as raised:
