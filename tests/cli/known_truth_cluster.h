@@ -56,6 +56,47 @@ inline absl::StatusOr<std::string> StartKnownTruthCluster(
   return spec_text;
 }
 
+// SearchRun is one finished search over a known truth: its id, the
+// experiment as it ended and its whole ranking.
+struct SearchRun {
+  int64_t id = 0;
+  v1::Experiment experiment;
+  v1::RankResponse rank;
+};
+
+// RunKnownTruthSearch starts `truth`'s cluster in `cluster`, submits its spec
+// with `settings` appended (a name, a strategy, ...), waits up to 240 s for
+// it to end and reads its ranking; the error names the step that failed,
+// with the cluster's logs.
+inline absl::StatusOr<SearchRun> RunKnownTruthSearch(
+    const KnownTruth& truth, LocalCluster& cluster,
+    const std::string& settings) {
+  absl::StatusOr<std::string> spec_text =
+      StartKnownTruthCluster(truth, cluster);
+  if (!spec_text.ok()) return spec_text.status();
+  SearchRun run;
+  absl::StatusOr<int64_t> id =
+      cluster.SubmitSpec(absl::StrCat(*spec_text, settings));
+  if (!id.ok()) return id.status();
+  run.id = *id;
+  absl::StatusOr<v1::Experiment> done =
+      cluster.WaitForExperiment(run.id, absl::Seconds(240));
+  if (!done.ok()) {
+    return absl::Status(done.status().code(),
+                        absl::StrCat(done.status().message(), cluster.Logs()));
+  }
+  run.experiment = *std::move(done);
+  v1::RankRequest request;
+  request.set_experiment_id(run.id);
+  if (absl::Status s =
+          cluster.client().Call(&v1::ResultsService::Stub::Rank,
+                                cluster.client().results(), request, &run.rank);
+      !s.ok()) {
+    return s;
+  }
+  return run;
+}
+
 // ChosenSchedule is what a search chose: the trained-to-the-end schedule
 // with the lowest mean paired delta ("" when none).
 inline std::string ChosenSchedule(const v1::RankResponse& rank) {

@@ -4,6 +4,8 @@
 // workers under the default synchronous rule. The search must train the
 // true best to the end, promote no more than each rung's quota, and report
 // its cost against the grid's; `prism status` prints the cost and the rungs.
+// Then the default plan on three seeds (screened on one seed, staged), and
+// the same with screening runs that diverge before the rung.
 // bench/search_bench measures the rates over many generated experiments.
 #include <string>
 
@@ -21,27 +23,16 @@ TEST(KnownTruthSearchTest, SynchronousAshaFindsTheIsolatedBestAtAFraction) {
   absl::StatusOr<KnownTruth> truth = GenerateKnownTruth(IsolatedBestFixture());
   ASSERT_TRUE(truth.ok()) << truth.status();
   LocalCluster cluster;
-  const absl::StatusOr<std::string> spec_text =
-      StartKnownTruthCluster(*truth, cluster);
-  ASSERT_TRUE(spec_text.ok()) << spec_text.status();
-  absl::StatusOr<int64_t> id = cluster.SubmitSpec(
-      absl::StrCat(*spec_text,
-                   "name: \"known truth asha\"\nstrategy: STRATEGY_ASHA\n"
-                   "asha { rungs: 40 rungs: 80 }\nsample_seed: 9\n"));
-  ASSERT_TRUE(id.ok()) << id.status();
-  absl::StatusOr<v1::Experiment> done =
-      cluster.WaitForExperiment(*id, absl::Seconds(240));
-  ASSERT_TRUE(done.ok()) << done.status() << cluster.Logs();
-  EXPECT_EQ(done->state(), v1::EXPERIMENT_DONE) << cluster.Logs();
-  EXPECT_EQ(done->spec().asha().mode(), v1::ASHA_MODE_SYNCHRONOUS);
+  absl::StatusOr<SearchRun> run = RunKnownTruthSearch(
+      *truth, cluster,
+      "name: \"known truth asha\"\nstrategy: STRATEGY_ASHA\n"
+      "asha { rungs: 40 rungs: 80 }\nsample_seed: 9\n");
+  ASSERT_TRUE(run.ok()) << run.status();
+  const v1::Experiment& done = run->experiment;
+  const v1::RankResponse& rank = run->rank;
+  EXPECT_EQ(done.state(), v1::EXPERIMENT_DONE) << cluster.Logs();
+  EXPECT_EQ(done.spec().asha().mode(), v1::ASHA_MODE_SYNCHRONOUS);
 
-  v1::RankRequest request;
-  request.set_experiment_id(*id);
-  v1::RankResponse rank;
-  ASSERT_TRUE(cluster.client()
-                  .Call(&v1::ResultsService::Stub::Rank,
-                        cluster.client().results(), request, &rank)
-                  .ok());
   EXPECT_EQ(ChosenSchedule(rank), truth->best);
   const int n = static_cast<int>(truth->schedules.size()) - 1;
   ASSERT_EQ(rank.asha_rungs_size(), 2);
@@ -63,7 +54,7 @@ TEST(KnownTruthSearchTest, SynchronousAshaFindsTheIsolatedBestAtAFraction) {
   EXPECT_GT(fraction, 0.3);
   EXPECT_LT(fraction, 0.5);
 
-  const CommandResult status = cluster.Run({"status", absl::StrCat(*id)});
+  const CommandResult status = cluster.Run({"status", absl::StrCat(run->id)});
   EXPECT_EQ(status.status, 0) << status.err;
   EXPECT_THAT(status.out, ::testing::HasSubstr("steps trained: "));
   EXPECT_THAT(status.out, ::testing::HasSubstr("queue order: shuffled by "
@@ -79,30 +70,19 @@ TEST(KnownTruthSearchTest, DefaultStagedAshaScreensOnOneSeedAndFindsTheBest) {
   absl::StatusOr<KnownTruth> truth = GenerateKnownTruth(IsolatedBestFixture());
   ASSERT_TRUE(truth.ok()) << truth.status();
   LocalCluster cluster;
-  const absl::StatusOr<std::string> spec_text =
-      StartKnownTruthCluster(*truth, cluster);
-  ASSERT_TRUE(spec_text.ok()) << spec_text.status();
-  absl::StatusOr<int64_t> id = cluster.SubmitSpec(
-      absl::StrCat(*spec_text,
-                   "name: \"known truth staged\"\nstrategy: STRATEGY_ASHA\n"
-                   "sample_seed: 9\n"));
-  ASSERT_TRUE(id.ok()) << id.status();
-  absl::StatusOr<v1::Experiment> done =
-      cluster.WaitForExperiment(*id, absl::Seconds(240));
-  ASSERT_TRUE(done.ok()) << done.status() << cluster.Logs();
-  EXPECT_EQ(done->state(), v1::EXPERIMENT_DONE) << cluster.Logs();
+  absl::StatusOr<SearchRun> run = RunKnownTruthSearch(
+      *truth, cluster,
+      "name: \"known truth staged\"\nstrategy: STRATEGY_ASHA\n"
+      "sample_seed: 9\n");
+  ASSERT_TRUE(run.ok()) << run.status();
+  const v1::Experiment& done = run->experiment;
+  const v1::RankResponse& rank = run->rank;
+  EXPECT_EQ(done.state(), v1::EXPERIMENT_DONE) << cluster.Logs();
   // 70% of 120 steps is 84: the eval grid's 80.
-  EXPECT_THAT(done->spec().asha().rungs(), ::testing::ElementsAre(80));
-  EXPECT_EQ(done->spec().asha().eta(), 5);
-  EXPECT_EQ(done->spec().asha().screen_seeds(), 1);
+  EXPECT_THAT(done.spec().asha().rungs(), ::testing::ElementsAre(80));
+  EXPECT_EQ(done.spec().asha().eta(), 5);
+  EXPECT_EQ(done.spec().asha().screen_seeds(), 1);
 
-  v1::RankRequest request;
-  request.set_experiment_id(*id);
-  v1::RankResponse rank;
-  ASSERT_TRUE(cluster.client()
-                  .Call(&v1::ResultsService::Stub::Rank,
-                        cluster.client().results(), request, &rank)
-                  .ok());
   EXPECT_EQ(ChosenSchedule(rank), truth->best);
   const int n = static_cast<int>(truth->schedules.size()) - 1;
   const int finalists = n / 5;
@@ -112,8 +92,8 @@ TEST(KnownTruthSearchTest, DefaultStagedAshaScreensOnOneSeedAndFindsTheBest) {
   EXPECT_TRUE(rank.asha_rungs(0).complete());
   // Trials: the baseline's 3, one per schedule screened, and two more seeds
   // for each finalist; the rest wait at the rung on their one seed.
-  EXPECT_EQ(done->counts().total(), 3 + n + 2 * finalists);
-  EXPECT_EQ(done->counts().stopped_at_rung(), n - finalists);
+  EXPECT_EQ(done.counts().total(), 3 + n + 2 * finalists);
+  EXPECT_EQ(done.counts().stopped_at_rung(), n - finalists);
   // Every finalist was ranked on all three seeds.
   int ranked = 0;
   for (const v1::RankedSchedule& row : rank.schedules()) {
@@ -124,10 +104,10 @@ TEST(KnownTruthSearchTest, DefaultStagedAshaScreensOnOneSeedAndFindsTheBest) {
   EXPECT_EQ(ranked, finalists);
   // 1/3 x 80/120 + 23/119 x (1 - 80/360), and the baseline's full budget.
   const double fraction =
-      static_cast<double>(done->steps_trained()) / done->grid_steps();
+      static_cast<double>(done.steps_trained()) / done.grid_steps();
   EXPECT_GT(fraction, 0.3);
   EXPECT_LT(fraction, 0.4);
-  const CommandResult status = cluster.Run({"status", absl::StrCat(*id)});
+  const CommandResult status = cluster.Run({"status", absl::StrCat(run->id)});
   EXPECT_EQ(status.status, 0) << status.err;
   EXPECT_THAT(status.out,
               ::testing::HasSubstr(absl::StrCat("rung 80: promoted ", finalists,
@@ -136,7 +116,7 @@ TEST(KnownTruthSearchTest, DefaultStagedAshaScreensOnOneSeedAndFindsTheBest) {
                               "screened on 1 of 3 seeds, ", 2 * finalists,
                               " trials added on the rest")))
       << status.out;
-  EXPECT_EQ(done->seeds_added(), 2 * finalists);
+  EXPECT_EQ(done.seeds_added(), 2 * finalists);
 }
 
 // Schedules whose screening run diverges before the rung are out of it: the
@@ -156,34 +136,23 @@ TEST(KnownTruthSearchTest, StagedAshaCompletesItsRungWhenScreeningRunsDiverge) {
   }
   ASSERT_GT(screen_diverged, 0);
   LocalCluster cluster;
-  const absl::StatusOr<std::string> spec_text =
-      StartKnownTruthCluster(*truth, cluster);
-  ASSERT_TRUE(spec_text.ok()) << spec_text.status();
-  absl::StatusOr<int64_t> id = cluster.SubmitSpec(
-      absl::StrCat(*spec_text,
-                   "name: \"staged, diverging\"\nstrategy: STRATEGY_ASHA\n"
-                   "sample_seed: 9\n"));
-  ASSERT_TRUE(id.ok()) << id.status();
-  absl::StatusOr<v1::Experiment> done =
-      cluster.WaitForExperiment(*id, absl::Seconds(240));
-  ASSERT_TRUE(done.ok()) << done.status() << cluster.Logs();
-  EXPECT_EQ(done->state(), v1::EXPERIMENT_DONE) << cluster.Logs();
+  absl::StatusOr<SearchRun> run = RunKnownTruthSearch(
+      *truth, cluster,
+      "name: \"staged, diverging\"\nstrategy: STRATEGY_ASHA\n"
+      "sample_seed: 9\n");
+  ASSERT_TRUE(run.ok()) << run.status();
+  const v1::Experiment& done = run->experiment;
+  const v1::RankResponse& rank = run->rank;
+  EXPECT_EQ(done.state(), v1::EXPERIMENT_DONE) << cluster.Logs();
 
-  v1::RankRequest request;
-  request.set_experiment_id(*id);
-  v1::RankResponse rank;
-  ASSERT_TRUE(cluster.client()
-                  .Call(&v1::ResultsService::Stub::Rank,
-                        cluster.client().results(), request, &rank)
-                  .ok());
   const int n = static_cast<int>(truth->schedules.size()) - 1;
   ASSERT_EQ(rank.asha_rungs_size(), 1);
   EXPECT_TRUE(rank.asha_rungs(0).complete());
   EXPECT_EQ(rank.asha_rungs(0).members(), n);
   EXPECT_EQ(rank.asha_rungs(0).schedules_size(), n - screen_diverged);
   EXPECT_EQ(rank.asha_rungs(0).promoted(), n / 5);
-  EXPECT_THAT(done->seeds_note(), ::testing::HasSubstr(absl::StrCat(
-                                      screen_diverged, " ended before it")));
+  EXPECT_THAT(done.seeds_note(), ::testing::HasSubstr(absl::StrCat(
+                                     screen_diverged, " ended before it")));
   if (!best_diverged) EXPECT_EQ(ChosenSchedule(rank), truth->best);
 }
 
