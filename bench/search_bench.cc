@@ -499,19 +499,10 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "%s\n", truth.status().ToString().c_str());
         return 2;
       }
-      // As the coordinator resolves a spec (server/core/spec.cc): the
-      // default plan when nothing is set, else eta 3 and every seed.
-      AshaPlan plan;
-      if (rungs.empty() && eta == 0 && screen_seeds == 0) {
-        plan = DefaultAshaPlan(spec.steps, static_cast<int>(spec.eval_every),
-                               spec.seeds);
-      } else {
-        plan.eta = eta == 0 ? kDefaultAshaEta : eta;
-        plan.rungs = rungs.empty() ? DefaultAshaRungs(spec.steps, plan.eta,
-                                                      spec.eval_every)
-                                   : rungs;
-        plan.screen_seeds = screen_seeds == 0 ? spec.seeds : screen_seeds;
-      }
+      // As the coordinator resolves a spec (server/core/spec.cc).
+      const AshaPlan plan =
+          ResolveAshaPlan(AshaPlan{rungs, eta, screen_seeds}, spec.steps,
+                          static_cast<int>(spec.eval_every), spec.seeds);
       // The former default: DefaultAshaRungs at eta 3 on every seed.
       const AshaPlan classic{
           DefaultAshaRungs(spec.steps, kDefaultAshaEta, spec.eval_every),

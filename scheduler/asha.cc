@@ -16,6 +16,13 @@ absl::Status Invalid(const std::string& message) {
   return absl::InvalidArgumentError(message);
 }
 
+// NearestEval rounds a step to the nearest multiple of eval_every, at least
+// eval_every.
+int64_t NearestEval(double step, int eval_every) {
+  return std::max<int64_t>(eval_every,
+                           std::llround(step / eval_every) * eval_every);
+}
+
 }  // namespace
 
 std::vector<int64_t> DefaultAshaRungs(int64_t steps, int eta, int eval_every,
@@ -25,9 +32,8 @@ std::vector<int64_t> DefaultAshaRungs(int64_t steps, int eta, int eval_every,
   const double first = kDefaultFirstRungFraction * static_cast<double>(steps);
   const double ratio = static_cast<double>(steps) / first;
   for (int k = 0; k < count; ++k) {
-    const double at = first * std::pow(ratio, static_cast<double>(k) / count);
-    const int64_t rung = std::max<int64_t>(
-        eval_every, std::llround(at / eval_every) * eval_every);
+    const int64_t rung = NearestEval(
+        first * std::pow(ratio, static_cast<double>(k) / count), eval_every);
     if (rung >= steps) break;
     if (rungs.empty() || rungs.back() < rung) rungs.push_back(rung);
   }
@@ -36,13 +42,26 @@ std::vector<int64_t> DefaultAshaRungs(int64_t steps, int eta, int eval_every,
 
 AshaPlan DefaultAshaPlan(int64_t steps, int eval_every, int seeds) {
   if (seeds >= kStagedMinSeeds && eval_every > 0 && steps > 0) {
-    const double at = kStagedRungFraction * static_cast<double>(steps);
-    const int64_t rung = std::max<int64_t>(
-        eval_every, std::llround(at / eval_every) * eval_every);
+    const int64_t rung = NearestEval(
+        kStagedRungFraction * static_cast<double>(steps), eval_every);
     if (rung < steps) return AshaPlan{{rung}, kStagedEta, 1};
   }
   return AshaPlan{DefaultAshaRungs(steps, kDefaultAshaEta, eval_every),
                   kDefaultAshaEta, seeds};
+}
+
+AshaPlan ResolveAshaPlan(const AshaPlan& asked, int64_t steps, int eval_every,
+                         int seeds) {
+  if (asked.rungs.empty() && asked.eta == 0 && asked.screen_seeds == 0) {
+    return DefaultAshaPlan(steps, eval_every, seeds);
+  }
+  AshaPlan plan = asked;
+  if (plan.eta == 0) plan.eta = kDefaultAshaEta;
+  if (plan.rungs.empty()) {
+    plan.rungs = DefaultAshaRungs(steps, plan.eta, eval_every);
+  }
+  if (plan.screen_seeds == 0) plan.screen_seeds = seeds;
+  return plan;
 }
 
 absl::Status CheckAshaPlan(const std::vector<int64_t>& rungs, int eta,

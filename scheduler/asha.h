@@ -120,6 +120,13 @@ struct AshaPlan {
 // every seed.
 AshaPlan DefaultAshaPlan(int64_t steps, int eval_every, int seeds);
 
+// ResolveAshaPlan fills what a spec leaves unset in `asked` (empty rungs, eta
+// 0, screen_seeds 0): DefaultAshaPlan when all three are; else eta
+// kDefaultAshaEta, DefaultAshaRungs at that eta and every seed. Checks
+// nothing (CheckAshaPlan does).
+AshaPlan ResolveAshaPlan(const AshaPlan& asked, int64_t steps, int eval_every,
+                         int seeds);
+
 // DefaultAshaRungs returns the first rung at kDefaultFirstRungFraction of
 // `steps`, then the ones spaced geometrically from it to `steps`:
 // r_k = r_1 (steps / r_1)^((k - 1) / count) for k = 1 .. count, each rounded

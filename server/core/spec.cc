@@ -318,15 +318,15 @@ absl::StatusOr<v1::AshaPolicy> ResolveAsha(const v1::ExperimentSpec& spec,
                                   seeds, " seed(s)"));
     }
   }
-  if (!screening && a.rungs().empty() && a.eta() == 0 &&
-      a.screen_seeds() == 0) {
-    const AshaPlan plan = DefaultAshaPlan(
+  if (!screening) {
+    const AshaPlan plan = ResolveAshaPlan(
+        AshaPlan{
+            {a.rungs().begin(), a.rungs().end()}, a.eta(), a.screen_seeds()},
         budget.steps(), static_cast<int>(budget.eval_every()), seeds);
     a.set_eta(plan.eta);
     a.set_screen_seeds(plan.screen_seeds);
     *a.mutable_rungs() = {plan.rungs.begin(), plan.rungs.end()};
   }
-  if (!screening && a.screen_seeds() == 0) a.set_screen_seeds(seeds);
   if (a.eta() == 0) a.set_eta(kDefaultAshaEta);
   if (!v1::AshaMode_IsValid(a.mode())) {
     return Invalid("asha.mode: unknown mode ",
@@ -336,12 +336,8 @@ absl::StatusOr<v1::AshaPolicy> ResolveAsha(const v1::ExperimentSpec& spec,
     a.set_mode(v1::ASHA_MODE_SYNCHRONOUS);
   }
   std::vector<int64_t> rungs(a.rungs().begin(), a.rungs().end());
-  if (rungs.empty()) {
-    rungs =
-        spec.strategy() == v1::STRATEGY_GUIDED_SCREENING
-            ? DefaultScreeningRungs(budget.steps(), a.eta(),
-                                    budget.eval_every())
-            : DefaultAshaRungs(budget.steps(), a.eta(), budget.eval_every());
+  if (rungs.empty() && screening) {
+    rungs = DefaultScreeningRungs(budget.steps(), a.eta(), budget.eval_every());
   }
   PRISM_RETURN_IF_ERROR(
       CheckAshaPlan(rungs, a.eta(), budget.steps(), budget.eval_every()));

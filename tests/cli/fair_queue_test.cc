@@ -24,8 +24,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "tests/cli/cluster.h"
-#include "worker/replay_launcher.h"
-#include "worker/task_config.h"
+#include "tests/cli/replay_fixture.h"
 
 namespace prism::testing {
 namespace {
@@ -45,41 +44,13 @@ const char kPrinciples[] =
 const std::vector<std::string> kSchedules = {"4x6", "1x2,4x4", "2x2,4x4",
                                              "1x3,4x3", "2x3,4x3"};
 
-// Fixture records every schedule on seeds 1..max_seed, a flat curve.
+// Fixture records every schedule on seeds 1..max_seed, one falling curve.
 std::string Fixture(int max_seed) {
-  v1::TrialTask task;
-  task.mutable_model()->set_preset("tiny");
-  task.mutable_budget()->set_steps(kSteps);
-  task.mutable_budget()->set_eval_every(10);
-  task.mutable_budget()->set_log_every(5);
-  std::string text;
-  for (const std::string& schedule : kSchedules) {
-    for (int64_t seed = 1; seed <= max_seed; ++seed) {
-      task.mutable_trial()->set_schedule(schedule);
-      task.mutable_trial()->set_seed(seed);
-      absl::StatusOr<model::TrainConfig> config =
-          worker::TrainConfigForTask(task, worker::WorkerResources{});
-      EXPECT_TRUE(config.ok()) << config.status();
-      if (text.empty()) text = worker::FormatReplayHeader(*config);
-      model::TrainResult run;
-      for (int64_t step = 0; step <= kSteps; step += 5) {
-        const float loss = 5.0f - 0.01f * step;
-        if (step > 0) {
-          run.curve.push_back({model::CurveSplit::kTrain, step, loss + 0.1f,
-                               1e-3f, 5000.0, 0.01 * step});
-        }
-        if (step % 10 == 0) {
-          run.curve.push_back({model::CurveSplit::kVal, step, loss, 1e-3f,
-                               5000.0, 0.01 * step});
-        }
-      }
-      run.steps = kSteps;
-      run.tokens_per_second = 5000.0;
-      run.device = "cpu";
-      text += worker::FormatReplayTrial(*config, run);
-    }
-  }
-  return text;
+  std::vector<int64_t> seeds;
+  for (int64_t seed = 1; seed <= max_seed; ++seed) seeds.push_back(seed);
+  return TinyReplayFixture(kSchedules, seeds, [](int, int64_t, int64_t step) {
+    return 5.0f - 0.01f * static_cast<float>(step);
+  });
 }
 
 std::string Seeds(int n) {
