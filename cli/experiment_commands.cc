@@ -140,16 +140,20 @@ int ShowExperiment(RpcClient& client, int64_t id, Format format) {
   }
   if (format == Format::kText) {
     const v1::TrialCounts& c = experiment.counts();
-    std::cout << "experiment " << experiment.id() << " "
-              << Printable(experiment.name()) << " ("
-              << Printable(experiment.owner())
-              << "): " << EnumValueName(experiment.state()) << ", priority "
-              << experiment.priority() << ", " << c.completed() << "/"
-              << c.total() << " completed, " << c.leased() + c.running()
-              << " running, " << c.queued() << " queued, "
-              << c.failed() + c.diverged() << " failed, "
-              << static_cast<int>(experiment.progress() * 100 + 0.5)
-              << "% of steps\n";
+    std::cout << WrapText(
+                     absl::StrCat(
+                         "experiment ", experiment.id(), " ",
+                         Printable(experiment.name()), " (",
+                         Printable(experiment.owner()),
+                         "): ", EnumValueName(experiment.state()),
+                         ", priority ", experiment.priority(), ", ",
+                         c.completed(), "/", c.total(), " completed, ",
+                         c.leased() + c.running(), " running, ", c.queued(),
+                         " queued, ", c.failed() + c.diverged(), " failed, ",
+                         static_cast<int>(experiment.progress() * 100 + 0.5),
+                         "% of steps"),
+                     100, 2)
+              << "\n";
     if (!experiment.queue_reason().empty()) {
       std::cout << "waiting: "
                 << (experiment.queue_position() > 0
@@ -199,19 +203,22 @@ int ShowExperiment(RpcClient& client, int64_t id, Format format) {
                 << (a.mode() == v1::ASHA_MODE_UNSPECIFIED
                         ? std::string("ASHA_MODE_ASYNCHRONOUS")
                         : v1::AshaMode_Name(a.mode()))
-                << ")";
+                << "); " << c.stopped_at_rung()
+                << " trials stopped at a rung\n";
       if (!screening && a.screen_seeds() > 0 &&
           a.screen_seeds() < experiment.spec().seeds_size()) {
         // Staged: the other seeds start with the promotions.
-        std::cout << "; screened on " << a.screen_seeds() << " of "
+        std::cout << "  screened on " << a.screen_seeds() << " of "
                   << experiment.spec().seeds_size() << " seeds, "
-                  << experiment.seeds_added() << " trials added on the rest";
+                  << experiment.seeds_added() << " trials added on the rest\n";
       }
-      std::cout << "; " << c.stopped_at_rung() << " trials stopped at a rung";
+      // The decision lists every promotion: wrapped to the terminal's 100.
       if (!experiment.seeds_note().empty()) {
-        std::cout << "; last decision: " << Printable(experiment.seeds_note());
+        std::cout << WrapText(absl::StrCat("  last decision: ",
+                                           Printable(experiment.seeds_note())),
+                              100, 4)
+                  << "\n";
       }
-      std::cout << "\n";
       // The rungs' counts come with the ranking.
       v1::RankRequest rank;
       rank.set_experiment_id(id);

@@ -10,6 +10,7 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "scheduler/known_truth.h"
@@ -117,6 +118,12 @@ TEST(KnownTruthSearchTest, DefaultStagedAshaScreensOnOneSeedAndFindsTheBest) {
                               " trials added on the rest")))
       << status.out;
   EXPECT_EQ(done.seeds_added(), 2 * finalists);
+  // The summary above the trials table (the decision note lists every
+  // promotion: wrapped) fits 100 columns.
+  for (absl::string_view line : absl::StrSplit(status.out, '\n')) {
+    if (line.empty()) break;
+    EXPECT_LE(line.size(), 100u) << line;
+  }
 }
 
 // Schedules whose screening run diverges before the rung are out of it: the
