@@ -169,19 +169,28 @@ struct UserSetOptions {
   std::optional<double> share;
   std::optional<int> max_running;
   std::optional<int> max_queued;
+  std::optional<int> max_active;
   std::string format = "text";
 };
 
 Table UsersTable(const v1::ListUsersResponse& response) {
+  // The quotas in force; "-" where none holds, "*" marks the coordinator's
+  // default (an admin set none for the user).
   Table table({"user", "share", "usage", "usage_per_share", "running", "queued",
-               "max_running", "max_queued"});
+               "active", "max_running", "max_queued", "max_active"});
   auto quota = [](int n) { return n > 0 ? absl::StrCat(n) : std::string("-"); };
+  auto in_force = [](int set, int effective) {
+    if (effective <= 0) return std::string("-");
+    return absl::StrCat(effective, set > 0 ? "" : "*");
+  };
   for (const v1::UserPolicy& u : response.users()) {
     table.AddRow({u.user(), absl::StrFormat("%g", u.share()),
                   absl::StrFormat("%.0fs", u.usage_seconds()),
                   absl::StrFormat("%.0fs", u.usage_per_share()),
                   absl::StrCat(u.running()), absl::StrCat(u.queued()),
-                  quota(u.max_running()), quota(u.max_queued())});
+                  absl::StrCat(u.active()), quota(u.max_running()),
+                  in_force(u.max_queued(), u.effective_max_queued()),
+                  in_force(u.max_active(), u.effective_max_active())});
   }
   return table;
 }
@@ -201,11 +210,15 @@ int SetUser(const UserSetOptions& o) {
                         absl::StrCat("--max-running must not be negative (got ",
                                      *o.max_running, "; 0: no quota)")));
   }
-  if (o.max_queued.has_value() && *o.max_queued < 0) {
-    return ReportError(
-        "user set", absl::InvalidArgumentError(
-                        absl::StrCat("--max-queued must not be negative (got ",
-                                     *o.max_queued, "; 0: no quota)")));
+  for (const auto& [flag, value] :
+       {std::make_pair("--max-queued", o.max_queued),
+        std::make_pair("--max-active", o.max_active)}) {
+    if (value.has_value() && *value < 0) {
+      return ReportError("user set",
+                         absl::InvalidArgumentError(absl::StrCat(
+                             flag, " must not be negative (got ", *value,
+                             "; 0: the coordinator's default)")));
+    }
   }
   absl::StatusOr<std::unique_ptr<RpcClient>> client =
       RpcClient::Connect(o.client);
@@ -215,6 +228,7 @@ int SetUser(const UserSetOptions& o) {
   if (o.share.has_value()) request.set_share(*o.share);
   if (o.max_running.has_value()) request.set_max_running(*o.max_running);
   if (o.max_queued.has_value()) request.set_max_queued(*o.max_queued);
+  if (o.max_active.has_value()) request.set_max_active(*o.max_active);
   v1::UserPolicy policy;
   absl::Status status =
       (*client)->Call(&v1::ExperimentService::Stub::SetUserPolicy,
@@ -268,8 +282,14 @@ void RegisterAccessCommands(CLI::App& app, Action* action) {
     cmd->add_option("--max-running", o->max_running,
                     "Most leased + running trials (0: no quota)");
     cmd->add_option("--max-queued", o->max_queued,
-                    "Most queued trials; a submit past it is refused "
-                    "(0: no quota)");
+                    "Most queued trials; a submit past it is refused (0: the "
+                    "coordinator's --max-queued-trials-per-user, which does "
+                    "not hold for admins)");
+    cmd->add_option("--max-active", o->max_active,
+                    "Most active or paused experiments; a submit past it is "
+                    "refused (0: the coordinator's "
+                    "--max-active-experiments-per-user, which does not hold "
+                    "for admins)");
     cmd->add_option("--format", o->format, "text, json or csv");
     AddClientOptions(cmd, &o->client);
     cmd->callback([o, action] { *action = [o] { return SetUser(*o); }; });

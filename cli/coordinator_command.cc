@@ -389,7 +389,15 @@ void RegisterCoordinatorCommands(CLI::App& app, Action* action) {
         "Trials one experiment may plan, for every strategy (grid, random "
         "samples, explicit schedule lists) x seeds");
   limit("--max-seeds", l.max_seeds,
-        "Seeds per spec (also bounds its data paths and loss targets)");
+        "Seeds per spec and per ladder rung (also bounds its data paths)");
+  limit("--max-loss-targets", l.max_loss_targets,
+        "Convergence milestones (budget.loss_targets) per spec and per ladder "
+        "rung");
+  limit("--max-ladder-rungs", l.max_ladder_rungs, "Sizes of a scale ladder");
+  limit("--max-listed-schedules", l.max_listed_schedules,
+        "Schedules an explicit list (the spec's `schedules`) may name");
+  limit("--max-stored-spec-bytes", l.max_stored_spec_bytes,
+        "A spec as stored once resolved (what Get returns)");
   limit("--max-points-per-report", l.max_points_per_report,
         "Loss points in one Report or Complete");
   limit("--max-string-bytes", l.max_string_bytes,
@@ -442,7 +450,11 @@ void RegisterCoordinatorCommands(CLI::App& app, Action* action) {
         "Points per split one merged live event carries (a busy trial's are "
         "thinned; every point is stored)");
   limit("--max-active-experiments-per-user", l.max_active_experiments_per_user,
-        "Active or paused experiments per user (admins: no limit)");
+        "Active or paused experiments per user unless an admin sets the "
+        "user's own (prism user set --max-active; admins: no default limit)");
+  limit("--max-queued-trials-per-user", l.max_queued_trials_per_user,
+        "Queued trials per user at submit unless an admin sets the user's "
+        "own (prism user set --max-queued; admins: no default limit)");
   limit("--max-user-priority", l.max_user_priority,
         "Users' priorities lie in -N..N (admins: any)");
   limit("--max-attempts-limit", l.max_attempts_limit,

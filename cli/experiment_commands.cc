@@ -24,19 +24,36 @@ struct SubmitOptions {
   int priority = 0;
   bool priority_set = false;
   std::string format = "text";
+  bool dry_run = false;  // `prism plan`, `prism submit --dry-run`
 };
 
+// PrintPlan is a dry run's answer: what the spec would queue, where it
+// leaves the user against the limits, and that nothing was stored.
+void PrintPlan(const SubmitOptions& o, const v1::SubmitResponse& response) {
+  const v1::Experiment& e = response.experiment();
+  std::cout << "plan: " << response.trials_created() << " trials";
+  if (!e.name().empty()) std::cout << " (" << Printable(e.name()) << ")";
+  std::cout << ", " << EnumValueName(e.spec().strategy()) << ", "
+            << e.spec().seeds_size() << " seeds, " << e.spec().budget().steps()
+            << " steps each\n"
+            << HeadroomLine(response.headroom()) << "\n"
+            << "nothing submitted: prism submit " << o.spec_path
+            << " queues it\n";
+}
+
 int Submit(const SubmitOptions& o) {
+  const std::string command = o.dry_run ? "plan" : "submit";
   absl::StatusOr<Format> format = ParseFormat(o.format, /*allow_csv=*/false);
-  if (!format.ok()) return ReportError("submit", format.status());
+  if (!format.ok()) return ReportError(command, format.status());
   absl::StatusOr<std::string> text = ReadTextFile(o.spec_path);
-  if (!text.ok()) return ReportError("submit", text.status());
+  if (!text.ok()) return ReportError(command, text.status());
   absl::StatusOr<std::unique_ptr<RpcClient>> client =
       RpcClient::Connect(o.client);
-  if (!client.ok()) return ReportError("submit", client.status());
+  if (!client.ok()) return ReportError(command, client.status());
 
   v1::SubmitRequest request;
   request.set_spec_text(*text);
+  request.set_dry_run(o.dry_run);
   v1::SubmitResponse response;
   absl::Status status =
       (*client)->Call(&v1::ExperimentService::Stub::Submit,
@@ -47,9 +64,17 @@ int Submit(const SubmitOptions& o) {
     absl::string_view message = status.message();
     const bool located = absl::ConsumePrefix(&message, "spec_text:");
     return ReportError(
-        "submit",
+        command,
         absl::Status(status.code(),
                      absl::StrCat(o.spec_path, located ? ":" : ": ", message)));
+  }
+  if (o.dry_run) {
+    if (*format == Format::kJson) {
+      std::cout << ProtoJson(response);
+    } else {
+      PrintPlan(o, response);
+    }
+    return kExitOk;
   }
   if (o.priority_set) {
     v1::SetPriorityRequest set;
@@ -68,7 +93,8 @@ int Submit(const SubmitOptions& o) {
   std::cout << "experiment " << e.id()
             << " submitted: " << response.trials_created() << " trials";
   if (!e.name().empty()) std::cout << " (" << Printable(e.name()) << ")";
-  std::cout << ", priority " << e.priority() << "\n";
+  std::cout << ", priority " << e.priority() << "\n"
+            << HeadroomLine(response.headroom()) << "\n";
   return kExitOk;
 }
 
@@ -323,6 +349,22 @@ void RegisterExperimentCommands(CLI::App& app, Action* action) {
     cmd->add_option("--priority", o->priority,
                     "Priority (higher leases first; overrides the spec's)")
         ->each([o](const std::string&) { o->priority_set = true; });
+    cmd->add_option("--format", o->format, "text or json");
+    cmd->add_flag("--dry-run", o->dry_run,
+                  "Plan and check every limit as a submit would; store "
+                  "nothing (as `prism plan`)");
+    AddClientOptions(cmd, &o->client);
+    cmd->callback([o, action] { *action = [o] { return Submit(*o); }; });
+  }
+  {
+    CLI::App* cmd = app.add_subcommand(
+        "plan",
+        "Show what a spec would queue (trials, steps) and where it leaves you "
+        "against the coordinator's limits, without submitting it");
+    auto o = std::make_shared<SubmitOptions>();
+    o->dry_run = true;
+    cmd->add_option("spec", o->spec_path, "ExperimentSpec textproto file")
+        ->required();
     cmd->add_option("--format", o->format, "text or json");
     AddClientOptions(cmd, &o->client);
     cmd->callback([o, action] { *action = [o] { return Submit(*o); }; });

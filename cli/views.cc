@@ -869,4 +869,22 @@ void PrintLadder(const v1::LadderTransferResponse& response, Format format,
   }
 }
 
+std::string HeadroomLine(const v1::Headroom& h) {
+  const auto of = [](int64_t value, int64_t limit) {
+    return limit > 0 ? absl::StrCat(value, " of ", limit)
+                     : absl::StrCat(value, " (no limit)");
+  };
+  return WrapText(
+      absl::StrCat(
+          "limits: ", of(h.trials(), h.max_trials_per_experiment()),
+          " trials per experiment; your queued trials ",
+          of(h.queued_trials(), h.max_queued_trials()),
+          "; your active experiments ",
+          of(h.active_experiments(), h.max_active_experiments()), "; spec ",
+          fmt::format("{:.1f} of {:.1f} KiB",
+                      static_cast<double>(h.spec_bytes()) / 1024.0,
+                      static_cast<double>(h.max_stored_spec_bytes()) / 1024.0)),
+      100, 2);
+}
+
 }  // namespace prism::cli

@@ -110,6 +110,8 @@ std::string PrincipleMethod(bool wide = true);
 
 // SearchCostLine returns "steps trained: 1200 of the grid's 8000 (15.0%)",
 // or "" when the experiment's grid could not be counted (grid_steps 0).
+//
+// (HeadroomLine, below, is the submit's word on the limits.)
 std::string SearchCostLine(const v1::Experiment& e);
 // AshaRungLine returns one rung's count, e.g. "rung 60: promoted 3 / quota 3
 // / reached 9 of 9 members (complete)".
@@ -160,6 +162,12 @@ void PrintLadder(const v1::LadderTransferResponse& response, Format format,
 
 void PrintSuggestions(const v1::SuggestResponse& response, Format format,
                       std::ostream& out);
+
+// HeadroomLine says, wrapped to 100 columns, where a submit leaves its user
+// against each limit: "limits: 39 of 20000 trials per experiment; queued
+// 39 of 20000; active 1 of 20; spec 2.1 KiB of 1024.0 KiB" ("no limit" where
+// none holds).
+std::string HeadroomLine(const v1::Headroom& headroom);
 
 }  // namespace prism::cli
 

@@ -19,6 +19,7 @@
 namespace prism::storage {
 
 using internal::Connection;
+using internal::ExperimentView;
 using internal::kLeased;
 using internal::kQueued;
 using internal::kRunning;
@@ -313,7 +314,8 @@ absl::StatusOr<CreatedExperiment> SqliteStore::CreateExperiment(
         Query q,
         c->Prepare("INSERT INTO experiments (name, owner, spec, state, "
                    "priority, max_attempts, created_ms, updated_ms, "
-                   "adaptive_seeds) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+                   "adaptive_seeds, strategy, grid_steps) VALUES (?, ?, ?, "
+                   "?, ?, ?, ?, ?, ?, ?, ?)"));
     q.BindText(1, e.name);
     q.BindText(2, e.owner);
     q.BindBlob(3, spec);
@@ -323,6 +325,12 @@ absl::StatusOr<CreatedExperiment> SqliteStore::CreateExperiment(
     q.Bind(7, e.now_ms);
     q.Bind(8, e.now_ms);
     q.Bind(9, static_cast<int64_t>(DecidedByCoordinator(e.spec) ? 1 : 0));
+    q.Bind(10, static_cast<int64_t>(e.spec.strategy()));
+    if (e.grid_steps >= 0) {
+      q.Bind(11, e.grid_steps);
+    } else {
+      q.BindNull(11);
+    }
     PRISM_RETURN_IF_ERROR(q.Run());
     created.id = c->last_insert_rowid();
   }
@@ -439,6 +447,18 @@ absl::StatusOr<v1::Experiment> SqliteStore::GetExperiment(int64_t id) {
 
 absl::StatusOr<ExperimentPage> SqliteStore::ListExperiments(
     const std::string& owner, int limit, int64_t after_id) {
+  return ListExperimentPage(owner, limit, after_id, /*with_specs=*/true);
+}
+
+absl::StatusOr<ExperimentPage> SqliteStore::ListExperimentSummaries(
+    const std::string& owner, int limit, int64_t after_id) {
+  return ListExperimentPage(owner, limit, after_id, /*with_specs=*/false);
+}
+
+absl::StatusOr<ExperimentPage> SqliteStore::ListExperimentPage(
+    const std::string& owner, int limit, int64_t after_id, bool with_specs) {
+  const ExperimentView view =
+      with_specs ? ExperimentView::kFull : ExperimentView::kSummary;
   PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
   PRISM_ASSIGN_OR_RETURN(Transaction txn,
                          Transaction::Begin(r.get(), Transaction::Kind::kRead));
@@ -462,7 +482,7 @@ absl::StatusOr<ExperimentPage> SqliteStore::ListExperiments(
     page.next_after_id = ids.back();
   }
   for (int64_t id : ids) {
-    PRISM_ASSIGN_OR_RETURN(v1::Experiment e, ReadExperiment(r.get(), id));
+    PRISM_ASSIGN_OR_RETURN(v1::Experiment e, ReadExperiment(r.get(), id, view));
     page.experiments.push_back(std::move(e));
   }
   return page;
@@ -867,14 +887,15 @@ absl::Status SqliteStore::SetUserPolicy(const std::string& user,
     PRISM_ASSIGN_OR_RETURN(
         Query q,
         c->Prepare("INSERT INTO users (name, created_ms, share, max_running, "
-                   "max_queued) VALUES (?1, ?2, ?3, ?4, ?5) ON CONFLICT "
-                   "(name) DO UPDATE SET share = ?3, max_running = ?4, "
-                   "max_queued = ?5"));
+                   "max_queued, max_active) VALUES (?1, ?2, ?3, ?4, ?5, ?6) "
+                   "ON CONFLICT (name) DO UPDATE SET share = ?3, "
+                   "max_running = ?4, max_queued = ?5, max_active = ?6"));
     q.BindText(1, user);
     q.Bind(2, now_ms);
     q.Bind(3, policy.share);
     q.Bind(4, static_cast<int64_t>(policy.max_running));
     q.Bind(5, static_cast<int64_t>(policy.max_queued));
+    q.Bind(6, static_cast<int64_t>(policy.max_active));
     PRISM_RETURN_IF_ERROR(q.Run());
   }
   return txn.Commit();
@@ -884,14 +905,15 @@ absl::StatusOr<std::map<std::string, UserPolicy>>
 SqliteStore::ListUserPolicies() {
   PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
   PRISM_ASSIGN_OR_RETURN(
-      Query q, r->Prepare("SELECT name, share, max_running, max_queued FROM "
-                          "users"));
+      Query q, r->Prepare("SELECT name, share, max_running, max_queued, "
+                          "max_active FROM users"));
   std::map<std::string, UserPolicy> policies;
   while (true) {
     PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) break;
-    policies[q.Text(0)] = UserPolicy{q.Double(1), static_cast<int>(q.Int(2)),
-                                     static_cast<int>(q.Int(3))};
+    policies[q.Text(0)] =
+        UserPolicy{q.Double(1), static_cast<int>(q.Int(2)),
+                   static_cast<int>(q.Int(3)), static_cast<int>(q.Int(4))};
   }
   return policies;
 }

@@ -50,7 +50,7 @@ class ReaderPool;
 }  // namespace internal
 
 // kSchemaVersion is the newest schema this binary knows.
-inline constexpr int kSchemaVersion = 12;
+inline constexpr int kSchemaVersion = 13;
 
 // SqliteStoreOptions are the choices SqliteStore::Open takes.
 struct SqliteStoreOptions {
@@ -105,6 +105,8 @@ class SqliteStore final : public Store {
   absl::StatusOr<CreatedExperiment> CreateExperiment(
       const NewExperiment& experiment) override;
   absl::StatusOr<v1::Experiment> GetExperiment(int64_t id) override;
+  absl::StatusOr<ExperimentPage> ListExperimentSummaries(
+      const std::string& owner, int limit, int64_t after_id) override;
   absl::StatusOr<ExperimentPage> ListExperiments(const std::string& owner,
                                                  int limit,
                                                  int64_t after_id) override;
@@ -212,6 +214,12 @@ class SqliteStore final : public Store {
     int fd = -1;
     ~WriterLock();
   };
+
+  // ListExperimentPage serves ListExperiments (with_specs) and
+  // ListExperimentSummaries.
+  absl::StatusOr<ExperimentPage> ListExperimentPage(const std::string& owner,
+                                                    int limit, int64_t after_id,
+                                                    bool with_specs);
 
   SqliteStore(std::string path, std::unique_ptr<WriterLock> lock,
               std::unique_ptr<internal::Connection> writer,

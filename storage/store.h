@@ -102,6 +102,10 @@ struct NewExperiment {
   // ladder. 0 and 0: not a ladder's.
   int64_t ladder_id = 0;
   int ladder_rung = 0;
+  // The steps a grid search of the same space trains (Experiment.grid_steps),
+  // kept beside the spec so a summary needs no spec; negative: not known
+  // (stored NULL, computed from the spec when read).
+  double grid_steps = -1.0;
 };
 
 struct CreatedExperiment {
@@ -134,7 +138,10 @@ struct LeaseCandidate {
 struct UserPolicy {
   double share = 1.0;   // relative weight; > 0
   int max_running = 0;  // leased + running trials; 0: no quota
-  int max_queued = 0;   // queued trials; 0: no quota
+  // Queued trials and active (or paused) experiments at submit; 0: the
+  // coordinator's default (server/core/limits.h).
+  int max_queued = 0;
+  int max_active = 0;
 };
 
 // UsageSpan is one attempt's hold on a worker, for fair share's usage:
@@ -284,6 +291,12 @@ class Store {
   virtual absl::StatusOr<v1::Experiment> GetExperiment(int64_t id) = 0;
   // ListExperiments pages by ascending id; empty owner means everyone's.
   virtual absl::StatusOr<ExperimentPage> ListExperiments(
+      const std::string& owner, int limit, int64_t after_id) = 0;
+  // ListExperimentSummaries pages as ListExperiments, without reading the
+  // specs: each experiment has no spec, and its strategy and grid_steps from
+  // their columns (an experiment stored before those columns has strategy
+  // STRATEGY_STATE_UNSPECIFIED and grid_steps -1: read it whole to know).
+  virtual absl::StatusOr<ExperimentPage> ListExperimentSummaries(
       const std::string& owner, int limit, int64_t after_id) = 0;
   // SetExperimentState moves ACTIVE <-> PAUSED. NotFound; FailedPrecondition
   // when the experiment is cancelled or done.

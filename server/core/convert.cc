@@ -384,7 +384,7 @@ ScreeningSearch ScreeningSearchOf(const v1::ExperimentSpec& resolved) {
 }
 
 void FillSearchCost(v1::Experiment* e) {
-  e->set_grid_steps(GridStepsOf(e->spec()));
+  if (e->grid_steps() < 0) e->set_grid_steps(GridStepsOf(e->spec()));
 }
 
 v1::AshaRung AshaRungToProto(const AshaRungView& rung) {

@@ -91,8 +91,9 @@ ScreeningSearch ScreeningSearchOf(const v1::ExperimentSpec& resolved);
 // grid under its principles) x seeds x budget.steps; 0 when the space cannot
 // be counted (invalid, or past 2^64-1 schedules).
 double GridStepsOf(const v1::ExperimentSpec& resolved);
-// FillSearchCost sets e->grid_steps from its spec (storage sets
-// steps_trained), so every view of an experiment shows the search's cost.
+// FillSearchCost sets e->grid_steps from its spec where storage has none
+// (-1: stored before the column; storage sets steps_trained), so every view
+// of an experiment shows the search's cost.
 void FillSearchCost(v1::Experiment* e);
 v1::AshaRung AshaRungToProto(const AshaRungView& rung);
 

@@ -46,24 +46,74 @@ absl::Status ExperimentManager::FillStandings(
   return absl::OkStatus();
 }
 
-absl::Status ExperimentManager::CheckQueuedQuota(const std::string& user,
-                                                 int64_t adding) {
+UserLimits ExperimentManager::LimitsFor(
+    const Caller& caller, const storage::UserPolicy& policy) const {
+  // A quota an admin set holds for everyone; the defaults only for users.
+  const bool defaults = caller.role != v1::ROLE_ADMIN;
+  UserLimits out;
+  out.max_queued = policy.max_queued > 0
+                       ? policy.max_queued
+                       : (defaults ? limits_.max_queued_trials_per_user : 0);
+  out.max_active =
+      policy.max_active > 0
+          ? policy.max_active
+          : (defaults ? limits_.max_active_experiments_per_user : 0);
+  return out;
+}
+
+absl::StatusOr<v1::Headroom> ExperimentManager::CheckHeadroom(
+    const Caller& caller, int64_t adding, int64_t spec_bytes) {
   PRISM_ASSIGN_OR_RETURN(auto policies, store_->ListUserPolicies());
-  auto it = policies.find(user);
-  if (it == policies.end() || it->second.max_queued <= 0) {
-    return absl::OkStatus();
+  auto it = policies.find(caller.user);
+  const UserLimits user_limits = LimitsFor(
+      caller, it == policies.end() ? storage::UserPolicy{} : it->second);
+  PRISM_ASSIGN_OR_RETURN(int64_t active,
+                         store_->CountActiveExperiments(caller.user));
+  PRISM_ASSIGN_OR_RETURN(int64_t queued,
+                         store_->CountQueuedTrialsOf(caller.user));
+  // How to get past a limit: a user asks an admin.
+  const auto raise = [&](absl::string_view flag) {
+    return caller.role == v1::ROLE_ADMIN
+               ? std::string()
+               : absl::StrCat("; an admin may raise it: prism user set ",
+                              caller.user, " ", flag, " N");
+  };
+  if (user_limits.max_active > 0 && active >= user_limits.max_active) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "user '", caller.user, "' has ", active,
+        " active or paused experiments; limit ",
+        it != policies.end() && it->second.max_active > 0
+            ? "max_active="
+            : "--max-active-experiments-per-user=",
+        user_limits.max_active, " (cancel one, or wait for one to finish",
+        raise("--max-active"), ")"));
   }
-  PRISM_ASSIGN_OR_RETURN(int64_t queued, store_->CountQueuedTrialsOf(user));
-  if (queued + adding <= it->second.max_queued) return absl::OkStatus();
-  return absl::ResourceExhaustedError(absl::StrCat(
-      "user '", user, "' has ", queued, " queued trials and this adds ", adding,
-      "; quota max_queued=", it->second.max_queued,
-      " (wait for some to run, cancel one, or ask an admin: prism user set ",
-      user, " --max-queued N)"));
+  if (user_limits.max_queued > 0 && queued + adding > user_limits.max_queued) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "user '", caller.user, "' has ", queued,
+        " queued trials and this adds ", adding, "; quota ",
+        it != policies.end() && it->second.max_queued > 0
+            ? "max_queued="
+            : "--max-queued-trials-per-user=",
+        user_limits.max_queued, " (wait for some to run, cancel one",
+        raise("--max-queued"), ")"));
+  }
+  v1::Headroom headroom;
+  headroom.set_queued_trials(queued + adding);
+  headroom.set_max_queued_trials(user_limits.max_queued);
+  headroom.set_active_experiments(static_cast<int32_t>(active + 1));
+  headroom.set_max_active_experiments(user_limits.max_active);
+  headroom.set_trials(adding);
+  headroom.set_max_trials_per_experiment(limits_.max_trials_per_experiment);
+  headroom.set_spec_bytes(spec_bytes);
+  headroom.set_max_stored_spec_bytes(limits_.max_stored_spec_bytes);
+  return headroom;
 }
 
 absl::StatusOr<v1::SubmitResponse> ExperimentManager::Submit(
     const Caller& caller, const v1::SubmitRequest& request) {
+  // Every bound on what the request multiplies is checked before planning:
+  // nothing is resolved, enumerated or stored for a spec over a limit.
   v1::ExperimentSpec spec = request.spec();
   if (!request.spec_text().empty()) {
     PRISM_RETURN_IF_ERROR(CheckSpecTextLength(request.spec_text(), limits_));
@@ -84,33 +134,31 @@ absl::StatusOr<v1::SubmitResponse> ExperimentManager::Submit(
   PRISM_ASSIGN_OR_RETURN(ExperimentPlan plan,
                          PlanExperiment(spec, plan_options_));
   PRISM_RETURN_IF_ERROR(CheckPlanLimits(plan, limits_));
-  storage::NewExperiment e;
-  e.name = plan.spec.name();
-  e.owner = caller.user;
-  e.priority = plan.spec.priority();
-  e.max_attempts = plan.spec.max_attempts();
-  e.total_steps = plan.spec.budget().steps();
-  e.config_fingerprint = plan.config_fingerprint;
-  e.now_ms = clock_->NowMs();
-  e.spec = std::move(plan.spec);
-  e.trials = std::move(plan.trials);
+  const auto spec_bytes = static_cast<int64_t>(plan.spec.ByteSizeLong());
+  PRISM_RETURN_IF_ERROR(CheckStoredSpecBytes(spec_bytes, limits_));
+  storage::NewExperiment e =
+      ToNewExperiment(std::move(plan), caller.user, clock_->NowMs());
+  const auto adding = static_cast<int64_t>(e.trials.size());
+  v1::SubmitResponse response;
   absl::StatusOr<storage::CreatedExperiment> created;
   {
     absl::MutexLock lock(&submit_mu_);
-    if (caller.role != v1::ROLE_ADMIN) {
-      PRISM_ASSIGN_OR_RETURN(int64_t active,
-                             store_->CountActiveExperiments(caller.user));
-      if (active >= limits_.max_active_experiments_per_user) {
-        return absl::ResourceExhaustedError(
-            absl::StrCat("user '", caller.user, "' has ", active,
-                         " active or paused experiments; limit "
-                         "--max-active-experiments-per-user=",
-                         limits_.max_active_experiments_per_user,
-                         " (cancel one, or wait for one to finish)"));
-      }
+    PRISM_ASSIGN_OR_RETURN(*response.mutable_headroom(),
+                           CheckHeadroom(caller, adding, spec_bytes));
+    if (request.dry_run()) {
+      v1::Experiment* planned = response.mutable_experiment();
+      planned->set_name(e.name);
+      planned->set_owner(e.owner);
+      planned->set_state(v1::EXPERIMENT_ACTIVE);
+      planned->set_priority(e.priority);
+      planned->set_strategy(e.spec.strategy());
+      planned->set_grid_steps(e.grid_steps);
+      planned->mutable_counts()->set_queued(static_cast<int32_t>(adding));
+      planned->mutable_counts()->set_total(static_cast<int32_t>(adding));
+      *planned->mutable_spec() = std::move(e.spec);
+      response.set_trials_created(static_cast<int32_t>(adding));
+      return response;
     }
-    PRISM_RETURN_IF_ERROR(
-        CheckQueuedQuota(caller.user, static_cast<int64_t>(e.trials.size())));
     created = store_->CreateExperiment(e);
   }
   if (!created.ok()) return created.status();
@@ -123,7 +171,6 @@ absl::StatusOr<v1::SubmitResponse> ExperimentManager::Submit(
       .Kv("name", experiment.name())
       .Kv("owner", caller.user)
       .Kv("trials", created->trials_created);
-  v1::SubmitResponse response;
   *response.mutable_experiment() = std::move(experiment);
   response.set_trials_created(created->trials_created);
   return response;
@@ -145,12 +192,29 @@ absl::StatusOr<v1::ListExperimentsResponse> ExperimentManager::List(
                          DecodePageToken("experiments", request.page_token()));
   PRISM_ASSIGN_OR_RETURN(
       storage::ExperimentPage page,
-      store_->ListExperiments(request.owner(), limit, after));
+      store_->ListExperimentSummaries(request.owner(), limit, after));
   v1::ListExperimentsResponse response;
+  // Summaries (no spec) whatever the specs hold; the page also stops at
+  // max_page_bytes (at least one experiment).
+  int64_t bytes = 0;
+  int64_t next_after_id = page.next_after_id;
+  int64_t last_id = 0;
   for (v1::Experiment& e : page.experiments) {
-    FillSearchCost(&e);
+    if (e.grid_steps() < 0) {
+      // Stored before summaries had their own columns: read it whole once.
+      PRISM_ASSIGN_OR_RETURN(e, store_->GetExperiment(e.id()));
+      FillSearchCost(&e);
+      e.clear_spec();
+    }
+    bytes += static_cast<int64_t>(e.ByteSizeLong());
+    if (last_id != 0 && bytes > limits_.max_page_bytes) {
+      next_after_id = last_id;
+      break;
+    }
+    last_id = e.id();
     *response.add_experiments() = std::move(e);
   }
+  page.next_after_id = next_after_id;
   std::vector<v1::Experiment*> listed;
   for (v1::Experiment& e : *response.mutable_experiments())
     listed.push_back(&e);
@@ -260,11 +324,17 @@ absl::StatusOr<v1::UserPolicy> ExperimentManager::SetUserPolicy(
   }
   const int64_t queued_limit = limits_.max_trials_per_experiment *
                                int64_t{limits_.max_active_experiments_per_user};
+  if (request.has_max_active() &&
+      (request.max_active() < 0 || request.max_active() > kMaxActiveQuota)) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        "max_active must be from 0 to ", kMaxActiveQuota, " (got ",
+        request.max_active(), "; 0: --max-active-experiments-per-user)"));
+  }
   if (request.has_max_queued()) {
     if (request.max_queued() < 0) {
-      return absl::InvalidArgumentError(
-          absl::StrCat("max_queued must not be negative (got ",
-                       request.max_queued(), "; 0: no quota)"));
+      return absl::InvalidArgumentError(absl::StrCat(
+          "max_queued must not be negative (got ", request.max_queued(),
+          "; 0: --max-queued-trials-per-user)"));
     }
     if (request.max_queued() > queued_limit) {
       return absl::InvalidArgumentError(absl::StrCat(
@@ -279,6 +349,7 @@ absl::StatusOr<v1::UserPolicy> ExperimentManager::SetUserPolicy(
   if (request.has_share()) policy.share = request.share();
   if (request.has_max_running()) policy.max_running = request.max_running();
   if (request.has_max_queued()) policy.max_queued = request.max_queued();
+  if (request.has_max_active()) policy.max_active = request.max_active();
   PRISM_RETURN_IF_ERROR(
       store_->SetUserPolicy(request.user(), policy, clock_->NowMs()));
   Log(LogLevel::kInfo, "user policy set")
@@ -286,6 +357,7 @@ absl::StatusOr<v1::UserPolicy> ExperimentManager::SetUserPolicy(
       .Kv("share", policy.share)
       .Kv("max_running", policy.max_running)
       .Kv("max_queued", policy.max_queued)
+      .Kv("max_active", policy.max_active)
       .Kv("by", caller.user);
   PRISM_ASSIGN_OR_RETURN(v1::ListUsersResponse all, ListUsers());
   for (const v1::UserPolicy& u : all.users()) {
@@ -310,6 +382,14 @@ absl::StatusOr<v1::ListUsersResponse> ExperimentManager::ListUsers() {
     u->set_share(policy.share);
     u->set_max_running(policy.max_running);
     u->set_max_queued(policy.max_queued);
+    u->set_max_active(policy.max_active);
+    // In force for a user (an admin has no default limits).
+    const UserLimits in_force = LimitsFor(Caller{}, policy);
+    u->set_effective_max_queued(static_cast<int32_t>(in_force.max_queued));
+    u->set_effective_max_active(in_force.max_active);
+    PRISM_ASSIGN_OR_RETURN(int64_t active,
+                           store_->CountActiveExperiments(user));
+    u->set_active(static_cast<int32_t>(active));
     auto it = standings.find(user);
     if (it != standings.end()) {
       u->set_usage_seconds(it->second.usage_seconds);

@@ -32,6 +32,14 @@ namespace prism::server {
 
 inline constexpr int kDefaultPageSize = 50;
 inline constexpr int kMaxPageSize = 1000;
+// The largest per-user limit of active experiments an admin may set.
+inline constexpr int kMaxActiveQuota = 10000;
+
+// UserLimits are the limits in force for one caller at submit (0: none).
+struct UserLimits {
+  int64_t max_queued = 0;
+  int max_active = 0;
+};
 
 class ExperimentManager {
  public:
@@ -42,14 +50,19 @@ class ExperimentManager {
   // Submit plans request.spec (or request.spec_text when set) and stores the
   // experiment with one queued trial per (schedule, seed); under a seeds
   // policy, per seed of the first round (server/core/seeds.h adds the rest).
-  // InvalidArgument naming the problem, with nothing stored, for a bad spec
-  // or one over a limit; ResourceExhausted when a non-admin already has
-  // max_active_experiments_per_user active or paused experiments, or when
-  // the new trials would take the caller past their max_queued quota.
+  // The response's headroom says where the caller stands against each limit.
+  // With request.dry_run it checks everything and stores nothing (the
+  // experiment's id is 0). InvalidArgument naming the field and the limit,
+  // with nothing stored, for a bad spec or one over a limit (checked before
+  // planning where the spec says it); ResourceExhausted when the caller is
+  // at their limit of active or paused experiments, or the new trials would
+  // take them past their queued-trials quota (LimitsFor).
   absl::StatusOr<v1::SubmitResponse> Submit(const Caller& caller,
                                             const v1::SubmitRequest& request);
   // Get returns the experiment with counts and progress; NotFound.
   absl::StatusOr<v1::Experiment> Get(int64_t id);
+  // List pages experiment summaries (no spec; Get has it), at most
+  // Limits::max_page_bytes a page.
   absl::StatusOr<v1::ListExperimentsResponse> List(
       const v1::ListExperimentsRequest& request);
   // Cancel, Pause, Resume and SetPriority return the updated experiment.
@@ -65,8 +78,9 @@ class ExperimentManager {
   // value) and returns the policy with the user's usage. PermissionDenied
   // for a non-admin; InvalidArgument naming the field for an empty user, a
   // share <= 0 (or not finite, or above 1e6), a quota below 0, a
-  // max_running above --max-running-per-user (when set), or a max_queued
-  // above --max-trials-per-experiment x --max-active-experiments-per-user.
+  // max_running above --max-running-per-user (when set), a max_queued
+  // above --max-trials-per-experiment x --max-active-experiments-per-user,
+  // or a max_active above kMaxActiveQuota.
   absl::StatusOr<v1::UserPolicy> SetUserPolicy(
       const Caller& caller, const v1::SetUserPolicyRequest& request);
   // ListUsers returns every user's policy and usage, by name.
@@ -81,7 +95,15 @@ class ExperimentManager {
   void Publish(const v1::Experiment& experiment);
   // FillStandings sets queue_position and queue_reason of waiting ones.
   absl::Status FillStandings(const std::vector<v1::Experiment*>& experiments);
-  absl::Status CheckQueuedQuota(const std::string& user, int64_t adding);
+  // LimitsFor is what holds for `caller`: the quotas an admin set, else the
+  // coordinator's defaults (which do not hold for admins).
+  UserLimits LimitsFor(const Caller& caller,
+                       const storage::UserPolicy& policy) const;
+  // CheckHeadroom returns the caller's headroom counting `adding` queued
+  // trials and one more experiment; ResourceExhausted past a limit.
+  absl::StatusOr<v1::Headroom> CheckHeadroom(const Caller& caller,
+                                             int64_t adding, int64_t spec_bytes)
+      ABSL_EXCLUSIVE_LOCKS_REQUIRED(submit_mu_);
 
   storage::Store* const store_;
   const Clock* const clock_;

@@ -112,7 +112,11 @@ absl::StatusOr<v1::ExperimentSpec> CheckLadder(const v1::ExperimentSpec& spec,
   if (!spec.ladder_carried().empty()) {
     return Invalid("ladder_carried", "is set by the coordinator");
   }
+  // The spec's budget is stored once, for the whole ladder; each rung keeps
+  // only its own fields (RungSpec merges them), so a ladder stores what was
+  // submitted, not a copy of the budget per rung.
   v1::ExperimentSpec normal = spec;
+  *normal.mutable_ladder()->mutable_budget() = spec.budget();
   std::vector<ModelShape> shapes;
   for (int i = 0; i < ladder.rungs_size(); ++i) {
     v1::LadderRung* rung = normal.mutable_ladder()->mutable_rungs(i);
@@ -130,9 +134,6 @@ absl::StatusOr<v1::ExperimentSpec> CheckLadder(const v1::ExperimentSpec& spec,
                      "only the first rung searches; a later rung trains "
                      "exactly the schedules carried up, as a grid");
     }
-    v1::Budget budget = spec.budget();
-    budget.MergeFrom(rung->budget());
-    *rung->mutable_budget() = budget;
     if (rung->seeds().empty()) *rung->mutable_seeds() = spec.seeds();
     absl::StatusOr<ModelShape> shape = ResolveModelShape(rung->model());
     if (!shape.ok()) {
@@ -203,7 +204,11 @@ v1::ExperimentSpec RungSpec(const v1::ExperimentSpec& spec, int rung) {
   v1::ExperimentSpec out = spec;
   const v1::LadderRung& r = spec.ladder().rungs(rung);
   *out.mutable_model() = r.model();
-  *out.mutable_budget() = r.budget();
+  // A ladder stored before ladder.budget existed has each rung's whole
+  // budget in the rung (and no ladder budget): merging over nothing keeps it.
+  v1::Budget budget = spec.ladder().budget();
+  budget.MergeFrom(r.budget());
+  *out.mutable_budget() = std::move(budget);
   *out.mutable_seeds() = r.seeds();
   out.clear_ladder_carried();
   out.clear_strategy();
@@ -327,16 +332,8 @@ absl::StatusOr<int64_t> LadderPlanner::ExperimentChanged(
         "rung ", next + 1, " (", to_name,
         ") cannot run the carried schedules: ", plan.status().message()));
   }
-  storage::NewExperiment created;
-  created.name = plan->spec.name();
-  created.owner = e.owner();
-  created.priority = plan->spec.priority();
-  created.max_attempts = plan->spec.max_attempts();
-  created.total_steps = plan->spec.budget().steps();
-  created.config_fingerprint = plan->config_fingerprint;
-  created.now_ms = clock_->NowMs();
-  created.spec = std::move(plan->spec);
-  created.trials = std::move(plan->trials);
+  storage::NewExperiment created =
+      ToNewExperiment(std::move(*plan), e.owner(), clock_->NowMs());
   created.ladder_id = e.ladder_id();
   created.ladder_rung = next;
   Failpoint("ladder.rung_done");

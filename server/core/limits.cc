@@ -56,6 +56,71 @@ absl::Status CheckShape(const ModelShape& shape, const Limits& limits) {
   return absl::OkStatus();
 }
 
+// CheckModelFields bounds the shape fields a spec (or a ladder rung) sets
+// directly, before a preset fills the rest (a huge d_model would overflow
+// the parameter count).
+absl::Status CheckModelFields(absl::string_view field, const v1::ModelConfig& m,
+                              const Limits& limits) {
+  if (m.layers() > limits.max_layers) {
+    return Invalid(absl::StrCat(field, ".layers"), m.layers(), "max-layers",
+                   limits.max_layers);
+  }
+  if (m.d_model() > limits.max_d_model) {
+    return Invalid(absl::StrCat(field, ".d_model"), m.d_model(), "max-d-model",
+                   limits.max_d_model);
+  }
+  if (m.base_heads() > limits.max_heads) {
+    return Invalid(absl::StrCat(field, ".base_heads"), m.base_heads(),
+                   "max-heads", limits.max_heads);
+  }
+  if (m.context() > limits.max_context) {
+    return Invalid(absl::StrCat(field, ".context"), m.context(), "max-context",
+                   limits.max_context);
+  }
+  return absl::OkStatus();
+}
+
+absl::Status CheckLossTargets(absl::string_view field, const v1::Budget& budget,
+                              const Limits& limits) {
+  if (budget.loss_targets_size() <= limits.max_loss_targets) {
+    return absl::OkStatus();
+  }
+  return Invalid(absl::StrCat(field, ".loss_targets' count"),
+                 budget.loss_targets_size(), "max-loss-targets",
+                 limits.max_loss_targets);
+}
+
+// CheckLadderLimits bounds what a ladder multiplies: its rungs, and each
+// rung's seeds and loss targets (merged over the spec's at planning).
+absl::Status CheckLadderLimits(const v1::LadderPolicy& ladder,
+                               const Limits& limits) {
+  if (ladder.rungs_size() > limits.max_ladder_rungs) {
+    return Invalid("ladder.rungs' count", ladder.rungs_size(),
+                   "max-ladder-rungs", limits.max_ladder_rungs);
+  }
+  for (int i = 0; i < ladder.rungs_size(); ++i) {
+    const v1::LadderRung& rung = ladder.rungs(i);
+    const std::string field = absl::StrCat("ladder.rungs[", i, "]");
+    if (rung.seeds_size() > limits.max_seeds) {
+      return Invalid(absl::StrCat(field, ".seeds' count"), rung.seeds_size(),
+                     "max-seeds", limits.max_seeds);
+    }
+    PRISM_RETURN_IF_ERROR(CheckLossTargets(absl::StrCat(field, ".budget"),
+                                           rung.budget(), limits));
+    PRISM_RETURN_IF_ERROR(
+        CheckStringLength(absl::StrCat(field, ".model.preset"),
+                          rung.model().preset(), limits.max_string_bytes));
+    PRISM_RETURN_IF_ERROR(
+        CheckModelFields(absl::StrCat(field, ".model"), rung.model(), limits));
+  }
+  if (ladder.has_budget()) {
+    return absl::InvalidArgumentError(
+        "ladder.budget: is set by the coordinator (set the spec's budget, or "
+        "a rung's)");
+  }
+  return absl::OkStatus();
+}
+
 }  // namespace
 
 int64_t MaxRequestBytes(const Limits& l) {
@@ -91,6 +156,11 @@ absl::Status ValidateLimits(const Limits& l) {
       {"http-max-head-bytes", l.http_max_head_bytes},
       {"http-header-timeout-ms", l.http_header_timeout_ms},
       {"max-active-experiments-per-user", l.max_active_experiments_per_user},
+      {"max-queued-trials-per-user", l.max_queued_trials_per_user},
+      {"max-ladder-rungs", l.max_ladder_rungs},
+      {"max-loss-targets", l.max_loss_targets},
+      {"max-listed-schedules", l.max_listed_schedules},
+      {"max-stored-spec-bytes", l.max_stored_spec_bytes},
       {"max-attempts-limit", l.max_attempts_limit},
       {"max-layers", l.max_layers},
       {"max-d-model", l.max_d_model},
@@ -203,11 +273,12 @@ absl::Status CheckSpecLimits(const v1::ExperimentSpec& spec,
     return Invalid("seeds_policy.max", spec.seeds_policy().max(), "max-seeds",
                    limits.max_seeds);
   }
-  if (spec.budget().loss_targets_size() > limits.max_seeds) {
-    return Invalid("budget.loss_targets' count",
-                   spec.budget().loss_targets_size(), "max-seeds",
-                   limits.max_seeds);
+  PRISM_RETURN_IF_ERROR(CheckLossTargets("budget", spec.budget(), limits));
+  if (spec.schedules_size() > limits.max_listed_schedules) {
+    return Invalid("schedules' count", spec.schedules_size(),
+                   "max-listed-schedules", limits.max_listed_schedules);
   }
+  PRISM_RETURN_IF_ERROR(CheckLadderLimits(spec.ladder(), limits));
   // Planning keeps every listed schedule for every seed (then adds the
   // baseline's and drops repeats): bound that before planning builds it.
   const int64_t listed =
@@ -224,25 +295,7 @@ absl::Status CheckSpecLimits(const v1::ExperimentSpec& spec,
                    limits.max_attempts_limit);
   }
   PRISM_RETURN_IF_ERROR(CheckPriority(caller, spec.priority(), limits));
-  // The fields a spec sets directly, before a preset fills the rest (a
-  // huge d_model would overflow the parameter count).
-  const v1::ModelConfig& m = spec.model();
-  if (m.layers() > limits.max_layers) {
-    return Invalid("model.layers", m.layers(), "max-layers", limits.max_layers);
-  }
-  if (m.d_model() > limits.max_d_model) {
-    return Invalid("model.d_model", m.d_model(), "max-d-model",
-                   limits.max_d_model);
-  }
-  if (m.base_heads() > limits.max_heads) {
-    return Invalid("model.base_heads", m.base_heads(), "max-heads",
-                   limits.max_heads);
-  }
-  if (m.context() > limits.max_context) {
-    return Invalid("model.context", m.context(), "max-context",
-                   limits.max_context);
-  }
-  return absl::OkStatus();
+  return CheckModelFields("model", spec.model(), limits);
 }
 
 absl::Status CheckPlanLimits(const ExperimentPlan& plan, const Limits& limits) {
@@ -262,6 +315,12 @@ absl::Status CheckPlanLimits(const ExperimentPlan& plan, const Limits& limits) {
   }
   PRISM_RETURN_IF_ERROR(CheckTrialCount(planned, limits));
   return CheckShape(plan.shape, limits);
+}
+
+absl::Status CheckStoredSpecBytes(int64_t bytes, const Limits& limits) {
+  if (bytes <= limits.max_stored_spec_bytes) return absl::OkStatus();
+  return Invalid("the resolved spec's size in bytes", bytes,
+                 "max-stored-spec-bytes", limits.max_stored_spec_bytes);
 }
 
 absl::Status CheckFinite(absl::string_view field, double value) {

@@ -39,8 +39,22 @@ struct Limits {
   // MaxRequestBytes.
   int64_t grpc_max_buffered_bytes = int64_t{32} << 20;
   // Trials one experiment may plan, for every strategy (after planning).
-  int64_t max_trials_per_experiment = 100000;
+  // 20,000 trials are ~5 MiB of rows, and at a minute a trial 2 weeks of one
+  // worker: more than one experiment of a shared queue needs (the paper's
+  // 124M grid is 39).
+  int64_t max_trials_per_experiment = 20000;
   int max_seeds = 1000;
+  // The repeated spec fields that multiply what a spec costs, each bounded
+  // before planning: a ladder's rungs (each a size; the spec's ladder is
+  // stored with every rung's experiment), convergence milestones (ranked
+  // per schedule), and an explicit schedule list.
+  int max_ladder_rungs = 8;
+  int max_loss_targets = 32;
+  int max_listed_schedules = 10000;
+  // The resolved spec as stored (and returned by Get): what planning adds
+  // to a submitted spec is bounded by the fields above, this bounds the
+  // whole.
+  int64_t max_stored_spec_bytes = int64_t{1} << 20;
   int max_points_per_report = 100000;
   // Any one string a client sends: names, schedules, data paths, worker
   // ids, hosts, devices, tokens, page tokens, spec text lines.
@@ -82,8 +96,13 @@ struct Limits {
   int http_max_connections_per_peer = 64;
   int64_t http_max_head_bytes = int64_t{64} << 10;
   int http_header_timeout_ms = 10000;
-  // Active or paused experiments a non-admin user may have.
-  int max_active_experiments_per_user = 100;
+  // Active or paused experiments, and queued trials, a non-admin user may
+  // have unless an admin sets their own (`prism user set --max-active N
+  // --max-queued N`). With the trials limit above, one user holds at most
+  // 20,000 queued trials (~5 MiB) however many experiments they submit, and
+  // 20 experiments are more than a person follows at once.
+  int max_active_experiments_per_user = 20;
+  int64_t max_queued_trials_per_user = 20000;
   // Non-admins' priorities lie in [-max_user_priority, max_user_priority].
   int max_user_priority = 10;
   // The largest max_attempts a spec may ask for.
@@ -139,9 +158,11 @@ absl::Status CheckSpecTextLength(absl::string_view spec_text,
 absl::Status CheckTrialCount(int64_t trials, const Limits& limits);
 
 // CheckSpecLimits bounds a submitted spec before it is planned: string
-// lengths, seeds, the explicit schedule list times the seeds (what planning
+// lengths, seeds, loss targets, ladder rungs (and each rung's seeds and loss
+// targets), the explicit schedule list and it times the seeds (what planning
 // would build before adding the baseline), max_attempts, the priority, and
-// the model size fields the spec sets. InvalidArgument.
+// the model size fields the spec sets. InvalidArgument naming the field and
+// the flag.
 absl::Status CheckSpecLimits(const v1::ExperimentSpec& spec,
                              const Caller& caller, const Limits& limits);
 
@@ -149,6 +170,10 @@ absl::Status CheckSpecLimits(const v1::ExperimentSpec& spec,
 // strategy and the model's size (shape and parameters, presets included).
 // InvalidArgument.
 absl::Status CheckPlanLimits(const ExperimentPlan& plan, const Limits& limits);
+
+// CheckStoredSpecBytes refuses a resolved spec of more than
+// limits.max_stored_spec_bytes serialized. InvalidArgument.
+absl::Status CheckStoredSpecBytes(int64_t bytes, const Limits& limits);
 
 // CheckFinite returns InvalidArgument "<field> is <value>; values must be
 // finite" for NaN or an infinity.

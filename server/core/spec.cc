@@ -586,6 +586,22 @@ std::string FirstInvalidUtf8(const google::protobuf::Message& message) {
 
 }  // namespace
 
+storage::NewExperiment ToNewExperiment(ExperimentPlan plan, std::string owner,
+                                       int64_t now_ms) {
+  storage::NewExperiment e;
+  e.name = plan.spec.name();
+  e.owner = std::move(owner);
+  e.priority = plan.spec.priority();
+  e.max_attempts = plan.spec.max_attempts();
+  e.total_steps = plan.spec.budget().steps();
+  e.config_fingerprint = std::move(plan.config_fingerprint);
+  e.now_ms = now_ms;
+  e.grid_steps = GridStepsOf(plan.spec);
+  e.spec = std::move(plan.spec);
+  e.trials = std::move(plan.trials);
+  return e;
+}
+
 absl::StatusOr<ModelShape> ResolveModelShape(const v1::ModelConfig& model) {
   return ResolveShape(model);
 }

@@ -73,6 +73,11 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
 v1::TrialTask PlannedTask(const ExperimentPlan& plan,
                           const storage::NewTrial& trial);
 
+// ToNewExperiment is what storage keeps of `plan` submitted by `owner`
+// (Store::CreateExperiment), the grid's steps included.
+storage::NewExperiment ToNewExperiment(ExperimentPlan plan, std::string owner,
+                                       int64_t now_ms);
+
 // ResolveModelShape returns the shape `model` names (a preset with its
 // overrides, or a custom shape). InvalidArgument naming the field.
 absl::StatusOr<ModelShape> ResolveModelShape(const v1::ModelConfig& model);

@@ -151,14 +151,23 @@ absl::StatusOr<v1::Trial> ReadTrial(Connection* conn, int64_t trial_id,
   return trial;
 }
 
-absl::StatusOr<v1::Experiment> ReadExperiment(Connection* conn, int64_t id) {
+absl::StatusOr<v1::Experiment> ReadExperiment(Connection* conn, int64_t id,
+                                              ExperimentView view) {
   v1::Experiment e;
   {
+    // A summary neither copies nor parses the spec (SQLite still steps over
+    // its overflow pages to reach the columns stored after it).
     PRISM_ASSIGN_OR_RETURN(
-        Query q, conn->Prepare("SELECT id, name, owner, spec, state, priority, "
-                               "created_ms, updated_ms, seeds_added, "
-                               "seeds_note, ladder_id, ladder_rung, "
-                               "ladder_note FROM experiments WHERE id = ?"));
+        Query q,
+        conn->Prepare(view == ExperimentView::kFull
+                          ? "SELECT id, name, owner, state, priority, "
+                            "created_ms, updated_ms, seeds_added, seeds_note, "
+                            "ladder_id, ladder_rung, ladder_note, strategy, "
+                            "grid_steps, spec FROM experiments WHERE id = ?"
+                          : "SELECT id, name, owner, state, priority, "
+                            "created_ms, updated_ms, seeds_added, seeds_note, "
+                            "ladder_id, ladder_rung, ladder_note, strategy, "
+                            "grid_steps FROM experiments WHERE id = ?"));
     q.Bind(1, id);
     PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) {
@@ -167,19 +176,24 @@ absl::StatusOr<v1::Experiment> ReadExperiment(Connection* conn, int64_t id) {
     e.set_id(q.Int(0));
     e.set_name(q.Text(1));
     e.set_owner(q.Text(2));
-    if (!e.mutable_spec()->ParseFromString(q.Blob(3))) {
-      return absl::DataLossError(
-          absl::StrCat("experiment ", id, ": stored spec does not parse"));
+    e.set_state(static_cast<v1::ExperimentState>(q.Int(3)));
+    e.set_priority(static_cast<int32_t>(q.Int(4)));
+    e.set_created_unix_ms(q.Int(5));
+    e.set_updated_unix_ms(q.Int(6));
+    e.set_seeds_added(static_cast<int32_t>(q.Int(7)));
+    e.set_seeds_note(q.Text(8));
+    e.set_ladder_id(q.Int(9));
+    e.set_ladder_rung(static_cast<int32_t>(q.Int(10)));
+    e.set_ladder_note(q.Text(11));
+    e.set_strategy(static_cast<v1::Strategy>(q.Int(12)));
+    e.set_grid_steps(q.IsNull(13) ? -1.0 : q.Double(13));
+    if (view == ExperimentView::kFull) {
+      if (!e.mutable_spec()->ParseFromString(q.Blob(14))) {
+        return absl::DataLossError(
+            absl::StrCat("experiment ", id, ": stored spec does not parse"));
+      }
+      e.set_strategy(e.spec().strategy());
     }
-    e.set_state(static_cast<v1::ExperimentState>(q.Int(4)));
-    e.set_priority(static_cast<int32_t>(q.Int(5)));
-    e.set_created_unix_ms(q.Int(6));
-    e.set_updated_unix_ms(q.Int(7));
-    e.set_seeds_added(static_cast<int32_t>(q.Int(8)));
-    e.set_seeds_note(q.Text(9));
-    e.set_ladder_id(q.Int(10));
-    e.set_ladder_rung(static_cast<int32_t>(q.Int(11)));
-    e.set_ladder_note(q.Text(12));
   }
   PRISM_ASSIGN_OR_RETURN(
       Query q,

@@ -81,10 +81,16 @@ void BindRankingColumns(const v1::TrialMetrics& metrics, int first, Query* q);
 absl::StatusOr<v1::Trial> ReadTrial(Connection* conn, int64_t trial_id,
                                     bool with_attempts);
 
+// ExperimentView says whether ReadExperiment reads the stored spec
+// (kSummary: no spec; strategy and grid_steps from their columns).
+enum class ExperimentView { kFull, kSummary };
+
 // ReadExperiment returns experiment `id` with its trial counts and progress;
 // NotFound when there is no such experiment, DataLoss when its stored spec
-// does not parse.
-absl::StatusOr<v1::Experiment> ReadExperiment(Connection* conn, int64_t id);
+// does not parse. Every view fills strategy, and grid_steps where stored
+// (-1 where not: an experiment stored before the column).
+absl::StatusOr<v1::Experiment> ReadExperiment(
+    Connection* conn, int64_t id, ExperimentView view = ExperimentView::kFull);
 
 // AppendCurvePoint appends one val curve record to `out`: (int64 step,
 // float32 loss), little-endian, 12 bytes.

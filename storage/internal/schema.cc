@@ -247,6 +247,18 @@ CREATE UNIQUE INDEX experiments_by_ladder ON experiments(ladder_id, ladder_rung)
   WHERE ladder_id != 0;
 )sql";
 
+// v13: what a summary of an experiment shows without its spec
+// (ExperimentService.List): the strategy and the grid's steps, written at
+// creation (NULL for earlier experiments: the coordinator reads their spec
+// when it lists them). users.max_active is an admin's per-user limit on
+// active experiments (0: the coordinator's default), beside max_queued
+// (whose 0 now means the default too: --max-queued-trials-per-user).
+constexpr char kSchemaV13[] = R"sql(
+ALTER TABLE experiments ADD COLUMN strategy INTEGER;
+ALTER TABLE experiments ADD COLUMN grid_steps REAL;
+ALTER TABLE users ADD COLUMN max_active INTEGER NOT NULL DEFAULT 0;
+)sql";
+
 // BackfillRankingColumns fills the ranking columns of every trial that
 // has a metrics message, parsing it with the generated TrialMetrics. A
 // message that does not parse leaves the row's columns NULL (and a warning),
@@ -307,6 +319,7 @@ const std::vector<Migration>& Migrations() {
       {10, "trials.target_steps", kSchemaV10, nullptr},
       {11, "users share and quotas", kSchemaV11, nullptr},
       {12, "experiments ladder", kSchemaV12, nullptr},
+      {13, "experiment summaries and max_active", kSchemaV13, nullptr},
   };
   return *migrations;
 }

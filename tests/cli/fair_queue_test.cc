@@ -291,6 +291,48 @@ TEST_F(FairQueueTest, ALateUserIsLeasedWithinOneTrialsTime) {
   Cancel(late);
 }
 
+TEST_F(FairQueueTest, PlanShowsWhereASpecLeavesItsUserAndSubmitsNothing) {
+  const std::string carol = TokenFor("carol");
+  const std::string path = cluster_.dir() + "/carol.textproto";
+  WriteFile(path, ListSpec("carol", {"1x2,4x4"}, 2));
+  const std::vector<std::string> as_carol = {
+      "--coordinator", cluster_.grpc_address(), "--token", carol};
+  std::vector<std::string> plan_args = {"plan", path};
+  plan_args.insert(plan_args.end(), as_carol.begin(), as_carol.end());
+  CommandResult plan = cluster_.Run(plan_args, /*with_defaults=*/false);
+  ASSERT_EQ(plan.status, 0) << plan.err;
+  EXPECT_THAT(plan.out, HasSubstr("plan: 4 trials"));
+  EXPECT_THAT(plan.out, HasSubstr("4 of 20000 trials per experiment"));
+  EXPECT_THAT(plan.out, HasSubstr("your queued trials 4 of 20000"));
+  EXPECT_THAT(plan.out, HasSubstr("your active experiments 1"));
+  EXPECT_THAT(plan.out, HasSubstr("nothing submitted: prism submit"));
+  for (absl::string_view line : absl::StrSplit(plan.out, '\n')) {
+    EXPECT_LE(line.size(), 100u) << line;
+  }
+  CommandResult users = cluster_.Run({"user", "list", "--format", "csv"});
+  ASSERT_EQ(users.status, 0) << users.err;
+  // A plan stored nothing: carol has no queued trial, no experiment.
+  EXPECT_THAT(users.out, HasSubstr("carol,1,0s,0s,0,0,0,"));
+  // The submit says the same of what it queued.
+  std::vector<std::string> submit_args = {"submit", path};
+  submit_args.insert(submit_args.end(), as_carol.begin(), as_carol.end());
+  CommandResult submitted = cluster_.Run(submit_args, /*with_defaults=*/false);
+  ASSERT_EQ(submitted.status, 0) << submitted.err;
+  EXPECT_THAT(submitted.out, HasSubstr("submitted: 4 trials"));
+  EXPECT_THAT(submitted.out, HasSubstr("your queued trials 4 of 20000"));
+  // A spec over a limit: one line naming it, exit 2, before planning.
+  std::string targets = "loss_targets: [";
+  for (int i = 0; i < 33; ++i) absl::StrAppend(&targets, i ? ", " : "", 5 - i);
+  std::string spec = ListSpec("carol", {"1x2,4x4"}, 1);
+  spec.insert(spec.find("budget {") + 8, absl::StrCat(" ", targets, "] "));
+  WriteFile(path, spec);
+  CommandResult over = cluster_.Run(plan_args, /*with_defaults=*/false);
+  EXPECT_EQ(over.status, 2);
+  EXPECT_EQ(Lines(over.err), 1) << over.err;
+  EXPECT_THAT(over.err, HasSubstr("budget.loss_targets' count is 33; limit "
+                                  "--max-loss-targets=32"));
+}
+
 TEST_F(FairQueueTest, QuotasRefuseAtSubmitAndBadPolicyInputNamesTheFlag) {
   const std::string bob = TokenFor("bob");
   CommandResult set = cluster_.Run({"user", "set", "bob", "--max-queued", "10",
@@ -309,7 +351,8 @@ TEST_F(FairQueueTest, QuotasRefuseAtSubmitAndBadPolicyInputNamesTheFlag) {
   EXPECT_THAT(refused.err, HasSubstr("quota max_queued=10"));
   CommandResult users = cluster_.Run({"user", "list", "--format", "csv"});
   ASSERT_EQ(users.status, 0) << users.err;
-  EXPECT_THAT(users.out, HasSubstr("bob,1,0s,0s,0,0,1,10"));
+  // active 0; max_active is the default (marked *).
+  EXPECT_THAT(users.out, HasSubstr("bob,1,0s,0s,0,0,0,1,10,20*"));
 
   // Bad input: one line naming the flag, exit 2.
   for (const std::vector<std::string>& args :

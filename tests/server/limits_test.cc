@@ -10,11 +10,14 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "server/core/events.h"
+#include "server/core/ladder.h"
 #include "server/rpc/schedule_service.h"
+#include "storage/sqlite_store.h"
 #include "tests/server/coordinator_fixture.h"
 
 namespace prism::server::testing {
@@ -613,6 +616,263 @@ TEST_F(MessageSizeTest, BiggerMessagesAreRefusedBeforeTheyAreRead) {
   EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED)
       << s.error_message();
   EXPECT_EQ(CountExperiments(), 0);
+}
+
+// The spec fields that multiply what a spec costs are bounded before it is
+// planned: the refusal names the count's limit even where planning would
+// fail on something else first (an unknown preset in every rung).
+class RepeatedFieldsTest : public LimitsTest {
+ protected:
+  void Customize(CoordinatorOptions* o) override {
+    LimitsTest::Customize(o);
+    o->limits.max_ladder_rungs = 2;
+    o->limits.max_loss_targets = 3;
+    o->limits.max_listed_schedules = 4;
+    o->limits.max_trials_per_experiment = 100;
+  }
+};
+
+TEST_F(RepeatedFieldsTest, EachIsRefusedBeforePlanningNamingItsFlag) {
+  v1::ExperimentSpec ladder = Spec({}, {1});
+  ladder.clear_model();
+  for (int i = 0; i < 3; ++i) {
+    ladder.mutable_ladder()->add_rungs()->mutable_model()->set_preset("nope");
+  }
+  ExpectRefused(ladder, grpc::StatusCode::INVALID_ARGUMENT,
+                "ladder.rungs' count is 3; limit --max-ladder-rungs=2");
+  ladder.mutable_ladder()->mutable_rungs()->RemoveLast();
+  for (int i = 0; i < 4; ++i) {
+    ladder.mutable_ladder()
+        ->mutable_rungs(1)
+        ->mutable_budget()
+        ->add_loss_targets(5.0 - i);
+  }
+  ExpectRefused(ladder, grpc::StatusCode::INVALID_ARGUMENT,
+                "ladder.rungs[1].budget.loss_targets' count is 4; limit "
+                "--max-loss-targets=3");
+  v1::ExperimentSpec targets = Spec({"2x2,4x4"}, {1});
+  for (int i = 0; i < 4; ++i) targets.mutable_budget()->add_loss_targets(5 - i);
+  ExpectRefused(targets, grpc::StatusCode::INVALID_ARGUMENT,
+                "budget.loss_targets' count is 4; limit --max-loss-targets=3");
+  ExpectRefused(Spec({"2x2,4x4", "1x2,4x4", "2x3,4x3", "1x3,4x3", "bad"}, {1}),
+                grpc::StatusCode::INVALID_ARGUMENT,
+                "schedules' count is 5; limit --max-listed-schedules=4");
+  // A submitted spec may not set what the coordinator stores for a ladder.
+  v1::ExperimentSpec preset = Spec({}, {1});
+  preset.clear_model();
+  preset.mutable_ladder()->mutable_budget()->set_steps(10);
+  preset.mutable_ladder()->add_rungs()->mutable_model()->set_preset("tiny");
+  preset.mutable_ladder()->add_rungs()->mutable_model()->set_preset("small");
+  ExpectRefused(preset, grpc::StatusCode::INVALID_ARGUMENT,
+                "ladder.budget: is set by the coordinator");
+}
+
+// A ladder stores the spec's budget once, however many rungs share it.
+TEST_F(RepeatedFieldsTest, ALadderStoresItsBudgetOnce) {
+  v1::ExperimentSpec spec = Spec({}, {1});
+  spec.clear_model();
+  spec.mutable_budget()->set_eval_every(10);
+  for (int i = 0; i < 3; ++i) spec.mutable_budget()->add_loss_targets(5 - i);
+  spec.mutable_ladder()->add_rungs()->mutable_model()->set_preset("tiny");
+  spec.mutable_ladder()->add_rungs()->mutable_model()->set_preset("small");
+  spec.mutable_ladder()->mutable_rungs(1)->mutable_budget()->set_steps(200);
+  grpc::Status submitted;
+  const int64_t id = Submit(kAdminToken, spec, &submitted);
+  ASSERT_GT(id, 0) << submitted.error_message();
+  v1::GetExperimentRequest req;
+  req.set_id(id);
+  v1::Experiment e;
+  auto ctx = Ctx(alice_);
+  ASSERT_TRUE(experiments_->Get(ctx.get(), req, &e).ok());
+  const v1::LadderPolicy& stored = e.spec().ladder();
+  EXPECT_EQ(stored.budget().loss_targets_size(), 3);
+  EXPECT_EQ(stored.budget().steps(), 100);
+  EXPECT_EQ(stored.rungs(0).budget().loss_targets_size(), 0);
+  EXPECT_EQ(stored.rungs(1).budget().loss_targets_size(), 0);
+  EXPECT_EQ(stored.rungs(1).budget().steps(), 200);
+  // Rung 1 runs the spec's budget; rung 2's merges its own over it.
+  EXPECT_EQ(e.spec().budget().steps(), 100);
+  EXPECT_EQ(e.spec().budget().loss_targets_size(), 3);
+  const v1::ExperimentSpec second = RungSpec(e.spec(), 1);
+  EXPECT_EQ(second.budget().steps(), 200);
+  EXPECT_EQ(second.budget().eval_every(), 10);
+  EXPECT_EQ(second.budget().loss_targets_size(), 3);
+}
+
+class StoredSpecTest : public LimitsTest {
+ protected:
+  void Customize(CoordinatorOptions* o) override {
+    LimitsTest::Customize(o);
+    o->limits.max_stored_spec_bytes = 64;
+  }
+};
+
+TEST_F(StoredSpecTest, TheResolvedSpecIsBoundedToo) {
+  // Small as submitted, larger once the preset and budget are resolved.
+  ExpectRefused(Spec({"2x2,4x4"}, {1}), grpc::StatusCode::INVALID_ARGUMENT,
+                "limit --max-stored-spec-bytes=64");
+}
+
+// Default quotas hold for users unless an admin sets their own; a dry run
+// says where a spec leaves its user and stores nothing.
+class DefaultQuotaTest : public LimitsTest {
+ protected:
+  void Customize(CoordinatorOptions* o) override {
+    LimitsTest::Customize(o);
+    o->limits.max_queued_trials_per_user = 5;
+    o->limits.max_active_experiments_per_user = 3;
+  }
+
+  v1::SubmitResponse Submitted(const std::string& token,
+                               const v1::ExperimentSpec& spec, bool dry_run,
+                               grpc::Status* status) {
+    v1::SubmitRequest req;
+    *req.mutable_spec() = spec;
+    req.set_dry_run(dry_run);
+    v1::SubmitResponse resp;
+    auto ctx = Ctx(token);
+    *status = experiments_->Submit(ctx.get(), req, &resp);
+    return resp;
+  }
+};
+
+TEST_F(DefaultQuotaTest, QueuedTrialsAreBoundedPerUserAndAdminsMayRaiseIt) {
+  grpc::Status s;
+  // 2 schedules and the baseline on 1 seed: 3 trials.
+  const v1::ExperimentSpec three = Spec({"2x2,4x4", "1x2,4x4"}, {1});
+  v1::SubmitResponse plan = Submitted(alice_, three, /*dry_run=*/true, &s);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(plan.experiment().id(), 0);
+  EXPECT_EQ(plan.trials_created(), 3);
+  EXPECT_EQ(plan.headroom().queued_trials(), 3);
+  EXPECT_EQ(plan.headroom().max_queued_trials(), 5);
+  EXPECT_EQ(plan.headroom().active_experiments(), 1);
+  EXPECT_EQ(plan.headroom().max_active_experiments(), 3);
+  EXPECT_GT(plan.headroom().spec_bytes(), 0);
+  EXPECT_EQ(CountExperiments(), 0);  // a dry run stores nothing
+
+  v1::SubmitResponse first = Submitted(alice_, three, false, &s);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(first.headroom().queued_trials(), 3);
+  // 3 more would be 6 queued: past the default, for a dry run too.
+  for (bool dry_run : {true, false}) {
+    Submitted(alice_, three, dry_run, &s);
+    EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+    EXPECT_THAT(s.error_message(),
+                HasSubstr("user 'alice' has 3 queued trials and this adds 3; "
+                          "quota --max-queued-trials-per-user=5"));
+    EXPECT_THAT(s.error_message(),
+                HasSubstr("prism user set alice --max-queued N"));
+  }
+  EXPECT_EQ(CountExperiments(), 1);
+  // Admins have no default quota.
+  Submitted(kAdminToken, three, false, &s);
+  Submitted(kAdminToken, three, false, &s);
+  EXPECT_TRUE(s.ok()) << s.error_message();
+  // An admin raises alice's: the user's own quota is what holds.
+  v1::SetUserPolicyRequest set;
+  set.set_user("alice");
+  set.set_max_queued(6);
+  v1::UserPolicy policy;
+  auto ctx = Ctx(kAdminToken);
+  ASSERT_TRUE(experiments_->SetUserPolicy(ctx.get(), set, &policy).ok());
+  EXPECT_EQ(policy.max_queued(), 6);
+  EXPECT_EQ(policy.effective_max_queued(), 6);
+  EXPECT_EQ(policy.effective_max_active(), 3);
+  EXPECT_EQ(policy.active(), 1);
+  v1::SubmitResponse second = Submitted(alice_, three, false, &s);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  EXPECT_EQ(second.headroom().queued_trials(), 6);
+  EXPECT_EQ(second.headroom().max_queued_trials(), 6);
+}
+
+TEST_F(DefaultQuotaTest, ActiveExperimentsAreBoundedPerUserUnlessRaised) {
+  grpc::Status s;
+  const v1::ExperimentSpec one = Spec({"4x6"}, {1});
+  v1::SetUserPolicyRequest set;
+  set.set_user("alice");
+  set.set_max_queued(30);
+  v1::UserPolicy policy;
+  {
+    auto ctx = Ctx(kAdminToken);
+    ASSERT_TRUE(experiments_->SetUserPolicy(ctx.get(), set, &policy).ok());
+  }
+  for (int i = 0; i < 3; ++i) ASSERT_GT(Submit(alice_, one), 0);
+  Submitted(alice_, one, false, &s);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::RESOURCE_EXHAUSTED);
+  EXPECT_THAT(s.error_message(),
+              HasSubstr("limit --max-active-experiments-per-user=3"));
+  set.clear_max_queued();
+  set.set_max_active(4);
+  {
+    auto ctx = Ctx(kAdminToken);
+    ASSERT_TRUE(experiments_->SetUserPolicy(ctx.get(), set, &policy).ok());
+  }
+  EXPECT_EQ(policy.max_queued(), 30);  // kept
+  EXPECT_GT(Submit(alice_, one), 0);
+  Submitted(alice_, one, false, &s);
+  EXPECT_THAT(s.error_message(), HasSubstr("limit max_active=4"));
+  set.set_max_active(-1);
+  auto ctx = Ctx(kAdminToken);
+  EXPECT_EQ(experiments_->SetUserPolicy(ctx.get(), set, &policy).error_code(),
+            grpc::StatusCode::INVALID_ARGUMENT);
+}
+
+// Whatever the store holds, a page of experiments is summaries that fit the
+// send limit: here 24 stored specs of 12 KiB each, four times the 64 KiB a
+// message may be (the store is filled directly, past what Submit allows).
+class StoredSpecsListTest : public LimitsTest {
+ protected:
+  void Customize(CoordinatorOptions* o) override {
+    LimitsTest::Customize(o);
+    o->limits.max_message_bytes = 64 << 10;
+    o->limits.max_spec_bytes = 16 << 10;
+  }
+};
+
+TEST_F(StoredSpecsListTest, ListReturnsSummariesWhateverTheSpecsHold) {
+  Stop();
+  {
+    absl::StatusOr<std::unique_ptr<storage::SqliteStore>> store =
+        storage::SqliteStore::Open(dir_.File("prism.db"));
+    ASSERT_TRUE(store.ok()) << store.status();
+    for (int i = 0; i < 24; ++i) {
+      storage::NewExperiment e;
+      e.name = absl::StrCat("big ", i);
+      e.owner = "alice";
+      e.spec = Spec({"4x6"}, {1});
+      e.spec.set_strategy(v1::STRATEGY_ASHA);
+      for (int j = 0; j < 1200; ++j) e.spec.add_schedules("1x1,2x1,4x4");
+      e.total_steps = 100;
+      e.config_fingerprint = "f";
+      e.now_ms = 1;
+      e.grid_steps = 5.0;
+      e.trials.push_back({"4x6", 1, true});
+      ASSERT_TRUE((*store)->CreateExperiment(e).ok());
+    }
+  }
+  Start();
+  v1::ListExperimentsRequest req;
+  req.set_page_size(1000);
+  v1::ListExperimentsResponse resp;
+  auto ctx = Ctx(kAdminToken);
+  grpc::Status s = experiments_->List(ctx.get(), req, &resp);
+  ASSERT_TRUE(s.ok()) << s.error_message();
+  ASSERT_EQ(resp.experiments_size(), 24);
+  EXPECT_LT(resp.ByteSizeLong(), size_t{16} << 10);
+  for (const v1::Experiment& e : resp.experiments()) {
+    EXPECT_FALSE(e.has_spec());
+    EXPECT_EQ(e.strategy(), v1::STRATEGY_ASHA);
+    EXPECT_EQ(e.grid_steps(), 5.0);
+    EXPECT_EQ(e.counts().total(), 1);
+  }
+  // Get still has the whole spec.
+  v1::GetExperimentRequest get;
+  get.set_id(resp.experiments(0).id());
+  v1::Experiment one;
+  auto get_ctx = Ctx(kAdminToken);
+  ASSERT_TRUE(experiments_->Get(get_ctx.get(), get, &one).ok());
+  EXPECT_EQ(one.spec().schedules_size(), 1201);
 }
 
 TEST(LimitsOptionsTest, EveryLimitMustBePositive) {

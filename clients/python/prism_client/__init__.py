@@ -332,7 +332,7 @@ class Client:
             "completed": e.counts.completed,
             "total": e.counts.total,
             "progress": e.progress,
-            "strategy": _enum_name(pb.Strategy, e.spec.strategy,
+            "strategy": _enum_name(pb.Strategy, e.strategy,
                                    "STRATEGY_"),
             "created": pd.to_datetime(e.created_unix_ms, unit="ms",
                                       utc=True),
