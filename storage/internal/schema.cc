@@ -247,6 +247,19 @@ CREATE UNIQUE INDEX experiments_by_ladder ON experiments(ladder_id, ladder_rung)
   WHERE ladder_id != 0;
 )sql";
 
+// v13: deleting an experiment (Store::DeleteExperiment). retired_ids keeps,
+// per table, the highest id a deleted row had: SQLite gives a new row the
+// table's highest id + 1, so without it the next experiment (or trial)
+// would take a deleted one's id, and with it the deleted one's cached
+// ranking, links and worker checkpoints. kNextExperimentId and kNextTrialId
+// give ids above both.
+constexpr char kSchemaV13[] = R"sql(
+CREATE TABLE retired_ids (
+  name TEXT PRIMARY KEY,  -- 'experiments' or 'trials'
+  max_id INTEGER NOT NULL
+);
+)sql";
+
 // BackfillRankingColumns fills the ranking columns of every trial that
 // has a metrics message, parsing it with the generated TrialMetrics. A
 // message that does not parse leaves the row's columns NULL (and a warning),
@@ -307,6 +320,7 @@ const std::vector<Migration>& Migrations() {
       {10, "trials.target_steps", kSchemaV10, nullptr},
       {11, "users share and quotas", kSchemaV11, nullptr},
       {12, "experiments ladder", kSchemaV12, nullptr},
+      {13, "retired ids of deleted experiments", kSchemaV13, nullptr},
   };
   return *migrations;
 }
