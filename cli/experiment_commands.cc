@@ -1,10 +1,13 @@
-// `prism submit`, `status`, `cancel`, `pause`, `resume`, `priority`: the CLI
-// face of ExperimentService.
+// `prism submit`, `status`, `cancel`, `pause`, `resume`, `priority`,
+// `delete`: the CLI face of ExperimentService.
+#include <unistd.h>
+
 #include <iostream>
 #include <memory>
 #include <string>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/ascii.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
@@ -326,6 +329,67 @@ int SetPriority(const ChangeOptions& o) {
   return kExitOk;
 }
 
+struct DeleteOptions {
+  ClientOptions client;
+  int64_t id = 0;
+  bool yes = false;
+};
+
+// Confirm asks `question` on stderr and reads the answer from stdin: true
+// only for "y" or "yes".
+bool Confirm(const std::string& question) {
+  std::cerr << question << " [y/N] " << std::flush;
+  std::string answer;
+  if (!std::getline(std::cin, answer)) return false;
+  answer = absl::AsciiStrToLower(absl::StripAsciiWhitespace(answer));
+  return answer == "y" || answer == "yes";
+}
+
+// Delete deletes a done or cancelled experiment after the user confirmed it
+// on a terminal (or passed --yes): a script cannot delete by accident.
+int Delete(const DeleteOptions& o) {
+  if (!o.yes && !IsTerminal(STDIN_FILENO)) {
+    return ReportError("delete",
+                       absl::InvalidArgumentError(absl::StrCat(
+                           "deleting experiment ", o.id,
+                           " needs a confirmation on a terminal; pass --yes to "
+                           "delete without one")));
+  }
+  absl::StatusOr<std::unique_ptr<RpcClient>> client =
+      RpcClient::Connect(o.client);
+  if (!client.ok()) return ReportError("delete", client.status());
+  if (!o.yes) {
+    v1::GetExperimentRequest get;
+    get.set_id(o.id);
+    v1::Experiment e;
+    absl::Status status = (*client)->Call(&v1::ExperimentService::Stub::Get,
+                                          (*client)->experiments(), get, &e);
+    if (!status.ok()) return ReportError("delete", status);
+    const std::string question = absl::StrCat(
+        "delete experiment ", e.id(), " '", Printable(e.name()), "' of ",
+        Printable(e.owner()), " (", EnumValueName(e.state()), ": ",
+        e.counts().total(), " trials, ", e.steps_trained(),
+        " steps trained, with their curves and attempts)? This cannot be "
+        "undone.");
+    if (!Confirm(question)) {
+      std::cerr << "prism delete: not confirmed; experiment " << o.id
+                << " is kept\n";
+      return kExitFailure;
+    }
+  }
+  v1::ExperimentRef ref;
+  ref.set_id(o.id);
+  v1::DeleteExperimentResponse deleted;
+  absl::Status status =
+      (*client)->Call(&v1::ExperimentService::Stub::Delete,
+                      (*client)->experiments(), ref, &deleted);
+  if (!status.ok()) return ReportError("delete", status);
+  std::cout << "experiment " << deleted.id() << " deleted: " << deleted.trials()
+            << " trials, " << deleted.attempts() << " attempts, "
+            << deleted.points() << " points\n";
+  return kExitOk;
+}
+
 void AddChangeCommand(CLI::App& app, Action* action, const std::string& name,
                       const std::string& help, ExperimentMethod method) {
   CLI::App* cmd = app.add_subcommand(name, help);
@@ -390,6 +454,19 @@ void RegisterExperimentCommands(CLI::App& app, Action* action) {
                    &v1::ExperimentService::Stub::Pause);
   AddChangeCommand(app, action, "resume", "Resume a paused experiment",
                    &v1::ExperimentService::Stub::Resume);
+  {
+    CLI::App* cmd = app.add_subcommand(
+        "delete",
+        "Delete a done or cancelled experiment and everything stored for it "
+        "(trials, attempts, curves); asks on a terminal first");
+    auto o = std::make_shared<DeleteOptions>();
+    cmd->add_option("id", o->id, "Experiment id")->required();
+    cmd->add_flag("--yes", o->yes,
+                  "Delete without asking (required when stdin is not a "
+                  "terminal)");
+    AddClientOptions(cmd, &o->client);
+    cmd->callback([o, action] { *action = [o] { return Delete(*o); }; });
+  }
   {
     CLI::App* cmd =
         app.add_subcommand("priority", "Set an experiment's priority");

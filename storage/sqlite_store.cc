@@ -310,12 +310,12 @@ absl::StatusOr<CreatedExperiment> SqliteStore::CreateExperiment(
   }
   CreatedExperiment created;
   {
-    PRISM_ASSIGN_OR_RETURN(
-        Query q,
-        c->Prepare("INSERT INTO experiments (name, owner, spec, state, "
-                   "priority, max_attempts, created_ms, updated_ms, "
-                   "adaptive_seeds, strategy, grid_steps) VALUES (?, ?, ?, "
-                   "?, ?, ?, ?, ?, ?, ?, ?)"));
+    static const std::string sql = absl::StrCat(
+        "INSERT INTO experiments (id, name, owner, spec, state, priority, "
+        "max_attempts, created_ms, updated_ms, adaptive_seeds, strategy, "
+        "grid_steps) VALUES (",
+        internal::kNextExperimentId, ", ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+    PRISM_ASSIGN_OR_RETURN(Query q, c->Prepare(sql.c_str()));
     q.BindText(1, e.name);
     q.BindText(2, e.owner);
     q.BindBlob(3, spec);
@@ -354,11 +354,12 @@ absl::StatusOr<CreatedExperiment> SqliteStore::CreateExperiment(
           "ladder ", ladder, " already has rung ", e.ladder_rung + 1));
     }
   }
-  PRISM_ASSIGN_OR_RETURN(
-      Query q, c->Prepare("INSERT OR IGNORE INTO trials (experiment_id, "
-                          "schedule, seed, config_fingerprint, is_baseline, "
-                          "state, total_steps, created_ms, target_steps) "
-                          "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)"));
+  static const std::string insert_trial = absl::StrCat(
+      "INSERT OR IGNORE INTO trials (id, experiment_id, schedule, seed, "
+      "config_fingerprint, is_baseline, state, total_steps, created_ms, "
+      "target_steps) VALUES (",
+      internal::kNextTrialId, ", ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  PRISM_ASSIGN_OR_RETURN(Query q, c->Prepare(insert_trial.c_str()));
   for (const NewTrial& t : e.trials) {
     q.Bind(1, created.id);
     q.BindText(2, t.schedule);
@@ -585,6 +586,89 @@ absl::StatusOr<v1::Experiment> SqliteStore::SetExperimentPriority(
   PRISM_ASSIGN_OR_RETURN(v1::Experiment e, ReadExperiment(c, id));
   PRISM_RETURN_IF_ERROR(txn.Commit());
   return e;
+}
+
+namespace {
+
+// CountRows runs a `SELECT COUNT(*) ... WHERE ... = ?` for `id`.
+absl::StatusOr<int64_t> CountRows(Connection* c, const char* sql, int64_t id) {
+  PRISM_ASSIGN_OR_RETURN(Query q, c->Prepare(sql));
+  q.Bind(1, id);
+  PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+  return row ? q.Int(0) : 0;
+}
+
+// RunFor runs a write statement whose one parameter is `id`.
+absl::Status RunFor(Connection* c, const char* sql, int64_t id) {
+  PRISM_ASSIGN_OR_RETURN(Query q, c->Prepare(sql));
+  q.Bind(1, id);
+  return q.Run();
+}
+
+}  // namespace
+
+absl::StatusOr<DeletedExperiment> SqliteStore::DeleteExperiment(int64_t id) {
+  absl::MutexLock lock(&write_mu_);
+  Connection* c = writer_.get();
+  PRISM_ASSIGN_OR_RETURN(Transaction txn,
+                         Transaction::Begin(c, Transaction::Kind::kWrite));
+  DeletedExperiment deleted;
+  PRISM_ASSIGN_OR_RETURN(deleted.experiment, ReadExperiment(c, id));
+  const v1::ExperimentState state = deleted.experiment.state();
+  if (state != v1::EXPERIMENT_DONE && state != v1::EXPERIMENT_CANCELLED) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "experiment ", id, " is ",
+        state == v1::EXPERIMENT_PAUSED ? "paused" : "active",
+        ": only a done or cancelled experiment can be deleted (cancel it "
+        "first)"));
+  }
+  PRISM_ASSIGN_OR_RETURN(
+      deleted.points,
+      CountRows(c,
+                "SELECT COUNT(*) FROM points WHERE trial_id IN (SELECT id "
+                "FROM trials WHERE experiment_id = ?)",
+                id));
+  PRISM_ASSIGN_OR_RETURN(
+      deleted.attempts,
+      CountRows(c,
+                "SELECT COUNT(*) FROM trial_attempts WHERE trial_id IN "
+                "(SELECT id FROM trials WHERE experiment_id = ?)",
+                id));
+  PRISM_ASSIGN_OR_RETURN(
+      deleted.trials,
+      CountRows(c, "SELECT COUNT(*) FROM trials WHERE experiment_id = ?", id));
+  // The highest ids go first, into retired_ids, while the rows still exist.
+  PRISM_RETURN_IF_ERROR(RunFor(
+      c,
+      "INSERT INTO retired_ids (name, max_id) SELECT 'trials', MAX(id) FROM "
+      "trials WHERE experiment_id = ?1 GROUP BY experiment_id ON CONFLICT "
+      "(name) DO UPDATE SET max_id = "
+      "MAX(max_id, excluded.max_id)",
+      id));
+  PRISM_RETURN_IF_ERROR(RunFor(
+      c,
+      "INSERT INTO retired_ids (name, max_id) VALUES ('experiments', ?1) ON "
+      "CONFLICT (name) DO UPDATE SET max_id = MAX(max_id, excluded.max_id)",
+      id));
+  PRISM_RETURN_IF_ERROR(
+      RunFor(c,
+             "UPDATE workers SET current_trial_id = 0 WHERE current_trial_id "
+             "IN (SELECT id FROM trials WHERE experiment_id = ?)",
+             id));
+  PRISM_RETURN_IF_ERROR(RunFor(c,
+                               "DELETE FROM points WHERE trial_id IN (SELECT "
+                               "id FROM trials WHERE experiment_id = ?)",
+                               id));
+  PRISM_RETURN_IF_ERROR(
+      RunFor(c,
+             "DELETE FROM trial_attempts WHERE trial_id IN (SELECT id FROM "
+             "trials WHERE experiment_id = ?)",
+             id));
+  PRISM_RETURN_IF_ERROR(
+      RunFor(c, "DELETE FROM trials WHERE experiment_id = ?", id));
+  PRISM_RETURN_IF_ERROR(RunFor(c, "DELETE FROM experiments WHERE id = ?", id));
+  PRISM_RETURN_IF_ERROR(txn.Commit());
+  return deleted;
 }
 
 // --- trials -----------------------------------------------------------------

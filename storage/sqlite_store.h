@@ -1,15 +1,16 @@
 // SqliteStore: the Store on one SQLite file.
 //
-// Schema v10 (versioned migrations in a `schema_migrations` table, applied in
+// Schema v13 (versioned migrations in a `schema_migrations` table, applied in
 // one transaction at Open, idempotent): users, tokens (SHA-256 hashes only),
 // experiments (resolved spec as a binary proto), trials (unique per
 // (experiment, schedule, seed, config fingerprint); at completion the
 // metrics message, the ranking fields copied out of it into columns and a
 // compact val-curve blob, so ranking neither scans points nor parses
 // messages; v5: experiments' adaptive-seeds columns; v6: trials.device;
-// v9: tokens' id, expiry, revocation and last use; v10: trials.target_steps),
-// trial_attempts, points (PRIMARY KEY (trial_id, split, step), WITHOUT ROWID)
-// and workers.
+// v9: tokens' id, expiry, revocation and last use; v10: trials.target_steps;
+// v12: ladders; v13: retired_ids, so a deleted experiment's ids are never
+// given again), trial_attempts, points (PRIMARY KEY (trial_id, split, step),
+// WITHOUT ROWID) and workers.
 //
 // The file runs in WAL mode with foreign keys on and memory-mapped reads, at
 // the durability SqliteStoreOptions picks (below; by default a committed
@@ -50,7 +51,7 @@ class ReaderPool;
 }  // namespace internal
 
 // kSchemaVersion is the newest schema this binary knows.
-inline constexpr int kSchemaVersion = 13;
+inline constexpr int kSchemaVersion = 14;
 
 // SqliteStoreOptions are the choices SqliteStore::Open takes.
 struct SqliteStoreOptions {
@@ -117,6 +118,7 @@ class SqliteStore final : public Store {
                                                   int64_t now_ms) override;
   absl::StatusOr<v1::Experiment> SetExperimentPriority(int64_t id, int priority,
                                                        int64_t now_ms) override;
+  absl::StatusOr<DeletedExperiment> DeleteExperiment(int64_t id) override;
 
   absl::StatusOr<TrialPage> ListTrials(int64_t experiment_id,
                                        v1::TrialState state, int limit,

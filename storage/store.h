@@ -113,6 +113,14 @@ struct CreatedExperiment {
   int trials_created = 0;  // identical (schedule, seed, config) rows once
 };
 
+// DeletedExperiment is what DeleteExperiment removed.
+struct DeletedExperiment {
+  v1::Experiment experiment;  // as it was just before
+  int64_t trials = 0;
+  int64_t attempts = 0;
+  int64_t points = 0;
+};
+
 struct ExperimentPage {
   std::vector<v1::Experiment> experiments;  // ascending id
   int64_t next_after_id = 0;                // 0: no further page
@@ -309,6 +317,13 @@ class Store {
                                                           int64_t now_ms) = 0;
   virtual absl::StatusOr<v1::Experiment> SetExperimentPriority(
       int64_t id, int priority, int64_t now_ms) = 0;
+  // DeleteExperiment removes a done or cancelled experiment and every row
+  // stored for it — its trials' points and attempts, its trials, its row —
+  // in one transaction; a worker still recorded on one of its trials is
+  // recorded idle. Neither its id nor its trials' ids are given to a later
+  // row. NotFound; FailedPrecondition, with nothing changed, while it is
+  // active or paused.
+  virtual absl::StatusOr<DeletedExperiment> DeleteExperiment(int64_t id) = 0;
 
   // --- trials -------------------------------------------------------------
   // ListTrials pages an experiment's trials; state UNSPECIFIED means all.

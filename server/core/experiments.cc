@@ -1,6 +1,7 @@
 #include "server/core/experiments.h"
 
 #include <cmath>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -249,6 +250,61 @@ absl::StatusOr<v1::Experiment> ExperimentManager::Cancel(const Caller& caller,
       .Kv("by", caller.user);
   Publish(e);
   return e;
+}
+
+absl::Status ExperimentManager::CheckLadderDeletable(
+    const v1::Experiment& experiment) {
+  if (experiment.ladder_id() == 0) return absl::OkStatus();
+  PRISM_ASSIGN_OR_RETURN(std::vector<v1::Experiment> rungs,
+                         store_->ListLadder(experiment.ladder_id()));
+  const std::string self = absl::StrCat(
+      "experiment ", experiment.id(), " is rung ", experiment.ladder_rung() + 1,
+      " of ladder ", experiment.ladder_id(), ", whose rung ");
+  for (const v1::Experiment& rung : rungs) {
+    if (rung.id() == experiment.id()) continue;
+    const std::string other =
+        absl::StrCat(rung.ladder_rung() + 1, " (experiment ", rung.id(), ")");
+    if (rung.state() == v1::EXPERIMENT_ACTIVE ||
+        rung.state() == v1::EXPERIMENT_PAUSED) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          self, other, " is still ",
+          rung.state() == v1::EXPERIMENT_PAUSED ? "paused" : "active",
+          ": delete a ladder's rungs once it finished (or cancel that rung "
+          "first)"));
+    }
+    if (rung.ladder_rung() < experiment.ladder_rung()) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          self, other,
+          " is still stored: delete a ladder from its first rung up (a "
+          "stored rung would submit the next one again)"));
+    }
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::DeleteExperimentResponse> ExperimentManager::Delete(
+    const Caller& caller, int64_t id) {
+  PRISM_ASSIGN_OR_RETURN(v1::Experiment e, store_->GetExperiment(id));
+  PRISM_RETURN_IF_ERROR(AuthorizeOwner(caller, e.owner()));
+  PRISM_RETURN_IF_ERROR(CheckLadderDeletable(e));
+  PRISM_ASSIGN_OR_RETURN(storage::DeletedExperiment deleted,
+                         store_->DeleteExperiment(id));
+  Log(LogLevel::kInfo, "experiment deleted")
+      .Kv("experiment", id)
+      .Kv("name", deleted.experiment.name())
+      .Kv("owner", deleted.experiment.owner())
+      .Kv("by", caller.user)
+      .Kv("trials", deleted.trials)
+      .Kv("attempts", deleted.attempts)
+      .Kv("points", deleted.points);
+  v1::DeleteExperimentResponse response;
+  response.set_id(id);
+  response.set_name(deleted.experiment.name());
+  response.set_owner(deleted.experiment.owner());
+  response.set_trials(deleted.trials);
+  response.set_attempts(deleted.attempts);
+  response.set_points(deleted.points);
+  return response;
 }
 
 absl::StatusOr<v1::Experiment> ExperimentManager::Pause(const Caller& caller,

@@ -1,6 +1,6 @@
 // ExperimentManager: experiments and their trials as users see them —
 // submit (validate and plan, then store everything in one transaction),
-// get, list, cancel, pause, resume, reprioritise, list trials; and each
+// get, list, cancel, pause, resume, reprioritise, delete, list trials; and each
 // user's fair-share weight and quotas. Users change only their own
 // experiments; admins any, and only admins set a user's policy. Get and
 // List say where a waiting experiment stands in the queue and why
@@ -74,6 +74,17 @@ class ExperimentManager {
   absl::StatusOr<v1::Experiment> Resume(const Caller& caller, int64_t id);
   absl::StatusOr<v1::Experiment> SetPriority(
       const Caller& caller, const v1::SetPriorityRequest& request);
+  // Delete removes a done or cancelled experiment and everything stored for
+  // it (storage's DeleteExperiment, one transaction), logs who did it, and
+  // returns what it removed. NotFound; PermissionDenied for someone else's;
+  // FailedPrecondition, with nothing changed, while it is active or paused,
+  // and for a ladder's rung while another rung of its ladder is active or
+  // paused or a lower rung is still stored: a ladder is deleted from its
+  // first rung up, because a stored done rung whose next rung is missing
+  // submits that rung again (LadderPlanner::ReconcileAll). Watchers of the
+  // experiment get no further events.
+  absl::StatusOr<v1::DeleteExperimentResponse> Delete(const Caller& caller,
+                                                      int64_t id);
   // SetUserPolicy sets a user's share and quotas (unset fields keep their
   // value) and returns the policy with the user's usage. PermissionDenied
   // for a non-admin; InvalidArgument naming the field for an empty user, a
@@ -92,6 +103,9 @@ class ExperimentManager {
 
  private:
   absl::Status CheckOwner(const Caller& caller, int64_t id);
+  // CheckLadderDeletable is Delete's rule for a ladder's rung (OK for an
+  // experiment that is not one).
+  absl::Status CheckLadderDeletable(const v1::Experiment& experiment);
   void Publish(const v1::Experiment& experiment);
   // FillStandings sets queue_position and queue_reason of waiting ones.
   absl::Status FillStandings(const std::vector<v1::Experiment*>& experiments);

@@ -320,15 +320,18 @@ absl::StatusOr<v1::HeartbeatResponse> QueueManager::Heartbeat(
   if (request.trial_id() != 0) {
     PRISM_RETURN_IF_ERROR(CheckAttemptRef(request.trial_id(), request.attempt(),
                                           request.worker_id()));
-    PRISM_ASSIGN_OR_RETURN(
-        storage::HeartbeatResult hb,
-        store_->Heartbeat(
-            storage::AttemptRef{request.trial_id(), request.attempt(),
-                                request.worker_id()},
-            request.step(), now, DeadlineFrom(now)));
-    response.set_stop(hb.stop);
-    response.set_lease_deadline_unix_ms(hb.lease_deadline_ms);
-    if (hb.stop) {
+    absl::StatusOr<storage::HeartbeatResult> hb = store_->Heartbeat(
+        storage::AttemptRef{request.trial_id(), request.attempt(),
+                            request.worker_id()},
+        request.step(), now, DeadlineFrom(now));
+    // A trial that no longer exists was deleted with its (cancelled)
+    // experiment: its worker stops as for a cancelled one.
+    if (absl::IsNotFound(hb.status()))
+      hb = storage::HeartbeatResult{/*stop=*/true};
+    if (!hb.ok()) return hb.status();
+    response.set_stop(hb->stop);
+    response.set_lease_deadline_unix_ms(hb->lease_deadline_ms);
+    if (hb->stop) {
       Log(LogLevel::kInfo, "heartbeat told worker to stop")
           .Kv("trial", request.trial_id())
           .Kv("attempt", request.attempt())

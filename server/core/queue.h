@@ -99,8 +99,8 @@ class QueueManager {
   absl::StatusOr<v1::StartResponse> Start(const Caller& caller,
                                           const v1::StartRequest& request);
   // Heartbeat records liveness and renews the lease; stop=true when the
-  // trial is no longer this attempt's. NotFound for an unknown trial;
-  // InvalidArgument for a non-finite tokens_per_second.
+  // trial is no longer this attempt's, or no longer exists (deleted with its
+  // experiment); InvalidArgument for a non-finite tokens_per_second.
   absl::StatusOr<v1::HeartbeatResponse> Heartbeat(
       const Caller& caller, const v1::HeartbeatRequest& request);
   // Report validates the points and hands them to the group commit; `done`

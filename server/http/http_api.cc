@@ -4,6 +4,7 @@
 
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
+#include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -157,6 +158,17 @@ absl::StatusOr<ApiRequest> ParseApiRequest(absl::string_view path,
     r.set_trial_id(id);
     r.set_with_baseline(BoolParam(params, "with_baseline"));
     return r;
+  }
+  return absl::NotFoundError(absl::StrCat("no such path: ", path));
+}
+
+absl::StatusOr<int64_t> ParseDeletePath(absl::string_view path) {
+  absl::string_view rest = path;
+  if (absl::ConsumePrefix(&rest, kApiPrefix) &&
+      absl::ConsumePrefix(&rest, "experiments/") &&
+      absl::ConsumeSuffix(&rest, "/delete") && !rest.empty() &&
+      !absl::StrContains(rest, '/')) {
+    return PathId(rest, "experiment");
   }
   return absl::NotFoundError(absl::StrCat("no such path: ", path));
 }

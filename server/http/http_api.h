@@ -48,6 +48,12 @@ inline constexpr int kDefaultApiSuggestions = 10;
 absl::StatusOr<ApiRequest> ParseApiRequest(absl::string_view path,
                                            const ApiParams& params);
 
+// ParseDeletePath returns the experiment id of the one state-changing API
+// route with an id, POST /api/v1/experiments/{id}/delete
+// (ExperimentService.Delete). NotFound "no such path: PATH" for any other
+// path; InvalidArgument for an id that is not a positive integer.
+absl::StatusOr<int64_t> ParseDeletePath(absl::string_view path);
+
 }  // namespace prism::server
 
 #endif  // PRISM_SERVER_HTTP_HTTP_API_H_

@@ -14,6 +14,7 @@
 #include <variant>
 #include <vector>
 
+#include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
@@ -117,6 +118,77 @@ absl::StatusOr<Caller> AuthenticateRequest(AuthManager* auth,
              : auth->Authenticate(header, peer);
 }
 
+// kSecurityHeaders go on every response. The dashboard loads scripts, styles
+// and data from its own origin only (its pages set styles through the CSSOM,
+// which style-src does not govern; the favicon is a data: URL), and no other
+// origin may frame it (frame-ancestors; X-Frame-Options for older browsers).
+constexpr std::pair<const char*, const char*> kSecurityHeaders[] = {
+    {"Content-Security-Policy",
+     "default-src 'self'; script-src 'self'; style-src 'self'; img-src 'self' "
+     "data:; connect-src 'self'; object-src 'none'; frame-ancestors 'none'; "
+     "base-uri 'none'; form-action 'self'"},
+    {"X-Content-Type-Options", "nosniff"},
+    {"X-Frame-Options", "DENY"},
+    {"Referrer-Policy", "no-referrer"},
+};
+
+// AuthorityOf returns the host[:port] of an origin or URL
+// ("https://a.example:8443/x" -> "a.example:8443"), lowercased; "" when it
+// has no scheme.
+std::string AuthorityOf(absl::string_view url) {
+  const size_t scheme = url.find("://");
+  if (scheme == absl::string_view::npos) return "";
+  absl::string_view rest = url.substr(scheme + 3);
+  rest = rest.substr(0, rest.find_first_of("/?#"));
+  return absl::AsciiStrToLower(rest);
+}
+
+// CheckSameOrigin is OK for a state-changing request that comes from the
+// dashboard's own origin, or from no browser at all. Browsers name the
+// requesting page's origin in Origin on every POST, and in Sec-Fetch-Site;
+// a cross-site page can set neither, nor an Authorization header (that
+// needs a CORS preflight this server never answers). So: Origin, when sent,
+// must name the request's own Host (scheme aside, so a TLS-terminating proxy
+// that keeps Host works); else Sec-Fetch-Site, when sent, must be
+// same-origin; else Referer, when sent, must be on the own Host; and a
+// request with none of the three must carry its token in Authorization (a
+// script or curl; a cookie alone does not do). PermissionDenied otherwise.
+absl::Status CheckSameOrigin(const httplib::Request& req) {
+  const std::string host = absl::AsciiStrToLower(req.get_header_value("Host"));
+  const auto refuse = [&](absl::string_view why) {
+    return absl::PermissionDeniedError(
+        absl::StrCat("cross-origin request refused: ", why, " (this server is ",
+                     host.empty() ? "unnamed: no Host header" : host, ")"));
+  };
+  if (req.has_header("Origin")) {
+    const std::string origin = req.get_header_value("Origin");
+    if (host.empty() || AuthorityOf(origin) != host) {
+      return refuse(absl::StrCat("Origin is ", origin));
+    }
+    return absl::OkStatus();
+  }
+  if (req.has_header("Sec-Fetch-Site")) {
+    const std::string site = req.get_header_value("Sec-Fetch-Site");
+    if (site != "same-origin") {
+      return refuse(absl::StrCat("Sec-Fetch-Site is ", site));
+    }
+    return absl::OkStatus();
+  }
+  if (req.has_header("Referer")) {
+    const std::string referer = req.get_header_value("Referer");
+    if (host.empty() || AuthorityOf(referer) != host) {
+      return refuse(absl::StrCat("Referer is ", referer));
+    }
+    return absl::OkStatus();
+  }
+  if (!req.has_header("Authorization")) {
+    return refuse(
+        "no Origin, Sec-Fetch-Site or Referer names this server, and no "
+        "Authorization header");
+  }
+  return absl::OkStatus();
+}
+
 // RouteLabel keeps /metrics cardinality bounded: ids become {id}.
 std::string RouteLabel(const std::string& path) {
   if (absl::StartsWith(path, "/static/")) return "/static";
@@ -137,6 +209,7 @@ std::string RouteLabel(const std::string& path) {
                                  "/api/v1/experiments/{id}/trials",
                                  "/api/v1/experiments/{id}/suggest",
                                  "/api/v1/experiments/{id}/ladder",
+                                 "/api/v1/experiments/{id}/delete",
                                  "/api/v1/trials/{id}",
                                  "/api/v1/workers",
                                  "/api/v1/events",
@@ -314,8 +387,17 @@ HttpServer::HttpServer(AuthManager* auth, ExperimentManager* experiments,
   // client accepts it, and browsers always do: ~1 s for the dashboard's
   // 145 KB chart library on this 2-core VM, against a few ms for gzip. Offer
   // browsers gzip only. (httplib passes its own mutable request as const.)
+  httplib::Headers security;
+  for (const auto& [name, value] : kSecurityHeaders) {
+    security.emplace(name, value);
+  }
+  server_->set_default_headers(std::move(security));
   server_->set_pre_routing_handler(
-      [](const httplib::Request& req, httplib::Response&) {
+      [](const httplib::Request& req, httplib::Response& res) {
+        // API answers are per-user and change: no cache may keep them.
+        if (absl::StartsWith(req.path, "/api/")) {
+          res.set_header("Cache-Control", "no-store");
+        }
         auto& headers = const_cast<httplib::Headers&>(req.headers);
         auto accept = headers.find("Accept-Encoding");
         if (accept != headers.end()) {
@@ -458,12 +540,32 @@ void HttpServer::Route() {
     res.set_content(*body, kJson);
   });
   s.Post("/api/v1/logout",
-         [this](const httplib::Request&, httplib::Response& res) {
+         [this](const httplib::Request& req, httplib::Response& res) {
+           if (absl::Status same = CheckSameOrigin(req); !same.ok()) {
+             return WriteError(res, same);
+           }
            res.status = 204;
            res.set_header("Set-Cookie", tls() ? SessionCookie("")
                                               : absl::StrCat(kTokenCookie,
                                                              "=; Path=/; "
                                                              "Max-Age=0"));
+         });
+  s.Post(R"(/api/v1/experiments/[^/]+/delete)",
+         [this](const httplib::Request& req, httplib::Response& res) {
+           const absl::StatusOr<int64_t> id = ParseDeletePath(req.path);
+           if (!id.ok()) return WriteError(res, id.status());
+           if (absl::Status same = CheckSameOrigin(req); !same.ok()) {
+             return WriteError(res, same);
+           }
+           absl::StatusOr<Caller> caller = AuthenticateRequest(auth_, req);
+           absl::Status allowed = caller.ok()
+                                      ? Authorize(*caller, Permission::kSubmit)
+                                      : caller.status();
+           if (!allowed.ok()) return WriteError(res, allowed);
+           absl::StatusOr<std::string> body =
+               ToJson(experiments_->Delete(*caller, *id));
+           if (!body.ok()) return WriteError(res, body.status());
+           res.set_content(*body, kJson);
          });
 
   s.Get("/metrics", [this](const httplib::Request& req,
@@ -556,7 +658,6 @@ void HttpServer::ServeEvents(const httplib::Request& req,
   stream->subscription = events_->Subscribe(
       id, [stream](const SharedRound& r) { stream->Push(r); });
 
-  res.set_header("Cache-Control", "no-cache");
   res.set_header("X-Accel-Buffering", "no");
   const auto keepalive = absl::Seconds(options_.keepalive_seconds);
   auto last_write = std::make_shared<absl::Time>(absl::Now());

@@ -1,8 +1,9 @@
 // HttpServer: the coordinator's HTTP face (cpp-httplib) — the dashboard's
-// static assets, a read-only JSON API and Prometheus metrics. JSON bodies are
-// protobuf's JSON mapping (MessageToJsonString defaults: lowerCamelCase
-// names, int64 as strings, enums as names, defaults omitted) of the very
-// messages the RPCs return, produced by the same managers.
+// static assets, a JSON API (reads, logout and deleting an experiment) and
+// Prometheus metrics. JSON bodies are protobuf's JSON mapping
+// (MessageToJsonString defaults: lowerCamelCase names, int64 as strings,
+// enums as names, defaults omitted) of the very messages the RPCs return,
+// produced by the same managers.
 //
 //   GET /api/v1/whoami                          WhoAmIResponse
 //   GET /api/v1/experiments?owner=&page_size=&page_token=
@@ -33,6 +34,18 @@
 //       auth: probes); back to 200 by itself once a write succeeds
 //   GET /, GET /static/...                      the dashboard (no auth)
 //   POST /api/v1/logout                         204, expires the cookie
+//   POST /api/v1/experiments/{id}/delete        DeleteExperimentResponse
+//       (ExperimentService.Delete: the owner or an admin)
+//
+// Every response carries a Content-Security-Policy (scripts, styles and
+// connections from this origin only, no inline script, frame-ancestors
+// 'none'), X-Content-Type-Options: nosniff, X-Frame-Options: DENY and
+// Referrer-Policy: no-referrer; every /api/ answer Cache-Control: no-store.
+// The POST routes change state, so they answer only a request from the
+// dashboard's own origin or from no browser: Origin, else Sec-Fetch-Site,
+// else Referer must name this server's Host, and a request with none of them
+// must carry an Authorization header (a cookie alone is what a cross-site
+// page could make a browser send). Else 403, with nothing changed.
 //
 // API routes need `Authorization: Bearer <token>` or a `prism_token` cookie
 // (any role); otherwise 401. Over TLS (tls_cert_file and tls_key_file

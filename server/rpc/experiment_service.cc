@@ -56,6 +56,14 @@ grpc::Status ExperimentServiceImpl::Resume(grpc::ServerContext* ctx,
   });
 }
 
+grpc::Status ExperimentServiceImpl::Delete(grpc::ServerContext* ctx,
+                                           const v1::ExperimentRef* req,
+                                           v1::DeleteExperimentResponse* resp) {
+  return Serve(auth_, ctx, Permission::kSubmit, [&](const Caller& caller) {
+    return Assign(experiments_->Delete(caller, req->id()), resp);
+  });
+}
+
 grpc::Status ExperimentServiceImpl::SetPriority(
     grpc::ServerContext* ctx, const v1::SetPriorityRequest* req,
     v1::Experiment* resp) {

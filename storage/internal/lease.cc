@@ -6,6 +6,7 @@
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
 #include "storage/internal/row_codecs.h"
+#include "storage/internal/schema.h"
 
 namespace prism::storage::internal {
 namespace {
@@ -650,13 +651,14 @@ absl::StatusOr<SeedRoundResult> ApplySeedRound(Connection* c,
     fingerprint = q.Text(2);
   }
   {
-    PRISM_ASSIGN_OR_RETURN(
-        Query q,
-        c->Prepare("INSERT OR IGNORE INTO trials (experiment_id, schedule, "
-                   "seed, config_fingerprint, is_baseline, state, "
-                   "total_steps, created_ms, target_steps) SELECT ?1, ?2, ?3, "
-                   "?4, ?5, ?6, (SELECT MAX(total_steps) FROM trials WHERE "
-                   "experiment_id = ?1), ?7, ?8"));
+    static const std::string sql = absl::StrCat(
+        "INSERT OR IGNORE INTO trials (id, experiment_id, schedule, seed, "
+        "config_fingerprint, is_baseline, state, total_steps, created_ms, "
+        "target_steps) SELECT ",
+        kNextTrialId,
+        ", ?1, ?2, ?3, ?4, ?5, ?6, (SELECT MAX(total_steps) FROM trials WHERE "
+        "experiment_id = ?1), ?7, ?8");
+    PRISM_ASSIGN_OR_RETURN(Query q, c->Prepare(sql.c_str()));
     for (const NewTrial& t : round.trials) {
       q.Bind(1, round.experiment_id);
       q.BindText(2, t.schedule);

@@ -259,6 +259,19 @@ ALTER TABLE experiments ADD COLUMN grid_steps REAL;
 ALTER TABLE users ADD COLUMN max_active INTEGER NOT NULL DEFAULT 0;
 )sql";
 
+// v14: deleting an experiment (Store::DeleteExperiment). retired_ids keeps,
+// per table, the highest id a deleted row had: SQLite gives a new row the
+// table's highest id + 1, so without it the next experiment (or trial)
+// would take a deleted one's id, and with it the deleted one's cached
+// ranking, links and worker checkpoints. kNextExperimentId and kNextTrialId
+// give ids above both.
+constexpr char kSchemaV14[] = R"sql(
+CREATE TABLE retired_ids (
+  name TEXT PRIMARY KEY,  -- 'experiments' or 'trials'
+  max_id INTEGER NOT NULL
+);
+)sql";
+
 // BackfillRankingColumns fills the ranking columns of every trial that
 // has a metrics message, parsing it with the generated TrialMetrics. A
 // message that does not parse leaves the row's columns NULL (and a warning),
@@ -320,6 +333,7 @@ const std::vector<Migration>& Migrations() {
       {11, "users share and quotas", kSchemaV11, nullptr},
       {12, "experiments ladder", kSchemaV12, nullptr},
       {13, "experiment summaries and max_active", kSchemaV13, nullptr},
+      {14, "retired ids of deleted experiments", kSchemaV14, nullptr},
   };
   return *migrations;
 }

@@ -14,6 +14,16 @@
 
 namespace prism::storage::internal {
 
+// kNextExperimentId and kNextTrialId are SQL expressions for a new row's id:
+// above every stored row's and every deleted one's (retired_ids, v13), so an
+// id is never given twice.
+inline constexpr char kNextExperimentId[] =
+    "(MAX(COALESCE((SELECT MAX(id) FROM experiments), 0), COALESCE((SELECT "
+    "max_id FROM retired_ids WHERE name = 'experiments'), 0)) + 1)";
+inline constexpr char kNextTrialId[] =
+    "(MAX(COALESCE((SELECT MAX(id) FROM trials), 0), COALESCE((SELECT max_id "
+    "FROM retired_ids WHERE name = 'trials'), 0)) + 1)";
+
 // Migrate brings the database to `target_version`. FailedPrecondition when
 // the file records a newer version than target (a newer binary wrote it);
 // the SQLite error otherwise, with nothing applied.

@@ -29,6 +29,14 @@
 //   * a ladder's (issue #30) page plots the transfer: one point per carried
 //     schedule at the LadderTransfer RPC's two deltas, the baseline at 0,0,
 //     the RPC's Spearman and Kendall in the caption.
+//   * issue #40: every page above loads without a Content-Security-Policy
+//     violation; a page served from another origin (a second HTTP server on
+//     another loopback port: same site, so the SameSite cookie travels)
+//     cannot frame the dashboard, and its cross-origin POSTs to logout and
+//     to delete the finished experiment are refused (403): the user is still
+//     signed in and the experiment still there, through the API; the
+//     experiment page's Delete button asks first (dismissed: nothing
+//     happens) and, confirmed, deletes it: the API answers 404 after.
 // Screenshots go to --artifacts (printed). Every process it started is
 // stopped on success and on failure.
 //
@@ -39,6 +47,7 @@
 
 import { spawn, execFile } from 'node:child_process';
 import fs from 'node:fs';
+import http from 'node:http';
 import os from 'node:os';
 import path from 'node:path';
 import { promisify } from 'node:util';
@@ -321,6 +330,10 @@ async function run() {
   const page = await browserContext.newPage();
   const pageErrors = [];
   page.on('pageerror', (err) => pageErrors.push(err.message));
+  const cspViolations = [];
+  page.on('console', (message) => {
+    if (/Content Security Policy/i.test(message.text())) cspViolations.push(message.text());
+  });
   const base = `http://${ready.http}`;
 
   // Missing token: the login prompt, no data.
@@ -580,8 +593,106 @@ async function run() {
         `ladder caption '${caption}' has the RPC's correlations`);
   await screenshot(page, 'ladder');
 
+  check(cspViolations.length === 0,
+        `no Content-Security-Policy violation on the pages (${cspViolations.join('; ') || 'none'})`);
+  await checkCrossOrigin(page, base, ready.http, token, experimentId);
+  await checkDeleteButton(page, base, ready.http, token, experimentId);
   check(pageErrors.length === 0, `no JavaScript errors (${pageErrors.join('; ') || 'none'})`);
   await checkHttpsSession();
+}
+
+// startOtherOrigin serves `pages` (path -> HTML) on another loopback port:
+// another origin than the dashboard's, on the same site.
+async function startOtherOrigin(pages) {
+  const server = http.createServer((req, res) => {
+    const body = pages[req.url.split('?')[0]];
+    res.writeHead(body ? 200 : 404, { 'Content-Type': 'text/html; charset=utf-8' });
+    res.end(body || 'not found');
+  });
+  await new Promise((resolve) => server.listen(0, '127.0.0.1', resolve));
+  return { server, origin: `http://127.0.0.1:${server.address().port}` };
+}
+
+// checkCrossOrigin: the signed-in user opens a page of another origin that
+// frames the dashboard, and one that POSTs to logout (a form) and to the
+// finished experiment's delete route (fetch with the cookie).
+async function checkCrossOrigin(page, base, httpAddress, token, experimentId) {
+  const head = await fetch(`${base}/`);
+  check(/frame-ancestors 'none'/.test(head.headers.get('content-security-policy') || '')
+        && head.headers.get('x-content-type-options') === 'nosniff',
+        `the dashboard's page says frame-ancestors 'none' and nosniff (${head.headers.get('content-security-policy')})`);
+  const whoami = await fetch(`${base}/api/v1/whoami`, { headers: { Authorization: `Bearer ${token}` } });
+  check(whoami.headers.get('cache-control') === 'no-store', 'API answers are Cache-Control: no-store');
+
+  const deleteRoute = `${base}/api/v1/experiments/${experimentId}/delete`;
+  const { server, origin } = await startOtherOrigin({
+    '/frame.html': `<!doctype html><title>framing</title><iframe id="target" src="${base}/"></iframe>`,
+    '/csrf.html': `<!doctype html><title>csrf</title>
+      <iframe name="sink"></iframe>
+      <form id="logout" method="POST" action="${base}/api/v1/logout" target="sink"></form>
+      <script>
+        fetch('${deleteRoute}', { method: 'POST', credentials: 'include', mode: 'no-cors' })
+          .catch(() => {}).finally(() => document.getElementById('logout').submit());
+      </script>`,
+  });
+  const attacker = await browserContext.newPage();
+  try {
+    const framingErrors = [];
+    attacker.on('console', (message) => framingErrors.push(message.text()));
+    await attacker.goto(`${origin}/frame.html`, { waitUntil: 'load' });
+    const frame = attacker.frames().find((f) => f !== attacker.mainFrame());
+    const framed = frame ? await frame.$('#view').catch(() => null) : null;
+    check(frame && framed === null,
+          `another origin cannot frame the dashboard (frame url ${frame && frame.url()}; `
+          + `${framingErrors.filter((t) => /frame/i.test(t)).join('; ') || 'no console message'})`);
+
+    const cookieBefore = (await browserContext.cookies(base)).find((c) => c.name === 'prism_token');
+    check(cookieBefore?.value === token, 'signed in before the cross-origin POSTs (prism_token cookie set)');
+    const deleted = attacker.waitForResponse((r) => r.url() === deleteRoute);
+    const loggedOut = attacker.waitForResponse((r) => r.url() === `${base}/api/v1/logout`);
+    await attacker.goto(`${origin}/csrf.html`);
+    const [deleteAnswer, logoutAnswer] = await Promise.all([deleted, loggedOut]);
+    check(deleteAnswer.status() === 403 && logoutAnswer.status() === 403,
+          `cross-origin POSTs refused: delete ${deleteAnswer.status()}, logout ${logoutAnswer.status()}`);
+  } finally {
+    await attacker.close();
+    server.close();
+  }
+  const cookieAfter = (await browserContext.cookies(base)).find((c) => c.name === 'prism_token');
+  check(cookieAfter?.value === token, 'after the cross-origin logout the token cookie is still there');
+  await page.goto(`${base}/#/`);
+  await page.reload();
+  await waitForView(page);
+  check(await page.locator('#experiments-table tbody tr').count() >= 1,
+        'after the cross-origin logout the dashboard still shows the queue (signed in)');
+  const still = await api(httpAddress, token, `/api/v1/experiments/${experimentId}`);
+  check(still.status === 200 && still.body.state === 'EXPERIMENT_DONE',
+        `after the cross-origin delete experiment #${experimentId} is still there (HTTP ${still.status})`);
+}
+
+// checkDeleteButton: the finished experiment's page offers Delete; the
+// confirm() names what goes; dismissed nothing happens, accepted the
+// experiment is gone and the queue says what was removed.
+async function checkDeleteButton(page, base, httpAddress, token, experimentId) {
+  await page.goto(`${base}/#/experiments/${experimentId}`);
+  await waitForView(page);
+  await page.waitForSelector('#delete-experiment');
+  let question = '';
+  page.once('dialog', (dialog) => { question = dialog.message(); dialog.dismiss(); });
+  await page.click('#delete-experiment');
+  await waitFor('the delete confirmation', 10_000, async () => question);
+  check(question.includes(`experiment #${experimentId}`) && /\d+ trials with their attempts and loss curves/.test(question),
+        `the delete confirmation names what goes: '${question}'`);
+  check((await api(httpAddress, token, `/api/v1/experiments/${experimentId}`)).status === 200,
+        'dismissed: the experiment is still there');
+  page.once('dialog', (dialog) => dialog.accept());
+  await page.click('#delete-experiment');
+  await page.waitForURL(/#\/$/);
+  await waitForView(page);
+  const notice = await page.locator('#banner.banner-notice').textContent();
+  check(notice.includes(`Experiment #${experimentId} deleted`), `the queue says what was deleted: '${notice}'`);
+  const gone = await api(httpAddress, token, `/api/v1/experiments/${experimentId}`);
+  check(gone.status === 404, `confirmed: experiment #${experimentId} is gone (HTTP ${gone.status})`);
 }
 
 // A TLS coordinator on an empty database: sign in, look at the cookie, sign

@@ -127,7 +127,10 @@ TEST(TlsClusterTest, TheDashboardServesHttpsOnlyWithASecureCookie) {
   EXPECT_EQ(by_cookie->status, 200) << by_cookie->body;
   EXPECT_TRUE(by_cookie->get_header_value("Set-Cookie").empty());
 
-  httplib::Result logout = client.Post("/api/v1/logout", "", "text/plain");
+  httplib::Result logout = client.Post(
+      "/api/v1/logout",
+      {{"Origin", "https://" + http[0] + ":" + std::to_string(port)}}, "",
+      "text/plain");
   ASSERT_TRUE(logout) << httplib::to_string(logout.error());
   EXPECT_EQ(logout->status, 204);
   EXPECT_THAT(logout->get_header_value("Set-Cookie"),

@@ -247,6 +247,13 @@ const std::vector<Row>& Rows() {
                      req.set_priority(5);
                    }),
        kOwnerRule},
+      // The world's experiment is active: whoever may delete it learns it
+      // must be cancelled first.
+      {"ExperimentService.Delete",
+       PRISM_UNARY(experiments, Delete, v1::ExperimentRef,
+                   v1::DeleteExperimentResponse,
+                   { req.set_id(w.experiment); }),
+       {UNAUTH, UNAUTH, DENIED, DENIED, PRECONDITION, DENIED, PRECONDITION}},
       {"ExperimentService.ListTrials",
        PRISM_UNARY(experiments, ListTrials, v1::ListTrialsRequest,
                    v1::ListTrialsResponse,

@@ -7,15 +7,19 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
 #include <regex>
 #include <sstream>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "absl/strings/numbers.h"
+#include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
@@ -265,11 +269,122 @@ TEST_F(HttpTest, PlainHttpSetsNoCookieAndLogoutExpiresIt) {
   ASSERT_TRUE(whoami);
   EXPECT_EQ(whoami->status, 200);
   EXPECT_FALSE(whoami->has_header("Set-Cookie"));
-  auto logout = client_->Post("/api/v1/logout", "", "text/plain");
+  auto logout = client_->Post(
+      "/api/v1/logout", {{"Origin", "http://" + coordinator_->http_address()}},
+      "", "text/plain");
   ASSERT_TRUE(logout);
   EXPECT_EQ(logout->status, 204);
   EXPECT_EQ(logout->get_header_value("Set-Cookie"),
             "prism_token=; Path=/; Max-Age=0");
+}
+
+// Issue 40: the page may run only its own scripts and be framed by no one;
+// no API answer is kept by a cache.
+TEST_F(HttpTest, EveryAnswerCarriesTheSecurityHeadersAndApiAnswersNoStore) {
+  for (const auto& [path, token] :
+       std::vector<std::pair<std::string, std::string>>{
+           {"/", ""},
+           {"/static/js/main.js", ""},
+           {"/api/v1/whoami", viewer_},
+           {"/api/v1/nothing", viewer_},
+           {"/healthz", ""}}) {
+    SCOPED_TRACE(path);
+    auto res = Get(path, token);
+    ASSERT_TRUE(res);
+    const std::string csp = res->get_header_value("Content-Security-Policy");
+    EXPECT_THAT(csp, HasSubstr("frame-ancestors 'none'"));
+    EXPECT_THAT(csp, HasSubstr("script-src 'self'"));
+    EXPECT_THAT(csp, Not(HasSubstr("unsafe-inline")));
+    EXPECT_EQ(res->get_header_value("X-Content-Type-Options"), "nosniff");
+    EXPECT_EQ(res->get_header_value("X-Frame-Options"), "DENY");
+    EXPECT_EQ(res->get_header_value("Referrer-Policy"), "no-referrer");
+    EXPECT_EQ(res->get_header_value("Cache-Control"),
+              path.rfind("/api/", 0) == 0 ? "no-store" : "");
+  }
+}
+
+// Issue 40: a POST proves it comes from the dashboard's own origin (Origin,
+// else Sec-Fetch-Site, else Referer) or from no browser (an Authorization
+// header); anything else is 403 with nothing changed, even with a valid
+// cookie.
+TEST_F(HttpTest, StateChangingRoutesRefuseOtherOriginsAndChangeNothing) {
+  const int64_t id = Submit(alice_, Spec({"2x2,4x4"}, {1}));
+  ASSERT_NE(id, 0);
+  v1::ExperimentRef ref;
+  ref.set_id(id);
+  v1::Experiment cancelled;
+  auto ctx = Ctx(alice_);
+  ASSERT_TRUE(experiments_->Cancel(ctx.get(), ref, &cancelled).ok());
+  const std::string own = "http://" + coordinator_->http_address();
+  const std::string route = absl::StrCat("/api/v1/experiments/", id, "/delete");
+  const std::string cookie = "prism_token=" + alice_;
+  for (const httplib::Headers& headers : std::vector<httplib::Headers>{
+           {{"Cookie", cookie}, {"Origin", "http://evil.example"}},
+           {{"Cookie", cookie}, {"Origin", "null"}},
+           {{"Cookie", cookie}, {"Origin", "http://127.0.0.1:1"}},
+           {{"Cookie", cookie}, {"Sec-Fetch-Site", "same-site"}},
+           {{"Cookie", cookie}, {"Referer", "http://evil.example/page"}},
+           {{"Cookie", cookie}},
+           {{"Authorization", "Bearer " + alice_},
+            {"Origin", "http://evil.example"}}}) {
+    std::string trace;
+    for (const auto& [name, value] : headers) {
+      absl::StrAppend(&trace, name, ": ", value, "; ");
+    }
+    SCOPED_TRACE(trace);
+    for (const std::string& path : {route, std::string("/api/v1/logout")}) {
+      auto res = client_->Post(path.c_str(), headers, "", "text/plain");
+      ASSERT_TRUE(res);
+      EXPECT_EQ(res->status, 403) << path;
+      EXPECT_THAT(res->body, HasSubstr("cross-origin request refused"));
+      EXPECT_EQ(std::count(res->body.begin(), res->body.end(), '\n'), 0);
+      EXPECT_FALSE(res->has_header("Set-Cookie"));
+    }
+  }
+  EXPECT_EQ(Get(absl::StrCat("/api/v1/experiments/", id), viewer_)->status,
+            200);
+
+  // From the dashboard itself, as someone else: the owner rule still holds.
+  auto other = client_->Post(
+      route.c_str(),
+      {{"Origin", own},
+       {"Authorization", "Bearer " + Token("bob", v1::ROLE_USER)}},
+      "", "text/plain");
+  ASSERT_TRUE(other);
+  EXPECT_EQ(other->status, 403);
+  EXPECT_THAT(other->body, Not(HasSubstr("cross-origin")));
+  // The owner's dashboard (cookie, own Origin) may.
+  auto same = client_->Post(
+      route.c_str(), {{"Origin", own}, {"Cookie", cookie}}, "", "text/plain");
+  ASSERT_TRUE(same);
+  EXPECT_EQ(same->status, 200) << same->body;
+  EXPECT_THAT(same->body, HasSubstr("\"trials\":\"2\""));
+  EXPECT_EQ(Get(absl::StrCat("/api/v1/experiments/", id), viewer_)->status,
+            404);
+}
+
+// A script (curl, no browser headers at all) deletes with its bearer token.
+TEST_F(HttpTest, AScriptWithABearerTokenDeletesWithoutAnOrigin) {
+  const int64_t id = Submit(alice_, Spec({"2x2,4x4"}, {1}));
+  const std::string route = absl::StrCat("/api/v1/experiments/", id, "/delete");
+  const httplib::Headers bearer = {{"Authorization", "Bearer " + alice_}};
+  auto active = client_->Post(route.c_str(), bearer, "", "text/plain");
+  ASSERT_TRUE(active);
+  EXPECT_EQ(active->status, 400);
+  EXPECT_THAT(active->body, HasSubstr("cancel it first"));
+  v1::ExperimentRef ref;
+  ref.set_id(id);
+  v1::Experiment cancelled;
+  auto ctx = Ctx(alice_);
+  ASSERT_TRUE(experiments_->Cancel(ctx.get(), ref, &cancelled).ok());
+  EXPECT_EQ(client_->Post(route.c_str(), bearer, "", "text/plain")->status,
+            200);
+  EXPECT_EQ(client_->Post(route.c_str(), bearer, "", "text/plain")->status,
+            404);
+  EXPECT_EQ(
+      client_->Post("/api/v1/experiments/x/delete", bearer, "", "text/plain")
+          ->status,
+      400);
 }
 
 TEST_F(HttpTest, BadIdsAre400AndUnknownPathsAndIds404) {

@@ -14,6 +14,7 @@
 namespace prism::storage {
 namespace {
 
+using ::testing::Contains;
 using ::testing::ElementsAre;
 using ::testing::HasSubstr;
 using testing::MakeExperiment;
@@ -99,6 +100,54 @@ TEST_F(CheckTest, ARunningTrialsPrefixAndACompletedCurveHold) {
   EXPECT_EQ(check->experiments, 1);
   EXPECT_EQ(check->trials, 1);
   EXPECT_EQ(check->points, 10);
+}
+
+TEST_F(CheckTest, DeletingDoneAndCancelledExperimentsLeavesItClean) {
+  Report({5, 10, 15, 20, 25, 30}, {0, 10, 20, 30});
+  Complete();
+  ASSERT_EQ(store_->GetExperiment(1)->state(), v1::EXPERIMENT_DONE);
+  // A second experiment, cancelled while its trial ran with a curve stored.
+  NewExperiment e = MakeExperiment("bob", {"4x6", "2x3,4x3"}, {1});
+  e.total_steps = 30;
+  e.spec.mutable_budget()->set_steps(30);
+  absl::StatusOr<CreatedExperiment> second = store_->CreateExperiment(e);
+  ASSERT_TRUE(second.ok()) << second.status();
+  auto leased = store_->LeaseNextTrial(second->id, "w1", 4, kFar);
+  ASSERT_TRUE(leased.ok() && leased->has_value());
+  ReportWrite r;
+  r.ref = AttemptRef{(*leased)->id(), 1, "w1"};
+  r.lease_deadline_ms = kFar;
+  r.points.push_back(Point(v1::SPLIT_VAL, 0, 1));
+  ASSERT_TRUE(store_->WriteReports({&r}).ok());
+  ASSERT_TRUE(store_->CancelExperiment(second->id, 5).ok());
+  ASSERT_THAT(Problems(), ElementsAre());
+
+  ASSERT_TRUE(store_->DeleteExperiment(1).ok());
+  absl::StatusOr<DatabaseCheck> check = CheckDatabase(Path());
+  ASSERT_TRUE(check.ok()) << check.status();
+  EXPECT_THAT(check->problems, ElementsAre());
+  EXPECT_EQ(check->experiments, 1);
+  EXPECT_EQ(check->trials, 2);
+  EXPECT_EQ(check->points, 1);
+
+  ASSERT_TRUE(store_->DeleteExperiment(second->id).ok());
+  check = CheckDatabase(Path());
+  ASSERT_TRUE(check.ok()) << check.status();
+  EXPECT_THAT(check->problems, ElementsAre());
+  EXPECT_EQ(check->experiments, 0);
+  EXPECT_EQ(check->trials, 0);
+  EXPECT_EQ(check->points, 0);
+}
+
+TEST_F(CheckTest, PointsLeftBehindByADeleteWouldBeNamed) {
+  // What a delete that missed the points table would leave: the check must
+  // be able to see it, or the clean checks above prove nothing.
+  Report({5}, {0});
+  Sql("PRAGMA foreign_keys = OFF; DELETE FROM trial_attempts; DELETE FROM "
+      "trials;");
+  EXPECT_THAT(
+      Problems(),
+      Contains(HasSubstr("2 points stored for a trial that does not exist")));
 }
 
 TEST_F(CheckTest, AGapInACurveIsNamed) {

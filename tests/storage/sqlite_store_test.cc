@@ -995,6 +995,70 @@ TEST_F(SqliteStoreTest, CancelStopsLiveTrialsAndCancelsQueuedOnes) {
   EXPECT_EQ(*store_->CountQueued(), 0);
 }
 
+TEST_F(SqliteStoreTest, DeleteRemovesEveryRowOfAFinishedExperimentOnly) {
+  const int64_t kept = CreateOrDie(MakeExperiment("bob", {"4x4"}, {1}));
+  const int64_t id =
+      CreateOrDie(MakeExperiment("alice", {"4x4", "2x2,4x2"}, {1, 2}));
+  const v1::Trial t = LeaseOrDie(id, "w1");
+  ASSERT_TRUE(
+      Report(t, "w1",
+             {Point(v1::SPLIT_VAL, 0, 4.0f), Point(v1::SPLIT_TRAIN, 1, 3.9f)})
+          .ok());
+
+  absl::StatusOr<DeletedExperiment> active = store_->DeleteExperiment(id);
+  EXPECT_EQ(active.status().code(), absl::StatusCode::kFailedPrecondition);
+  EXPECT_THAT(active.status().message(), HasSubstr("cancel it first"));
+  EXPECT_EQ(QueryInt(path_, "SELECT COUNT(*) FROM points"), 2);
+  EXPECT_EQ(store_->DeleteExperiment(id + 100).status().code(),
+            absl::StatusCode::kNotFound);
+
+  ASSERT_TRUE(store_->CancelExperiment(id, 3000).ok());
+  absl::StatusOr<DeletedExperiment> deleted = store_->DeleteExperiment(id);
+  ASSERT_TRUE(deleted.ok()) << deleted.status();
+  EXPECT_EQ(deleted->experiment.id(), id);
+  EXPECT_EQ(deleted->experiment.owner(), "alice");
+  EXPECT_EQ(deleted->trials, 4);
+  EXPECT_EQ(deleted->attempts, 1);
+  EXPECT_EQ(deleted->points, 2);
+
+  // Only the kept experiment's row and trial remain.
+  EXPECT_EQ(QueryInt(path_, "SELECT COUNT(*) FROM experiments"), 1);
+  EXPECT_EQ(QueryInt(path_, "SELECT COUNT(*) FROM trials"), 1);
+  EXPECT_EQ(QueryInt(path_, "SELECT COUNT(*) FROM trial_attempts"), 0);
+  EXPECT_EQ(QueryInt(path_, "SELECT COUNT(*) FROM points"), 0);
+  EXPECT_EQ(store_->GetExperiment(id).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->GetTrial(t.id()).status().code(),
+            absl::StatusCode::kNotFound);
+  EXPECT_EQ(store_->GetExperiment(kept)->counts().total(), 1);
+  // The worker that held the cancelled trial holds nothing now.
+  EXPECT_EQ(store_->GetWorker("w1")->current_trial_id(), 0);
+  EXPECT_EQ(store_->DeleteExperiment(id).status().code(),
+            absl::StatusCode::kNotFound);
+}
+
+TEST_F(SqliteStoreTest, ADeletedExperimentsIdsAreNeverGivenAgain) {
+  CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}));
+  const int64_t id = CreateOrDie(MakeExperiment("alice", {"4x4"}, {1, 2}));
+  const int64_t last_trial = QueryInt(path_, "SELECT MAX(id) FROM trials");
+  ASSERT_TRUE(store_->CancelExperiment(id, 3000).ok());
+  ASSERT_TRUE(store_->DeleteExperiment(id).ok());
+  // Without retired_ids SQLite would hand out the deleted (highest) ids.
+  const int64_t next = CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}));
+  EXPECT_EQ(next, id + 1);
+  EXPECT_EQ(QueryInt(path_,
+                     "SELECT MIN(id) FROM trials WHERE "
+                     "experiment_id = " +
+                         std::to_string(next)),
+            last_trial + 1);
+  // And across a reopen.
+  ASSERT_TRUE(store_->CancelExperiment(next, 3000).ok());
+  ASSERT_TRUE(store_->DeleteExperiment(next).ok());
+  store_.reset();
+  store_ = OpenOrDie(path_);
+  EXPECT_EQ(CreateOrDie(MakeExperiment("alice", {"4x4"}, {1})), next + 1);
+}
+
 TEST_F(SqliteStoreTest, ExtendLiveLeasesPushesDeadlinesForward) {
   const int64_t id = CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}));
   const v1::Trial t = LeaseOrDie(id, "w1", 2000);

@@ -347,6 +347,38 @@ class Client:
         return self.call(self._experiments.Get,
                          pb.GetExperimentRequest(id=int(experiment_id)))
 
+    def delete(self, experiment_id, yes=False):
+        """Deletes a done or cancelled experiment and everything stored for
+        it (trials, attempts, loss curves), as its owner or an admin. Unless
+        yes=True it first asks through input() ("delete experiment 3 'name'
+        of alice (cancelled: 21 trials, ...)? [y/N]") and deletes only on
+        "y"; with no input to ask on (EOFError, e.g. a script without
+        stdin) it raises PrismError INVALID_ARGUMENT, naming yes=True.
+        Returns the prism.v1.DeleteExperimentResponse (what was removed), or
+        None when the answer was not yes. PrismError FAILED_PRECONDITION
+        while it is active or paused (cancel it first), NOT_FOUND,
+        PERMISSION_DENIED for someone else's."""
+        experiment_id = int(experiment_id)
+        if not yes:
+            e = self.experiment(experiment_id)
+            state = _enum_name(pb.ExperimentState, e.state, "EXPERIMENT_")
+            question = (f"delete experiment {e.id} '{e.name}' of {e.owner} "
+                        f"({state}: {e.counts.total} trials, "
+                        f"{e.steps_trained} steps trained, with their "
+                        "curves and attempts)? This cannot be undone. [y/N] ")
+            try:
+                answer = input(question)
+            except EOFError:
+                raise PrismError(
+                    "INVALID_ARGUMENT",
+                    f"deleting experiment {experiment_id} needs a "
+                    "confirmation and there is no input to ask on; pass "
+                    "yes=True to delete without one") from None
+            if answer.strip().lower() not in ("y", "yes"):
+                return None
+        return self.call(self._experiments.Delete,
+                         pb.ExperimentRef(id=experiment_id))
+
     # -- results ---------------------------------------------------------
 
     def rank(self, experiment_id, require=()):

@@ -14,7 +14,10 @@ is done. Then:
     plaintext dial of a TLS coordinator raise PrismError naming the status
     code and the cause, with no gRPC exception chained;
   * a second coordinator serving TLS (deploy/tls/make-certs.sh) answers the
-    client given its CA through tls_ca= and through PRISM_TLS_CA.
+    client given its CA through tls_ca= and through PRISM_TLS_CA;
+  * delete() asks through input() and deletes only on "y" (or with
+    yes=True), raises without an input to ask on, and refuses an active
+    experiment, each checked against the coordinator afterwards.
 Every process it started is stopped at the end, pass or fail.
 
 Exit: 0 pass, 1 fail, 77 skipped (a Python module deploy/setup.sh installs is
@@ -40,6 +43,7 @@ import tempfile
 import time
 import traceback
 import unittest
+import unittest.mock
 
 kSkip = 77
 kSchedules = ["1x4,8x4", "2x4,8x4", "4x4,8x4", "1x2,8x6"]
@@ -491,6 +495,97 @@ class TlsTest(unittest.TestCase):
             with prism_client.connect() as client:
                 self.assertEqual(client.address, c.tls_address)
                 self.assertEqual(len(client.list_experiments()), 0)
+
+
+kDoomedSpec = ('name: "doomed" model { preset: "tiny" } seeds: 1 '
+               'schedules: "2x2,4x4"')
+
+
+class DeleteTest(unittest.TestCase):
+    """delete() against the TLS coordinator, which has no worker (so an
+    active experiment stays active); each test deletes what it submitted,
+    so that coordinator is empty again for the TLS tests."""
+
+    def setUp(self):
+        c = CLUSTER
+        self.client = prism_client.connect(
+            c.tls_address, token_file=c.tls_token_file,
+            tls_ca=str(c.certs / "ca.pem"))
+        self.submitted = []
+
+    def tearDown(self):
+        for experiment_id in self.submitted:
+            try:
+                self.cancel(experiment_id)
+                self.client.delete(experiment_id, yes=True)
+            except prism_client.PrismError as e:
+                self.assertEqual(e.code, "NOT_FOUND")
+        self.client.close()
+
+    def submit(self, cancel=True):
+        submitted = self.client.call(
+            self.client.experiments_stub.Submit,
+            prism_client.pb.SubmitRequest(spec_text=kDoomedSpec))
+        experiment_id = submitted.experiment.id
+        self.submitted.append(experiment_id)
+        if cancel:
+            self.cancel(experiment_id)
+        return experiment_id
+
+    def cancel(self, experiment_id):
+        self.client.call(self.client.experiments_stub.Cancel,
+                         prism_client.pb.ExperimentRef(id=experiment_id))
+
+    def assert_gone(self, experiment_id):
+        with self.assertRaises(prism_client.PrismError) as raised:
+            self.client.experiment(experiment_id)
+        self.assertEqual(raised.exception.code, "NOT_FOUND")
+
+    def test_yes_deletes_and_says_what_was_removed(self):
+        experiment_id = self.submit()
+        deleted = self.client.delete(experiment_id, yes=True)
+        self.assertEqual(deleted.id, experiment_id)
+        self.assertEqual(deleted.name, "doomed")
+        self.assertEqual(deleted.trials, 2)
+        self.assert_gone(experiment_id)
+
+    def test_it_asks_first_and_deletes_only_on_y(self):
+        experiment_id = self.submit()
+        asked = []
+
+        def answer(text):
+            return lambda question: asked.append(question) or text
+
+        with unittest.mock.patch("builtins.input", answer("n")):
+            self.assertIsNone(self.client.delete(experiment_id))
+        self.assertIn(f"delete experiment {experiment_id} 'doomed'", asked[0])
+        self.assertIn("2 trials", asked[0])
+        self.assertIn("[y/N]", asked[0])
+        self.assertEqual(self.client.experiment(experiment_id).id,
+                         experiment_id)
+        with unittest.mock.patch("builtins.input", answer("y")):
+            deleted = self.client.delete(experiment_id)
+        self.assertEqual(deleted.id, experiment_id)
+        self.assert_gone(experiment_id)
+
+    def test_without_an_input_to_ask_on_it_raises_and_keeps_it(self):
+        experiment_id = self.submit()
+        with unittest.mock.patch("builtins.input", side_effect=EOFError):
+            with self.assertRaises(prism_client.PrismError) as raised:
+                self.client.delete(experiment_id)
+        self.assertEqual(raised.exception.code, "INVALID_ARGUMENT")
+        self.assertIn("yes=True", raised.exception.message)
+        self.assertEqual(self.client.experiment(experiment_id).id,
+                         experiment_id)
+
+    def test_an_active_experiment_is_refused(self):
+        experiment_id = self.submit(cancel=False)
+        with self.assertRaises(prism_client.PrismError) as raised:
+            self.client.delete(experiment_id, yes=True)
+        self.assertEqual(raised.exception.code, "FAILED_PRECONDITION")
+        self.assertIn("cancel it first", raised.exception.message)
+        self.assertEqual(self.client.experiment(experiment_id).state,
+                         prism_client.pb.EXPERIMENT_ACTIVE)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,8 @@
-// The dashboard's only way to the coordinator: its read-only JSON API
-// (protobuf's JSON mapping of prism.proto messages: lowerCamelCase names,
-// int64 as strings, enums as names, default values omitted).
+// The dashboard's only way to the coordinator: its JSON API (protobuf's JSON
+// mapping of prism.proto messages: lowerCamelCase names, int64 as strings,
+// enums as names, default values omitted), read-only but for deleting an
+// experiment and logging out (POSTs the coordinator answers only from this
+// origin).
 //
 // The token lives in localStorage and in the `prism_token` cookie
 // (SameSite=Strict): fetch sends it as a bearer header, EventSource (which
@@ -69,7 +71,16 @@ export function clearToken() {
 
 // getJson fetches an API path with the stored token; resolves to the parsed
 // body, rejects with AuthError on 401 and ApiError on any other failure.
-export async function getJson(path, params = {}) {
+export function getJson(path, params = {}) {
+  return requestJson('GET', path, params);
+}
+
+// postJson is getJson for the state-changing routes (no body).
+export function postJson(path) {
+  return requestJson('POST', path, {});
+}
+
+async function requestJson(method, path, params) {
   const url = new URL(path, window.location.origin);
   for (const [key, value] of Object.entries(params)) {
     if (value !== undefined && value !== null && value !== '') {
@@ -81,7 +92,7 @@ export async function getJson(path, params = {}) {
   if (token) headers.Authorization = `Bearer ${token}`;
   let response;
   try {
-    response = await fetch(url, { headers, credentials: 'same-origin' });
+    response = await fetch(url, { method, headers, credentials: 'same-origin' });
   } catch (err) {
     throw new ApiError(0, `cannot reach the coordinator (${err.message})`);
   }
@@ -117,6 +128,8 @@ export const api = {
   trials: (id, params) => getJson(`/api/v1/experiments/${encodeURIComponent(id)}/trials`, params),
   trial: (id) => getJson(`/api/v1/trials/${encodeURIComponent(id)}`, { with_baseline: 1 }),
   workers: () => getJson('/api/v1/workers'),
+  // deleteExperiment resolves to the DeleteExperimentResponse (what went).
+  deleteExperiment: (id) => postJson(`/api/v1/experiments/${encodeURIComponent(id)}/delete`),
 };
 
 // subscribe opens the experiment's server-sent event stream and calls onEvent

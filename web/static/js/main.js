@@ -30,12 +30,15 @@ let generation = 0;  // bumps on every navigation; stale renders stop early
 let stopLive = () => {};
 let identity = null;
 
-export function showError(message) {
+let notice = '';  // shown once by the next page (e.g. "experiment deleted")
+
+export function showError(message, { isNotice = false } = {}) {
   if (!message) {
     banner.hidden = true;
     replace(banner);
     return;
   }
+  banner.classList.toggle('banner-notice', isNotice);
   replace(banner, h('span', {}, message),
           h('button', { class: 'banner-close', type: 'button', 'aria-label': 'dismiss',
                         onclick: () => showError('') }, '\u00d7'));
@@ -190,7 +193,8 @@ async function route() {
       if (storedToken()) saveToken(storedToken());
       showIdentity();
     }
-    showError('');
+    showError(notice, { isNotice: true });
+    notice = '';
     for (const link of nav.querySelectorAll('a')) {
       link.classList.toggle('active', match && link.dataset.nav === match.name);
     }
@@ -209,6 +213,9 @@ async function route() {
       navigate,
       isCurrent: () => gen === generation,
       live: null,
+      // notify leaves a message for the next page; fail shows an error.
+      notify: (message) => { notice = message; },
+      fail: handleError,
     };
     let refresh = async () => {};
     ctx.live = (options, refresher) => {

@@ -96,7 +96,30 @@ function scheduleCell(row) {
            h('code', { class: 'schedule' }, text), row.isBaseline ? badge('baseline', 'uniform') : null);
 }
 
-function header(experiment) {
+// deleteButton: a done or cancelled experiment can be deleted with everything
+// stored for it, once the user confirmed what goes; the coordinator decides
+// who may (its owner or an admin) and says why not in the banner.
+function deleteButton(experiment, onDeleted, onError) {
+  const state = experimentState(experiment.state);
+  if (state !== 'done' && state !== 'cancelled') return null;
+  const onclick = async (event) => {
+    const button = event.currentTarget;
+    const what = `experiment #${experiment.id} "${experiment.name || ''}" of ${experiment.owner || '?'}: `
+      + `${integer(experiment.counts?.total)} trials with their attempts and loss curves`;
+    if (!window.confirm(`Delete ${what}? This cannot be undone.`)) return;
+    button.disabled = true;
+    try {
+      onDeleted(await api.deleteExperiment(experiment.id));
+    } catch (err) {
+      button.disabled = false;
+      onError(err);
+    }
+  };
+  return h('button', { type: 'button', class: 'danger-button', id: 'delete-experiment', onclick },
+           'Delete experiment');
+}
+
+function header(experiment, actions = null) {
   const spec = experiment.spec || {};
   const model = spec.model || {};
   const budget = spec.budget || {};
@@ -122,7 +145,8 @@ function header(experiment) {
                ['Queue order', `shuffled by sample_seed ${spec.sampleSeed || 0}`],
              ]),
              h('div', { class: 'head-progress' }, progressBar(experiment.progress),
-               h('a', { href: `#/experiments/${experiment.id}/trials`, class: 'button-link', id: 'trials-link' }, 'All trials \u203a'))));
+               h('a', { href: `#/experiments/${experiment.id}/trials`, class: 'button-link', id: 'trials-link' }, 'All trials \u203a'),
+               actions)));
 }
 
 // searchCost: the steps trained so far against a grid search of the same
@@ -339,8 +363,13 @@ export async function render(ctx) {
       ? empty('No finished schedule satisfies the chosen principles.', 'Clear a filter to see more.')
       : empty('No finished trials yet.', 'Schedules are ranked as soon as their trials complete.'));
     const effects = effectsCard(rank.principleEffects);
+    const onDeleted = (deleted) => {
+      ctx.notify(`Experiment #${deleted.id} deleted: ${integer(deleted.trials)} trials, `
+                 + `${integer(deleted.attempts)} attempts, ${integer(deleted.points)} points.`);
+      ctx.navigate('/', {});
+    };
     replace(ctx.view,
-            header(experiment),
+            header(experiment, deleteButton(experiment, onDeleted, ctx.fail)),
             h('div', { class: 'two-col' }, baselineCard(rank.baseline), effects),
             h('section', { class: 'card' },
               h('div', { class: 'card-head' }, h('h2', {}, 'Leaderboard'),
