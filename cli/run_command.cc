@@ -31,6 +31,7 @@
 #include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
+#include "base/private_files.h"
 #include "cli/client.h"
 #include "cli/command.h"
 #include "cli/launcher.h"
@@ -442,17 +443,17 @@ int Run(const RunOptions& o) {
 
   std::error_code error;
   const fs::path data = fs::absolute(o.data_dir, error).lexically_normal();
+  // The data dir holds the database, the admin token and checkpoints:
+  // what prism run creates there is private (base/private_files.h).
   for (const char* sub : {"", "logs", "run", "checkpoints"}) {
-    fs::create_directories(data / sub, error);
-    if (error) {
-      return ReportError("run", absl::InvalidArgumentError(absl::StrCat(
-                                    "cannot create ", (data / sub).string(),
-                                    ": ", error.message())));
+    if (absl::Status s = CreatePrivateDirectories((data / sub).string());
+        !s.ok()) {
+      return ReportError("run", absl::InvalidArgumentError(s.message()));
     }
   }
   // One run per data dir: two coordinators must not share a database.
-  const int lock_fd =
-      open((data / "run" / "lock").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  const int lock_fd = open((data / "run" / "lock").c_str(),
+                           O_RDWR | O_CREAT | O_CLOEXEC, kPrivateFileMode);
   if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
     return ReportError(
         "run", absl::FailedPreconditionError(

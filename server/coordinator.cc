@@ -227,6 +227,7 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
       clock_(clock),
       health_(options.db_path, kStorageStallThreshold),
       store_(std::move(store)),
+      metrics_(PrismRpcMethods()),
       events_(absl::Milliseconds(options.limits.watch_interval_ms),
               options.limits.max_live_points),
       reads_(options.limits.max_concurrent_reads > 0

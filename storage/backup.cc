@@ -18,6 +18,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
+#include "base/private_files.h"
 #include "base/status_macros.h"
 #include "storage/internal/sqlite.h"
 
@@ -50,8 +51,8 @@ absl::Status FileError(int error, absl::string_view what) {
   }
 }
 
-// CheckSource returns the permission bits of the file at `path`.
-absl::StatusOr<mode_t> CheckSource(const std::string& path) {
+// CheckSource is OK when `path` is a file that may be a SQLite database.
+absl::Status CheckSource(const std::string& path) {
   if (path.empty()) {
     return absl::InvalidArgumentError("backup source path is empty");
   }
@@ -79,7 +80,7 @@ absl::StatusOr<mode_t> CheckSource(const std::string& path) {
           absl::StrCat("backup source ", path, " is not a SQLite database"));
     }
   }
-  return st.st_mode & 0777;
+  return absl::OkStatus();
 }
 
 // CheckDest returns the directory that will hold `path`.
@@ -226,7 +227,7 @@ absl::Status WriteCopy(const std::string& source_path,
 
 absl::Status BackupDatabase(const std::string& source_path,
                             const std::string& dest_path) {
-  PRISM_ASSIGN_OR_RETURN(const mode_t mode, CheckSource(source_path));
+  PRISM_RETURN_IF_ERROR(CheckSource(source_path));
   PRISM_ASSIGN_OR_RETURN(const std::string dir, CheckDest(dest_path));
 
   std::string temp_path = absl::StrCat(dest_path, ".tmp-XXXXXX");
@@ -234,11 +235,13 @@ absl::Status BackupDatabase(const std::string& source_path,
   if (fd < 0) {
     return FileError(errno, absl::StrCat("cannot create a file in ", dir));
   }
-  // The copy gets the source's permissions: it holds the same secrets.
-  fchmod(fd, mode);
+  // The copy holds the same secrets: private, whatever the source's mode
+  // or the umask.
+  absl::Status made_private = SetPrivateMode(fd, temp_path);
   close(fd);
   // After the rename this finds nothing to remove at temp_path.
   absl::Cleanup remove_temp = [&temp_path] { RemoveDatabaseFiles(temp_path); };
+  PRISM_RETURN_IF_ERROR(made_private);
 
   PRISM_RETURN_IF_ERROR(WriteCopy(source_path, temp_path));
   PRISM_RETURN_IF_ERROR(RenameNoReplace(temp_path, dest_path));

@@ -12,7 +12,9 @@
 // SQLite's online backup API a chunk of pages at a time. The pages go to a
 // temp file in the destination's directory, which is synced and then renamed
 // to the destination, so the destination never exists half-written. The
-// copy is in WAL mode like its source and opens with SqliteStore::Open.
+// copy is mode 0600 whatever the source's mode or the umask (it holds the
+// same secrets; base/private_files.h), is in WAL mode like its source and
+// opens with SqliteStore::Open.
 // Reading a source that no process has open leaves its (empty) -wal and
 // -shm files beside it, as any SQLite reader does.
 //

@@ -6,9 +6,13 @@
 
 #include <cerrno>
 #include <cstring>
+#include <optional>
 #include <utility>
 
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_format.h"
+#include "base/log.h"
+#include "base/private_files.h"
 #include "base/status_macros.h"
 #include "storage/internal/lease.h"
 #include "storage/internal/reader_pool.h"
@@ -39,6 +43,42 @@ absl::Status WorkerChanged(Connection& c, const std::string& id) {
       absl::StrCat("worker '", id, "' is not registered"));
 }
 
+// MakeDatabasePrivate gives the database at `path` and the files beside it
+// mode 0600 (base/private_files.h) before SQLite opens it. SQLite would
+// create a new database 0644 less the umask, and it creates the -wal and
+// -shm with the database's mode, so a private database keeps them private.
+// A file an older version left open to other users is tightened, with a
+// log line; one that is not ours is left to its owner, and one that cannot
+// be changed is logged, not fatal (the open itself says whether the file
+// can be used).
+absl::Status MakeDatabasePrivate(const std::string& path) {
+  for (const char* suffix : {"", "-wal", "-shm", ".lock"}) {
+    const std::string file = absl::StrCat(path, suffix);
+    const absl::StatusOr<std::optional<mode_t>> was = TightenToPrivate(file);
+    if (!was.ok()) {
+      Log(LogLevel::kWarning, "cannot make a database file private")
+          .Kv("file", file)
+          .Kv("error", was.status().ToString());
+    } else if (was->has_value()) {
+      Log(LogLevel::kWarning,
+          "database file was open to other users; made it private")
+          .Kv("file", file)
+          .Kv("mode_was", absl::StrFormat("%04o", **was))
+          .Kv("mode", absl::StrFormat("%04o", kPrivateFileMode));
+    }
+  }
+  const int fd = open(path.c_str(), O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC,
+                      kPrivateFileMode);
+  if (fd < 0) {
+    if (errno == EEXIST) return absl::OkStatus();
+    return absl::UnavailableError(absl::StrCat("cannot open database ", path,
+                                               ": ", std::strerror(errno)));
+  }
+  absl::Status status = SetPrivateMode(fd, path);
+  close(fd);
+  return status;
+}
+
 }  // namespace
 
 SqliteStore::WriterLock::~WriterLock() {
@@ -51,7 +91,8 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
   // otherwise fight over the write lock and time out at random.
   const std::string lock_path = absl::StrCat(path, ".lock");
   auto lock = std::make_unique<WriterLock>();
-  lock->fd = open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+  lock->fd =
+      open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, kPrivateFileMode);
   if (lock->fd < 0) {
     return absl::UnavailableError(absl::StrCat("cannot open database ", path,
                                                ": ", std::strerror(errno)));
@@ -62,6 +103,7 @@ absl::StatusOr<std::unique_ptr<SqliteStore>> SqliteStore::Open(
         " is in use by another process (is a coordinator already running "
         "on it?)"));
   }
+  PRISM_RETURN_IF_ERROR(MakeDatabasePrivate(path));
   PRISM_ASSIGN_OR_RETURN(std::unique_ptr<Connection> writer,
                          Connection::Open(path, Connection::Options{}));
   // Only the writer commits, so only its setting decides what a commit

@@ -1,6 +1,7 @@
 #include "model/internal/checkpoint.h"
 
 #include <fcntl.h>
+#include <sys/stat.h>
 #include <torch/torch.h>
 #include <unistd.h>
 
@@ -25,6 +26,8 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/string_view.h"
 #include "base/failpoint.h"
+#include "base/private_files.h"
+#include "base/status_macros.h"
 #include "model/internal/files.h"
 
 namespace prism::model::internal {
@@ -113,10 +116,13 @@ absl::Status FileError(absl::string_view what, int error) {
 // drops the rest of the archive.
 class FileSink {
  public:
+  // The file is private (base/private_files.h): it holds the run's weights.
   explicit FileSink(const std::string& path)
       : fd_(::open(path.c_str(), O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC,
-                   0644)),
-        error_(fd_ < 0 ? errno : 0) {}
+                   kPrivateFileMode)),
+        error_(fd_ < 0 ? errno : 0) {
+    if (fd_ >= 0 && ::fchmod(fd_, kPrivateFileMode) != 0) error_ = errno;
+  }
   ~FileSink() {
     if (fd_ >= 0) ::close(fd_);
   }
@@ -279,12 +285,8 @@ std::string CheckpointPath(const std::string& dir) {
 
 absl::Status SaveCheckpoint(const std::string& dir,
                             const Checkpoint& checkpoint) {
+  PRISM_RETURN_IF_ERROR(CreatePrivateDirectories(dir));
   std::error_code ec;
-  fs::create_directories(dir, ec);
-  if (ec) {
-    return FileError(absl::StrCat("cannot create checkpoint dir ", dir),
-                     ec.value());
-  }
   const std::string path = CheckpointPath(dir);
   const std::string temp = UniqueTempPath(path);
   FileSink sink(temp);

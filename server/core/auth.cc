@@ -19,6 +19,7 @@
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
+#include "base/private_files.h"
 #include "base/status_macros.h"
 #include "proto/enum_names.h"
 
@@ -104,7 +105,9 @@ absl::Status WriteSecretFile(const std::string& path,
   const int fd = mkostemp(tmp.data(), O_CLOEXEC);
   if (fd < 0) return failed(std::strerror(errno));
   const std::string line = content + "\n";
-  const bool ok = write(fd, line.data(), line.size()) ==
+  // mkostemp's 0600 passes through the umask: set it outright.
+  const bool ok = fchmod(fd, kPrivateFileMode) == 0 &&
+                  write(fd, line.data(), line.size()) ==
                       static_cast<ssize_t>(line.size()) &&
                   fsync(fd) == 0;
   const int write_errno = errno;

@@ -1,17 +1,38 @@
 #include "server/core/metrics.h"
 
+#include <utility>
+
 #include "absl/status/status.h"
 #include "absl/strings/str_cat.h"
 
 namespace prism::server {
 namespace {
 
+// kOtherCode stands for every gRPC code or HTTP status outside the known
+// range, so that the code and status labels stay a fixed set.
+constexpr int kOtherCode = -1;
+
+// GrpcCodeKey is `code` when gRPC defines it (0..16), else kOtherCode.
+int GrpcCodeKey(int code) {
+  return code >= 0 && code <= 16 ? code : kOtherCode;
+}
+
+// HttpStatusKey is `status` when it is a three-digit HTTP status, else
+// kOtherCode.
+int HttpStatusKey(int status) {
+  return status >= 100 && status <= 599 ? status : kOtherCode;
+}
+
 // CodeName is a gRPC code's name ("OK", "NOT_FOUND"; absl's codes are the
-// same numbers and names), or its number when neither knows it.
+// same numbers and names), or "other".
 std::string CodeName(int code) {
-  std::string name =
-      absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
-  return name.empty() ? absl::StrCat(code) : name;
+  if (code == kOtherCode) return "other";
+  return absl::StatusCodeToString(static_cast<absl::StatusCode>(code));
+}
+
+// StatusName is an HTTP status's number, or "other".
+std::string StatusName(int status) {
+  return status == kOtherCode ? "other" : absl::StrCat(status);
 }
 
 // Label escapes a label value (backslash, quote, newline).
@@ -38,21 +59,28 @@ void Header(std::string* out, absl::string_view name, absl::string_view type,
 
 }  // namespace
 
+Metrics::Metrics(absl::flat_hash_set<std::string> rpc_methods)
+    : rpc_methods_(std::move(rpc_methods)) {}
+
 void Metrics::ObserveRpc(absl::string_view method, int grpc_code,
                          double seconds) {
+  const std::string label(rpc_methods_.contains(method) ? method
+                                                        : kUnknownMethod);
+  const int code = GrpcCodeKey(grpc_code);
   absl::MutexLock lock(&mu_);
-  Histogram& h = rpc_latency_[std::string(method)];
+  Histogram& h = rpc_latency_[label];
   for (size_t i = 0; i < kBuckets.size(); ++i) {
     if (seconds <= kBuckets[i]) ++h.counts[i];
   }
   ++h.count;
   h.sum += seconds;
-  ++rpc_count_[{std::string(method), grpc_code}];
+  ++rpc_count_[{label, code}];
 }
 
 void Metrics::CountHttp(absl::string_view route, int status) {
+  const int key = HttpStatusKey(status);
   absl::MutexLock lock(&mu_);
-  ++http_count_[{std::string(route), status}];
+  ++http_count_[{std::string(route), key}];
 }
 
 std::string Metrics::Render(const Snapshot& g) const {
@@ -131,8 +159,8 @@ std::string Metrics::Render(const Snapshot& g) const {
          "HTTP requests by route and status.");
   for (const auto& [key, n] : http_count_) {
     absl::StrAppend(&out, "prism_http_requests_total{route=\"",
-                    Label(key.first), "\",status=\"", key.second, "\"} ", n,
-                    "\n");
+                    Label(key.first), "\",status=\"", StatusName(key.second),
+                    "\"} ", n, "\n");
   }
   return out;
 }

@@ -20,6 +20,14 @@
 // Gauges are sampled by the caller at scrape time (Snapshot); counters and
 // histograms accumulate here.
 //
+// Every label takes its values from a fixed set, so that no request, with
+// or without a token, can add series (issue #40): `method` is one of the
+// methods given to the constructor or "unknown" (a made-up method name
+// folds into it), `code` a gRPC code name or "other", `route` one of the
+// HTTP server's route labels (RouteLabel in server/http/http_server.cc
+// folds the rest into "other"), `status` a three-digit HTTP status or
+// "other", and the gauges' states and faults the names of enums.
+//
 // Thread-safety: all methods are thread-safe.
 #ifndef PRISM_SERVER_CORE_METRICS_H_
 #define PRISM_SERVER_CORE_METRICS_H_
@@ -31,6 +39,7 @@
 #include <utility>
 
 #include "absl/base/thread_annotations.h"
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/string_view.h"
 #include "absl/synchronization/mutex.h"
 
@@ -52,8 +61,19 @@ class Metrics {
     int64_t db_free_bytes = -1;  // -1: could not be measured (not shown)
   };
 
-  // ObserveRpc records one finished RPC (`method` as gRPC names it).
+  // kUnknownMethod is the method label of calls to any method not given to
+  // the constructor.
+  static constexpr absl::string_view kUnknownMethod = "unknown";
+
+  // Metrics labels RPCs of `rpc_methods` ("/prism.v1.AuthService/WhoAmI",
+  // as gRPC names them) by method; every other method is kUnknownMethod.
+  explicit Metrics(absl::flat_hash_set<std::string> rpc_methods = {});
+
+  // ObserveRpc records one finished RPC (`method` as gRPC names it). A code
+  // outside gRPC's 0..16 counts as "other".
   void ObserveRpc(absl::string_view method, int grpc_code, double seconds);
+  // CountHttp counts one HTTP response; `route` must come from a fixed set
+  // of labels (RouteLabel). A status outside 100..599 counts as "other".
   void CountHttp(absl::string_view route, int status);
   // Render returns the exposition text with `gauges` included.
   std::string Render(const Snapshot& gauges) const;
@@ -67,6 +87,7 @@ class Metrics {
     int64_t count = 0;
     double sum = 0.0;
   };
+  const absl::flat_hash_set<std::string> rpc_methods_;
   mutable absl::Mutex mu_;
   std::map<std::string, Histogram> rpc_latency_ ABSL_GUARDED_BY(mu_);
   std::map<std::pair<std::string, int>, int64_t> rpc_count_

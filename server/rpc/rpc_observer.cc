@@ -1,9 +1,13 @@
 #include "server/rpc/rpc_observer.h"
 
+#include <google/protobuf/descriptor.h>
+
 #include <chrono>
 #include <string>
 
+#include "absl/strings/str_cat.h"
 #include "base/log.h"
+#include "prism/v1/prism.grpc.pb.h"
 
 namespace prism::server {
 namespace {
@@ -57,6 +61,22 @@ class RpcObserverFactory final
 };
 
 }  // namespace
+
+absl::flat_hash_set<std::string> PrismRpcMethods() {
+  const google::protobuf::ServiceDescriptor* any_service =
+      google::protobuf::DescriptorPool::generated_pool()->FindServiceByName(
+          v1::AuthService::service_full_name());
+  const google::protobuf::FileDescriptor* file = any_service->file();
+  absl::flat_hash_set<std::string> methods;
+  for (int s = 0; s < file->service_count(); ++s) {
+    const google::protobuf::ServiceDescriptor* service = file->service(s);
+    for (int m = 0; m < service->method_count(); ++m) {
+      methods.insert(absl::StrCat("/", service->full_name(), "/",
+                                  service->method(m)->name()));
+    }
+  }
+  return methods;
+}
 
 std::vector<
     std::unique_ptr<grpc::experimental::ServerInterceptorFactoryInterface>>

@@ -4,6 +4,7 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <string>
 #include <thread>
 #include <vector>
@@ -18,6 +19,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/cli/cluster.h"
+#include "tests/testing/scoped_umask.h"
 
 namespace prism::testing {
 namespace {
@@ -67,8 +69,12 @@ bool WaitForText(const std::string& path, const std::string& text,
 TEST(RunCommandTest, TrainsTheGridPrintsTheRankingAndLeavesNoChildren) {
   const TempDir temp("prism_run");
   const std::string& dir = temp.path();
-  cli::Subprocess run =
-      StartRun(dir, {"--steps", "10", "--attention", "masked"});
+  // Under a umask that takes nothing away, what the run writes is private
+  // all the same (issue #40; checked at the end).
+  cli::Subprocess run = [&] {
+    ScopedUmask open_to_all(0);
+    return StartRun(dir, {"--steps", "10", "--attention", "masked"});
+  }();
   absl::StatusOr<int> status = run.Wait(absl::Minutes(6));
   ASSERT_TRUE(status.ok()) << ReadFile(dir + "/run.err");
   const std::string out = ReadFile(dir + "/run.out");
@@ -117,6 +123,19 @@ TEST(RunCommandTest, TrainsTheGridPrintsTheRankingAndLeavesNoChildren) {
     EXPECT_THAT(text, HasSubstr("attention=masked")) << text;
     EXPECT_THAT(text, HasSubstr(cores)) << text;
     EXPECT_THAT(text, Not(HasSubstr("attention=fused"))) << text;
+  }
+  for (const char* sub :
+       {"/data", "/data/logs", "/data/run", "/data/checkpoints"}) {
+    EXPECT_EQ(ModeOf(dir + sub), 0700) << sub;
+  }
+  for (const char* file : {"/data/prism.db", "/data/prism.db.lock",
+                           "/data/admin.token", "/data/run/lock"}) {
+    EXPECT_EQ(ModeOf(dir + file), 0600) << file;
+  }
+  for (const auto& entry : std::filesystem::recursive_directory_iterator(
+           dir + "/data/checkpoints")) {
+    EXPECT_EQ(ModeOf(entry.path().string()), entry.is_directory() ? 0700 : 0600)
+        << entry.path();
   }
 }
 

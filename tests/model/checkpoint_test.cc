@@ -12,6 +12,7 @@
 #include "gtest/gtest.h"
 #include "model/trainer.h"
 #include "scheduler/presets.h"
+#include "tests/testing/scoped_umask.h"
 #include "tests/testing/temp_dir.h"
 
 namespace prism::model::internal {
@@ -102,6 +103,22 @@ TEST(CheckpointTest, SavesAndLoadsEveryField) {
   EXPECT_EQ(c.window_seconds, want.window_seconds);
   EXPECT_EQ(c.window_steps, want.window_steps);
   EXPECT_EQ(c.attention_kernel, want.attention_kernel);
+}
+
+// Issue #40: a checkpoint (the run's weights) and the directories made for
+// it are the owner's alone, whatever the umask.
+TEST(CheckpointTest, IsWrittenPrivateUnderAnyUmask) {
+  ::prism::testing::TempDir dir("prism_checkpoint_test");
+  const std::string trial_dir = dir.File("checkpoints/trial-1");
+  {
+    ::prism::testing::ScopedUmask open_to_all(0);
+    ASSERT_TRUE(SaveCheckpoint(trial_dir, SmallCheckpoint("r")).ok());
+    // The replacement is written to a temp file and renamed: private too.
+    ASSERT_TRUE(SaveCheckpoint(trial_dir, SmallCheckpoint("r")).ok());
+  }
+  EXPECT_EQ(::prism::testing::ModeOf(CheckpointPath(trial_dir)), 0600);
+  EXPECT_EQ(::prism::testing::ModeOf(trial_dir), 0700);
+  EXPECT_EQ(::prism::testing::ModeOf(dir.File("checkpoints")), 0700);
 }
 
 TEST(CheckpointTest, DifferentRecipeNamesEveryDifferingField) {

@@ -10,6 +10,7 @@
 #include "gtest/gtest.h"
 #include "storage/sqlite_store.h"
 #include "tests/server/coordinator_fixture.h"
+#include "tests/testing/scoped_umask.h"
 
 namespace prism::server {
 namespace {
@@ -85,6 +86,25 @@ TEST_F(BootstrapTest, GeneratedTokenIsWrittenWithMode0600AndWorks) {
   // A second bootstrap on the same database does nothing.
   absl::StatusOr<BootstrapResult> again = auth_->Bootstrap({file, ""});
   EXPECT_FALSE(again->created);
+}
+
+// Issue #40: whatever the umask, the token file is 0600 (mkstemp's 0600
+// alone passes through the umask: 0277 would leave it 0400).
+TEST(BootstrapFileTest, GeneratedTokenFileIsPrivateUnderAnyUmask) {
+  for (const mode_t mask : {mode_t{0}, mode_t{0277}}) {
+    TempDir dir;
+    std::unique_ptr<storage::SqliteStore> store =
+        std::move(*storage::SqliteStore::Open(dir.File("p.db")));
+    FakeClock clock;
+    AuthManager auth(store.get(), &clock);
+    const std::string file = dir.File("admin.token");
+    {
+      ::prism::testing::ScopedUmask umask(mask);
+      absl::StatusOr<BootstrapResult> r = auth.Bootstrap({file, ""});
+      ASSERT_TRUE(r.ok()) << r.status();
+    }
+    EXPECT_EQ(::prism::testing::ModeOf(file), 0600) << "umask " << mask;
+  }
 }
 
 TEST_F(BootstrapTest, ExistingFileOrEnvProvidesTheToken) {

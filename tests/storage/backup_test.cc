@@ -5,6 +5,7 @@
 #include "storage/backup.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <atomic>
 #include <filesystem>
@@ -18,6 +19,7 @@
 #include "gtest/gtest.h"
 #include "storage/sqlite_store.h"
 #include "tests/storage/store_test_util.h"
+#include "tests/testing/scoped_umask.h"
 
 namespace prism::storage {
 namespace {
@@ -177,6 +179,19 @@ TEST_F(BackupTest, ACopyOfAClosedDatabaseHoldsAllOfIt) {
   EXPECT_EQ(QueryText(dest, "PRAGMA integrity_check"), "ok");
   EXPECT_EQ(QueryText(dest, "SELECT COUNT(*) FROM points"),
             std::to_string(10 * kPointsPerReport));
+}
+
+// Issue #40: a copy holds the same secrets as its source: it is the
+// owner's alone, whatever the source's mode or the umask.
+TEST_F(BackupTest, TheCopyIsPrivateWhateverTheSourceModeAndUmask) {
+  ASSERT_TRUE(WriteReport(0).ok());
+  store_.reset();
+  ASSERT_EQ(chmod(path_.c_str(), 0644), 0);
+  ::prism::testing::ScopedUmask open_to_all(0);
+  const std::string dest = dir_.File("copy.db");
+  ASSERT_TRUE(BackupDatabase(path_, dest).ok());
+  EXPECT_EQ(::prism::testing::ModeOf(dest), 0600);
+  EXPECT_EQ(QueryText(dest, "PRAGMA integrity_check"), "ok");
 }
 
 TEST_F(BackupTest, AnExistingDestinationIsNeverOverwritten) {

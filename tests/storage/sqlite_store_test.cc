@@ -1,6 +1,7 @@
 #include "storage/sqlite_store.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <algorithm>
 #include <limits>
@@ -17,6 +18,7 @@
 #include "storage/internal/schema.h"
 #include "storage/internal/sqlite.h"
 #include "tests/storage/store_test_util.h"
+#include "tests/testing/scoped_umask.h"
 
 namespace prism::storage {
 
@@ -1304,6 +1306,49 @@ TEST_F(SqliteStoreTest, AnAshaTrialWaitsAtItsRungUntilAPromotionRequeuesIt) {
       AttemptRef{again.id(), again.attempt(), "w2"}, metrics, {}, 5000);
   ASSERT_TRUE(done.ok()) << done.status();
   EXPECT_EQ(done->state(), v1::TRIAL_COMPLETED);
+}
+
+// Issue #40: the database holds token hashes and every result. It and the
+// files SQLite and the store keep beside it (-wal, -shm, .lock) are the
+// owner's alone, whatever the umask: SQLite would create the database 0644
+// less the umask, and gives -wal and -shm the database's mode.
+TEST(SqliteStoreFilesTest, DatabaseWalShmAndLockArePrivateUnderAnyUmask) {
+  TempDir dir;
+  const std::string path = dir.File("prism.db");
+  ::prism::testing::ScopedUmask open_to_all(0);
+  std::unique_ptr<SqliteStore> store = OpenOrDie(path);
+  ASSERT_NE(store, nullptr);
+  // A write, so that the WAL and its index exist.
+  ASSERT_TRUE(store
+                  ->CreateToken("b0b000000000aaaa", "bob", v1::ROLE_USER, 1,
+                                /*expires_ms=*/0)
+                  .ok());
+  for (const char* suffix : {"", "-wal", "-shm", ".lock"}) {
+    EXPECT_EQ(::prism::testing::ModeOf(path + suffix), 0600) << suffix;
+  }
+}
+
+// A database an older version created 0644 is tightened when it is opened,
+// and the log says so, once per file.
+TEST(SqliteStoreFilesTest, AnOlderDatabaseOpenToOthersIsMadePrivateWithALog) {
+  TempDir dir;
+  const std::string path = dir.File("prism.db");
+  OpenOrDie(path).reset();
+  ASSERT_EQ(chmod(path.c_str(), 0644), 0);
+  ::testing::internal::CaptureStderr();
+  std::unique_ptr<SqliteStore> store = OpenOrDie(path);
+  const std::string log = ::testing::internal::GetCapturedStderr();
+  ASSERT_NE(store, nullptr);
+  EXPECT_EQ(::prism::testing::ModeOf(path), 0600);
+  EXPECT_THAT(log, HasSubstr("level=warning msg=\"database file was open to "
+                             "other users; made it private\" file=" +
+                             path + " mode_was=0644 mode=0600\n"));
+  EXPECT_EQ(std::count(log.begin(), log.end(), '\n'), 1) << log;
+  // Private already: nothing to say the next time.
+  store.reset();
+  ::testing::internal::CaptureStderr();
+  OpenOrDie(path).reset();
+  EXPECT_EQ(::testing::internal::GetCapturedStderr(), "");
 }
 
 }  // namespace
