@@ -27,31 +27,8 @@ import time
 import urllib.request
 
 
-def rss_kib(pid):
-    with open(f"/proc/{pid}/status") as f:
-        for line in f:
-            if line.startswith("VmRSS:"):
-                return int(line.split()[1])
-    return 0
-
-
-class Sampler:
-    def __init__(self, pid):
-        self.pid, self.peak, self.done = pid, rss_kib(pid), False
-        self.thread = threading.Thread(target=self.run)
-
-    def run(self):
-        while not self.done:
-            self.peak = max(self.peak, rss_kib(self.pid))
-            time.sleep(0.005)
-
-    def __enter__(self):
-        self.thread.start()
-        return self
-
-    def __exit__(self, *exc):
-        self.done = True
-        self.thread.join()
+# The RSS probe and peak sampler edge_rss.py measures its edges with.
+from edge_rss import Sampler, rss_kib  # noqa: E402
 
 
 def scrape(http, pid):
