@@ -692,6 +692,15 @@ absl::StatusOr<DeletedExperiment> SqliteStore::DeleteExperiment(int64_t id) {
       "INSERT INTO retired_ids (name, max_id) VALUES ('experiments', ?1) ON "
       "CONFLICT (name) DO UPDATE SET max_id = MAX(max_id, excluded.max_id)",
       id));
+  // Its owner's worker time stays counted for fair share.
+  PRISM_RETURN_IF_ERROR(RunFor(
+      c,
+      "INSERT INTO usage_of_deleted (owner, started_ms, ended_ms) SELECT "
+      "e.owner, a.started_ms, CASE WHEN a.ended_ms > 0 THEN a.ended_ms ELSE "
+      "MAX(e.updated_ms, a.started_ms) END FROM trial_attempts a JOIN trials "
+      "t ON t.id = a.trial_id JOIN experiments e ON e.id = t.experiment_id "
+      "WHERE t.experiment_id = ?1",
+      id));
   PRISM_RETURN_IF_ERROR(
       RunFor(c,
              "UPDATE workers SET current_trial_id = 0 WHERE current_trial_id "
@@ -963,8 +972,9 @@ absl::StatusOr<std::vector<LeaseCandidate>> SqliteStore::ListLeaseCandidates() {
 absl::StatusOr<std::vector<UsageSpan>> SqliteStore::ListUsageSpans(
     int64_t ended_since_ms) {
   PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
-  // Two arms so each uses an index: the open attempts of live trials, and
-  // the attempts that ended recently (trial_attempts_by_ended).
+  // Three arms so each uses an index: the open attempts of live trials, the
+  // attempts that ended recently (trial_attempts_by_ended), and those of
+  // deleted experiments (usage_of_deleted_by_ended).
   PRISM_ASSIGN_OR_RETURN(
       Query q,
       r->Prepare("SELECT e.owner, a.started_ms, 0 FROM trials t JOIN "
@@ -974,7 +984,9 @@ absl::StatusOr<std::vector<UsageSpan>> SqliteStore::ListUsageSpans(
                  "UNION ALL SELECT e.owner, a.started_ms, a.ended_ms FROM "
                  "trial_attempts a JOIN trials t ON t.id = a.trial_id JOIN "
                  "experiments e ON e.id = t.experiment_id WHERE a.ended_ms "
-                 ">= ?3 AND a.ended_ms > 0"));
+                 ">= ?3 AND a.ended_ms > 0 UNION ALL SELECT owner, "
+                 "started_ms, ended_ms FROM usage_of_deleted WHERE ended_ms "
+                 ">= ?3"));
   q.Bind(1, kLeased);
   q.Bind(2, kRunning);
   q.Bind(3, ended_since_ms);

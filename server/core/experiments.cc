@@ -5,6 +5,7 @@
 #include <utility>
 #include <vector>
 
+#include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
 #include "base/failpoint.h"
 #include "base/log.h"
@@ -432,6 +433,19 @@ absl::StatusOr<v1::ListUsersResponse> ExperimentManager::ListUsers() {
         static_cast<double>(queue_->options().fair_share_half_life_ms) /
         1000.0);
   }
+  // Users whose live tokens are all admin tokens.
+  PRISM_ASSIGN_OR_RETURN(std::vector<v1::TokenInfo> tokens,
+                         store_->ListTokens(""));
+  const int64_t now = clock_->NowMs();
+  absl::flat_hash_set<std::string> admins_only, not_admin;
+  for (const v1::TokenInfo& t : tokens) {
+    if (t.revoked_unix_ms() != 0 ||
+        (t.expires_unix_ms() != 0 && t.expires_unix_ms() <= now)) {
+      continue;
+    }
+    (t.role() == v1::ROLE_ADMIN ? admins_only : not_admin).insert(t.user());
+  }
+  for (const std::string& user : not_admin) admins_only.erase(user);
   for (const auto& [user, policy] : policies) {
     v1::UserPolicy* u = response.add_users();
     u->set_user(user);
@@ -439,8 +453,13 @@ absl::StatusOr<v1::ListUsersResponse> ExperimentManager::ListUsers() {
     u->set_max_running(policy.max_running);
     u->set_max_queued(policy.max_queued);
     u->set_max_active(policy.max_active);
-    // In force for a user (an admin has no default limits).
-    const UserLimits in_force = LimitsFor(Caller{}, policy);
+    // In force for the user's submissions: the defaults hold for a user
+    // who submits with a user token, none for one who holds admin tokens
+    // only (an admin has no default limits).
+    Caller holder;
+    holder.user = user;
+    if (admins_only.contains(user)) holder.role = v1::ROLE_ADMIN;
+    const UserLimits in_force = LimitsFor(holder, policy);
     u->set_effective_max_queued(static_cast<int32_t>(in_force.max_queued));
     u->set_effective_max_active(in_force.max_active);
     PRISM_ASSIGN_OR_RETURN(int64_t active,

@@ -19,13 +19,33 @@ class RpcObserver final : public grpc::experimental::Interceptor {
   RpcObserver(grpc::experimental::ServerRpcInfo* info, Metrics* metrics)
       : metrics_(metrics),
         method_(info->method() != nullptr ? info->method() : "unknown"),
+        one_request_(
+            info->type() == grpc::experimental::ServerRpcInfo::Type::UNARY ||
+            info->type() ==
+                grpc::experimental::ServerRpcInfo::Type::SERVER_STREAMING),
         start_(std::chrono::steady_clock::now()) {}
 
   void Intercept(
       grpc::experimental::InterceptorBatchMethods* methods) override {
+    if (one_request_ && methods->QueryInterceptionHookPoint(
+                            InterceptionHookPoints::POST_RECV_MESSAGE)) {
+      unparsed_ = methods->GetRecvMessage() == nullptr;
+    }
     if (methods->QueryInterceptionHookPoint(
             InterceptionHookPoints::PRE_SEND_STATUS)) {
-      const grpc::Status status = methods->GetSendStatus();
+      grpc::Status status = methods->GetSendStatus();
+      if (unparsed_ && status.error_code() == grpc::StatusCode::INTERNAL &&
+          status.error_message().empty()) {
+        // gRPC's own answer to a request it could not parse (bytes that are
+        // not the message, or groups nested past protobuf's depth limit):
+        // the caller's fault, and said so.
+        status = grpc::Status(
+            grpc::StatusCode::INVALID_ARGUMENT,
+            absl::StrCat("request: not a valid message for ", method_,
+                         " (malformed bytes, or fields nested deeper than "
+                         "protobuf's limit of 100)"));
+        methods->ModifySendStatus(status);
+      }
       const double seconds = std::chrono::duration<double>(
                                  std::chrono::steady_clock::now() - start_)
                                  .count();
@@ -44,6 +64,10 @@ class RpcObserver final : public grpc::experimental::Interceptor {
  private:
   Metrics* const metrics_;
   const std::string method_;
+  // Unary and server-streaming calls carry one request, which gRPC parses
+  // before any handler runs; unparsed_ is whether that failed.
+  const bool one_request_;
+  bool unparsed_ = false;
   const std::chrono::steady_clock::time_point start_;
 };
 

@@ -272,6 +272,20 @@ CREATE TABLE retired_ids (
 );
 )sql";
 
+// v15: the worker time of a deleted experiment's attempts, kept for fair
+// share: deleting an experiment removes its attempts, and with them what
+// its owner used; usage_of_deleted keeps each span (an attempt not ended
+// when its experiment was cancelled ends at the experiment's last update)
+// so ListUsageSpans counts it as before.
+constexpr char kSchemaV15[] = R"sql(
+CREATE TABLE usage_of_deleted (
+  owner TEXT NOT NULL,
+  started_ms INTEGER NOT NULL,
+  ended_ms INTEGER NOT NULL
+);
+CREATE INDEX usage_of_deleted_by_ended ON usage_of_deleted(ended_ms);
+)sql";
+
 // BackfillRankingColumns fills the ranking columns of every trial that
 // has a metrics message, parsing it with the generated TrialMetrics. A
 // message that does not parse leaves the row's columns NULL (and a warning),
@@ -334,6 +348,7 @@ const std::vector<Migration>& Migrations() {
       {12, "experiments ladder", kSchemaV12, nullptr},
       {13, "experiment summaries and max_active", kSchemaV13, nullptr},
       {14, "retired ids of deleted experiments", kSchemaV14, nullptr},
+      {15, "usage of deleted experiments", kSchemaV15, nullptr},
   };
   return *migrations;
 }

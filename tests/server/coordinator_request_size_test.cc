@@ -2,12 +2,17 @@
 // report, and oversized calls are refused without being buffered.
 // A real coordinator (SQLite file, gRPC on loopback, fake clock)
 // driven through the generated stubs (coordinator_fixture.h).
+#include <grpcpp/generic/generic_stub.h>
+
 #include <atomic>
+#include <condition_variable>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
 #include <iostream>
 #include <limits>
+#include <mutex>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -111,6 +116,52 @@ TEST_F(CoordinatorTest, OversizedRequestsAreRefusedWithoutBeingBuffered) {
   auto ctx = Ctx(kAdminToken);
   EXPECT_TRUE(
       experiments_->List(ctx.get(), v1::ListExperimentsRequest(), &list).ok());
+}
+
+// Issue #40: a request gRPC cannot parse (groups of unknown fields nested
+// past protobuf's depth limit, or bytes that are no message) is the caller's
+// fault: INVALID_ARGUMENT naming the method, where gRPC itself answers
+// INTERNAL with an empty message. Nothing is stored, and the coordinator
+// serves the next call.
+TEST_F(CoordinatorTest, UnparsableRequestsAreInvalidArguments) {
+  // Field 1000 as a group (start tag wire type 3, end tag 4), 200 deep.
+  std::string nested;
+  const std::string start = "\xc3\x3e", end = "\xc4\x3e";
+  for (int i = 0; i < 200; ++i) nested += start;
+  for (int i = 0; i < 200; ++i) nested += end;
+  v1::ExperimentSpec probe;
+  ASSERT_FALSE(probe.ParseFromString(nested));      // the premise
+  ASSERT_TRUE(probe.ParseFromString(start + end));  // one level parses
+
+  grpc::GenericStub generic(channel_);
+  for (const std::string& bytes : {nested, std::string("\xff\xff\xff")}) {
+    SCOPED_TRACE(bytes.size());
+    grpc::ClientContext ctx;
+    ctx.AddMetadata("authorization", absl::StrCat("Bearer ", kAdminToken));
+    const grpc::Slice slice(bytes);
+    grpc::ByteBuffer request(&slice, 1), response;
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<grpc::Status> status;
+    generic.UnaryCall(&ctx, "/prism.v1.ExperimentService/Submit",
+                      grpc::StubOptions(), &request, &response,
+                      [&](grpc::Status s) {
+                        std::lock_guard<std::mutex> lock(mu);
+                        status = std::move(s);
+                        cv.notify_one();
+                      });
+    std::unique_lock<std::mutex> lock(mu);
+    cv.wait(lock, [&] { return status.has_value(); });
+    EXPECT_EQ(status->error_code(), grpc::StatusCode::INVALID_ARGUMENT);
+    EXPECT_THAT(status->error_message(),
+                ::testing::HasSubstr("not a valid message for "
+                                     "/prism.v1.ExperimentService/Submit"));
+  }
+  v1::ListExperimentsResponse list;
+  auto ctx = Ctx(kAdminToken);
+  ASSERT_TRUE(
+      experiments_->List(ctx.get(), v1::ListExperimentsRequest(), &list).ok());
+  EXPECT_EQ(list.experiments_size(), 0);
 }
 
 }  // namespace

@@ -784,6 +784,27 @@ TEST_F(DefaultQuotaTest, QueuedTrialsAreBoundedPerUserAndAdminsMayRaiseIt) {
   ASSERT_TRUE(s.ok()) << s.error_message();
   EXPECT_EQ(second.headroom().queued_trials(), 6);
   EXPECT_EQ(second.headroom().max_queued_trials(), 6);
+  // The list shows what holds for each: alice's own quota and the default,
+  // none for the admin (who holds admin tokens only).
+  v1::ListUsersResponse users;
+  auto list = Ctx(kAdminToken);
+  ASSERT_TRUE(
+      experiments_->ListUsers(list.get(), v1::ListUsersRequest(), &users).ok());
+  int seen = 0;
+  for (const v1::UserPolicy& u : users.users()) {
+    SCOPED_TRACE(u.user());
+    if (u.user() == "alice") {
+      EXPECT_EQ(u.effective_max_queued(), 6);
+      EXPECT_EQ(u.effective_max_active(), 3);
+      ++seen;
+    } else if (u.user() == "admin") {
+      EXPECT_EQ(u.effective_max_queued(), 0);
+      EXPECT_EQ(u.effective_max_active(), 0);
+      EXPECT_EQ(u.active(), 2);
+      ++seen;
+    }
+  }
+  EXPECT_EQ(seen, 2);
 }
 
 TEST_F(DefaultQuotaTest, ActiveExperimentsAreBoundedPerUserUnlessRaised) {

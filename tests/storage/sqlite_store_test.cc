@@ -1033,6 +1033,15 @@ TEST_F(SqliteStoreTest, DeleteRemovesEveryRowOfAFinishedExperimentOnly) {
   EXPECT_EQ(store_->GetTrial(t.id()).status().code(),
             absl::StatusCode::kNotFound);
   EXPECT_EQ(store_->GetExperiment(kept)->counts().total(), 1);
+  // Its worker time stays alice's for fair share: the attempt, leased at
+  // 2000, ends at the cancel (3000).
+  absl::StatusOr<std::vector<UsageSpan>> spans = store_->ListUsageSpans(0);
+  ASSERT_TRUE(spans.ok()) << spans.status();
+  ASSERT_EQ(spans->size(), 1u);
+  EXPECT_EQ((*spans)[0].owner, "alice");
+  EXPECT_EQ((*spans)[0].started_ms, 2000);
+  EXPECT_EQ((*spans)[0].ended_ms, 3000);
+  EXPECT_EQ(store_->ListUsageSpans(3001)->size(), 0u);
   // The worker that held the cancelled trial holds nothing now.
   EXPECT_EQ(store_->GetWorker("w1")->current_trial_id(), 0);
   EXPECT_EQ(store_->DeleteExperiment(id).status().code(),
