@@ -379,7 +379,7 @@ int SeedsNeeded(const Tested& t, double level) {
 // evenly between the schedule and the baseline.
 void AssignBestSet(std::vector<RankedRow>& rows,
                    const std::vector<double>* own_variance,
-                   double baseline_variance, double alpha,
+                   double baseline_variance, double alpha, int screened,
                    VerdictSummary& summary) {
   const bool pooled = summary.prior.fitted && std::isinf(summary.prior.dof);
   struct Candidate {
@@ -407,7 +407,11 @@ void AssignBestSet(std::vector<RankedRow>& rows,
     }
   }
   if (!any_schedule) return;
-  const int k = static_cast<int>(candidates.size()) - 1;
+  // A search that screened chose its finalists for looking good on the
+  // trials these means come from: the comparisons are those of every
+  // screened schedule, of which the finalists are a subset (as the
+  // verdicts' family is, VerdictOptions::screened_schedules).
+  const int k = std::max(static_cast<int>(candidates.size()) - 1, screened);
   // Dunnett's constant assumes one variance for all: only when the prior
   // pooled them. Otherwise the union bound over the k comparisons.
   const double dof = std::max(1.0, min_dof);
@@ -548,7 +552,8 @@ VerdictSummary AssignVerdicts(std::vector<RankedRow>& rows,
     }
   }
   AssignBestSet(rows, model.moderated() ? &own_variance : nullptr,
-                model.baseline_variance(), options.alpha, summary);
+                model.baseline_variance(), options.alpha,
+                options.screened_schedules, summary);
   return summary;
 }
 

@@ -85,7 +85,10 @@
 //     trial variances: sqrt(v_i / n_i + v_j / n_j) between two schedules (the
 //     baseline cancels), sqrt((v_i + v_b) / n_i) against the baseline (with
 //     paired t, a paired delta's variance split evenly). d is Dunnett's
-//     one-sided many-to-one critical value for k = candidates - 1 at 1 -
+//     one-sided many-to-one critical value for k = candidates - 1 (after a
+//     search that screened, at least the screened schedules: the finalists
+//     were chosen for looking good on these trials, so the comparisons are
+//     those of every screened schedule) at 1 -
 //     alpha when the prior pooled the variances into one (Dunnett assumes
 //     a common variance), else the Bonferroni one-sided t at alpha / k, on the
 //     smallest dof: with unequal moderated variances Dunnett's constant
