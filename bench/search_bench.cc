@@ -43,6 +43,7 @@
 #include "scheduler/asha.h"
 #include "scheduler/guided.h"
 #include "scheduler/known_truth.h"
+#include "scheduler/racing.h"
 #include "scheduler/ranking.h"
 #include "scheduler/screening.h"
 #include "scheduler/surrogate.h"
@@ -70,13 +71,16 @@ struct SearchResult {
   double steps = 0.0;         // steps trained, every trial
   bool named_winner = false;  // a verdict "better" among its finalists
   int64_t best_reached = 0;   // steps the true best trained, fewest seeds
+  bool best_in_set = false;   // the true best is in the final best-set
+  int seeds_added = 0;        // trials past the spec's seeds (racing)
 };
 
 // Fleet is the simulated workers and their queue of trials.
 class Fleet {
  public:
-  Fleet(const KnownTruth& truth, int workers)
-      : truth_(truth), workers_(workers) {
+  // `seeds`: the search's seeds (the truth may hold more, for racing).
+  Fleet(const KnownTruth& truth, int workers, int seeds)
+      : truth_(truth), workers_(workers), seeds_(seeds) {
     state_.resize(truth.trials.size());
     for (size_t i = 0; i < truth.trials.size(); ++i) {
       index_[{truth.trials[i].schedule, truth.trials[i].seed}] = i;
@@ -86,7 +90,7 @@ class Fleet {
   // Queue adds the schedule's trials on every seed, to train to `target`
   // (0: the whole budget), or its first `seeds` seeds when seeds > 0.
   void Queue(const std::string& schedule, int64_t target, int seeds = 0) {
-    if (seeds <= 0) seeds = truth_.spec.seeds;
+    if (seeds <= 0) seeds = seeds_;
     for (int64_t seed = 1; seed <= seeds; ++seed) {
       QueueSeed(schedule, seed, target);
     }
@@ -178,7 +182,7 @@ class Fleet {
   // Reached is the fewest steps any of the schedule's trials trained.
   int64_t Reached(const std::string& schedule) const {
     int64_t fewest = truth_.spec.steps;
-    for (int64_t seed = 1; seed <= truth_.spec.seeds; ++seed) {
+    for (int64_t seed = 1; seed <= seeds_; ++seed) {
       fewest = std::min(fewest, state_[index_.at({schedule, seed})].trained);
     }
     return fewest;
@@ -200,6 +204,7 @@ class Fleet {
 
   const KnownTruth& truth_;
   const int workers_;
+  const int seeds_;
   std::vector<TrialState> state_;
   std::map<std::pair<std::string, int64_t>, size_t> index_;
   std::deque<size_t> queue_;
@@ -217,16 +222,41 @@ class Fleet {
 // finalists alone (the coordinator before Dec 4).
 bool family_of_screened = true;
 
+// The search's seeds, and racing's plan (race_max_seeds 0: no racing).
+int search_seeds = 3;
+int race_max_seeds = 0;
+double race_budget = kDefaultRacingBudget;
+int race_racers = kDefaultRacers;
+bool race_notes = false;  // --race-notes: each race's last note on stderr
+
+// VerdictsFor are the verdicts' options of a search, as VerdictOptionsOf
+// sets them: with racing, its looks over the seed sequence.
+VerdictOptions VerdictsFor(const Fleet& fleet, bool racing) {
+  VerdictOptions verdicts;
+  if (family_of_screened) verdicts.screened_schedules = fleet.Screened();
+  if (racing) {
+    for (int64_t seed = 1; seed <= race_max_seeds; ++seed) {
+      verdicts.seed_sequence.push_back(seed);
+    }
+    verdicts.looks = LooksForSeeds(search_seeds, race_max_seeds);
+  }
+  return verdicts;
+}
+
 // Finalists ranks what trained to the end; the choice is the lowest mean
-// paired delta (the ranking's first non-baseline row with a delta).
-SearchResult Choose(const KnownTruth& truth, const Fleet& fleet) {
+// paired delta (the ranking's first non-baseline row with a delta), and
+// the best-set is Hsu's MCB of that ranking.
+SearchResult Choose(const KnownTruth& truth, const Fleet& fleet,
+                    bool racing = false) {
   SearchResult r;
   r.steps = fleet.steps();
   r.best_reached = fleet.Reached(truth.best);
-  VerdictOptions verdicts;
-  if (family_of_screened) verdicts.screened_schedules = fleet.Screened();
-  const Ranking ranking = RankSchedules(truth.spec.space, truth.baseline,
-                                        fleet.Outcomes(), verdicts);
+  const Ranking ranking =
+      RankSchedules(truth.spec.space, truth.baseline, fleet.Outcomes(),
+                    VerdictsFor(fleet, racing));
+  for (const std::string& s : ranking.verdicts.best_set) {
+    r.best_in_set |= s == truth.best;
+  }
   double best = 0.0;
   for (const RankedRow& row : ranking.rows) {
     if (row.is_baseline || row.paired_seeds < 1) continue;
@@ -257,22 +287,66 @@ std::vector<std::string> Dispatch(const KnownTruth& truth, Order order,
   return out;
 }
 
+// Race runs racing after a search (scheduler/racing.h) until it adds
+// nothing, and chooses the contender with the lowest mean paired delta
+// (the search's choice when the baseline is the only one left).
+SearchResult Race(const KnownTruth& truth, Fleet& fleet) {
+  RacingPlan plan;
+  plan.space = truth.spec.space;
+  plan.baseline = truth.baseline;
+  for (int64_t seed = 1; seed <= race_max_seeds; ++seed) {
+    plan.sequence.push_back(seed);
+  }
+  plan.first = search_seeds;
+  plan.verdicts = VerdictsFor(fleet, /*racing=*/false);
+  plan.steps = truth.spec.steps;
+  plan.racers = race_racers;
+  plan.step_budget = race_budget * static_cast<double>(truth.schedules.size()) *
+                     search_seeds * static_cast<double>(truth.spec.steps);
+  RaceDecision d;
+  while (true) {
+    d = DecideRace(plan, fleet.SeedTrials(), fleet.Outcomes());
+    if (d.additions.empty()) break;
+    for (const SeedAddition& a : d.additions) {
+      fleet.QueueSeed(a.schedule, a.seed, 0);
+    }
+    while (fleet.Step()) {
+    }
+  }
+  if (race_notes) std::fprintf(stderr, "race: %s\n", d.note.c_str());
+  SearchResult r = Choose(truth, fleet, /*racing=*/true);
+  r.seeds_added = d.seeds_added;
+  r.best_in_set = false;
+  for (const std::string& c : d.contenders) r.best_in_set |= c == truth.best;
+  if (!d.best.empty() && !d.best_is_baseline) {
+    r.chosen = d.best;
+  } else {
+    for (const std::string& c : d.contenders) {
+      if (c != truth.baseline) {
+        r.chosen = c;  // the lowest mean among the schedules left
+        break;
+      }
+    }
+  }
+  return r;
+}
+
 // RunAsha screens on the first `screen_seeds` seeds (0: every seed), as the
 // coordinator plans STRATEGY_ASHA: new trials on the other seeds come with
 // the promotions from the first rung (AshaDecision::new_seeds).
 SearchResult RunAsha(const KnownTruth& truth,
                      const std::vector<std::string>& order, AshaMode mode,
                      const std::vector<int64_t>& rungs, int eta,
-                     int screen_seeds, int workers) {
+                     int screen_seeds, int workers, bool racing = false) {
   std::vector<int64_t> first_rung_seeds;
   std::vector<int64_t> all_seeds;
-  if (screen_seeds > 0 && screen_seeds < truth.spec.seeds) {
-    for (int64_t seed = 1; seed <= truth.spec.seeds; ++seed) {
+  if (screen_seeds > 0 && screen_seeds < search_seeds) {
+    for (int64_t seed = 1; seed <= search_seeds; ++seed) {
       all_seeds.push_back(seed);
       if (seed <= screen_seeds) first_rung_seeds.push_back(seed);
     }
   }
-  Fleet fleet(truth, workers);
+  Fleet fleet(truth, workers, search_seeds);
   fleet.Queue(truth.baseline, 0);
   for (const std::string& s : order) {
     fleet.Queue(s, rungs.front(), screen_seeds);
@@ -288,18 +362,19 @@ SearchResult RunAsha(const KnownTruth& truth,
       fleet.QueueSeed(n.schedule, n.seed, n.to_step);
     }
   }
-  return Choose(truth, fleet);
+  return racing ? Race(truth, fleet) : Choose(truth, fleet);
 }
 
 // RunFull trains `schedules` (and the baseline) to the end.
 SearchResult RunFull(const KnownTruth& truth,
-                     const std::vector<std::string>& schedules, int workers) {
-  Fleet fleet(truth, workers);
+                     const std::vector<std::string>& schedules, int workers,
+                     bool racing = false) {
+  Fleet fleet(truth, workers, search_seeds);
   fleet.Queue(truth.baseline, 0);
   for (const std::string& s : schedules) fleet.Queue(s, 0);
   while (fleet.Step()) {
   }
-  return Choose(truth, fleet);
+  return racing ? Race(truth, fleet) : Choose(truth, fleet);
 }
 
 SearchResult RunGuided(const KnownTruth& truth, int budget, uint64_t seed,
@@ -310,7 +385,7 @@ SearchResult RunGuided(const KnownTruth& truth, int budget, uint64_t seed,
   plan.budget = budget;
   plan.initial = DefaultGuidedInitial(budget);
   plan.seed = seed;
-  Fleet fleet(truth, workers);
+  Fleet fleet(truth, workers, search_seeds);
   fleet.Queue(truth.baseline, 0);
   absl::StatusOr<std::vector<Schedule>> initial =
       GuidedInitialDesign(plan.space, plan.baseline, plan.initial, plan.seed);
@@ -341,7 +416,8 @@ SearchResult RunGuided(const KnownTruth& truth, int budget, uint64_t seed,
 // projected cost stays within `fraction` of the grid's steps.
 SearchResult RunScreening(const KnownTruth& truth,
                           const std::vector<int64_t>& rungs, int eta, int size,
-                          double fraction, uint64_t seed, int workers) {
+                          double fraction, uint64_t seed, int workers,
+                          bool racing = false) {
   ScreeningSearch search;
   search.plan.space = truth.spec.space;
   search.plan.baseline = truth.baseline;
@@ -349,12 +425,12 @@ SearchResult RunScreening(const KnownTruth& truth,
   search.plan.seed = seed;
   search.rungs = rungs;
   search.eta = eta;
-  search.seeds = truth.spec.seeds;
+  search.seeds = search_seeds;
   search.steps = truth.spec.steps;
   search.grid_steps = static_cast<double>(truth.schedules.size()) *
-                      truth.spec.seeds * static_cast<double>(truth.spec.steps);
+                      search_seeds * static_cast<double>(truth.spec.steps);
   search.grid_fraction = fraction;
-  Fleet fleet(truth, workers);
+  Fleet fleet(truth, workers, search_seeds);
   fleet.Queue(truth.baseline, 0);
   bool first = true;
   while (true) {
@@ -371,7 +447,7 @@ SearchResult RunScreening(const KnownTruth& truth,
     }
     if (!ran && !fleet.Busy() && d->added.schedules.empty()) break;
   }
-  return Choose(truth, fleet);
+  return racing ? Race(truth, fleet) : Choose(truth, fleet);
 }
 
 struct Cell {
@@ -382,6 +458,8 @@ struct Cell {
   double regret_sum = 0.0;
   double regret_max = 0.0;
   double fraction_sum = 0.0;
+  int in_set = 0;                  // the true best in the final best-set
+  int seeds_added = 0;             // racing's trials, summed
   int kept = 0;                    // the best trained to the end
   std::map<int64_t, int> lost_at;  // else: steps the best trained
 };
@@ -416,10 +494,21 @@ int main(int argc, char** argv) {
                  "random and guided: schedules tried, as a share of the grid");
   std::string strategy_list =
       "grid,random,asha-async,asha-sync,asha-sync-classic,asha-guarded,guided,"
-      "guided-screen";
+      "guided-screen,grid-race,asha-race,screen-race";
   app.add_option("--strategies", strategy_list,
                  "comma-separated, from the default list (asha-sync-classic: "
-                 "the former default plan, every seed from the first rung)");
+                 "the former default plan, every seed from the first rung; "
+                 "X-race: grid, asha-sync or guided-screen, then racing)");
+  int race_max = 0;
+  app.add_option("--race-max-seeds", race_max,
+                 "racing: seeds per schedule at most (0: "
+                 "DefaultRacingMaxSeeds)");
+  app.add_option("--race-racers", race_racers,
+                 "racing: contenders that get seeds each round");
+  app.add_flag("--race-notes", race_notes,
+               "racing: each search's last race note on stderr");
+  app.add_option("--race-budget", race_budget,
+                 "racing: the steps it may add, as a share of the grid's");
   // The generator's shape, for out-of-sample checks of a rule tuned on its
   // defaults (KnownTruthSpec's fields of the same names).
   const KnownTruthSpec defaults;
@@ -445,6 +534,8 @@ int main(int argc, char** argv) {
                "on stderr: where searches stopped training the true best");
   CLI11_PARSE(app, argc, argv);
   family_of_screened = !finalists_family;
+  search_seeds = seeds;
+  race_max_seeds = race_max > 0 ? race_max : DefaultRacingMaxSeeds(seeds);
 
   std::vector<Order> orders;
   for (absl::string_view word : absl::StrSplit(order_list, ',')) {
@@ -464,8 +555,9 @@ int main(int argc, char** argv) {
   std::vector<std::string> strategies;
   for (absl::string_view word : absl::StrSplit(strategy_list, ',')) {
     static const std::set<std::string> kKnown = {
-        "grid",         "random", "asha-async",    "asha-sync",
-        "asha-guarded", "guided", "guided-screen", "asha-sync-classic"};
+        "grid",         "random",    "asha-async",    "asha-sync",
+        "asha-guarded", "guided",    "guided-screen", "asha-sync-classic",
+        "grid-race",    "asha-race", "screen-race"};
     if (kKnown.count(std::string(word)) == 0) {
       std::fprintf(stderr, "--strategies: unknown strategy '%s'\n",
                    std::string(word).c_str());
@@ -476,8 +568,9 @@ int main(int argc, char** argv) {
   std::printf(
       "| structure | strategy | order | exact best | regret <= 1 sd | mean "
       "regret (sd) | max regret (sd) | grid steps | named a winner | best "
-      "trained to the end |\n"
-      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |\n");
+      "trained to the end | best in best-set | seeds added |\n"
+      "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | "
+      "--- |\n");
   for (const std::string& word :
        std::vector<std::string>(absl::StrSplit(structures, ','))) {
     absl::StatusOr<TruthStructure> structure = ParseTruthStructure(word);
@@ -493,7 +586,8 @@ int main(int argc, char** argv) {
       spec.trap_fade = trap_fade;
       spec.effect_growth = effect_growth;
       spec.noise_sd = noise_sd;
-      spec.seeds = seeds;
+      // Every seed racing may add (the first `seeds` are the search's).
+      spec.seeds = std::max(seeds, race_max_seeds);
       absl::StatusOr<KnownTruth> truth = GenerateKnownTruth(spec);
       if (!truth.ok()) {
         std::fprintf(stderr, "%s\n", truth.status().ToString().c_str());
@@ -502,11 +596,11 @@ int main(int argc, char** argv) {
       // As the coordinator resolves a spec (server/core/spec.cc).
       const AshaPlan plan =
           ResolveAshaPlan(AshaPlan{rungs, eta, screen_seeds}, spec.steps,
-                          static_cast<int>(spec.eval_every), spec.seeds);
+                          static_cast<int>(spec.eval_every), seeds);
       // The former default: DefaultAshaRungs at eta 3 on every seed.
       const AshaPlan classic{
           DefaultAshaRungs(spec.steps, kDefaultAshaEta, spec.eval_every),
-          kDefaultAshaEta, spec.seeds};
+          kDefaultAshaEta, seeds};
       const int screen_eta = eta == 0 ? kDefaultAshaEta : eta;
       const std::vector<int64_t> screen_rungs =
           rungs.empty()
@@ -514,7 +608,7 @@ int main(int argc, char** argv) {
               : rungs;
       const int n = static_cast<int>(truth->schedules.size());
       const double grid_steps =
-          static_cast<double>(n) * spec.seeds * static_cast<double>(spec.steps);
+          static_cast<double>(n) * seeds * static_cast<double>(spec.steps);
       const int tried =
           std::max(kMinSurrogateSchedules + 1,
                    static_cast<int>(std::lround(guided_fraction * (n - 1))));
@@ -523,8 +617,8 @@ int main(int argc, char** argv) {
             Dispatch(*truth, orders[o], static_cast<uint64_t>(search));
         for (const std::string& strategy : strategies) {
           SearchResult r;
-          if (strategy == "grid") {
-            r = RunFull(*truth, order, workers);
+          if (strategy == "grid" || strategy == "grid-race") {
+            r = RunFull(*truth, order, workers, strategy == "grid-race");
           } else if (strategy == "random") {
             // A uniform subset; the dispatch order is irrelevant to it.
             std::vector<std::string> subset =
@@ -535,20 +629,21 @@ int main(int argc, char** argv) {
           } else if (strategy == "asha-sync-classic") {
             r = RunAsha(*truth, order, AshaMode::kSynchronous, classic.rungs,
                         classic.eta, classic.screen_seeds, workers);
-          } else if (strategy == "guided-screen") {
+          } else if (strategy == "guided-screen" || strategy == "screen-race") {
             r = RunScreening(*truth, screen_rungs, screen_eta, screen_size,
                              guided_fraction, static_cast<uint64_t>(search),
-                             workers);
+                             workers, strategy == "screen-race");
           } else if (strategy == "guided") {
             r = RunGuided(*truth, tried, static_cast<uint64_t>(search),
                           workers);
           } else {
             const AshaMode mode =
-                strategy == "asha-async"  ? AshaMode::kAsynchronous
-                : strategy == "asha-sync" ? AshaMode::kSynchronous
-                                          : AshaMode::kGuarded;
+                strategy == "asha-async" ? AshaMode::kAsynchronous
+                : strategy == "asha-sync" || strategy == "asha-race"
+                    ? AshaMode::kSynchronous
+                    : AshaMode::kGuarded;
             r = RunAsha(*truth, order, mode, plan.rungs, plan.eta,
-                        plan.screen_seeds, workers);
+                        plan.screen_seeds, workers, strategy == "asha-race");
           }
           Cell& c = cells[{strategy, static_cast<int>(o)}];
           ++c.searches;
@@ -562,6 +657,8 @@ int main(int argc, char** argv) {
           c.regret_sum += regret;
           c.regret_max = std::max(c.regret_max, regret);
           c.fraction_sum += r.steps / grid_steps;
+          c.in_set += r.best_in_set ? 1 : 0;
+          c.seeds_added += r.seeds_added;
           if (r.best_reached >= spec.steps) {
             ++c.kept;
           } else {
@@ -575,12 +672,13 @@ int main(int argc, char** argv) {
         const Cell& c = cells[{strategy, static_cast<int>(o)}];
         std::printf(
             "| %s | %s | %s | %d/%d | %d/%d | %.2f | %.2f | %.1f%% | %d/%d | "
-            "%d/%d |\n",
+            "%d/%d | %d/%d | %.1f |\n",
             std::string(word).c_str(), strategy.c_str(), OrderName(orders[o]),
             c.exact, c.searches, c.within_sd, c.searches,
             c.regret_sum / c.searches, c.regret_max,
             100.0 * c.fraction_sum / c.searches, c.named, c.searches, c.kept,
-            c.searches);
+            c.searches, c.in_set, c.searches,
+            static_cast<double>(c.seeds_added) / c.searches);
         if (lost_at && !c.lost_at.empty()) {
           std::string where;
           for (const auto& [step, count] : c.lost_at) {

@@ -225,6 +225,14 @@ std::vector<std::string> SummaryLines(const v1::RankResponse& response,
   lines.push_back(fmt::format(
       "verdicts: {} better, {} worse, {} inconclusive, {} need seeds",
       v.better(), v.worse(), v.inconclusive(), v.needs_seeds()));
+  if (response.has_race()) {
+    const v1::RaceReport& race = response.race();
+    lines.push_back(fmt::format(
+        "racing: {}; {:.1f}% of the grid's steps in all ({:.1f}% added by "
+        "racing, budget {:g}%, at most {} seeds each)",
+        race.note(), 100.0 * race.grid_share(), 100.0 * race.race_share(),
+        100.0 * race.budget(), race.max_seeds()));
+  }
   lines.push_back(BestSetLine(response, 6));
   if (std::string p = PrincipleSummaryLine(response); !p.empty()) {
     lines.push_back(std::move(p));

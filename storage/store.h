@@ -68,12 +68,13 @@ inline std::string TokenIdOf(const std::string& token_hash) {
 // DecidedByCoordinator is true for an experiment that a drained trial queue
 // does not end, because the coordinator decides whether trials are still to
 // be added or promoted (ApplySeedRound): one with a seeds policy,
-// STRATEGY_GUIDED, STRATEGY_ASHA or STRATEGY_GUIDED_SCREENING. Its
+// STRATEGY_GUIDED, STRATEGY_ASHA, STRATEGY_GUIDED_SCREENING or racing. Its
 // experiments row has adaptive_seeds = 1.
 inline bool DecidedByCoordinator(const v1::ExperimentSpec& spec) {
   return spec.has_seeds_policy() || spec.strategy() == v1::STRATEGY_GUIDED ||
          spec.strategy() == v1::STRATEGY_ASHA ||
-         spec.strategy() == v1::STRATEGY_GUIDED_SCREENING;
+         spec.strategy() == v1::STRATEGY_GUIDED_SCREENING ||
+         (spec.has_racing() && !spec.racing().off());
 }
 
 struct NewTrial {
@@ -320,9 +321,9 @@ class Store {
   // DeleteExperiment removes a done or cancelled experiment and every row
   // stored for it — its trials' points and attempts, its trials, its row —
   // in one transaction; a worker still recorded on one of its trials is
-  // recorded idle. Neither its id nor its trials' ids are given to a later
-  // row. NotFound; FailedPrecondition, with nothing changed, while it is
-  // active or paused.
+  // recorded idle; its attempts' worker time stays in ListUsageSpans.
+  // Neither its id nor its trials' ids are given to a later row. NotFound;
+  // FailedPrecondition, with nothing changed, while it is active or paused.
   virtual absl::StatusOr<DeletedExperiment> DeleteExperiment(int64_t id) = 0;
 
   // --- trials -------------------------------------------------------------

@@ -286,8 +286,55 @@ VerdictOptions VerdictOptionsOf(const v1::ExperimentSpec& resolved) {
                                  resolved.seeds().end());
     options.looks = LooksForSeeds(resolved.seeds_policy().min(),
                                   resolved.seeds_policy().max());
+  } else if (RacingOn(resolved)) {
+    // Every seed count racing may reach is a look (scheduler/racing.h).
+    options.seed_sequence =
+        SeedSequence({resolved.seeds().begin(), resolved.seeds().end()},
+                     resolved.racing().max_seeds());
+    options.looks =
+        LooksForSeeds(resolved.seeds_size(), resolved.racing().max_seeds());
   }
   return options;
+}
+
+bool RacingOn(const v1::ExperimentSpec& resolved) {
+  return resolved.has_racing() && !resolved.racing().off() &&
+         resolved.racing().max_seeds() > 0;
+}
+
+v1::RaceReport RaceReportOf(const RaceDecision& race,
+                            const v1::ExperimentSpec& resolved) {
+  v1::RaceReport r;
+  r.set_state(RaceStateName(race.state));
+  for (const std::string& c : race.contenders) r.add_contenders(c);
+  r.set_started(race.started);
+  r.set_best(race.best);
+  r.set_best_is_baseline(race.best_is_baseline);
+  r.set_best_seeds(race.best_seeds);
+  r.set_look_seeds(race.look_seeds);
+  r.set_seeds_added(race.seeds_added);
+  const double grid = GridStepsOf(resolved);
+  if (grid > 0) r.set_race_share(race.steps_added / grid);
+  r.set_max_seeds(resolved.racing().max_seeds());
+  r.set_budget(resolved.racing().budget());
+  r.set_note(race.note);
+  return r;
+}
+
+RacingPlan RacingPlanOf(const v1::ExperimentSpec& resolved) {
+  RacingPlan plan;
+  plan.space = SpaceForSpec(resolved);
+  plan.baseline =
+      Schedule::Uniform(plan.space.base_heads, plan.space.layers).ToString();
+  plan.sequence =
+      SeedSequence({resolved.seeds().begin(), resolved.seeds().end()},
+                   resolved.racing().max_seeds());
+  plan.first = resolved.seeds_size();
+  plan.verdicts = VerdictOptionsOf(resolved);
+  plan.steps = resolved.budget().steps();
+  plan.step_budget = resolved.racing().budget() * GridStepsOf(resolved);
+  plan.racers = resolved.racing().racers();
+  return plan;
 }
 
 v1::VerdictReport VerdictReportToProto(const VerdictSummary& summary) {

@@ -16,6 +16,7 @@
 #include "prism/v1/prism.pb.h"
 #include "scheduler/asha.h"
 #include "scheduler/principles.h"
+#include "scheduler/racing.h"
 #include "scheduler/ranking.h"
 #include "scheduler/schedule.h"
 #include "scheduler/screening.h"
@@ -65,6 +66,16 @@ v1::PrincipleEffect PrincipleEffectToProto(const PrincipleEffect& e);
 // VerdictPolicy (defaults for unset fields) and, with a seeds policy, the
 // seed sequence and the planned looks from min to max.
 VerdictOptions VerdictOptionsOf(const v1::ExperimentSpec& resolved);
+
+// RacingOn is whether a resolved spec races for the best (RacingPolicy);
+// RacingPlanOf is its plan (scheduler/racing.h), the verdicts' screened
+// schedules left to the caller.
+bool RacingOn(const v1::ExperimentSpec& resolved);
+RacingPlan RacingPlanOf(const v1::ExperimentSpec& resolved);
+// RaceReportOf is a race's state for RankResponse.race (grid_share left to
+// the caller, who knows the steps trained).
+v1::RaceReport RaceReportOf(const RaceDecision& race,
+                            const v1::ExperimentSpec& resolved);
 v1::VerdictReport VerdictReportToProto(const VerdictSummary& summary);
 
 // AshaSettings is a resolved spec's ASHA policy, as DecideAsha takes it. A

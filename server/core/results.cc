@@ -17,6 +17,7 @@
 #include "scheduler/suggest.h"
 #include "server/core/convert.h"
 #include "server/core/ladder.h"
+#include "server/core/seeds.h"
 
 namespace prism::server {
 namespace {
@@ -242,15 +243,41 @@ ResultsManager::Build(const v1::Experiment& experiment) {
     const AshaSettings asha = AshaSettingsOf(experiment.spec());
     PRISM_ASSIGN_OR_RETURN(std::vector<AshaTrial> trials,
                            store_->ListAshaTrials(experiment.id(), asha.rungs));
-    std::set<std::string> screened;
-    for (const AshaTrial& t : trials) {
-      if (!t.is_baseline) screened.insert(t.schedule);
-    }
-    verdicts.screened_schedules = static_cast<int>(screened.size());
+    verdicts.screened_schedules = ScreenedSchedules(trials);
   }
   Ranking ranking = RankSchedules(space, baseline, outcomes, verdicts);
 
   auto analysis = std::make_shared<Analysis>();
+  if (RacingOn(experiment.spec())) {
+    PRISM_ASSIGN_OR_RETURN(std::vector<storage::TrialKey> keys,
+                           store_->ListTrialKeys(experiment.id()));
+    std::vector<SeedTrial> trials;
+    trials.reserve(keys.size());
+    for (const storage::TrialKey& k : keys) {
+      const bool pending = k.state == v1::TRIAL_QUEUED ||
+                           k.state == v1::TRIAL_LEASED ||
+                           k.state == v1::TRIAL_RUNNING;
+      trials.push_back(SeedTrial{k.schedule, k.seed, k.is_baseline, pending});
+    }
+    RacingPlan plan = RacingPlanOf(experiment.spec());
+    plan.verdicts.screened_schedules = verdicts.screened_schedules;
+    const RaceDecision race = DecideRace(plan, trials, outcomes);
+    analysis->race = RaceReportOf(race, experiment.spec());
+    // Once the race has looked, its contenders are the best-set it
+    // promises (the ranking's own is one look at all the data).
+    if (race.started > 0) {
+      const std::set<std::string> kept(race.contenders.begin(),
+                                       race.contenders.end());
+      ranking.verdicts.best_set.clear();
+      for (RankedRow& row : ranking.rows) {
+        row.in_best_set = kept.count(row.schedule) > 0;
+        if (row.in_best_set) ranking.verdicts.best_set.push_back(row.schedule);
+      }
+      if (ranking.baseline.has_value()) {
+        ranking.baseline->in_best_set = kept.count(baseline) > 0;
+      }
+    }
+  }
   analysis->finished = static_cast<int64_t>(outcomes.size());
   analysis->base_heads = space.base_heads;
   analysis->ranking = std::move(ranking);
@@ -332,6 +359,16 @@ absl::StatusOr<v1::RankResponse> ResultsManager::Rank(
   response.set_total(static_cast<int32_t>(total));
   response.set_compared_schedules(ranking.compared_schedules);
   *response.mutable_verdicts() = VerdictReportToProto(ranking.verdicts);
+  if (analysis->race.has_value()) {
+    *response.mutable_race() = *analysis->race;
+    // Racing's trials in all, against the grid's.
+    FillSearchCost(&experiment);
+    if (experiment.grid_steps() > 0) {
+      response.mutable_race()->set_grid_share(
+          static_cast<double>(experiment.steps_trained()) /
+          experiment.grid_steps());
+    }
+  }
   if (experiment.spec().strategy() == v1::STRATEGY_ASHA) {
     // The rungs as the coordinator's next decision would see them; trials
     // stopped at a rung are not in the ranking above.

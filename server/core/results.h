@@ -31,6 +31,7 @@
 #include <cstdint>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <vector>
@@ -115,6 +116,8 @@ class ResultsManager {
     Ranking ranking;
     // schedule -> seed -> final val loss, for paired comparisons.
     std::map<std::string, std::map<int64_t, double>> finals;
+    // Racing (RacingPolicy): its state when the experiment races.
+    std::optional<v1::RaceReport> race;
   };
   // Analyze returns a ranking at least as new as the finished count it
   // reads first: the cached one, the one a rebuild in flight produces, or

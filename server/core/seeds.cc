@@ -1,5 +1,7 @@
 #include "server/core/seeds.h"
 
+#include <set>
+#include <string>
 #include <utility>
 #include <vector>
 
@@ -9,6 +11,7 @@
 #include "scheduler/adaptive_seeds.h"
 #include "scheduler/asha.h"
 #include "scheduler/guided.h"
+#include "scheduler/racing.h"
 #include "scheduler/ranking.h"
 #include "scheduler/schedule.h"
 #include "scheduler/screening.h"
@@ -81,6 +84,14 @@ absl::StatusOr<RoundPlan> Decide(const v1::ExperimentSpec& spec,
 
 }  // namespace
 
+int ScreenedSchedules(const std::vector<AshaTrial>& trials) {
+  std::set<std::string> screened;
+  for (const AshaTrial& t : trials) {
+    if (!t.is_baseline) screened.insert(t.schedule);
+  }
+  return static_cast<int>(screened.size());
+}
+
 SeedPlanner::SeedPlanner(storage::Store* store, const Clock* clock)
     : store_(store), clock_(clock) {}
 
@@ -143,10 +154,12 @@ absl::StatusOr<int> SeedPlanner::Round(const v1::Experiment& experiment) {
     // A trial finished between the two reads: read both again.
     if (finished != static_cast<int64_t>(outcomes.size())) continue;
     RoundPlan decision;
+    int screened = 0;  // schedules tried at a first rung (the verdicts')
     if (experiment.spec().strategy() == v1::STRATEGY_ASHA) {
       const AshaSettings policy = AshaSettingsOf(experiment.spec());
       PRISM_ASSIGN_OR_RETURN(std::vector<AshaTrial> asha,
                              store_->ListAshaTrials(id, policy.rungs));
+      screened = ScreenedSchedules(asha);
       AshaDecision d = DecideAsha(policy.rungs, policy.eta, policy.mode, asha,
                                   policy.first_rung_seeds, policy.all_seeds);
       decision.note = DescribeAshaDecision(d);
@@ -159,6 +172,7 @@ absl::StatusOr<int> SeedPlanner::Round(const v1::Experiment& experiment) {
       const ScreeningSearch search = ScreeningSearchOf(experiment.spec());
       PRISM_ASSIGN_OR_RETURN(std::vector<AshaTrial> stored,
                              store_->ListAshaTrials(id, search.rungs));
+      screened = ScreenedSchedules(stored);
       PRISM_ASSIGN_OR_RETURN(ScreeningDecision d,
                              DecideScreening(search, stored));
       decision.note = DescribeScreeningDecision(search, d);
@@ -169,11 +183,28 @@ absl::StatusOr<int> SeedPlanner::Round(const v1::Experiment& experiment) {
         }
       }
       decision.promotions = std::move(d.promotions);
-    } else {
+    } else if (experiment.spec().has_seeds_policy() ||
+               experiment.spec().strategy() == v1::STRATEGY_GUIDED) {
       PRISM_ASSIGN_OR_RETURN(
           decision, Decide(experiment.spec(), space, baseline, trials,
                            RankSchedules(space, baseline, outcomes,
                                          VerdictOptionsOf(experiment.spec()))));
+    }
+    // The search is done: racing for the best decides what comes next
+    // (scheduler/racing.h).
+    if (decision.trials.empty() && decision.promotions.empty() &&
+        !any_pending && RacingOn(experiment.spec())) {
+      RacingPlan racing = RacingPlanOf(experiment.spec());
+      racing.verdicts.screened_schedules = screened;
+      const RaceDecision race = DecideRace(racing, trials, outcomes);
+      for (const SeedAddition& a : race.additions) {
+        decision.trials.push_back(
+            storage::NewTrial{a.schedule, a.seed, a.is_baseline});
+      }
+      // The search's last word stays (why it ended), then racing's.
+      decision.note = decision.note.empty()
+                          ? race.note
+                          : absl::StrCat(decision.note, "; ", race.note);
     }
     // Nothing to add while trials are pending: the round that matters
     // comes when one of them finishes.

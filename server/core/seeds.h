@@ -32,14 +32,21 @@
 #define PRISM_SERVER_CORE_SEEDS_H_
 
 #include <cstdint>
+#include <vector>
 
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "prism/v1/prism.pb.h"
+#include "scheduler/asha.h"
 #include "server/core/clock.h"
 #include "storage/store.h"
 
 namespace prism::server {
+
+// ScreenedSchedules counts the schedules other than the baseline among an
+// ASHA or guided-screening experiment's trials: every one was screened at a
+// first rung (VerdictOptions::screened_schedules).
+int ScreenedSchedules(const std::vector<AshaTrial>& trials);
 
 class SeedPlanner {
  public:

@@ -23,6 +23,7 @@
 #include "scheduler/adaptive_seeds.h"
 #include "scheduler/asha.h"
 #include "scheduler/guided.h"
+#include "scheduler/racing.h"
 #include "scheduler/screening.h"
 #include "scheduler/space.h"
 #include "scheduler/surrogate.h"
@@ -210,6 +211,76 @@ absl::Status CheckSeedsPolicy(const v1::SeedsPolicy& policy, int listed) {
                                 policy.max(), ")"));
   }
   return absl::OkStatus();
+}
+
+// ResolveRacing checks the spec's racing policy and returns it with every
+// field explicit, or nothing when the experiment does not race: racing is
+// on by default for STRATEGY_ASHA and STRATEGY_GUIDED_SCREENING with 3 or
+// more seeds (not on a ladder), and for any other search only when set.
+// `seeds` is the spec's seed count.
+absl::StatusOr<std::optional<v1::RacingPolicy>> ResolveRacing(
+    const v1::ExperimentSpec& spec, v1::Strategy strategy, int seeds) {
+  const bool screens = strategy == v1::STRATEGY_ASHA ||
+                       strategy == v1::STRATEGY_GUIDED_SCREENING;
+  const bool ladder = spec.has_ladder() || !spec.ladder_carried().empty();
+  if (!spec.has_racing()) {
+    if (!screens || seeds < 3 || ladder || spec.has_seeds_policy()) {
+      return std::nullopt;
+    }
+  } else if (spec.racing().off()) {
+    v1::RacingPolicy off;
+    off.set_off(true);
+    return off;
+  } else {
+    if (strategy == v1::STRATEGY_GUIDED) {
+      return Invalid(
+          "racing: not with STRATEGY_GUIDED (its surrogate chooses what to "
+          "train from every seed); race after a grid, STRATEGY_RANDOM, "
+          "STRATEGY_ASHA or STRATEGY_GUIDED_SCREENING");
+    }
+    if (spec.has_seeds_policy()) {
+      return Invalid(
+          "racing: cannot be combined with seeds_policy (both decide which "
+          "schedules get more seeds)");
+    }
+    if (ladder) {
+      return Invalid(
+          "racing: not on a ladder (a ladder carries rung 1's best-set up "
+          "instead)");
+    }
+    if (seeds < 2) {
+      return Invalid(
+          "racing: needs at least 2 seeds in `seeds` (a best-set needs 2 "
+          "paired seeds; got ",
+          absl::StrCat(seeds, ")"));
+    }
+  }
+  v1::RacingPolicy r = spec.racing();
+  if (r.max_seeds() == 0) r.set_max_seeds(DefaultRacingMaxSeeds(seeds));
+  if (r.max_seeds() < seeds || r.max_seeds() > kMaxPolicySeeds) {
+    return Invalid("racing.max_seeds must be from the spec's ",
+                   absl::StrCat(seeds, " seeds to ", kMaxPolicySeeds, " (got ",
+                                r.max_seeds(), ")"));
+  }
+  for (int64_t seed : spec.seeds()) {
+    if (seed > std::numeric_limits<int64_t>::max() - r.max_seeds()) {
+      return Invalid("seeds: seed ", absl::StrCat(seed),
+                     " leaves no room for racing's further seeds");
+    }
+  }
+  if (r.budget() == 0.0) r.set_budget(kDefaultRacingBudget);
+  if (!(r.budget() > 0.0 && r.budget() <= 1.0)) {
+    return Invalid(
+        "racing.budget must be in (0, 1]: the steps racing may add as a "
+        "share of the grid's (got ",
+        absl::StrCat(r.budget(), ")"));
+  }
+  if (r.racers() == 0) r.set_racers(kDefaultRacers);
+  if (r.racers() < 1 || r.racers() > kMaxPolicySeeds) {
+    return Invalid("racing.racers must be from 1 to ",
+                   absl::StrCat(kMaxPolicySeeds, " (got ", r.racers(), ")"));
+  }
+  return r;
 }
 
 // ResolveVerdicts checks the spec's verdict policy and returns it with
@@ -712,6 +783,8 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
         "asha is set but strategy is not STRATEGY_ASHA or "
         "STRATEGY_GUIDED_SCREENING");
   }
+  PRISM_ASSIGN_OR_RETURN(std::optional<v1::RacingPolicy> racing,
+                         ResolveRacing(spec, strategy, seeds));
   const std::string baseline_text =
       Schedule::Uniform(plan.shape.base_heads, plan.shape.layers).ToString();
   std::optional<v1::GuidedPolicy> guided;
@@ -761,6 +834,7 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
   if (guided.has_value()) *plan.spec.mutable_guided() = *guided;
   if (asha.has_value()) *plan.spec.mutable_asha() = *asha;
   if (screening.has_value()) *plan.spec.mutable_screening() = *screening;
+  if (racing.has_value()) *plan.spec.mutable_racing() = *racing;
   *plan.spec.mutable_verdicts() = verdicts;
   *plan.spec.mutable_seeds() = {all_seeds.begin(), all_seeds.end()};
   plan.spec.set_max_attempts(spec.max_attempts() > 0

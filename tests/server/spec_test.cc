@@ -326,6 +326,83 @@ TEST(SpecTest, AshaResolvesDefaultRungsAndStartsSchedulesAtTheFirstRung) {
   EXPECT_TRUE(storage::DecidedByCoordinator(plan->spec));
 }
 
+// Racing (issue 39): on by default where a search screens on 3+ seeds,
+// off for a grid unless asked, resolved with every field explicit.
+TEST(SpecTest, RacingIsOnByDefaultAfterScreeningAndResolvedExplicitly) {
+  absl::StatusOr<ExperimentPlan> asha =
+      Plan("model { preset: 'tiny' } seeds: [4, 5, 6] strategy: STRATEGY_ASHA");
+  ASSERT_TRUE(asha.ok()) << asha.status();
+  EXPECT_FALSE(asha->spec.racing().off());
+  EXPECT_EQ(asha->spec.racing().max_seeds(), 12);
+  EXPECT_DOUBLE_EQ(asha->spec.racing().budget(), 0.1);
+  EXPECT_EQ(asha->spec.racing().racers(), 4);
+  EXPECT_TRUE(storage::DecidedByCoordinator(asha->spec));
+  absl::StatusOr<ExperimentPlan> screen = Plan(
+      "model { preset: 'tiny' } seeds: [1, 2, 3] strategy: "
+      "STRATEGY_GUIDED_SCREENING");
+  ASSERT_TRUE(screen.ok()) << screen.status();
+  EXPECT_EQ(screen->spec.racing().max_seeds(), 12);
+
+  // A grid races only when asked; off keeps it off; 2 seeds is too few for
+  // the default.
+  absl::StatusOr<ExperimentPlan> grid =
+      Plan("model { preset: 'tiny' } seeds: [1, 2, 3]");
+  ASSERT_TRUE(grid.ok());
+  EXPECT_FALSE(grid->spec.has_racing());
+  EXPECT_FALSE(storage::DecidedByCoordinator(grid->spec));
+  grid = Plan(
+      "model { preset: 'tiny' } seeds: [1, 2] racing { max_seeds: 6 budget: "
+      "0.25 racers: 2 }");
+  ASSERT_TRUE(grid.ok()) << grid.status();
+  EXPECT_EQ(grid->spec.racing().max_seeds(), 6);
+  EXPECT_DOUBLE_EQ(grid->spec.racing().budget(), 0.25);
+  EXPECT_EQ(grid->spec.racing().racers(), 2);
+  EXPECT_TRUE(storage::DecidedByCoordinator(grid->spec));
+  absl::StatusOr<ExperimentPlan> off = Plan(
+      "model { preset: 'tiny' } seeds: [4, 5, 6] strategy: STRATEGY_ASHA "
+      "racing { off: true }");
+  ASSERT_TRUE(off.ok());
+  EXPECT_TRUE(off->spec.racing().off());
+  absl::StatusOr<ExperimentPlan> two =
+      Plan("model { preset: 'tiny' } seeds: [1, 2] strategy: STRATEGY_ASHA");
+  ASSERT_TRUE(two.ok());
+  EXPECT_FALSE(two->spec.has_racing());
+}
+
+TEST(SpecTest, BadRacingPoliciesAreOneLineInvalidArguments) {
+  const std::vector<std::pair<std::string, std::string>> cases = {
+      {"seeds: [1, 2, 3] racing { budget: 1.5 }",
+       "racing.budget must be in (0, 1]"},
+      {"seeds: [1, 2, 3] racing { budget: -0.1 }",
+       "racing.budget must be in (0, 1]"},
+      {"seeds: [1, 2, 3] racing { budget: nan }",
+       "racing.budget must be in (0, 1]"},
+      {"seeds: [1, 2, 3] racing { max_seeds: 2 }",
+       "racing.max_seeds must be from the spec's 3 seeds to 64 (got 2)"},
+      {"seeds: [1, 2, 3] racing { max_seeds: 65 }",
+       "racing.max_seeds must be from the spec's 3 seeds to 64 (got 65)"},
+      {"seeds: [1, 2, 3] racing { racers: -1 }",
+       "racing.racers must be from 1 to 64 (got -1)"},
+      {"seeds: 1 racing {}", "racing: needs at least 2 seeds"},
+      {"seeds: [1, 1] racing {}", "seed 1 is listed twice"},
+      {"seeds: [1, 9223372036854775806] racing {}", "leaves no room"},
+      {"seeds: [1, 2] strategy: STRATEGY_GUIDED samples: 8 racing {}",
+       "racing: not with STRATEGY_GUIDED"},
+      {"seeds_policy { min: 2 max: 4 } racing {}",
+       "racing: cannot be combined with seeds_policy"},
+  };
+  for (const auto& [policy, message] : cases) {
+    absl::StatusOr<ExperimentPlan> plan =
+        Plan("model { preset: 'tiny' } " + policy);
+    ASSERT_FALSE(plan.ok()) << policy;
+    EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(plan.status().message()), HasSubstr(message))
+        << policy;
+    EXPECT_EQ(std::string(plan.status().message()).find('\n'),
+              std::string::npos);
+  }
+}
+
 TEST(SpecTest, AshaOnThreeSeedsDefaultsToScreeningOnOneSeed) {
   absl::StatusOr<ExperimentPlan> plan = Plan(
       "model { preset: 'tiny' } seeds: [4, 5, 6] strategy: STRATEGY_ASHA "

@@ -203,6 +203,30 @@ def ladder_frame(response):
     return pd.DataFrame(rows, columns=columns)
 
 
+def race_summary(response):
+    """Client.race's dict from a prism.v1.RankResponse: racing's state
+    (docs/search.md "Racing for the best"), or None when the experiment
+    does not race. Shares are fractions of the grid's steps."""
+    if not response.HasField("race"):
+        return None
+    r = response.race
+    return {
+        "state": r.state,
+        "best": "" if r.best_is_baseline else r.best,
+        "best_is_baseline": r.best_is_baseline,
+        "best_seeds": r.best_seeds,
+        "contenders": list(r.contenders),
+        "started": r.started,
+        "look_seeds": r.look_seeds,
+        "seeds_added": r.seeds_added,
+        "grid_share": r.grid_share,
+        "race_share": r.race_share,
+        "budget": r.budget,
+        "max_seeds": r.max_seeds,
+        "note": r.note,
+    }
+
+
 def _enum_name(enum, number, prefix):
     """The short lowercase name the CLI prints: VERDICT_BETTER -> better."""
     try:
@@ -444,6 +468,14 @@ class Client:
                    "throughput_ratio", "in_best_set", "smooth", "baseline",
                    "pow2", "trial_ids"]
         return pd.DataFrame(rows, columns=columns)
+
+    def race(self, experiment_id):
+        """Returns how racing settled the experiment's best (a dict: state,
+        best, contenders, seeds_added, grid_share, note, ...; see
+        race_summary), or None when it does not race."""
+        request = pb.RankRequest(experiment_id=int(experiment_id),
+                                 page_size=1)
+        return race_summary(self.call(self._results.Rank, request))
 
     def ladder_transfer(self, experiment_id):
         """Returns the prism.v1.LadderTransferResponse of the scale ladder

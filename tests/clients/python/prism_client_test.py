@@ -280,6 +280,37 @@ class LadderFrameTest(unittest.TestCase):
         self.assertEqual(frame.loc[1, "note"], "rung 3 is not done")
 
 
+class RaceSummaryTest(unittest.TestCase):
+
+    def test_none_without_racing_and_every_field_with_it(self):
+        pb = prism_client.pb
+        response = pb.RankResponse()
+        self.assertIsNone(prism_client.race_summary(response))
+        response.race.state = "settled"
+        response.race.best = "2x2,4x4"
+        response.race.best_seeds = 9
+        response.race.contenders.append("2x2,4x4")
+        response.race.started = 3
+        response.race.seeds_added = 21
+        response.race.grid_share = 0.46
+        response.race.race_share = 0.07
+        response.race.note = "best 2x2,4x4 settled on 9 seeds"
+        race = prism_client.race_summary(response)
+        self.assertEqual(race["state"], "settled")
+        self.assertEqual(race["best"], "2x2,4x4")
+        self.assertEqual(race["contenders"], ["2x2,4x4"])
+        self.assertEqual(race["seeds_added"], 21)
+        self.assertAlmostEqual(race["grid_share"], 0.46)
+        response.race.best = "4x6"
+        response.race.best_is_baseline = True
+        self.assertEqual(prism_client.race_summary(response)["best"], "")
+
+    def test_an_experiment_that_does_not_race_has_none(self):
+        with prism_client.connect(CLUSTER.address,
+                                  token_file=str(CLUSTER.token_file)) as c:
+            self.assertIsNone(c.race(CLUSTER.experiment_id))
+
+
 class ExampleTest(unittest.TestCase):
 
     def test_example_prints_the_ranking_and_saves_curves_against_baseline(

@@ -252,15 +252,26 @@ function verdictDetail(r) {
   return num(r.decidedAtSeeds) ? `${p}; decided at ${integer(r.decidedAtSeeds)} seeds` : p;
 }
 
-// verdictSummary is the line over the leaderboard: the counts, the method
-// and the best-set.
-function verdictSummary(v) {
+// raceLine says how racing settled the best (RankResponse.race), or
+// nothing when the experiment does not race.
+function raceLine(race) {
+  if (!race || !race.state) return null;
+  const pct = (x) => `${(100 * (num(x) || 0)).toFixed(1)}%`;
+  return h('p', { id: 'race' }, `Racing: ${race.note} — ${pct(race.gridShare)} of the grid’s steps in all, `
+                                + `${pct(race.raceShare)} added by racing (budget ${pct(race.budget)}, `
+                                + `at most ${integer(race.maxSeeds)} seeds each).`);
+}
+
+// verdictSummary is the line over the leaderboard: the counts, the method,
+// racing's word and the best-set.
+function verdictSummary(v, race) {
   if (!v) return null;
   const best = v.bestSet || [];
   return h('div', { class: 'verdict-summary', id: 'verdict-summary' },
     h('p', {}, `Verdicts: ${integer(v.better)} better, ${integer(v.worse)} worse, `
                + `${integer(v.inconclusive)} inconclusive, ${integer(v.needsSeeds)} need seeds \u2014 `
                + verdictTitle(v)),
+    raceLine(race),
     h('p', { id: 'best-set' }, best.length
       ? `Best-set (${Math.round(100 * (1 - (num(v.alpha) || 0.05)))}% confidence, Hsu\u2019s MCB): `
         + `${integer(best.length)} schedule${best.length === 1 ? '' : 's'}: `
@@ -375,7 +386,7 @@ export async function render(ctx) {
               h('div', { class: 'card-head' }, h('h2', {}, 'Leaderboard'),
                 h('span', { class: 'muted', id: 'rank-total', dataset: { total: String(total) } },
                   `${integer(total)} schedule${total === 1 ? '' : 's'}`)),
-              verdictSummary(rank.verdicts),
+              verdictSummary(rank.verdicts, rank.race),
               controls(state, apply),
               board,
               rows.length || paging.trail.length ? pager({
