@@ -586,8 +586,10 @@ int main(int argc, char** argv) {
       spec.trap_fade = trap_fade;
       spec.effect_growth = effect_growth;
       spec.noise_sd = noise_sd;
-      // Every seed racing may add (the first `seeds` are the search's).
-      spec.seeds = std::max(seeds, race_max_seeds);
+      // The search's seeds, then every seed racing may add (drawn apart:
+      // the first `seeds` are the experiments of the rounds before racing).
+      spec.seeds = seeds;
+      spec.extra_seeds = std::max(0, race_max_seeds - seeds);
       absl::StatusOr<KnownTruth> truth = GenerateKnownTruth(spec);
       if (!truth.ok()) {
         std::fprintf(stderr, "%s\n", truth.status().ToString().c_str());

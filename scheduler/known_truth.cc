@@ -44,6 +44,7 @@ absl::Status ValidateTruthSpec(const KnownTruthSpec& spec) {
     return absl::InvalidArgumentError(absl::StrCat("known truth: ", what));
   };
   if (spec.seeds < 1) return bad("seeds must be at least 1");
+  if (spec.extra_seeds < 0) return bad("extra_seeds must not be negative");
   if (spec.steps < 1) return bad("steps must be at least 1");
   if (spec.eval_every < 1) return bad("eval_every must be at least 1");
   for (auto [name, v] :
@@ -158,29 +159,34 @@ KnownTruth FillTruth(const KnownTruthSpec& spec,
   steps.push_back(spec.steps);
   const double total = static_cast<double>(spec.steps);
   const double fade_steps = spec.trap_fade * total;
-  truth.trials.reserve(n * spec.seeds);
-  for (size_t i = 0; i < n; ++i) {
-    for (int s = 0; s < spec.seeds; ++s) {
-      KnownTruthTrial& trial = truth.trials.emplace_back();
-      trial.schedule = truth.schedules[i];
-      trial.seed = s + 1;
-      trial.is_baseline = i == baseline;
-      const double level = normal(rng);
-      for (int64_t t : steps) {
-        const double x = static_cast<double>(t);
-        const double fade = std::pow(std::max(0.0, 1.0 - x / fade_steps), 2.0);
-        const double e = (level + normal(rng)) / std::sqrt(2.0);
-        // pow is skipped at the default so the default's curves stay
-        // bit-for-bit those drawn before effect_growth existed.
-        const double grown = spec.effect_growth == 1.0
-                                 ? x / total
-                                 : std::pow(x / total, spec.effect_growth);
-        trial.val_steps.push_back(t);
-        trial.val_losses.push_back(BaseCurve(x, total) + offset[s] +
-                                   delta[i] * grown + trap[i] * fade +
-                                   sd[i] * e);
-      }
+  // One trial's curve, drawn from `draw`: a per-trial level, then per-eval
+  // jitter.
+  auto add_trial = [&](size_t i, int64_t seed, double seed_offset,
+                       std::mt19937_64& draw,
+                       std::normal_distribution<double>& z) {
+    KnownTruthTrial& trial = truth.trials.emplace_back();
+    trial.schedule = truth.schedules[i];
+    trial.seed = seed;
+    trial.is_baseline = i == baseline;
+    const double level = z(draw);
+    for (int64_t t : steps) {
+      const double x = static_cast<double>(t);
+      const double fade = std::pow(std::max(0.0, 1.0 - x / fade_steps), 2.0);
+      const double e = (level + z(draw)) / std::sqrt(2.0);
+      // pow is skipped at the default so the default's curves stay
+      // bit-for-bit those drawn before effect_growth existed.
+      const double grown = spec.effect_growth == 1.0
+                               ? x / total
+                               : std::pow(x / total, spec.effect_growth);
+      trial.val_steps.push_back(t);
+      trial.val_losses.push_back(BaseCurve(x, total) + seed_offset +
+                                 delta[i] * grown + trap[i] * fade + sd[i] * e);
     }
+  };
+  truth.trials.reserve(n * (spec.seeds + spec.extra_seeds));
+  for (size_t i = 0; i < n; ++i) {
+    for (int s = 0; s < spec.seeds; ++s)
+      add_trial(i, s + 1, offset[s], rng, normal);
   }
 
   // Divergences: distinct non-baseline trials, mid-run.
@@ -199,6 +205,20 @@ KnownTruth FillTruth(const KnownTruthSpec& spec,
     trial.val_losses.back() = kDivergedLoss;
     trial.diverged = true;
     trial.diverged_step = trial.val_steps.back();
+  }
+
+  // Further seeds (racing's) from a stream of their own, so the first
+  // `seeds` are the same draws whatever extra_seeds is; none diverges.
+  if (spec.extra_seeds > 0) {
+    std::mt19937_64 more(spec.seed ^ 0x9e3779b97f4a7c15ULL);
+    std::normal_distribution<double> z(0.0, 1.0);
+    std::vector<double> more_offset(spec.extra_seeds);
+    for (double& o : more_offset) o = spec.seed_offset_sd * z(more);
+    for (size_t i = 0; i < n; ++i) {
+      for (int s = 0; s < spec.extra_seeds; ++s) {
+        add_trial(i, spec.seeds + s + 1, more_offset[s], more, z);
+      }
+    }
   }
   return truth;
 }

@@ -104,6 +104,10 @@ struct KnownTruthSpec {
   SpaceSpec space = {64, 8, 8, {}, kDefaultMinRun, kDefaultMaxRun};
   TruthStructure structure = TruthStructure::kPlanted;
   int seeds = 3;
+  // Trials on seeds + 1 .. seeds + extra_seeds too (racing's further
+  // seeds), drawn from a stream of their own: the first `seeds` are the
+  // same whatever this is. They never diverge.
+  int extra_seeds = 0;
   int64_t steps = 200;
   int64_t eval_every = 10;
   // false: each curve is its final point only (fast, for the verdicts).
@@ -145,7 +149,8 @@ struct KnownTruth {
   std::map<std::string, double> true_delta;  // vs the baseline, final
   std::map<std::string, double> noise_sd;    // per schedule
   std::string best;  // lowest true delta; the baseline if nothing beats it
-  std::vector<KnownTruthTrial> trials;  // schedule-major, seeds ascending
+  // Schedule-major, seeds ascending; then the extra seeds' trials.
+  std::vector<KnownTruthTrial> trials;
   // A second size only: each schedule's first-size schedule, and the
   // realized rank correlations of the true deltas of the transferred
   // non-baseline schedules with their first-size ones (NaN otherwise).

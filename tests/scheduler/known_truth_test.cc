@@ -45,6 +45,33 @@ TEST(KnownTruthTest, SameSpecSameTruthOtherSeedOtherTruth) {
             a.trials[17].val_losses);
 }
 
+// Racing's further seeds come from a stream of their own: the first seeds'
+// trials are those of the truth without them, to the last bit.
+TEST(KnownTruthTest, ExtraSeedsLeaveTheFirstSeedsAsTheyWere) {
+  KnownTruthSpec spec;
+  spec.structure = TruthStructure::kSmooth;
+  spec.diverged_trials = 3;
+  const absl::StatusOr<KnownTruth> plain = GenerateKnownTruth(spec);
+  spec.extra_seeds = 9;
+  const absl::StatusOr<KnownTruth> more = GenerateKnownTruth(spec);
+  ASSERT_TRUE(plain.ok() && more.ok());
+  ASSERT_EQ(more->trials.size(), plain->trials.size() / 3 * 12);
+  for (size_t i = 0; i < plain->trials.size(); ++i) {
+    EXPECT_EQ(more->trials[i].schedule, plain->trials[i].schedule);
+    EXPECT_EQ(more->trials[i].seed, plain->trials[i].seed);
+    EXPECT_EQ(more->trials[i].val_losses, plain->trials[i].val_losses);
+  }
+  std::set<int64_t> seeds;
+  for (const KnownTruthTrial& t : more->trials) {
+    seeds.insert(t.seed);
+    if (t.seed > 3) EXPECT_FALSE(t.diverged);
+  }
+  EXPECT_EQ(seeds.size(), 12u);
+  EXPECT_EQ(*seeds.rbegin(), 12);
+  spec.extra_seeds = -1;
+  EXPECT_FALSE(GenerateKnownTruth(spec).ok());
+}
+
 TEST(KnownTruthTest, PlantedEffectsHaveTheirSizesAndOneBest) {
   KnownTruthSpec spec = Spec(TruthStructure::kPlanted);
   spec.planted_fraction = 0.25;
