@@ -6,6 +6,7 @@
 #include <vector>
 
 #include "absl/strings/str_cat.h"
+#include "base/failpoint.h"
 #include "base/log.h"
 #include "base/status_macros.h"
 #include "scheduler/adaptive_seeds.h"
@@ -154,7 +155,8 @@ absl::StatusOr<int> SeedPlanner::Round(const v1::Experiment& experiment) {
     // A trial finished between the two reads: read both again.
     if (finished != static_cast<int64_t>(outcomes.size())) continue;
     RoundPlan decision;
-    int screened = 0;  // schedules tried at a first rung (the verdicts')
+    bool raced = false;  // the trials added are racing's
+    int screened = 0;    // schedules tried at a first rung (the verdicts')
     if (experiment.spec().strategy() == v1::STRATEGY_ASHA) {
       const AshaSettings policy = AshaSettingsOf(experiment.spec());
       PRISM_ASSIGN_OR_RETURN(std::vector<AshaTrial> asha,
@@ -197,6 +199,7 @@ absl::StatusOr<int> SeedPlanner::Round(const v1::Experiment& experiment) {
       RacingPlan racing = RacingPlanOf(experiment.spec());
       racing.verdicts.screened_schedules = screened;
       const RaceDecision race = DecideRace(racing, trials, outcomes);
+      raced = !race.additions.empty();
       for (const SeedAddition& a : race.additions) {
         decision.trials.push_back(
             storage::NewTrial{a.schedule, a.seed, a.is_baseline});
@@ -225,6 +228,8 @@ absl::StatusOr<int> SeedPlanner::Round(const v1::Experiment& experiment) {
         store_->ApplySeedRound(round);
     if (absl::IsAborted(result.status())) continue;
     if (!result.ok()) return result.status();
+    // A racing round is stored; the next decision has not been made.
+    if (raced && result->added > 0) Failpoint("racing.added");
     Log(LogLevel::kInfo, result->added > 0      ? "seeds added"
                          : result->promoted > 0 ? "trials promoted"
                                                 : "seeds decided")

@@ -11,6 +11,7 @@
 #define PRISM_TESTS_CLI_KNOWN_TRUTH_CLUSTER_H_
 
 #include <string>
+#include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
@@ -37,16 +38,17 @@ inline KnownTruthSpec IsolatedBestFixture() {
 // StartKnownTruthCluster writes `truth` as a replay fixture in the cluster's
 // directory, starts the coordinator and `workers` replay workers, and returns
 // the spec text that replays it (a submit adds a name and, for a search, its
-// strategy).
+// strategy). `coordinator_env` arms failpoints (base/failpoint.h).
 inline absl::StatusOr<std::string> StartKnownTruthCluster(
-    const KnownTruth& truth, LocalCluster& cluster, int workers = 2) {
+    const KnownTruth& truth, LocalCluster& cluster, int workers = 2,
+    const std::vector<std::string>& coordinator_env = {}) {
   std::string spec_text = bench::KnownTruthSpecText(truth);
   absl::StatusOr<std::string> replay =
       bench::KnownTruthReplay(truth, spec_text);
   if (!replay.ok()) return replay.status();
   const std::string fixture = cluster.dir() + "/truth.replay";
   WriteFile(fixture, *replay);
-  if (absl::Status s = cluster.StartCoordinator(); !s.ok()) {
+  if (absl::Status s = cluster.StartCoordinator(coordinator_env); !s.ok()) {
     return absl::Status(s.code(), absl::StrCat(s.message(), cluster.Logs()));
   }
   for (int i = 0; i < workers; ++i) {

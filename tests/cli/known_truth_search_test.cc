@@ -7,7 +7,12 @@
 // Then the default plan on three seeds (screened on one seed, staged), and
 // the same with screening runs that diverge before the rung.
 // bench/search_bench measures the rates over many generated experiments.
+#include <signal.h>
+
+#include <map>
+#include <set>
 #include <string>
+#include <utility>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
@@ -161,6 +166,81 @@ TEST(KnownTruthSearchTest, StagedAshaCompletesItsRungWhenScreeningRunsDiverge) {
   EXPECT_THAT(done.seeds_note(), ::testing::HasSubstr(absl::StrCat(
                                      screen_diverged, " ended before it")));
   if (!best_diverged) EXPECT_EQ(ChosenSchedule(rank), truth->best);
+}
+
+// A row of the fault matrix (docs/operations.md): the coordinator SIGKILLed
+// right after it stored a racing round, before its next decision. Started
+// again, the race goes on from the stored trials: no seed is lost or added
+// twice, and the search ends with racing's word. Near ties keep several
+// contenders, so the default race (after the staged ASHA default on three
+// seeds) adds seeds; the truth holds the seeds it may add.
+TEST(KnownTruthSearchTest, CoordinatorKilledBetweenRacingRoundsLosesNoSeed) {
+  KnownTruthSpec spec = IsolatedBestFixture();
+  spec.structure = TruthStructure::kNearTies;
+  spec.extra_seeds = 9;  // up to the default maximum of 12
+  absl::StatusOr<KnownTruth> truth = GenerateKnownTruth(spec);
+  ASSERT_TRUE(truth.ok()) << truth.status();
+  LocalCluster cluster;
+  absl::StatusOr<std::string> spec_text = StartKnownTruthCluster(
+      *truth, cluster, 2, {"PRISM_FAILPOINTS=racing.added"});
+  ASSERT_TRUE(spec_text.ok()) << spec_text.status();
+  absl::StatusOr<int64_t> id = cluster.SubmitSpec(
+      absl::StrCat(*spec_text,
+                   "name: \"racing kill\"\nstrategy: STRATEGY_ASHA\n"
+                   "sample_seed: 9\n"));
+  ASSERT_TRUE(id.ok()) << id.status();
+  absl::StatusOr<int> exited = cluster.coordinator().Wait(absl::Minutes(4));
+  ASSERT_TRUE(exited.ok()) << cluster.Logs();
+  ASSERT_EQ(*exited, 128 + SIGKILL) << cluster.Logs();
+  absl::StatusOr<std::vector<v1::Trial>> before = [&] {
+    // Read the database the dead coordinator left, through a new one.
+    EXPECT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
+    return cluster.ListTrials(*id);
+  }();
+  ASSERT_TRUE(before.ok()) << before.status();
+  int racing_before = 0;
+  for (const v1::Trial& t : *before) racing_before += t.seed() > 3;
+  EXPECT_GT(racing_before, 0);  // the round the coordinator died after
+
+  absl::StatusOr<v1::Experiment> done =
+      cluster.WaitForExperiment(*id, absl::Seconds(240));
+  ASSERT_TRUE(done.ok()) << done.status() << cluster.Logs();
+  EXPECT_EQ(done->state(), v1::EXPERIMENT_DONE);
+  absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(*id);
+  ASSERT_TRUE(trials.ok());
+  std::set<std::pair<std::string, int64_t>> seen;
+  std::map<std::string, std::set<int64_t>> seeds;
+  int racing = 0;
+  for (const v1::Trial& t : *trials) {
+    EXPECT_TRUE(seen.insert({t.schedule(), t.seed()}).second)
+        << t.schedule() << " seed " << t.seed() << " twice";
+    seeds[t.schedule()].insert(t.seed());
+    racing += t.seed() > 3;
+    EXPECT_LE(t.seed(), 12);
+  }
+  EXPECT_GE(racing, racing_before);
+  // The baseline has every seed racing gave a schedule.
+  for (const auto& [schedule, list] : seeds) {
+    for (int64_t s : list) {
+      EXPECT_TRUE(seeds[truth->baseline].count(s)) << schedule << " " << s;
+    }
+  }
+  v1::RankRequest request;
+  request.set_experiment_id(*id);
+  v1::RankResponse rank;
+  ASSERT_TRUE(cluster.client()
+                  .Call(&v1::ResultsService::Stub::Rank,
+                        cluster.client().results(), request, &rank)
+                  .ok());
+  ASSERT_TRUE(rank.has_race());
+  EXPECT_EQ(rank.race().seeds_added(), racing);
+  EXPECT_NE(rank.race().state(), "racing");
+  EXPECT_NE(rank.race().state(), "waiting");
+  EXPECT_THAT(done->seeds_note(), ::testing::HasSubstr(rank.race().note()));
+  const CommandResult results =
+      cluster.Run({"results", "--experiment", absl::StrCat(*id)});
+  EXPECT_EQ(results.status, 0) << results.err;
+  EXPECT_THAT(results.out, ::testing::HasSubstr("racing: "));
 }
 
 }  // namespace
