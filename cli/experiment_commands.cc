@@ -260,6 +260,29 @@ int ShowExperiment(RpcClient& client, int64_t id, Format format) {
         std::cout << "  " << AshaRungLine(rung) << "\n";
       }
     }
+    if (experiment.spec().has_racing()) {
+      const v1::RacingPolicy& r = experiment.spec().racing();
+      if (r.off()) {
+        std::cout << "racing: off\n";
+      } else {
+        v1::RankRequest rank;
+        rank.set_experiment_id(id);
+        rank.set_page_size(1);
+        v1::RankResponse ranked;
+        status = client.Call(&v1::ResultsService::Stub::Rank, client.results(),
+                             rank, &ranked);
+        if (!status.ok()) return ReportError("status", status);
+        std::cout << WrapText(
+                         fmt::format(
+                             "racing: at most {} seeds each, {} contenders a "
+                             "round, budget {:g}% of the grid's steps; {}",
+                             r.max_seeds(), r.racers(), 100.0 * r.budget(),
+                             ranked.has_race() ? Printable(ranked.race().note())
+                                               : std::string("not started")),
+                         100, 4)
+                  << "\n";
+      }
+    }
     if (experiment.spec().strategy() == v1::STRATEGY_GUIDED) {
       const v1::GuidedPolicy& g = experiment.spec().guided();
       std::cout << "guided search: " << experiment.spec().samples()

@@ -243,7 +243,23 @@ std::vector<std::string> SummaryLines(const v1::RankResponse& response,
       settle = std::max(settle, r.seeds_needed());
     }
   }
-  if (response.compared_schedules() == 0) {
+  const std::string race_state =
+      response.has_race() ? response.race().state() : std::string();
+  if (race_state == "budget spent" || race_state == "at max") {
+    const v1::RaceReport& race = response.race();
+    lines.push_back(fmt::format(
+        "next: {} contenders are still in the race on {} seeds; a larger "
+        "racing budget (racing {{ budget: {:g} max_seeds: {} }}) would race "
+        "them further",
+        race.contenders_size(), race.look_seeds(),
+        std::min(1.0, 2.0 * race.budget()),
+        std::min(64, std::max(race.max_seeds(), 2 * race.look_seeds()))));
+  } else if (race_state == "settled") {
+    lines.push_back(fmt::format(
+        "next: {} is the best at this size; carry it forward",
+        response.race().best_is_baseline() ? std::string("the baseline")
+                                           : response.race().best()));
+  } else if (response.compared_schedules() == 0) {
     lines.push_back(
         fmt::format("next: verdicts need 2+ seeds per schedule; 3 seeds find "
                     "effects of 3 trial-noise sd at >= 80% power: {}",

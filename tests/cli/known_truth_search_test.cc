@@ -9,6 +9,7 @@
 // bench/search_bench measures the rates over many generated experiments.
 #include <signal.h>
 
+#include <iostream>
 #include <map>
 #include <set>
 #include <string>
@@ -241,6 +242,13 @@ TEST(KnownTruthSearchTest, CoordinatorKilledBetweenRacingRoundsLosesNoSeed) {
       cluster.Run({"results", "--experiment", absl::StrCat(*id)});
   EXPECT_EQ(results.status, 0) << results.err;
   EXPECT_THAT(results.out, ::testing::HasSubstr("racing: "));
+  const CommandResult status = cluster.Run({"status", absl::StrCat(*id)});
+  EXPECT_EQ(status.status, 0) << status.err;
+  EXPECT_THAT(status.out,
+              ::testing::HasSubstr("racing: at most 12 seeds each, 4 "
+                                   "contenders a round, budget 10% of the "
+                                   "grid's steps; "));
+  std::cout << results.out << status.out;
 }
 
 }  // namespace

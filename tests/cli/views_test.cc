@@ -165,6 +165,47 @@ TEST(ViewsTest, DefaultRankingFitsOneHundredColumnsAndEndsWithASummary) {
   EXPECT_THAT(text, HasSubstr("moderated t (prior sd 0.006 pooled"));
 }
 
+// Racing (issue 39): one line on how the best was settled, and a next step
+// that races further rather than resubmitting.
+TEST(ViewsTest, RacingSaysHowTheBestWasSettledAndWhatWouldSettleIt) {
+  v1::RankResponse response = TwoSeedRanking();
+  v1::RaceReport* race = response.mutable_race();
+  race->set_state("settled");
+  race->set_best("2x3,4x3");
+  race->set_best_seeds(9);
+  race->add_contenders("2x3,4x3");
+  race->set_started(3);
+  race->set_seeds_added(21);
+  race->set_grid_share(0.456);
+  race->set_race_share(0.072);
+  race->set_budget(0.1);
+  race->set_max_seeds(12);
+  race->set_note(
+      "best 2x3,4x3 settled on 9 seeds (3 contenders raced, 21 seeds added)");
+  std::ostringstream out;
+  PrintRanking(response, Format::kText, out);
+  std::string text = out.str();
+  for (absl::string_view line : absl::StrSplit(text, '\n')) {
+    EXPECT_LE(DisplayWidth(line), 100u) << line;
+  }
+  EXPECT_THAT(text, HasSubstr("racing: best 2x3,4x3 settled on 9 seeds (3 "
+                              "contenders raced, 21 seeds added); 45.6% of "
+                              "the grid's\n  steps in all (7.2% added by "
+                              "racing, budget 10%, at most 12 seeds each)"));
+  EXPECT_THAT(text, HasSubstr("next: 2x3,4x3 is the best at this size"));
+
+  race->set_state("budget spent");
+  race->add_contenders("1x2,4x4");
+  race->set_look_seeds(6);
+  race->set_note("unsettled: the racing budget is spent");
+  out.str("");
+  PrintRanking(response, Format::kText, out);
+  text = out.str();
+  EXPECT_THAT(text, HasSubstr("next: 2 contenders are still in the race on 6 "
+                              "seeds; a larger racing budget (racing { "
+                              "budget: 0.2\n  max_seeds: 12 })"));
+}
+
 TEST(ViewsTest, OneSeedRankingSaysHowManySeedsWouldTell) {
   v1::RankResponse response = OneSeedRanking();
   response.mutable_verdicts()->set_needs_seeds(4);
