@@ -10,10 +10,10 @@
 // schedules 3 trial-noise sd better than the baseline (one 2 sd more).
 //
 //   build/bench/verdict_calibration --experiments 200
-//   build/bench/verdict_calibration --rows "spread 0.5|BH|3" --rows "null|"
+//   build/bench/verdict_calibration --rows "spread 0.5|" --rows "BH|3|"
 //
-// --rows runs only the rows whose label (scenario|method|fam|seeds, as the
-// table prints them, e.g. "null, var spread 0.5|moderated t|Holm|3") contains
+// --rows runs only the rows whose label (scenario|method|fam|seeds| with the
+// table's words, e.g. "null, var spread 0.5|moderated t|Holm|3|") contains
 // one of the given substrings.
 #include <algorithm>
 #include <cstdio>
@@ -44,7 +44,7 @@ int main(int argc, char** argv) {
   app.add_option("--seed", seed, "First experiment's generator seed");
   std::vector<std::string> filters;
   app.add_option("--rows", filters,
-                 "Run only rows whose label scenario|method|fam|seeds "
+                 "Run only rows whose label scenario|method|fam|seeds| "
                  "contains one of these");
   CLI11_PARSE(app, argc, argv);
 
@@ -117,7 +117,7 @@ int main(int argc, char** argv) {
     const std::string label =
         absl::StrCat(r.scenario, "|",
                      prism::VerdictMethodName(r.spec.verdicts.method), "|",
-                     family, "|", seeds);
+                     family, "|", seeds, "|");
     if (!filters.empty() &&
         std::none_of(filters.begin(), filters.end(),
                      [&label](const std::string& f) {
