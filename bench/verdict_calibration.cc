@@ -20,10 +20,9 @@
 #include <string>
 #include <vector>
 
+#include "CLI/CLI.hpp"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-
-#include "CLI/CLI.hpp"
 #include "scheduler/calibration.h"
 
 namespace {
@@ -86,8 +85,8 @@ int main(int argc, char** argv) {
           adaptive, 0.5);
       add("3 sd on 20%", TruthStructure::kPlanted, 3 * sd, 0.2, kMod, family,
           adaptive);
-      add("3 sd on 20%, var spread 0.5", TruthStructure::kPlanted, 3 * sd,
-          0.2, kMod, family, adaptive, 0.5);
+      add("3 sd on 20%, var spread 0.5", TruthStructure::kPlanted, 3 * sd, 0.2,
+          kMod, family, adaptive, 0.5);
       add("3 sd on 10%", TruthStructure::kPlanted, 3 * sd, 0.1, kMod, family,
           adaptive);
       add("3 sd on 20%, spread 0.25, 2 diverged", TruthStructure::kPlanted,
@@ -114,23 +113,21 @@ int main(int argc, char** argv) {
     const std::string seeds =
         r.spec.adaptive ? "3..6" : std::to_string(r.spec.truth.seeds);
     const std::string family = r.spec.verdicts.family == kHolm ? "Holm" : "BH";
-    const std::string label =
-        absl::StrCat(r.scenario, "|",
-                     prism::VerdictMethodName(r.spec.verdicts.method), "|",
-                     family, "|", seeds, "|");
-    if (!filters.empty() &&
-        std::none_of(filters.begin(), filters.end(),
-                     [&label](const std::string& f) {
-                       return absl::StrContains(label, f);
-                     })) {
+    const std::string label = absl::StrCat(
+        r.scenario, "|", prism::VerdictMethodName(r.spec.verdicts.method), "|",
+        family, "|", seeds, "|");
+    if (!filters.empty() && std::none_of(filters.begin(), filters.end(),
+                                         [&label](const std::string& f) {
+                                           return absl::StrContains(label, f);
+                                         })) {
       continue;
     }
     const prism::CalibrationResult c = prism::RunCalibration(r.spec);
     std::printf(
         "%-38s %-11s %-4s %-8s %6.3f %6.3f %6.3f %7.3f %6.1f %6.2f\n",
         r.scenario.c_str(), prism::VerdictMethodName(r.spec.verdicts.method),
-        family.c_str(), seeds.c_str(),
-        c.FamilywiseErrorRate(), c.FalseDiscoveryRate(),
+        family.c_str(), seeds.c_str(), c.FamilywiseErrorRate(),
+        c.FalseDiscoveryRate(),
         r.spec.truth.structure == TruthStructure::kNull ? 0.0 : c.Power(),
         c.BestSetCoverage(), c.MeanBestSetSize(), c.MeanSeedsPerSchedule());
     std::fflush(stdout);
