@@ -22,10 +22,10 @@ constexpr double kConfidence = 0.95;
 // The moderated t's dof is the posterior's, d0 + d, less this (see
 // VarianceModel): the prior's scaled inverse-chi-square shape is assumed,
 // and at a family's extreme levels (Holm's alpha / 119) the t's tail
-// decides. Chosen on the tuning seeds (bench/RESULTS.md): 0 left a null at
-// log-sd spread 0.5 with a false verdict in 4.5% of experiments, 1 in 2.5%,
-// 2 in 1% (with power there 0.34, 0.27, 0.17; at equal variances 0.83 for
-// all three).
+// decides. Chosen on the tuning seeds (bench/RESULTS.md; 400 experiments,
+// BH, 3 seeds): 0 left a null at log-sd spread 0.5 with a false verdict in
+// 4.5% of experiments, 1 in 2.5%, 2 in 1% (with power there 0.34, 0.27,
+// 0.17; at equal variances 0.83 for all three: the prior pools them).
 constexpr double kPriorDofDiscount = 1.0;
 
 // StepsToReach returns the step at which the val curve gets to `threshold`:

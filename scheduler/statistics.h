@@ -124,16 +124,15 @@ VariancePrior FitVariancePrior(const std::vector<double>& variances,
 
 // FitVariancePriorMaximumLikelihood fits the same prior by maximum
 // likelihood: under it each variance over s0^2 is F-distributed on (its dof,
-// d0) (Smyth 2004, section 6, gives the marginal; limma fits it by moments
+// d0), the marginal Smyth 2004 derives (limma fits its log moments instead,
 // for speed). With 2 dof per value the log variances' moments are noisy,
-// dominated by the few values near 0 (the log of a chi-square on 2 dof has
-// a long lower tail); the likelihood weighs every value by the F density and
-// pins d0 down better, so it pools equal variances more often and follows
-// unequal ones more steadily (bench/RESULTS.md, "Verdicts on known truth").
-// d0 is searched over [0.2, 1e4] on the log scale, s0^2 profiled out; an
-// infinite d0 (chi-square: the variances are pooled) is taken when it is as
-// likely as the best finite one. Variances of 0 are raised to 1e-5 times the
-// median first; fitted = false with fewer than 2 usable values.
+// dominated by the few values near 0 (the log of a chi-square on 2 dof has a
+// long lower tail); the likelihood is less swayed by them and pools equal
+// variances more often (bench/RESULTS.md, "Verdicts on known truth"). d0 is
+// searched over [0.2, 1e4] on the log scale, s0^2 profiled out; an infinite
+// d0 (chi-square: the variances are pooled) is taken when it is as likely as
+// the best finite one. Variances of 0 are raised to 1e-5 times the median
+// first; fitted = false with fewer than 2 usable values.
 VariancePrior FitVariancePriorMaximumLikelihood(
     const std::vector<double>& variances, const std::vector<double>& dofs);
 
@@ -148,7 +147,7 @@ double PosteriorVariance(const VariancePrior& prior, double variance,
 // d s^2) / (d0 + d - 2), PosteriorVariance's numerator over 2 fewer dof
 // (that one is E[1 / sigma^2 | s^2]^-1, what the moderated t assumes). It is
 // larger by (d0 + d) / (d0 + d - 2): nothing when the prior pools (infinite
-// d0), 1.14 at d0 = 12 and d = 2, 2 at d0 = 2. The denominator is kept at 1
+// d0), 1.17 at d0 = 12 and d = 2, 2 at d0 = 2. The denominator is kept at 1
 // or more (the mean is infinite below 2 dof). s0^2 when d0 is infinite, s^2
 // times d / max(d - 2, 1) without a fitted prior.
 double PosteriorMeanVariance(const VariancePrior& prior, double variance,
