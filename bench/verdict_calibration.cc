@@ -10,11 +10,19 @@
 // schedules 3 trial-noise sd better than the baseline (one 2 sd more).
 //
 //   build/bench/verdict_calibration --experiments 200
+//   build/bench/verdict_calibration --rows "spread 0.5|" --rows "BH|3|"
+//
+// --rows runs only the rows whose label (scenario|method|fam|seeds| with the
+// table's words, e.g. "null, var spread 0.5|moderated t|Holm|3|") contains
+// one of the given substrings.
+#include <algorithm>
 #include <cstdio>
 #include <string>
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/match.h"
+#include "absl/strings/str_cat.h"
 #include "scheduler/calibration.h"
 
 namespace {
@@ -33,6 +41,10 @@ int main(int argc, char** argv) {
   app.add_option("--experiments", experiments, "Experiments per row")
       ->check(CLI::Range(1, 100000));
   app.add_option("--seed", seed, "First experiment's generator seed");
+  std::vector<std::string> filters;
+  app.add_option("--rows", filters,
+                 "Run only rows whose label scenario|method|fam|seeds| "
+                 "contains one of these");
   CLI11_PARSE(app, argc, argv);
 
   using prism::TruthStructure;
@@ -73,6 +85,8 @@ int main(int argc, char** argv) {
           adaptive, 0.5);
       add("3 sd on 20%", TruthStructure::kPlanted, 3 * sd, 0.2, kMod, family,
           adaptive);
+      add("3 sd on 20%, var spread 0.5", TruthStructure::kPlanted, 3 * sd, 0.2,
+          kMod, family, adaptive, 0.5);
       add("3 sd on 10%", TruthStructure::kPlanted, 3 * sd, 0.1, kMod, family,
           adaptive);
       add("3 sd on 20%, spread 0.25, 2 diverged", TruthStructure::kPlanted,
@@ -96,14 +110,24 @@ int main(int argc, char** argv) {
               "method", "fam", "seeds", "FWER", "FDR", "power", "best-in",
               "set", "seeds");
   for (const Row& r : rows) {
-    const prism::CalibrationResult c = prism::RunCalibration(r.spec);
     const std::string seeds =
         r.spec.adaptive ? "3..6" : std::to_string(r.spec.truth.seeds);
+    const std::string family = r.spec.verdicts.family == kHolm ? "Holm" : "BH";
+    const std::string label = absl::StrCat(
+        r.scenario, "|", prism::VerdictMethodName(r.spec.verdicts.method), "|",
+        family, "|", seeds, "|");
+    if (!filters.empty() && std::none_of(filters.begin(), filters.end(),
+                                         [&label](const std::string& f) {
+                                           return absl::StrContains(label, f);
+                                         })) {
+      continue;
+    }
+    const prism::CalibrationResult c = prism::RunCalibration(r.spec);
     std::printf(
         "%-38s %-11s %-4s %-8s %6.3f %6.3f %6.3f %7.3f %6.1f %6.2f\n",
         r.scenario.c_str(), prism::VerdictMethodName(r.spec.verdicts.method),
-        r.spec.verdicts.family == kHolm ? "Holm" : "BH", seeds.c_str(),
-        c.FamilywiseErrorRate(), c.FalseDiscoveryRate(),
+        family.c_str(), seeds.c_str(), c.FamilywiseErrorRate(),
+        c.FalseDiscoveryRate(),
         r.spec.truth.structure == TruthStructure::kNull ? 0.0 : c.Power(),
         c.BestSetCoverage(), c.MeanBestSetSize(), c.MeanSeedsPerSchedule());
     std::fflush(stdout);

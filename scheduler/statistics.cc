@@ -323,6 +323,155 @@ VariancePrior FitVariancePrior(const std::vector<double>& variances,
   return prior;
 }
 
+namespace {
+
+// FLogLikelihood is the log likelihood, up to terms free of the prior, of
+// variances s2 (dofs d) when s2 / s0^2 is F on (d, d0), s0^2 = exp(log_scale);
+// an infinite d0 gives the chi-square on d over d. The log-gamma terms depend
+// on d only, and a ranking's dofs take few values: they are computed once per
+// run of equal dofs.
+double FLogLikelihood(const std::vector<double>& s2,
+                      const std::vector<double>& d, double log_scale,
+                      double prior_dof) {
+  const double scale = std::exp(log_scale);
+  const bool pooled = std::isinf(prior_dof);
+  const double d2 = prior_dof;
+  double sum = 0.0;
+  double last_d1 = -1.0;
+  double constant = 0.0;
+  for (size_t i = 0; i < s2.size(); ++i) {
+    const double d1 = d[i];
+    if (d1 != last_d1) {
+      last_d1 = d1;
+      constant = -LogGamma(d1 / 2.0) - log_scale +
+                 (pooled ? (d1 / 2.0) * std::log(d1 / 2.0)
+                         : LogGamma((d1 + d2) / 2.0) - LogGamma(d2 / 2.0) +
+                               (d1 / 2.0) * std::log(d1 / d2));
+    }
+    const double x = s2[i] / scale;
+    sum +=
+        constant + (d1 / 2.0 - 1.0) * std::log(x) -
+        (pooled ? d1 * x / 2.0 : ((d1 + d2) / 2.0) * std::log1p(d1 * x / d2));
+  }
+  return sum;
+}
+
+// ProfileLogScale returns the log s0^2 that maximizes FLogLikelihood at d0.
+// Pooled (infinite d0): the dof-weighted mean variance. Otherwise the score
+// falls monotonically in log s0^2 and is positive below the smallest s2 and
+// negative above the largest: Newton's steps from `start` (the last d0's
+// answer, close), kept inside a bracket that bisection narrows.
+double ProfileLogScale(const std::vector<double>& s2,
+                       const std::vector<double>& d, double prior_dof,
+                       double start) {
+  if (std::isinf(prior_dof)) {
+    double weighted = 0.0;
+    double total = 0.0;
+    for (size_t i = 0; i < s2.size(); ++i) {
+      weighted += d[i] * s2[i];
+      total += d[i];
+    }
+    return std::log(weighted / total);
+  }
+  double lo = std::log(*std::min_element(s2.begin(), s2.end())) - 1.0;
+  double hi = std::log(*std::max_element(s2.begin(), s2.end())) + 1.0;
+  double theta = start > lo && start < hi ? start : (lo + hi) / 2.0;
+  for (int it = 0; it < 100; ++it) {
+    const double scale = std::exp(theta);
+    double score = 0.0;
+    double slope = 0.0;
+    for (size_t i = 0; i < s2.size(); ++i) {
+      const double r = d[i] * s2[i] / scale / prior_dof;
+      const double half = (d[i] + prior_dof) / 2.0;
+      score += half * r / (1.0 + r) - d[i] / 2.0;
+      slope -= half * r / ((1.0 + r) * (1.0 + r));
+    }
+    (score > 0.0 ? lo : hi) = theta;
+    double next = slope < 0.0 ? theta - score / slope : (lo + hi) / 2.0;
+    if (!(next > lo && next < hi)) next = (lo + hi) / 2.0;
+    if (std::fabs(next - theta) < 1e-10 || hi - lo < 1e-10) return next;
+    theta = next;
+  }
+  return theta;
+}
+
+}  // namespace
+
+VariancePrior FitVariancePriorMaximumLikelihood(
+    const std::vector<double>& variances, const std::vector<double>& dofs) {
+  VariancePrior prior;
+  std::vector<double> s2;
+  std::vector<double> d;
+  for (size_t i = 0; i < variances.size() && i < dofs.size(); ++i) {
+    if (std::isfinite(variances[i]) && variances[i] >= 0.0 && dofs[i] > 0.0 &&
+        std::isfinite(dofs[i])) {
+      s2.push_back(variances[i]);
+      d.push_back(dofs[i]);
+    }
+  }
+  const size_t n = s2.size();
+  if (n < 2) return prior;
+  std::vector<double> sorted = s2;
+  std::sort(sorted.begin(), sorted.end());
+  const double median =
+      n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0;
+  const double floor = median > 0.0 ? 1e-5 * median : 1e-300;
+  for (double& v : s2) v = std::max(v, floor);
+  // Golden-section search for the most likely log d0, to 0.1% of d0.
+  const double inf = std::numeric_limits<double>::infinity();
+  const double pooled_scale = ProfileLogScale(s2, d, inf, 0.0);
+  double last_scale = pooled_scale;
+  auto profile = [&s2, &d, &last_scale](double log_dof) {
+    const double dof = std::exp(log_dof);
+    last_scale = ProfileLogScale(s2, d, dof, last_scale);
+    return FLogLikelihood(s2, d, last_scale, dof);
+  };
+  const double golden = (std::sqrt(5.0) - 1.0) / 2.0;
+  const double top = std::log(1e4);
+  double a = std::log(0.2);
+  double b = top;
+  double c = b - golden * (b - a);
+  double e = a + golden * (b - a);
+  double fc = profile(c);
+  double fe = profile(e);
+  while (b - a > 1e-3) {
+    if (fc > fe) {
+      b = e;
+      e = c;
+      fe = fc;
+      c = b - golden * (b - a);
+      fc = profile(c);
+    } else {
+      a = c;
+      c = e;
+      fc = fe;
+      e = a + golden * (b - a);
+      fe = profile(e);
+    }
+  }
+  const double best = (a + b) / 2.0;
+  const double at_best = profile(best);
+  prior.fitted = true;
+  if (best > top - 1e-2 ||
+      FLogLikelihood(s2, d, pooled_scale, inf) >= at_best) {
+    prior.dof = inf;
+    prior.variance = std::exp(pooled_scale);
+  } else {
+    prior.dof = std::exp(best);
+    prior.variance = std::exp(last_scale);
+  }
+  return prior;
+}
+
+double PosteriorMeanVariance(const VariancePrior& prior, double variance,
+                             double dof) {
+  if (!prior.fitted) return variance * dof / std::max(dof - 2.0, 1.0);
+  if (std::isinf(prior.dof)) return prior.variance;
+  if (!(dof > 0.0)) return prior.variance;
+  return (prior.dof * prior.variance + dof * variance) /
+         std::max(prior.dof + dof - 2.0, 1.0);
+}
+
 double PosteriorVariance(const VariancePrior& prior, double variance,
                          double dof) {
   if (!prior.fitted) return variance;

@@ -1,13 +1,15 @@
 // Statistics for comparing schedules across seeds: means with Student-t
 // confidence intervals, paired t-tests, Holm-Bonferroni and
 // Benjamini-Hochberg adjustment, the empirical-Bayes variance prior of
-// limma's moderated t (Smyth 2004), and Dunnett's one-sided critical value
-// for Hsu's multiple comparisons with the best.
+// limma's moderated t (Smyth 2004; fitted by moments or by maximum
+// likelihood) with its posterior variances, and Dunnett's one-sided critical
+// value for Hsu's multiple comparisons with the best.
 //
 //   Interval ci = MeanInterval({3.36, 3.35, 3.37});  // mean 3.36, 95% CI
 //   std::optional<double> p = PairedTTestP({-0.01, -0.02, -0.015});
 //   std::vector<double> adjusted = HolmAdjust({0.01, 0.04, 0.03});
 //   VariancePrior prior = FitVariancePrior({1e-4, 3e-4, 2e-4}, {2, 2, 2});
+//   VariancePrior ml = FitVariancePriorMaximumLikelihood(...);  // ranking's
 //
 // Thread-safety: pure functions.
 #ifndef PRISM_SCHEDULER_STATISTICS_H_
@@ -115,9 +117,24 @@ struct VariancePrior {
 // spread of 0.25 across schedules that gave a familywise error of 0.055
 // under Holm, 0.040 with the bound (bench/RESULTS.md). Variances of 0 are
 // raised to 1e-5 times the median first, as limma does. Returns fitted = false
-// with fewer than 2 usable (finite, positive-dof) values.
+// with fewer than 2 usable (finite, positive-dof) values. RankSchedules fits
+// by maximum likelihood instead (below; bench/RESULTS.md compares them).
 VariancePrior FitVariancePrior(const std::vector<double>& variances,
                                const std::vector<double>& dofs);
+
+// FitVariancePriorMaximumLikelihood fits the same prior by maximum
+// likelihood: under it each variance over s0^2 is F-distributed on (its dof,
+// d0), the marginal Smyth 2004 derives (limma fits its log moments instead,
+// for speed). With 2 dof per value the log variances' moments are noisy,
+// dominated by the few values near 0 (the log of a chi-square on 2 dof has a
+// long lower tail); the likelihood is less swayed by them and pools equal
+// variances more often (bench/RESULTS.md, "Verdicts on known truth"). d0 is
+// searched over [0.2, 1e4] on the log scale, s0^2 profiled out; an infinite
+// d0 (chi-square: the variances are pooled) is taken when it is as likely as
+// the best finite one. Variances of 0 are raised to 1e-5 times the median
+// first; fitted = false with fewer than 2 usable values.
+VariancePrior FitVariancePriorMaximumLikelihood(
+    const std::vector<double>& variances, const std::vector<double>& dofs);
 
 // PosteriorVariance is the moderated variance of a feature with sample
 // variance `variance` on `dof` degrees of freedom: (d0 s0^2 + d s^2) /
@@ -125,6 +142,16 @@ VariancePrior FitVariancePrior(const std::vector<double>& variances,
 // prior.
 double PosteriorVariance(const VariancePrior& prior, double variance,
                          double dof);
+
+// PosteriorMeanVariance is E[sigma^2 | s^2] under the prior: (d0 s0^2 +
+// d s^2) / (d0 + d - 2), PosteriorVariance's numerator over 2 fewer dof
+// (that one is E[1 / sigma^2 | s^2]^-1, what the moderated t assumes). It is
+// larger by (d0 + d) / (d0 + d - 2): nothing when the prior pools (infinite
+// d0), 1.17 at d0 = 12 and d = 2, 2 at d0 = 2. The denominator is kept at 1
+// or more (the mean is infinite below 2 dof). s0^2 when d0 is infinite, s^2
+// times d / max(d - 2, 1) without a fitted prior.
+double PosteriorMeanVariance(const VariancePrior& prior, double variance,
+                             double dof);
 
 // DunnettOneSidedCritical returns d such that, for k + 1 independent normal
 // means with equal variance estimated on `dof` degrees of freedom (infinite:

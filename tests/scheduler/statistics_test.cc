@@ -3,6 +3,7 @@
 #include <cmath>
 #include <limits>
 #include <optional>
+#include <random>
 #include <thread>
 #include <vector>
 
@@ -270,6 +271,50 @@ TEST(VariancePriorTest, MatchesTheReferenceFit) {
 
   EXPECT_FALSE(FitVariancePrior({1.0}, {2.0}).fitted);
   EXPECT_DOUBLE_EQ(PosteriorVariance(VariancePrior{}, 3.0, 2.0), 3.0);
+}
+
+TEST(VariancePriorTest, MaximumLikelihoodPoolsEqualVariances) {
+  // As spread as 2 dof alone makes them: pooled, at the dof-weighted mean.
+  const std::vector<double> s2 = {1.1e-4, 0.6e-4, 2.3e-4, 0.9e-4,
+                                  1.4e-4, 0.3e-4, 1.8e-4, 1.0e-4};
+  const VariancePrior pooled =
+      FitVariancePriorMaximumLikelihood(s2, std::vector<double>(8, 2.0));
+  ASSERT_TRUE(pooled.fitted);
+  EXPECT_TRUE(std::isinf(pooled.dof));
+  EXPECT_NEAR(pooled.variance, 1.175e-4, 1e-12);
+  EXPECT_FALSE(FitVariancePriorMaximumLikelihood({1.0}, {2.0}).fitted);
+}
+
+TEST(VariancePriorTest, MaximumLikelihoodRecoversAKnownPrior) {
+  // 4,000 variances on 2 dof whose true variances are drawn from the prior
+  // itself (s0^2 = 2, d0 = 4): the fit lands near both.
+  std::mt19937_64 rng(7);
+  std::chi_squared_distribution<double> prior_draw(4.0);
+  std::chi_squared_distribution<double> sample_draw(2.0);
+  std::vector<double> s2;
+  for (int i = 0; i < 4000; ++i) {
+    const double sigma2 = 2.0 * 4.0 / prior_draw(rng);
+    s2.push_back(sigma2 * sample_draw(rng) / 2.0);
+  }
+  const VariancePrior fit =
+      FitVariancePriorMaximumLikelihood(s2, std::vector<double>(s2.size(), 2));
+  ASSERT_TRUE(fit.fitted);
+  EXPECT_NEAR(fit.dof, 4.0, 0.6);
+  EXPECT_NEAR(fit.variance, 2.0, 0.2);
+}
+
+TEST(VariancePriorTest, PosteriorMeanIsTheModeratedVarianceOverTwoFewerDof) {
+  const VariancePrior prior{/*variance=*/1.0, /*dof=*/4.0, /*fitted=*/true};
+  // (4 * 1 + 2 * 3) / (4 + 2 - 2) against the moderated (4 + 2).
+  EXPECT_DOUBLE_EQ(PosteriorMeanVariance(prior, 3.0, 2.0), 2.5);
+  EXPECT_DOUBLE_EQ(PosteriorVariance(prior, 3.0, 2.0), 10.0 / 6.0);
+  // Below 2 dof in all the mean is infinite: the denominator stays at 1.
+  const VariancePrior wide{1.0, 0.5, true};
+  EXPECT_DOUBLE_EQ(PosteriorMeanVariance(wide, 3.0, 1.0), 3.5);
+  const VariancePrior pooled{1.0, std::numeric_limits<double>::infinity(),
+                             true};
+  EXPECT_DOUBLE_EQ(PosteriorMeanVariance(pooled, 3.0, 2.0), 1.0);
+  EXPECT_DOUBLE_EQ(PosteriorMeanVariance(VariancePrior{}, 3.0, 4.0), 6.0);
 }
 
 TEST(DunnettTest, MatchesTheMultivariateNormalAndTables) {
