@@ -288,13 +288,22 @@ VerdictOptions VerdictOptionsOf(const v1::ExperimentSpec& resolved) {
                                   resolved.seeds_policy().max());
   } else if (RacingOn(resolved)) {
     // Every seed count racing may reach is a look (scheduler/racing.h).
-    options.seed_sequence =
-        SeedSequence({resolved.seeds().begin(), resolved.seeds().end()},
-                     resolved.racing().max_seeds());
+    options.seed_sequence = RacingSequence(resolved);
     options.looks =
         LooksForSeeds(resolved.seeds_size(), resolved.racing().max_seeds());
   }
   return options;
+}
+
+std::vector<int64_t> RacingSequence(const v1::ExperimentSpec& resolved) {
+  std::vector<int64_t> sequence(resolved.seeds().begin(),
+                                resolved.seeds().end());
+  if (resolved.racing().seeds().empty()) {  // stored before the field
+    return SeedSequence(sequence, resolved.racing().max_seeds());
+  }
+  sequence.insert(sequence.end(), resolved.racing().seeds().begin(),
+                  resolved.racing().seeds().end());
+  return sequence;
 }
 
 bool RacingOn(const v1::ExperimentSpec& resolved) {
@@ -326,9 +335,7 @@ RacingPlan RacingPlanOf(const v1::ExperimentSpec& resolved) {
   plan.space = SpaceForSpec(resolved);
   plan.baseline =
       Schedule::Uniform(plan.space.base_heads, plan.space.layers).ToString();
-  plan.sequence =
-      SeedSequence({resolved.seeds().begin(), resolved.seeds().end()},
-                   resolved.racing().max_seeds());
+  plan.sequence = RacingSequence(resolved);
   plan.first = resolved.seeds_size();
   plan.verdicts = VerdictOptionsOf(resolved);
   plan.steps = resolved.budget().steps();

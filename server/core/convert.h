@@ -71,6 +71,9 @@ VerdictOptions VerdictOptionsOf(const v1::ExperimentSpec& resolved);
 // RacingPlanOf is its plan (scheduler/racing.h), the verdicts' screened
 // schedules left to the caller.
 bool RacingOn(const v1::ExperimentSpec& resolved);
+// RacingSequence is a racing spec's seed sequence: its seeds, then
+// racing.seeds (the sequence continued, for specs stored without them).
+std::vector<int64_t> RacingSequence(const v1::ExperimentSpec& resolved);
 RacingPlan RacingPlanOf(const v1::ExperimentSpec& resolved);
 // RaceReportOf is a race's state for RankResponse.race (grid_share left to
 // the caller, who knows the steps trained).

@@ -255,6 +255,9 @@ absl::StatusOr<std::optional<v1::RacingPolicy>> ResolveRacing(
           absl::StrCat(seeds, ")"));
     }
   }
+  if (!spec.racing().seeds().empty()) {
+    return Invalid("racing.seeds: is set by the coordinator");
+  }
   v1::RacingPolicy r = spec.racing();
   if (r.max_seeds() == 0) r.set_max_seeds(DefaultRacingMaxSeeds(seeds));
   if (r.max_seeds() < seeds || r.max_seeds() > kMaxPolicySeeds) {
@@ -279,6 +282,12 @@ absl::StatusOr<std::optional<v1::RacingPolicy>> ResolveRacing(
   if (r.racers() < 1 || r.racers() > kMaxPolicySeeds) {
     return Invalid("racing.racers must be from 1 to ",
                    absl::StrCat(kMaxPolicySeeds, " (got ", r.racers(), ")"));
+  }
+  // The seeds it may add, recorded: the sequence past the spec's seeds.
+  const std::vector<int64_t> sequence =
+      SeedSequence({spec.seeds().begin(), spec.seeds().end()}, r.max_seeds());
+  for (size_t i = static_cast<size_t>(seeds); i < sequence.size(); ++i) {
+    r.add_seeds(sequence[i]);
   }
   return r;
 }

@@ -336,6 +336,10 @@ TEST(SpecTest, RacingIsOnByDefaultAfterScreeningAndResolvedExplicitly) {
   EXPECT_EQ(asha->spec.racing().max_seeds(), 12);
   EXPECT_DOUBLE_EQ(asha->spec.racing().budget(), 0.1);
   EXPECT_EQ(asha->spec.racing().racers(), 4);
+  // The seeds it may add are recorded: the spec's sequence continued.
+  EXPECT_THAT(asha->spec.racing().seeds(),
+              ::testing::ElementsAre(7, 8, 9, 10, 11, 12, 13, 14, 15));
+  EXPECT_THAT(asha->spec.seeds(), ::testing::ElementsAre(4, 5, 6));
   EXPECT_TRUE(storage::DecidedByCoordinator(asha->spec));
   absl::StatusOr<ExperimentPlan> screen = Plan(
       "model { preset: 'tiny' } seeds: [1, 2, 3] strategy: "
@@ -390,6 +394,8 @@ TEST(SpecTest, BadRacingPoliciesAreOneLineInvalidArguments) {
        "racing: not with STRATEGY_GUIDED"},
       {"seeds_policy { min: 2 max: 4 } racing {}",
        "racing: cannot be combined with seeds_policy"},
+      {"seeds: [1, 2, 3] racing { seeds: 9 }",
+       "racing.seeds: is set by the coordinator"},
   };
   for (const auto& [policy, message] : cases) {
     absl::StatusOr<ExperimentPlan> plan =
