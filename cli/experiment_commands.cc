@@ -168,6 +168,15 @@ int ShowExperiment(RpcClient& client, int64_t id, Format format) {
     return kExitOk;
   }
   if (format == Format::kText) {
+    // The ranking's first row, for the summaries that come with it (the
+    // rungs' counts, racing's word).
+    const auto rank_summary = [&](v1::RankResponse* ranked) {
+      v1::RankRequest rank;
+      rank.set_experiment_id(id);
+      rank.set_page_size(1);
+      return client.Call(&v1::ResultsService::Stub::Rank, client.results(),
+                         rank, ranked);
+    };
     const v1::TrialCounts& c = experiment.counts();
     std::cout << WrapText(
                      absl::StrCat(
@@ -249,12 +258,8 @@ int ShowExperiment(RpcClient& client, int64_t id, Format format) {
                   << "\n";
       }
       // The rungs' counts come with the ranking.
-      v1::RankRequest rank;
-      rank.set_experiment_id(id);
-      rank.set_page_size(1);
       v1::RankResponse ranked;
-      status = client.Call(&v1::ResultsService::Stub::Rank, client.results(),
-                           rank, &ranked);
+      status = rank_summary(&ranked);
       if (!status.ok()) return ReportError("status", status);
       for (const v1::AshaRung& rung : ranked.asha_rungs()) {
         std::cout << "  " << AshaRungLine(rung) << "\n";
@@ -265,12 +270,8 @@ int ShowExperiment(RpcClient& client, int64_t id, Format format) {
       if (r.off()) {
         std::cout << "racing: off\n";
       } else {
-        v1::RankRequest rank;
-        rank.set_experiment_id(id);
-        rank.set_page_size(1);
         v1::RankResponse ranked;
-        status = client.Call(&v1::ResultsService::Stub::Rank, client.results(),
-                             rank, &ranked);
+        status = rank_summary(&ranked);
         if (!status.ok()) return ReportError("status", status);
         std::cout << WrapText(
                          fmt::format(

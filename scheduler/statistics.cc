@@ -273,25 +273,48 @@ double TrigammaInverse(double x) {
   return y;
 }
 
-VariancePrior FitVariancePrior(const std::vector<double>& variances,
-                               const std::vector<double>& dofs) {
-  VariancePrior prior;
+namespace {
+
+// UsableVariances are the variances a prior is fitted to (finite, not
+// negative, on a positive finite dof), their dofs, and the floor a zero
+// variance is raised to: 1e-5 of their median.
+struct UsableVariances {
   std::vector<double> s2;
   std::vector<double> d;
+  double floor = 1e-300;
+};
+
+UsableVariances Usable(const std::vector<double>& variances,
+                       const std::vector<double>& dofs) {
+  UsableVariances u;
   for (size_t i = 0; i < variances.size() && i < dofs.size(); ++i) {
     if (std::isfinite(variances[i]) && variances[i] >= 0.0 && dofs[i] > 0.0 &&
         std::isfinite(dofs[i])) {
-      s2.push_back(variances[i]);
-      d.push_back(dofs[i]);
+      u.s2.push_back(variances[i]);
+      u.d.push_back(dofs[i]);
     }
   }
-  const size_t n = s2.size();
-  if (n < 2) return prior;
-  std::vector<double> sorted = s2;
+  const size_t n = u.s2.size();
+  if (n == 0) return u;
+  std::vector<double> sorted = u.s2;
   std::sort(sorted.begin(), sorted.end());
   const double median =
       n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0;
-  const double floor = median > 0.0 ? 1e-5 * median : 1e-300;
+  if (median > 0.0) u.floor = 1e-5 * median;
+  return u;
+}
+
+}  // namespace
+
+VariancePrior FitVariancePrior(const std::vector<double>& variances,
+                               const std::vector<double>& dofs) {
+  VariancePrior prior;
+  UsableVariances usable = Usable(variances, dofs);
+  std::vector<double>& s2 = usable.s2;
+  const std::vector<double>& d = usable.d;
+  const size_t n = s2.size();
+  if (n < 2) return prior;
+  const double floor = usable.floor;
   double mean_e = 0.0;
   std::vector<double> e(n);
   for (size_t i = 0; i < n; ++i) {
@@ -400,22 +423,12 @@ double ProfileLogScale(const std::vector<double>& s2,
 VariancePrior FitVariancePriorMaximumLikelihood(
     const std::vector<double>& variances, const std::vector<double>& dofs) {
   VariancePrior prior;
-  std::vector<double> s2;
-  std::vector<double> d;
-  for (size_t i = 0; i < variances.size() && i < dofs.size(); ++i) {
-    if (std::isfinite(variances[i]) && variances[i] >= 0.0 && dofs[i] > 0.0 &&
-        std::isfinite(dofs[i])) {
-      s2.push_back(variances[i]);
-      d.push_back(dofs[i]);
-    }
-  }
+  UsableVariances usable = Usable(variances, dofs);
+  std::vector<double>& s2 = usable.s2;
+  const std::vector<double>& d = usable.d;
   const size_t n = s2.size();
   if (n < 2) return prior;
-  std::vector<double> sorted = s2;
-  std::sort(sorted.begin(), sorted.end());
-  const double median =
-      n % 2 == 1 ? sorted[n / 2] : (sorted[n / 2 - 1] + sorted[n / 2]) / 2.0;
-  const double floor = median > 0.0 ? 1e-5 * median : 1e-300;
+  const double floor = usable.floor;
   for (double& v : s2) v = std::max(v, floor);
   // Golden-section search for the most likely log d0, to 0.1% of d0.
   const double inf = std::numeric_limits<double>::infinity();

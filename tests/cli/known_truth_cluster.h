@@ -58,6 +58,15 @@ inline absl::StatusOr<std::string> StartKnownTruthCluster(
   return spec_text;
 }
 
+// RankOf reads experiment `id`'s whole ranking through the cluster.
+inline absl::Status RankOf(LocalCluster& cluster, int64_t id,
+                           v1::RankResponse* rank) {
+  v1::RankRequest request;
+  request.set_experiment_id(id);
+  return cluster.client().Call(&v1::ResultsService::Stub::Rank,
+                               cluster.client().results(), request, rank);
+}
+
 // SearchRun is one finished search over a known truth: its id, the
 // experiment as it ended and its whole ranking.
 struct SearchRun {
@@ -88,14 +97,7 @@ inline absl::StatusOr<SearchRun> RunKnownTruthSearch(
                         absl::StrCat(done.status().message(), cluster.Logs()));
   }
   run.experiment = *std::move(done);
-  v1::RankRequest request;
-  request.set_experiment_id(run.id);
-  if (absl::Status s =
-          cluster.client().Call(&v1::ResultsService::Stub::Rank,
-                                cluster.client().results(), request, &run.rank);
-      !s.ok()) {
-    return s;
-  }
+  if (absl::Status s = RankOf(cluster, run.id, &run.rank); !s.ok()) return s;
   return run;
 }
 

@@ -226,13 +226,8 @@ TEST(KnownTruthSearchTest, CoordinatorKilledBetweenRacingRoundsLosesNoSeed) {
       EXPECT_TRUE(seeds[truth->baseline].count(s)) << schedule << " " << s;
     }
   }
-  v1::RankRequest request;
-  request.set_experiment_id(*id);
   v1::RankResponse rank;
-  ASSERT_TRUE(cluster.client()
-                  .Call(&v1::ResultsService::Stub::Rank,
-                        cluster.client().results(), request, &rank)
-                  .ok());
+  ASSERT_TRUE(RankOf(cluster, *id, &rank).ok());
   ASSERT_TRUE(rank.has_race());
   EXPECT_EQ(rank.race().seeds_added(), racing);
   EXPECT_NE(rank.race().state(), "racing");

@@ -40,13 +40,8 @@ TEST(KnownTruthVerdictsTest, ReplayedExperimentGetsTheRightVerdicts) {
   ASSERT_TRUE(done.ok()) << done.status() << cluster.Logs();
   ASSERT_EQ(done->counts().completed(), 360) << cluster.Logs();
 
-  v1::RankRequest request;
-  request.set_experiment_id(*id);
   v1::RankResponse rank;
-  ASSERT_TRUE(cluster.client()
-                  .Call(&v1::ResultsService::Stub::Rank,
-                        cluster.client().results(), request, &rank)
-                  .ok());
+  ASSERT_TRUE(RankOf(cluster, *id, &rank).ok());
   const v1::VerdictReport& v = rank.verdicts();
   EXPECT_EQ(v.method(), v1::VERDICT_METHOD_MODERATED_T);
   EXPECT_EQ(v.family(), v1::VERDICT_FAMILY_BH);

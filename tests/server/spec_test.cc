@@ -271,6 +271,22 @@ TEST(SpecTest, ASeedsPolicyPlansTheFirstMinSeedsAndResolvesTheSequence) {
   EXPECT_EQ(plan->trials.size(), 6u);
 }
 
+// ExpectOneLineInvalid plans each tiny-preset spec with the case's fields
+// and expects INVALID_ARGUMENT, one line, holding the case's message.
+void ExpectOneLineInvalid(
+    const std::vector<std::pair<std::string, std::string>>& cases) {
+  for (const auto& [policy, message] : cases) {
+    absl::StatusOr<ExperimentPlan> plan =
+        Plan("model { preset: 'tiny' } " + policy);
+    ASSERT_FALSE(plan.ok()) << policy;
+    EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
+    EXPECT_THAT(std::string(plan.status().message()), HasSubstr(message))
+        << policy;
+    EXPECT_EQ(std::string(plan.status().message()).find('\n'),
+              std::string::npos);
+  }
+}
+
 TEST(SpecTest, BadSeedsPoliciesAreOneLineInvalidArguments) {
   const std::vector<std::pair<std::string, std::string>> cases = {
       {"seeds_policy { min: 1 max: 4 }", "seeds_policy.min must be at least 2"},
@@ -286,16 +302,7 @@ TEST(SpecTest, BadSeedsPoliciesAreOneLineInvalidArguments) {
       {"seeds: 9223372036854775806 seeds_policy { min: 2 max: 3 }",
        "leaves no room"},
   };
-  for (const auto& [policy, message] : cases) {
-    absl::StatusOr<ExperimentPlan> plan =
-        Plan("model { preset: 'tiny' } " + policy);
-    ASSERT_FALSE(plan.ok()) << policy;
-    EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(std::string(plan.status().message()), HasSubstr(message))
-        << policy;
-    EXPECT_EQ(std::string(plan.status().message()).find('\n'),
-              std::string::npos);
-  }
+  ExpectOneLineInvalid(cases);
 }
 
 TEST(SpecTest, TheGridCapCountsEverySeedAPolicyMayAdd) {
@@ -397,16 +404,7 @@ TEST(SpecTest, BadRacingPoliciesAreOneLineInvalidArguments) {
       {"seeds: [1, 2, 3] racing { seeds: 9 }",
        "racing.seeds: is set by the coordinator"},
   };
-  for (const auto& [policy, message] : cases) {
-    absl::StatusOr<ExperimentPlan> plan =
-        Plan("model { preset: 'tiny' } " + policy);
-    ASSERT_FALSE(plan.ok()) << policy;
-    EXPECT_EQ(plan.status().code(), absl::StatusCode::kInvalidArgument);
-    EXPECT_THAT(std::string(plan.status().message()), HasSubstr(message))
-        << policy;
-    EXPECT_EQ(std::string(plan.status().message()).find('\n'),
-              std::string::npos);
-  }
+  ExpectOneLineInvalid(cases);
 }
 
 TEST(SpecTest, AshaOnThreeSeedsDefaultsToScreeningOnOneSeed) {
