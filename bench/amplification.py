@@ -29,7 +29,6 @@ client (the CLI of --prism, so its flags must match). Traffic goes to
 127.0.0.1 only. Exit status 0, or 1 if the coordinator did not start.
 """
 import argparse
-import json
 import os
 import sqlite3
 import stat
@@ -44,7 +43,7 @@ import urllib.request
 import grpc
 
 # The RSS probe and peak sampler edge_rss.py measures its edges with.
-from edge_rss import Sampler, rss_kib  # noqa: E402
+from edge_rss import Sampler, rss_kib, start_coordinator  # noqa: E402
 
 CLK_TCK = os.sysconf("SC_CLK_TCK")
 
@@ -59,23 +58,10 @@ class Coordinator:
     def __init__(self, prism, tmp):
         self.prism, self.tmp = prism, tmp
         self.db = os.path.join(tmp, "prism.db")
-        ready = os.path.join(tmp, "ready.json")
         self.admin_token_file = os.path.join(tmp, "admin.token")
-        self.log = open(os.path.join(tmp, "coordinator.log"), "w")
         old = os.umask(0o022)
-        self.proc = subprocess.Popen(
-            [prism, "coordinator", "--db", self.db, "--listen", "127.0.0.1:0",
-             "--http", "127.0.0.1:0", "--admin-token-file",
-             self.admin_token_file, "--ready-file", ready],
-            stdout=self.log, stderr=self.log)
+        self.proc, self.addresses = start_coordinator(prism, tmp)
         os.umask(old)
-        deadline, self.addresses = time.time() + 60, None
-        while (self.addresses is None and self.proc.poll() is None
-               and time.time() < deadline):
-            try:
-                self.addresses = json.load(open(ready))
-            except (OSError, ValueError):  # not there, or still being written
-                time.sleep(0.05)
         self.pid = self.proc.pid
 
     def cli(self, *args, token=None):

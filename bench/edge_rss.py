@@ -58,6 +58,27 @@ class Sampler:
         self.thread.join()
 
 
+def start_coordinator(prism, tmp, *flags):
+    """Starts `prism coordinator` on loopback in `tmp` (database prism.db,
+    admin token admin.token, log coordinator.log) with `flags` added, and
+    waits up to 60 s for its --ready-file. Returns (process, addresses: the
+    ready file's JSON, None if it did not start)."""
+    ready = os.path.join(tmp, "ready.json")
+    log = open(os.path.join(tmp, "coordinator.log"), "w")
+    proc = subprocess.Popen(
+        [prism, "coordinator", "--db", os.path.join(tmp, "prism.db"),
+         "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
+         "--admin-token-file", os.path.join(tmp, "admin.token"),
+         "--ready-file", ready, *flags], stdout=log, stderr=log)
+    deadline, addresses = time.time() + 60, None
+    while addresses is None and proc.poll() is None and time.time() < deadline:
+        try:
+            addresses = json.load(open(ready))
+        except (OSError, ValueError):  # not there, or still being written
+            time.sleep(0.05)
+    return proc, addresses
+
+
 def flood(port, prefix, total, out, key):
     sent = 0
     try:

@@ -17,7 +17,6 @@ client. Traffic goes to 127.0.0.1 only. Exit status 0, or 1 if the
 coordinator did not start.
 """
 import argparse
-import json
 import os
 import subprocess
 import sys
@@ -27,7 +26,7 @@ import urllib.request
 
 
 # The RSS probe and peak sampler edge_rss.py measures its edges with.
-from edge_rss import Sampler, rss_kib  # noqa: E402
+from edge_rss import Sampler, rss_kib, start_coordinator  # noqa: E402
 
 
 def scrape(http, pid):
@@ -50,21 +49,8 @@ def main():
     prism = a.prism or os.path.join(a.build, "cli", "prism")
     client = os.path.join(a.build, "tests", "server", "grpc_unknown_methods")
     with tempfile.TemporaryDirectory() as tmp:
-        ready = os.path.join(tmp, "ready.json")
-        log = open(os.path.join(tmp, "coordinator.log"), "w")
-        proc = subprocess.Popen(
-            [prism, "coordinator", "--db", os.path.join(tmp, "prism.db"),
-             "--listen", "127.0.0.1:0", "--http", "127.0.0.1:0",
-             "--admin-token-file", os.path.join(tmp, "admin.token"),
-             "--metrics-open", "--ready-file", ready], stdout=log, stderr=log)
+        proc, addresses = start_coordinator(prism, tmp, "--metrics-open")
         try:
-            deadline = time.time() + 60
-            addresses = None
-            while addresses is None and proc.poll() is None and time.time() < deadline:
-                try:
-                    addresses = json.load(open(ready))
-                except (OSError, ValueError):  # not there, or still being written
-                    time.sleep(0.05)
             if addresses is None:
                 print("unknown_methods: the coordinator did not start", file=sys.stderr)
                 return 1
