@@ -1,5 +1,6 @@
 #include "cli/views.h"
 
+#include <algorithm>
 #include <map>
 #include <string>
 #include <vector>
@@ -416,6 +417,24 @@ Table WorkersTable(const v1::ListWorkersResponse& response, int64_t now_ms) {
          w.user()});
   }
   return table;
+}
+
+int DropGoneWorkers(v1::ListWorkersResponse* response, int64_t now_ms) {
+  const auto gone = [now_ms](const v1::Worker& w) {
+    switch (w.state()) {
+      case v1::WORKER_STOPPED:
+        return now_ms - w.stopped_unix_ms() > kGoneWorkerShownMs;
+      case v1::WORKER_LOST:
+        return now_ms - w.last_heartbeat_unix_ms() > kGoneWorkerShownMs;
+      default:
+        return false;
+    }
+  };
+  auto* workers = response->mutable_workers();
+  const int before = workers->size();
+  workers->erase(std::remove_if(workers->begin(), workers->end(), gone),
+                 workers->end());
+  return before - workers->size();
 }
 
 Table TokensTable(const v1::ListTokensResponse& response, int64_t now_ms) {

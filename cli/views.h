@@ -50,6 +50,16 @@ Table TrialsTable(const v1::ListTrialsResponse& response);
 // WorkersTable: id, host, device, threads, state, trial, heartbeat age,
 // tokens/s, user.
 Table WorkersTable(const v1::ListWorkersResponse& response, int64_t now_ms);
+
+// kGoneWorkerShownMs: how long `prism workers` keeps listing a worker after
+// it stopped (its Deregister) or was lost (its last heartbeat); --all lists
+// every one. A fleet whose workers come and go would otherwise list every
+// worker it ever had.
+inline constexpr int64_t kGoneWorkerShownMs = int64_t{3600} * 1000;
+
+// DropGoneWorkers removes the workers stopped or lost more than
+// kGoneWorkerShownMs before now_ms and returns how many it removed.
+int DropGoneWorkers(v1::ListWorkersResponse* response, int64_t now_ms);
 // TokensTable: id, user, role, state (active, expired or revoked at now_ms),
 // created, expires, last used and revoked times (UTC, ISO 8601; empty for
 // never).

@@ -2,6 +2,7 @@
 
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -104,6 +105,32 @@ RankingView Wide() {
   RankingView view;
   view.wide = true;
   return view;
+}
+
+TEST(ViewsTest, WorkersGoneOverAnHourAgoAreDroppedTheRestKept) {
+  constexpr int64_t kNow = int64_t{1'800'000'000'000};
+  v1::ListWorkersResponse response;
+  const auto add = [&](const std::string& id, v1::WorkerState state,
+                       int64_t heartbeat_ago_ms, int64_t stopped_ago_ms) {
+    v1::Worker* w = response.add_workers();
+    w->set_id(id);
+    w->set_state(state);
+    w->set_last_heartbeat_unix_ms(kNow - heartbeat_ago_ms);
+    if (stopped_ago_ms >= 0) w->set_stopped_unix_ms(kNow - stopped_ago_ms);
+  };
+  add("busy", v1::WORKER_BUSY, 1000, -1);
+  add("idle-quiet", v1::WORKER_IDLE, kGoneWorkerShownMs * 5, -1);
+  add("stopped-now", v1::WORKER_STOPPED, 2000, 1000);
+  add("stopped-old", v1::WORKER_STOPPED, kGoneWorkerShownMs * 3,
+      kGoneWorkerShownMs + 1);
+  add("lost-now", v1::WORKER_LOST, kGoneWorkerShownMs - 1, -1);
+  add("lost-old", v1::WORKER_LOST, kGoneWorkerShownMs + 1, -1);
+  EXPECT_EQ(DropGoneWorkers(&response, kNow), 2);
+  std::vector<std::string> kept;
+  for (const v1::Worker& w : response.workers()) kept.push_back(w.id());
+  EXPECT_THAT(kept, ::testing::ElementsAre("busy", "idle-quiet", "stopped-now",
+                                           "lost-now"));
+  EXPECT_EQ(DropGoneWorkers(&response, kNow), 0);
 }
 
 TEST(ViewsTest, RankingTextShowsDashesAndSaysWhyOnce) {
