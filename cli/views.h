@@ -169,6 +169,21 @@ void PrintSuggestions(const v1::SuggestResponse& response, Format format,
 // none holds).
 std::string HeadroomLine(const v1::Headroom& headroom);
 
+// PlanBlock is `prism plan`'s bill (server/core/plan.h), lines within 100
+// columns: schedules, trials, steps expected and at most with their share of
+// the grid's and its source, tokens, parameters, FLOPs, worker-hours with
+// the throughput and where it comes from, the corpus, then each warning.
+std::string PlanBlock(const v1::PlanEstimate& plan);
+// PlanLine is the bill in one line, as a real submit prints it: "bill:
+// 195,000 steps (100.0% of the grid's, at most 100.0%), 102.2G tokens,
+// 5.8e+19 FLOPs, 195 worker-hours (assumed throughput)" and the warnings'
+// count.
+std::string PlanLine(const v1::PlanEstimate& plan);
+// Thousands renders 195000 as "195,000".
+std::string Thousands(double value);
+// Scaled renders 1.02e11 as "102.2G" (k, M, G, T, P).
+std::string Scaled(double value);
+
 }  // namespace prism::cli
 
 #endif  // PRISM_CLI_VIEWS_H_
