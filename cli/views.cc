@@ -1000,18 +1000,20 @@ std::string PlanBlock(const v1::PlanEstimate& p) {
 
 std::string PlanLine(const v1::PlanEstimate& p) {
   const bool measured = absl::StartsWith(p.throughput_source(), "measured");
-  std::string line = fmt::format(
-      "bill: {} steps ({:.1f}% of the grid's, at most {:.1f}%), {} tokens, "
-      "{:.1e} FLOPs, {} worker-hours ({} throughput)",
-      Thousands(p.steps()), 100.0 * p.expected_share(), 100.0 * p.max_share(),
-      Scaled(p.tokens()), p.flops(), Hours(p.worker_hours()),
-      measured ? "measured" : "assumed");
+  const std::string share =
+      p.max_share() > p.expected_share()
+          ? fmt::format("{:.1f}% of the grid's, at most {:.1f}%",
+                        100.0 * p.expected_share(), 100.0 * p.max_share())
+          : fmt::format("{:.1f}% of the grid's", 100.0 * p.expected_share());
+  std::string line =
+      fmt::format("bill: {} steps ({}), {} tokens, {} worker-hours ({})",
+                  Thousands(p.steps()), share, Scaled(p.tokens()),
+                  Hours(p.worker_hours()), measured ? "measured" : "assumed");
   if (p.warnings_size() > 0) {
     absl::StrAppend(&line, "; ", p.warnings_size(),
-                    p.warnings_size() == 1 ? " warning" : " warnings",
-                    " (prism plan)");
+                    p.warnings_size() == 1 ? " warning" : " warnings");
   }
-  return line;
+  return WrapText(line, 100, 2);
 }
 
 }  // namespace prism::cli

@@ -174,10 +174,10 @@ std::string HeadroomLine(const v1::Headroom& headroom);
 // the grid's and its source, tokens, parameters, FLOPs, worker-hours with
 // the throughput and where it comes from, the corpus, then each warning.
 std::string PlanBlock(const v1::PlanEstimate& plan);
-// PlanLine is the bill in one line, as a real submit prints it: "bill:
-// 195,000 steps (100.0% of the grid's, at most 100.0%), 102.2G tokens,
-// 5.8e+19 FLOPs, 195 worker-hours (assumed throughput)" and the warnings'
-// count.
+// PlanLine is the bill in one line (wrapped past 100 columns), as a real
+// submit prints it: "bill: 195,000 steps (100.0% of the grid's), 102.2G
+// tokens, 195 worker-hours (assumed)", the expected share's maximum when
+// higher, and the warnings' count (`prism plan` shows them, and the FLOPs).
 std::string PlanLine(const v1::PlanEstimate& plan);
 // Thousands renders 195000 as "195,000".
 std::string Thousands(double value);
