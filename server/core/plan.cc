@@ -104,12 +104,13 @@ StepsEstimate AshaEstimate(const v1::ExperimentSpec& r, int64_t schedules) {
   const int64_t others = std::max<int64_t>(0, schedules - 1);
   StepsEstimate e;
   e.expected = AshaSteps(asha, others, seeds, steps);
-  const std::string plan =
-      absl::StrCat("rungs ", absl::StrJoin(asha.rungs, ","), ", eta ", asha.eta,
-                   asha.first_rung_seeds.empty()
-                       ? std::string()
-                       : absl::StrCat(", screened on ",
-                                      asha.first_rung_seeds.size(), " seed"));
+  const std::string plan = absl::StrCat(
+      "rungs ", absl::StrJoin(asha.rungs, ","), ", eta ", asha.eta,
+      asha.first_rung_seeds.empty()
+          ? std::string()
+          : absl::StrCat(
+                ", screened on ", asha.first_rung_seeds.size(),
+                asha.first_rung_seeds.size() == 1 ? " seed" : " seeds"));
   if (asha.mode == AshaMode::kAsynchronous) {
     // The published rule may promote every schedule (scheduler/asha.h).
     e.max = static_cast<double>(schedules) * seeds * steps;
@@ -122,6 +123,19 @@ StepsEstimate AshaEstimate(const v1::ExperimentSpec& r, int64_t schedules) {
                             "): counted from its rungs' quotas");
   }
   return e;
+}
+
+// IsStagedDefault is whether a resolved ASHA spec runs the staged default
+// plan the benchmark measured (scheduler/asha.h's DefaultAshaPlan on 3 or
+// more seeds) under a rule that keeps its quotas.
+bool IsStagedDefault(const v1::ExperimentSpec& r) {
+  const AshaSettings asha = AshaSettingsOf(r);
+  const AshaPlan staged = DefaultAshaPlan(
+      r.budget().steps(), r.budget().eval_every(), r.seeds_size());
+  return r.seeds_size() >= kStagedMinSeeds &&
+         asha.mode != AshaMode::kAsynchronous && asha.rungs == staged.rungs &&
+         asha.eta == staged.eta &&
+         static_cast<int>(asha.first_rung_seeds.size()) == staged.screen_seeds;
 }
 
 StepsEstimate ScreeningEstimate(const v1::ExperimentSpec& r,
@@ -180,8 +194,7 @@ StepsEstimate SearchSteps(const v1::ExperimentSpec& r, int64_t trials,
       e = AshaEstimate(r, schedules);
       racing_fill = kRacingFillAfterAsha;
       racing_after = "ASHA (47.2% - 38.7%)";
-      if (AshaSettingsOf(r).mode != AshaMode::kAsynchronous &&
-          r.asha().rungs().empty() && seeds >= kStagedMinSeeds) {
+      if (IsStagedDefault(r)) {
         absl::StrAppend(&e.source,
                         "; the known-truth benchmark measured the default "
                         "at 38.7% of the grid's steps on 3 seeds "
@@ -246,6 +259,13 @@ constexpr int kShardHeaderInts = 256;
 // header and at most `sample` tokens (their largest id into *max_token).
 absl::StatusOr<int64_t> ReadShard(const std::string& path, int64_t sample,
                                   int* max_token) {
+  // Never opened unless a regular file: a FIFO would block the submit.
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) {
+    return absl::NotFoundError(absl::StrCat(
+        path,
+        ec || !fs::exists(path, ec) ? ": not found" : ": not a regular file"));
+  }
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
   int32_t header[kShardHeaderInts] = {};
@@ -284,6 +304,7 @@ absl::StatusOr<std::vector<std::string>> TrainShards(
         if (entry.path().extension() == ".bin" &&
             !absl::StrContains(name, "val")) {
           in_dir.push_back(entry.path().string());
+          if (in_dir.size() > static_cast<size_t>(kCorpusMaxFiles)) break;
         }
       }
       std::sort(in_dir.begin(), in_dir.end());

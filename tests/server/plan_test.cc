@@ -3,6 +3,8 @@
 // throughput measured or assumed, and the corpus warnings.
 #include "server/core/plan.h"
 
+#include <sys/stat.h>
+
 #include <cstdint>
 #include <cstdio>
 #include <set>
@@ -121,7 +123,9 @@ TEST(PlanTest, AshaDefaultWithRacingNamesTheBenchmarkFigures) {
   const double racing = 0.1 * grid;
   EXPECT_NEAR(p.plan.max_steps(), asha + racing, 1e-6);
   EXPECT_NEAR(p.plan.steps(), asha + 0.85 * racing, 1e-6);
-  EXPECT_THAT(p.plan.share_source(), HasSubstr("38.7%"));
+  EXPECT_THAT(p.plan.share_source(),
+              HasSubstr("the known-truth benchmark measured the default at "
+                        "38.7% of the grid's steps"));
   EXPECT_THAT(p.plan.share_source(), HasSubstr("racing"));
   EXPECT_THAT(p.plan.share_source(), HasSubstr("bench/RESULTS.md"));
 }
@@ -271,6 +275,15 @@ TEST(PlanTest, AnUnreadableCorpusSaysSoAndLeavesItsSizeUnknown) {
   EXPECT_EQ(p.plan.corpus_tokens(), 0);
   ASSERT_EQ(p.plan.warnings_size(), 1);
   EXPECT_THAT(p.plan.warnings(0), HasSubstr("not read here"));
+  EXPECT_THAT(p.plan.warnings(0), HasSubstr("not found"));
+  // A FIFO is never opened (it would block the submit until written).
+  testing::TempDir dir("prism_plan");
+  const std::string fifo = dir.path() + "/train.bin";
+  ASSERT_EQ(mkfifo(fifo.c_str(), 0600), 0);
+  const Planned blocked = PlanOf(
+      std::string(kTiny) + "seeds: [ 1 ]\ndata { train: \"" + fifo + "\" }");
+  ASSERT_EQ(blocked.plan.warnings_size(), 1);
+  EXPECT_THAT(blocked.plan.warnings(0), HasSubstr("not a regular file"));
 }
 
 storage::ThroughputSample Sample(const v1::ExperimentSpec& resolved, double tps,
