@@ -179,6 +179,21 @@ void PrintSuggestions(const v1::SuggestResponse& response, Format format,
 // none holds).
 std::string HeadroomLine(const v1::Headroom& headroom);
 
+// PlanBlock is `prism plan`'s bill (server/core/plan.h), lines within 100
+// columns: schedules, trials, steps expected and at most with their share of
+// the grid's and its source, tokens, parameters, FLOPs, worker-hours with
+// the throughput and where it comes from, the corpus, then each warning.
+std::string PlanBlock(const v1::PlanEstimate& plan);
+// PlanLine is the bill in one line (wrapped past 100 columns), as a real
+// submit prints it: "bill: 195,000 steps (100.0% of the grid's), 102.2G
+// tokens, 195 worker-hours (assumed)", the expected share's maximum when
+// higher, and the warnings' count (`prism plan` shows them, and the FLOPs).
+std::string PlanLine(const v1::PlanEstimate& plan);
+// Thousands renders 195000 as "195,000".
+std::string Thousands(double value);
+// Scaled renders 1.02e11 as "102.2G" (k, M, G, T, P).
+std::string Scaled(double value);
+
 }  // namespace prism::cli
 
 #endif  // PRISM_CLI_VIEWS_H_
