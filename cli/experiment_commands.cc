@@ -426,32 +426,6 @@ struct SeedsAddOptions {
   std::string format = "text";
 };
 
-// ExtensionLine says what an Extend queued (or, dry, would queue) and
-// reused: "queued 14 trials (seeds 2, 3 on 7 schedules); reused 7 finished
-// trials".
-std::string ExtensionLine(const v1::ExtendResponse& r, bool dry_run) {
-  std::string what;
-  const int seeds = r.seeds_added_size();
-  if (seeds > 0) {
-    absl::StrAppend(&what, seeds == 1 ? "seed " : "seeds ",
-                    absl::StrJoin(r.seeds_added(), ", "));
-    // Each schedule that gets seeds gets every new one, unless it lacked
-    // some of the old ones too (to_seeds fills those).
-    if (r.trials_created() % seeds == 0 && r.schedules_added().empty()) {
-      absl::StrAppend(&what, " on ", r.trials_created() / seeds, " schedules");
-    }
-  }
-  if (!r.schedules_added().empty()) {
-    absl::StrAppend(&what, what.empty() ? "" : "; ", "schedules ",
-                    absl::StrJoin(r.schedules_added(), " "));
-  }
-  return absl::StrCat(dry_run ? "would queue " : "queued ", r.trials_created(),
-                      r.trials_created() == 1 ? " trial" : " trials",
-                      what.empty() ? "" : absl::StrCat(" (", what, ")"), "; ",
-                      dry_run ? "reuses " : "reused ", r.trials_reused(),
-                      " finished trials");
-}
-
 int SeedsAdd(const SeedsAddOptions& o) {
   absl::StatusOr<Format> format = ParseFormat(o.format, /*allow_csv=*/false);
   if (!format.ok()) return ReportError("seeds add", format.status());
