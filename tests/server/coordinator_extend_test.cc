@@ -383,7 +383,7 @@ class ExtendAshaTest : public ExtendTest {
   // TrainAll trains every trial there is to lease; returns the tasks.
   std::vector<v1::TrialTask> TrainAll(const std::string& worker) {
     std::vector<v1::TrialTask> tasks;
-    for (int n = 0; n < 100; ++n) {
+    for (int n = 0; n < 2000; ++n) {
       const v1::TrialTask task = Lease(worker_token_, worker);
       if (task.trial().id() == 0) break;
       Train(worker, task);
@@ -429,6 +429,72 @@ TEST_F(ExtendAshaTest,
   ASSERT_EQ(ranked.schedules_size(), 2);
   for (const v1::RankedSchedule& s : ranked.schedules()) {
     EXPECT_EQ(s.seeds_completed(), 3) << s.schedule();
+  }
+}
+
+TEST_F(ExtendAshaTest, AGuidedScreeningExperimentReopensAndEndsAgain) {
+  v1::ExperimentSpec spec;
+  spec.set_name("screening");
+  spec.mutable_model()->set_preset("tiny");
+  spec.add_seeds(1);
+  spec.add_seeds(2);
+  spec.set_strategy(v1::STRATEGY_GUIDED_SCREENING);
+  spec.mutable_screening()->set_bracket_size(6);
+  spec.mutable_screening()->set_grid_fraction(0.1);
+  spec.mutable_budget()->set_steps(180);
+  spec.mutable_budget()->set_eval_every(20);
+  spec.mutable_budget()->set_log_every(10);
+  spec.set_sample_seed(4);
+  grpc::Status submitted;
+  const int64_t id = Submit(alice_, spec, &submitted);
+  ASSERT_GT(id, 0) << submitted.error_message();
+  const std::string worker = Register(worker_token_);
+  TrainAll(worker);
+  v1::Experiment e = GetExperiment(id);
+  ASSERT_EQ(e.state(), v1::EXPERIMENT_DONE);
+  const int ranked = Rank(id).schedules_size();
+  ASSERT_GT(e.counts().stopped_at_rung(), 0);
+  const int stopped = e.counts().stopped_at_rung();
+
+  v1::ExtendResponse resp;
+  ASSERT_TRUE(Extend(alice_, AddSeeds(id, 1), &resp).ok());
+  // Seed 3 for each schedule that reached the budget and the baseline.
+  EXPECT_EQ(resp.trials_created(), ranked);
+  EXPECT_EQ(resp.experiment().state(), v1::EXPERIMENT_ACTIVE);
+  for (const v1::TrialTask& t : TrainAll(worker)) {
+    EXPECT_EQ(t.trial().seed(), 3) << t.trial().schedule();
+    EXPECT_EQ(t.stop_at_step(), 0) << t.trial().schedule();
+  }
+  e = GetExperiment(id);
+  EXPECT_EQ(e.state(), v1::EXPERIMENT_DONE);
+  EXPECT_EQ(e.counts().stopped_at_rung(), stopped);
+  const v1::RankResponse after = Rank(id);
+  ASSERT_EQ(after.schedules_size(), ranked);
+  for (const v1::RankedSchedule& s : after.schedules()) {
+    EXPECT_EQ(s.seeds_completed(), 3) << s.schedule();
+  }
+}
+
+TEST_F(ExtendTest, ARacedExperimentReopensAndEndsAgain) {
+  v1::ExperimentSpec spec = Spec({kBetter, kWorse}, {1, 2, 3});
+  spec.mutable_racing()->set_max_seeds(12);
+  const int64_t id = Submit(alice_, spec);
+  ASSERT_GT(id, 0);
+  RunQueued();
+  ASSERT_EQ(GetExperiment(id).state(), v1::EXPERIMENT_DONE);
+  const int before = GetExperiment(id).counts().total();
+  v1::ExtendResponse resp;
+  ASSERT_TRUE(Extend(alice_, AddSeeds(id, 1), &resp).ok());
+  EXPECT_EQ(resp.trials_created(), 3);  // every schedule and the baseline
+  ASSERT_EQ(resp.seeds_added_size(), 1);
+  const int64_t added = resp.seeds_added(0);
+  const auto trained = RunQueued();
+  ASSERT_GE(trained.size(), 3u);
+  const v1::Experiment done = GetExperiment(id);
+  EXPECT_EQ(done.state(), v1::EXPERIMENT_DONE);
+  EXPECT_EQ(done.counts().total(), before + static_cast<int>(trained.size()));
+  for (const auto& [schedule, seeds] : SeedsBySchedule(id)) {
+    EXPECT_EQ(seeds.count(added), 1u) << schedule;
   }
 }
 
