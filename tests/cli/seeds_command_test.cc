@@ -220,5 +220,57 @@ TEST_F(SeedsCommandTest, BadInputExitsTwoNamingTheProblemWithNothingAdded) {
   EXPECT_EQ(Attempts().size(), 7u);
 }
 
+// Every schedule of the tiny preset's space (d_model 128, 6 layers, 4 base
+// heads), the baseline last: a fixture of them all replays whatever
+// `prism suggest` proposes.
+const std::vector<std::string> kSpace = {
+    "1x5,4x1",     "1x4,2x1,4x1", "1x4,4x2",     "1x3,2x2,4x1", "1x3,2x1,4x2",
+    "1x3,4x3",     "1x2,2x3,4x1", "1x2,2x2,4x2", "1x2,2x1,4x3", "1x2,4x4",
+    "1x1,2x4,4x1", "1x1,2x3,4x2", "1x1,2x2,4x3", "1x1,2x1,4x4", "1x1,4x5",
+    "2x5,4x1",     "2x4,4x2",     "2x3,4x3",     "2x2,4x4",     "2x1,4x5",
+    "4x6"};
+
+TEST(SuggestTrainTest, TrainsTheSuggestionsInTheSameExperiment) {
+  LocalCluster cluster;
+  const std::string fixture = cluster.dir() + "/space.replay";
+  WriteFile(fixture, TinyReplayFixture(kSpace, {1}, ValLoss));
+  ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
+  ASSERT_TRUE(cluster.StartWorker({"--replay", fixture}).ok());
+  std::string spec = R"pb(
+    name: "suggest"
+    model { preset: "tiny" }
+    budget { steps: 40 eval_every: 10 log_every: 5 }
+    seeds: [ 1 ]
+  )pb";
+  for (int i = 0; i < 8; ++i) {
+    absl::StrAppend(&spec, "schedules: \"", kSpace[i], "\"\n");
+  }
+  absl::StatusOr<int64_t> id = cluster.SubmitSpec(spec);
+  ASSERT_TRUE(id.ok()) << id.status();
+  absl::StatusOr<v1::Experiment> done =
+      cluster.WaitForExperiment(*id, absl::Seconds(60));
+  ASSERT_TRUE(done.ok()) << done.status() << cluster.Logs();
+  ASSERT_EQ(done->counts().completed(), 9) << cluster.Logs();
+
+  const CommandResult r =
+      cluster.Run({"suggest", absl::StrCat(*id), "--n", "2", "--train"});
+  ASSERT_EQ(r.status, 0) << r.err;
+  EXPECT_THAT(r.out, HasSubstr("queued 2 trials (2 schedules on every seed); "
+                               "reused 9 finished trials"));
+  done = cluster.WaitForExperiment(*id, absl::Seconds(60));
+  ASSERT_TRUE(done.ok()) << done.status() << cluster.Logs();
+  EXPECT_EQ(done->state(), v1::EXPERIMENT_DONE);
+  EXPECT_EQ(done->counts().completed(), 11) << cluster.Logs();
+  // The two new schedules are the suggested ones, each trained once.
+  absl::StatusOr<std::vector<v1::Trial>> trials = cluster.ListTrials(*id);
+  ASSERT_TRUE(trials.ok()) << trials.status();
+  ASSERT_EQ(trials->size(), 11u);
+  for (size_t i = 9; i < trials->size(); ++i) {
+    const v1::Trial& t = (*trials)[i];
+    EXPECT_THAT(r.out, HasSubstr(t.schedule()));
+    EXPECT_EQ(t.attempt(), 1) << t.schedule();
+  }
+}
+
 }  // namespace
 }  // namespace prism::testing
