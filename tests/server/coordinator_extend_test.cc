@@ -222,6 +222,29 @@ TEST_F(ExtendTest, ACancelledExperimentIsRefused) {
   EXPECT_EQ(GetExperiment(id).counts().total(), 2);
 }
 
+// A ladder's rung carried its ranking up already: more seeds there would
+// not change what the next rung trains.
+TEST_F(ExtendTest, ALaddersRungIsRefused) {
+  storage::NewExperiment e;
+  e.name = "ladder";
+  e.owner = "alice";
+  e.spec = Spec({kBaseline}, {1});
+  e.spec.mutable_ladder()->add_rungs();
+  e.spec.mutable_ladder()->add_rungs();
+  e.max_attempts = 1;
+  e.total_steps = 100;
+  e.config_fingerprint = "fp";
+  e.trials.push_back(storage::NewTrial{kBaseline, 1, true});
+  absl::StatusOr<storage::CreatedExperiment> created =
+      coordinator_->store()->CreateExperiment(e);
+  ASSERT_TRUE(created.ok()) << created.status();
+  v1::ExtendResponse resp;
+  const grpc::Status s = Extend(alice_, AddSeeds(created->id, 1), &resp);
+  EXPECT_EQ(s.error_code(), grpc::StatusCode::FAILED_PRECONDITION);
+  EXPECT_THAT(s.error_message(), HasSubstr("rung 1 of ladder"));
+  EXPECT_EQ(GetExperiment(created->id).counts().total(), 1);
+}
+
 TEST_F(ExtendTest, BadRequestsAreRefusedNamingTheFieldWithNothingAdded) {
   const int64_t id = FinishedGrid();
   struct Case {
