@@ -1,6 +1,7 @@
 #include "server/core/extend.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <map>
 #include <set>
 #include <utility>
@@ -104,7 +105,8 @@ Inventory TakeInventory(const v1::ExperimentSpec& spec,
       inv.ranked.insert(k.schedule);
     }
   }
-  inv.seeds_of[inv.baseline];
+  // Every schedule that may get seeds has an entry, the baseline included.
+  inv.seeds_of.try_emplace(inv.baseline);
   int64_t largest = 0;
   bool any = false;
   for (int64_t s : SequenceOf(spec, inv.seed_set)) {
@@ -118,7 +120,9 @@ Inventory TakeInventory(const v1::ExperimentSpec& spec,
   }
   // Then the integers above the largest: enough for any request within the
   // seed limits (kMaxPolicySeeds per schedule).
-  for (int i = 1; i <= 64; ++i) inv.fresh.push_back(largest + i);
+  for (int64_t i = 1; i <= 64 && largest <= INT64_MAX - i; ++i) {
+    inv.fresh.push_back(largest + i);
+  }
   return inv;
 }
 
