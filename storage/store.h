@@ -371,7 +371,7 @@ class Store {
   virtual absl::StatusOr<std::vector<TrialOutcome>> ListFinishedOutcomes(
       int64_t experiment_id) = 0;
   // ListTrialKeys returns every trial of the experiment (any state) as its
-  // (schedule, seed, is_baseline, state), by id.
+  // (schedule, seed, is_baseline, state, target_steps), by id.
   virtual absl::StatusOr<std::vector<TrialKey>> ListTrialKeys(
       int64_t experiment_id) = 0;
   // ListAshaTrials returns every trial of the experiment as ASHA decides on
