@@ -465,8 +465,9 @@ int SeedsAdd(const SeedsAddOptions& o) {
     return kExitOk;
   }
   std::cout << "experiment " << o.id << ": "
-            << ExtensionLine(response, o.dry_run) << "\n"
-            << HeadroomLine(response.headroom()) << "\n";
+            << ExtensionLine(response, o.dry_run) << "\n";
+  if (response.has_plan()) std::cout << PlanLine(response.plan()) << "\n";
+  std::cout << HeadroomLine(response.headroom()) << "\n";
   if (o.dry_run) {
     std::cout << "nothing stored: run it without --dry-run to queue them\n";
   } else {

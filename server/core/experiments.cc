@@ -371,6 +371,7 @@ absl::StatusOr<v1::ExtendResponse> ExperimentManager::Extend(
   // A trial finishing between the read and the write makes the plan stale:
   // plan again (the store refuses a stale one).
   constexpr int kMaxPlanAttempts = 8;
+  PRISM_ASSIGN_OR_RETURN(const PlanContext context, LoadPlanContext(store_));
   for (int attempt = 0; attempt < kMaxPlanAttempts; ++attempt) {
     PRISM_ASSIGN_OR_RETURN(v1::Experiment e,
                            store_->GetExperiment(request.id()));
@@ -394,6 +395,15 @@ absl::StatusOr<v1::ExtendResponse> ExperimentManager::Extend(
     PRISM_RETURN_IF_ERROR(CheckStoredSpecBytes(spec_bytes, limits_));
     const auto adding = static_cast<int64_t>(plan.trials.size());
     v1::ExtendResponse response;
+    // The bill of the new trials: each trains to its target, the whole
+    // budget unless it says otherwise.
+    double new_steps = 0;
+    for (const storage::NewTrial& t : plan.trials) {
+      new_steps += static_cast<double>(
+          t.target_steps > 0 ? t.target_steps : plan.spec.budget().steps());
+    }
+    *response.mutable_plan() =
+        PlanTrials(plan.spec, adding, new_steps, context);
     response.set_trials_reused(static_cast<int32_t>(plan.trials_reused));
     *response.mutable_seeds_added() = {plan.seeds_added.begin(),
                                        plan.seeds_added.end()};

@@ -116,6 +116,14 @@ TEST_F(ExtendTest, AddingSeedsTrainsOnlyTheNewPairsAndRanksOnEverySeed) {
   EXPECT_EQ(resp.headroom().trials(), 9);
   EXPECT_EQ(resp.headroom().queued_trials(), 6);
   EXPECT_EQ(resp.headroom().max_trials_per_experiment(), 40);
+  // The bill is the new trials' only: 6 trials of the whole budget.
+  const int64_t budget = resp.experiment().spec().budget().steps();
+  ASSERT_GT(budget, 0);
+  EXPECT_EQ(resp.plan().trials(), 6);
+  EXPECT_DOUBLE_EQ(resp.plan().steps(), 6.0 * budget);
+  EXPECT_DOUBLE_EQ(resp.plan().max_steps(), 6.0 * budget);
+  EXPECT_GT(resp.plan().tokens(), 0);
+  EXPECT_FALSE(resp.plan().throughput_source().empty());
 
   // Only the new pairs train: seed 1's trials are reused as they are.
   const auto trained = RunQueued();
@@ -187,6 +195,7 @@ TEST_F(ExtendTest, ADryRunChecksEverythingAndStoresNothing) {
   ASSERT_TRUE(Extend(alice_, req, &resp).ok());
   EXPECT_EQ(resp.trials_created(), 6);
   EXPECT_THAT(resp.seeds_added(), ElementsAre(2, 3));
+  EXPECT_EQ(resp.plan().trials(), 6);  // what it would cost
   EXPECT_EQ(resp.experiment().state(), v1::EXPERIMENT_DONE);
   const v1::Experiment after = GetExperiment(id);
   EXPECT_EQ(after.state(), v1::EXPERIMENT_DONE);
