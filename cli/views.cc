@@ -1049,8 +1049,16 @@ std::string Scaled(double value) {
 
 namespace {
 
-std::string Hours(double hours) {
-  return hours >= 100 ? Thousands(hours) : fmt::format("{:.2g}", hours);
+// WorkerTime renders worker-hours in the unit that reads: "195
+// worker-hours", "4.7 worker-minutes", "28 worker-seconds".
+std::string WorkerTime(double hours) {
+  if (hours >= 1) {
+    return absl::StrCat(
+        hours >= 100 ? Thousands(hours) : fmt::format("{:.2g}", hours),
+        " worker-hours");
+  }
+  if (hours * 60 >= 1) return fmt::format("{:.2g} worker-minutes", hours * 60);
+  return fmt::format("{:.2g} worker-seconds", hours * 3600);
 }
 
 // PlanRow is one labelled line of the bill, its text wrapped under the label.
@@ -1092,9 +1100,10 @@ std::string PlanBlock(const v1::PlanEstimate& p) {
   out += PlanRow(
       "time",
       p.tokens_per_second() > 0
-          ? fmt::format("{} worker-hours expected, {} at most, at {} "
+          ? fmt::format("{} expected, {} at most, at {} "
                         "tokens/s a worker ({})",
-                        Hours(p.worker_hours()), Hours(p.max_worker_hours()),
+                        WorkerTime(p.worker_hours()),
+                        WorkerTime(p.max_worker_hours()),
                         Scaled(p.tokens_per_second()), p.throughput_source())
           : std::string("unknown: no throughput measured or assumed"));
   out +=
@@ -1117,10 +1126,10 @@ std::string PlanLine(const v1::PlanEstimate& p) {
           ? fmt::format("{:.1f}% of the grid's, at most {:.1f}%",
                         100.0 * p.expected_share(), 100.0 * p.max_share())
           : fmt::format("{:.1f}% of the grid's", 100.0 * p.expected_share());
-  std::string line =
-      fmt::format("bill: {} steps ({}), {} tokens, {} worker-hours ({})",
-                  Thousands(p.steps()), share, Scaled(p.tokens()),
-                  Hours(p.worker_hours()), measured ? "measured" : "assumed");
+  std::string line = fmt::format(
+      "bill: {} steps ({}), {} tokens, {} ({})", Thousands(p.steps()), share,
+      Scaled(p.tokens()), WorkerTime(p.worker_hours()),
+      measured ? "measured" : "assumed");
   if (p.warnings_size() > 0) {
     absl::StrAppend(&line, "; ", p.warnings_size(),
                     p.warnings_size() == 1 ? " warning" : " warnings");

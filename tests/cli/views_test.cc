@@ -708,6 +708,14 @@ TEST(PlanViewTest, TheLineSaysTheBillAndCountsTheWarnings) {
               HasSubstr("(47.2% of the grid's, at most 48.7%)"));
   EXPECT_THAT(PlanLine(asha), HasSubstr("worker-hours (measured)"));
   EXPECT_LE(PlanLine(asha).size(), 100u);
+  // Worker time reads in the unit that fits.
+  v1::PlanEstimate small = Bill();
+  small.set_worker_hours(0.078);       // 4.68 minutes
+  small.set_max_worker_hours(0.0075);  // 27 seconds
+  EXPECT_THAT(PlanLine(small), HasSubstr(", 4.7 worker-minutes (assumed)"));
+  EXPECT_THAT(PlanBlock(small),
+              HasSubstr("4.7 worker-minutes expected, 27 worker-seconds at "
+                        "most"));
   EXPECT_EQ(Thousands(1234567), "1,234,567");
   EXPECT_EQ(Thousands(999), "999");
   EXPECT_EQ(Scaled(999), "999");
