@@ -924,6 +924,9 @@ void PrintSuggestions(const v1::SuggestResponse& response, Format format,
          "loss vs the baseline (< 0 is better); uncertainty: its sd; lcb = "
          "predicted_delta - uncertainty, the rank order\n"
       << Printable(response.method()) << "\n";
+  for (const std::string& w : response.warnings()) {
+    out << WrapText(absl::StrCat("warning: ", Printable(w)), 100, 2) << "\n";
+  }
 }
 
 namespace {

@@ -46,6 +46,31 @@ std::vector<SurrogateObservation> SurrogateObservations(
   return out;
 }
 
+std::vector<std::string> SuggestionWarnings(const Ranking& ranking) {
+  int observed = 0;
+  int one_seed = 0;
+  for (const RankedRow& r : ranking.rows) {
+    if (r.is_baseline || r.delta_vs_baseline.n < 1) continue;
+    ++observed;
+    if (r.delta_vs_baseline.n == 1) ++one_seed;
+  }
+  std::vector<std::string> warnings;
+  if (observed > 0 && 2 * one_seed > observed) {
+    warnings.push_back(absl::StrCat(
+        one_seed, " of the ", observed,
+        " schedules fitted on have one paired seed: their deltas are a "
+        "seed's noise as much as the schedule's effect, so this order is "
+        "weak; add seeds first"));
+  }
+  if (observed < kConfidentSurrogateSchedules) {
+    warnings.push_back(absl::StrCat(
+        "fitted on ", observed, " schedules (", kConfidentSurrogateSchedules,
+        " or more make a surrogate worth following): treat these as "
+        "explorations"));
+  }
+  return warnings;
+}
+
 absl::StatusOr<SuggestionSet> ScoreCandidates(const SpaceSpec& space,
                                               const Ranking& ranking,
                                               CandidatePool pool, int n) {

@@ -82,6 +82,17 @@ absl::StatusOr<SuggestionSet> ScoreCandidates(const SpaceSpec& space,
                                               const Ranking& ranking,
                                               CandidatePool pool, int n);
 
+// Fewer observed schedules than this and the suggestions carry a warning:
+// the surrogate's features outnumber what it learns from.
+inline constexpr int kConfidentSurrogateSchedules = 10;
+
+// SuggestionWarnings says what makes a fit on `ranking` weak, one line each:
+// most of the schedules it learns from (non-baseline rows with a paired
+// delta) have one paired seed, so their deltas hold a seed's noise as much as
+// the schedule's effect; or fewer than kConfidentSurrogateSchedules of them.
+// Empty when neither holds.
+std::vector<std::string> SuggestionWarnings(const Ranking& ranking);
+
 // SuggestSchedules is UntriedCandidates then ScoreCandidates.
 // InvalidArgument when n is outside [1, kMaxSuggestions].
 absl::StatusOr<SuggestionSet> SuggestSchedules(

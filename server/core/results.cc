@@ -6,6 +6,7 @@
 #include <set>
 #include <utility>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "base/log.h"
 #include "base/status_macros.h"
@@ -505,6 +506,13 @@ absl::StatusOr<v1::SuggestResponse> ResultsManager::Suggest(
   response.set_candidates(static_cast<int64_t>(set->pool.schedules.size()));
   response.set_sampled(set->pool.sampled);
   response.set_space_size(set->pool.space_size.ToString());
+  for (std::string& w : SuggestionWarnings(analysis->ranking)) {
+    // The one-seed warning ends with the command that adds seeds.
+    if (absl::EndsWith(w, "add seeds first")) {
+      absl::StrAppend(&w, ": prism seeds add ", experiment.id(), " --to 3");
+    }
+    response.add_warnings(std::move(w));
+  }
   return response;
 }
 

@@ -610,6 +610,11 @@ TEST(ViewsTest, SuggestionsShowPredictionUncertaintyAndTheMethod) {
   EXPECT_THAT(text.str(), HasSubstr("0.0041"));
   EXPECT_THAT(text.str(), HasSubstr("-0.0254"));
   EXPECT_THAT(text.str(), HasSubstr("bootstrap ensemble of 64 ridge"));
+  EXPECT_THAT(text.str(), Not(HasSubstr("warning")));
+  response.add_warnings("fitted on 6 schedules");
+  std::ostringstream warned;
+  PrintSuggestions(response, Format::kText, warned);
+  EXPECT_THAT(warned.str(), HasSubstr("\nwarning: fitted on 6 schedules\n"));
 
   std::ostringstream csv;
   PrintSuggestions(response, Format::kCsv, csv);

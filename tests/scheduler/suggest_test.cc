@@ -5,6 +5,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "tests/scheduler/synthetic_experiment.h"
@@ -95,6 +96,46 @@ TEST(SuggestTest, TooFewFinishedSchedulesIsFailedPrecondition) {
   EXPECT_EQ(s.status().code(), absl::StatusCode::kFailedPrecondition);
   EXPECT_THAT(s.status().message(), HasSubstr("at least 5"));
   EXPECT_THAT(s.status().message(), HasSubstr("(there are 3)"));
+}
+
+// Rows as RankSchedules makes them: the baseline, then `schedules` rows
+// with a paired delta on `seeds` seeds each.
+Ranking RankingOf(int schedules, int seeds) {
+  Ranking r;
+  RankedRow base;
+  base.is_baseline = true;
+  r.rows.push_back(base);
+  for (int i = 0; i < schedules; ++i) {
+    RankedRow row;
+    row.schedule = absl::StrCat("s", i);
+    row.delta_vs_baseline.n = seeds;
+    r.rows.push_back(row);
+  }
+  return r;
+}
+
+TEST(SuggestTest, WarnsWhenMostObservationsHaveOneSeedOrTheyAreFew) {
+  // The case: 6 schedules on one seed each.
+  const std::vector<std::string> six = SuggestionWarnings(RankingOf(6, 1));
+  ASSERT_EQ(six.size(), 2u);
+  EXPECT_THAT(six[0], HasSubstr("6 of the 6 schedules fitted on have one "
+                                "paired seed"));
+  EXPECT_THAT(six[0], ::testing::EndsWith("add seeds first"));
+  EXPECT_THAT(six[1], HasSubstr("fitted on 6 schedules"));
+  // Many schedules on 3 seeds: nothing to warn of.
+  EXPECT_THAT(SuggestionWarnings(RankingOf(40, 3)), ::testing::IsEmpty());
+  // Few schedules on 3 seeds: only that they are few.
+  const std::vector<std::string> few = SuggestionWarnings(RankingOf(7, 3));
+  ASSERT_EQ(few.size(), 1u);
+  EXPECT_THAT(few[0], HasSubstr("fitted on 7 schedules"));
+  // Many on one seed: only the seed warning.
+  const std::vector<std::string> noisy = SuggestionWarnings(RankingOf(30, 1));
+  ASSERT_EQ(noisy.size(), 1u);
+  EXPECT_THAT(noisy[0], HasSubstr("30 of the 30"));
+  // Half on one seed is not most.
+  Ranking half = RankingOf(10, 2);
+  for (int i = 1; i <= 5; ++i) half.rows[i].delta_vs_baseline.n = 1;
+  EXPECT_THAT(SuggestionWarnings(half), ::testing::IsEmpty());
 }
 
 TEST(SuggestTest, NOutOfRangeIsInvalidArgument) {

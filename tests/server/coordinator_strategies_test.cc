@@ -501,6 +501,9 @@ TEST_F(GuidedTest, SuggestNamesWhatItNeedsThenProposesOnlyUntriedSchedules) {
     EXPECT_GT(x.uncertainty(), 0.0);
   }
   EXPECT_THAT(r->method(), HasSubstr("lower confidence bound"));
+  // Six schedules on two seeds: few, but not on one seed.
+  ASSERT_EQ(r->warnings_size(), 1);
+  EXPECT_THAT(r->warnings(0), HasSubstr("fitted on 6 schedules"));
   // The widest first layer is the best guess among the untried ones.
   EXPECT_EQ(ParseSchedule(r->suggestions(0).schedule())->heads(0), 1);
 }
