@@ -501,7 +501,7 @@ class Client:
                           timeout=self._timeout)
         except grpc.RpcError as e:
             # `from None`: the user reads the cause, not gRPC's internals.
-            raise self._error(e) from None
+            raise self._error(e, method) from None
 
     @property
     def experiments_stub(self):
@@ -511,7 +511,11 @@ class Client:
     def results_stub(self):
         return self._results
 
-    def _error(self, rpc_error):
+    def _error(self, rpc_error, rpc=None):
+        """The PrismError for a failed call; `rpc` is the callable it was
+        made with, to name it when the coordinator lacks it."""
+        method = getattr(rpc, "_method", b"")
+        method = f" ({method.decode().lstrip('/')})" if method else ""
         code = rpc_error.code()
         name = code.name if code is not None else "UNKNOWN"
         message = rpc_error.details() or ""
@@ -542,6 +546,10 @@ class Client:
                     "PRISM_TLS_CA)")
             return PrismError(
                 name, f"cannot reach coordinator at {self.address} {hint}")
+        if code == grpc.StatusCode.UNIMPLEMENTED and not message:
+            return PrismError(
+                name, f"the coordinator at {self.address} does not have "
+                f"this call{method}: it is older than this client")
         if code == grpc.StatusCode.DEADLINE_EXCEEDED:
             return PrismError(name, f"coordinator at {self.address} did not "
                               f"answer in {self._timeout:g} s")
@@ -859,7 +867,7 @@ class Client:
                             event.experiment_updated.state in _FINISHED):
                         return
         except grpc.RpcError as e:
-            raise self._error(e) from None
+            raise self._error(e, self._results.Watch) from None
         finally:
             stream.cancel()
 
@@ -990,8 +998,8 @@ class Client:
                                self.delta_curve(experiment_id, schedule,
                                                 split))
                               for schedule in schedules])
-            ax.set_ylabel(f"{split} loss - baseline's (paired by seed; mean, "
-                          "95% t interval)")
+            ax.set_ylabel(f"{split} loss delta vs the baseline (same seed; "
+                          "mean, 95% t interval)")
             ax.set_title(f"experiment {experiment_id}: {split} loss delta vs "
                          "the uniform baseline (negative is better)")
         ax.set_xlabel("step")
