@@ -381,12 +381,12 @@ def _experiment_id(experiment):
     """An experiment's id from an int (or a str of one), a Plan (what submit
     and add_seeds return) or a prism.v1.Experiment; PrismError
     INVALID_ARGUMENT otherwise."""
-    if isinstance(experiment, Plan):
-        return experiment.id
-    if isinstance(experiment, pb.Experiment):
+    if isinstance(experiment, (Plan, pb.Experiment)):
         return experiment.id
     try:
-        return int(experiment)
+        if isinstance(experiment, str):
+            return int(experiment)
+        return _whole(experiment)
     except (TypeError, ValueError):
         raise PrismError(
             "INVALID_ARGUMENT", "an experiment is an id (int), a Plan or a "
@@ -445,12 +445,24 @@ def _whole(value):
     return operator.index(value)
 
 
+def _priority(value):
+    """A priority (int32) from an integer; PrismError INVALID_ARGUMENT
+    otherwise."""
+    try:
+        priority = _whole(value)
+    except TypeError:
+        priority = None
+    if priority is None or not -2**31 <= priority < 2**31:
+        raise PrismError("INVALID_ARGUMENT",
+                         f"priority is a 32-bit integer, not {value!r}")
+    return priority
+
+
 def _schedule_list(schedules, what):
     """A list of schedule strings from one ("2x4,8x4": its commas are the
     schedule's own) or an iterable of them."""
-    if isinstance(schedules, str):
-        return [schedules]
-    out = list(schedules)
+    out = [schedules] if isinstance(schedules, str) else \
+        list(schedules) if hasattr(schedules, "__iter__") else [schedules]
     for s in out:
         if not isinstance(s, str):
             raise PrismError("INVALID_ARGUMENT", f"{what}: a schedule is a "
@@ -640,8 +652,12 @@ class Client:
         (for textproto with its line and column: "spec_text:3:9: ..." or
         "FILE:3:9: ..."), RESOURCE_EXHAUSTED naming the limit it would
         pass."""
+        if priority is not None:
+            priority = _priority(priority)
         response = self._submit(spec, dry_run=False)
         if priority is not None:
+            # As `prism submit --priority`: a textproto's own priority
+            # field cannot be overridden in its text.
             experiment_id = response.experiment.id
             try:
                 experiment = self.set_priority(experiment_id, priority)
@@ -677,8 +693,8 @@ class Client:
     def pause(self, experiment_id):
         """Pauses an experiment: no new trial starts, running ones finish.
         Returns the prism.v1.Experiment; PrismError NOT_FOUND,
-        PERMISSION_DENIED (someone else's), FAILED_PRECONDITION (done or
-        cancelled)."""
+        PERMISSION_DENIED (someone else's), FAILED_PRECONDITION when it is
+        done or cancelled."""
         return self.call(self._experiments.Pause,
                          pb.ExperimentRef(id=_experiment_id(experiment_id)))
 
@@ -697,16 +713,13 @@ class Client:
 
     def set_priority(self, experiment_id, priority):
         """Sets an experiment's priority (higher is leased first); returns
-        the prism.v1.Experiment. Errors as pause's."""
-        try:
-            priority = _whole(priority)
-        except TypeError:
-            raise PrismError("INVALID_ARGUMENT",
-                             f"priority is an int, not {priority!r}") from None
+        the prism.v1.Experiment. PrismError INVALID_ARGUMENT for a priority
+        past the coordinator's --max-user-priority (admins have none) or not
+        a 32-bit integer; NOT_FOUND; PERMISSION_DENIED."""
         return self.call(self._experiments.SetPriority,
                          pb.SetPriorityRequest(
                              id=_experiment_id(experiment_id),
-                             priority=priority))
+                             priority=_priority(priority)))
 
     def add_seeds(self, experiment_id, count=None, to=None, seeds=None,
                   schedules=None, dry_run=False):
@@ -742,9 +755,10 @@ class Client:
             else:
                 request.seeds.extend(_whole(seed) for seed in value)
         except (TypeError, ValueError):
+            wanted = ("64-bit integers" if name == "seeds" else
+                      "a 32-bit integer")
             raise PrismError("INVALID_ARGUMENT", f"add_seeds: {name} takes "
-                             f"{'integers' if name == 'seeds' else 'an integer'}"
-                             f", not {value!r}") from None
+                             f"{wanted}, not {value!r}") from None
         if schedules is not None:
             request.seed_schedules.extend(
                 _schedule_list(schedules, "add_seeds: schedules"))

@@ -71,25 +71,38 @@ class Lines:
 
 class Bar:
     """A tqdm bar of finished trials out of all (the total grows when seeds
-    or schedules are added)."""
+    or schedules are added). Made at the first update, starting from the
+    trials already finished, so its rate and time left count only what
+    finishes while it waits."""
 
     def __init__(self, tqdm_class, file, experiment_id):
-        self._bar = tqdm_class(total=0, desc=f"experiment {experiment_id}",
-                               unit="trial", file=file, dynamic_ncols=True,
-                               leave=True)
+        self._file = file
+        self._make = lambda finished, total: tqdm_class(
+            total=total, initial=finished, desc=f"experiment {experiment_id}",
+            unit="trial", file=file, dynamic_ncols=True, leave=True,
+            bar_format="{l_bar}{bar}| {n_fmt}/{total_fmt} trials "
+                       "[{elapsed}<{remaining}{postfix}]")
+        self._bar = None
 
     def update(self, experiment):
         c = experiment.counts
+        finished = finished_trials(c)
+        if self._bar is None:
+            self._bar = self._make(finished, c.total)
         self._bar.total = c.total
-        self._bar.n = finished_trials(c)
         self._bar.set_postfix_str(status_text(experiment), refresh=False)
-        self._bar.refresh()
+        self._bar.update(finished - self._bar.n)
+        self._bar.refresh()  # a new state or count beside, n unchanged
 
     def say(self, line):
-        self._bar.write(line, file=self._bar.fp)
+        if self._bar is None:
+            print(line, file=self._file, flush=True)
+        else:
+            self._bar.write(line, file=self._bar.fp)
 
     def close(self):
-        self._bar.close()
+        if self._bar is not None:
+            self._bar.close()
 
 
 def _in_notebook():

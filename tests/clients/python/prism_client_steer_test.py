@@ -334,6 +334,10 @@ class SubmitTest(unittest.TestCase):
         assert_error(self, raised, "INVALID_ARGUMENT", missing)
 
 
+# The client refuses submit's priority before it sends this.
+kSpecNeverSent = 'name: "never sent" seeds: 1'
+
+
 class SteerTest(unittest.TestCase):
     """pause, resume, set_priority, cancel and their refusals, on the
     coordinator with no worker."""
@@ -381,17 +385,24 @@ class SteerTest(unittest.TestCase):
         cases = [
             (lambda: c.add_seeds(1), "one of count="),
             (lambda: c.add_seeds(1, count=1, to=3), "not count and to"),
-            (lambda: c.add_seeds(1, count=1.5), "count takes an integer"),
-            (lambda: c.add_seeds(1, seeds=["a"]), "seeds takes integers"),
+            (lambda: c.add_seeds(1, count=1.5), "count takes a 32-bit"),
+            (lambda: c.add_seeds(1, to=2**40), "to takes a 32-bit"),
+            (lambda: c.add_seeds(1, seeds=["a"]), "seeds takes 64-bit"),
             (lambda: c.add_seeds(1, count=1, schedules=[4]), "not 4"),
-            (lambda: c.set_priority(1, "high"), "priority is an int"),
+            (lambda: c.plot_curves(1, schedules=7), "not 7"),
+            (lambda: c.set_priority(1, "high"), "priority is a 32-bit"),
+            (lambda: c.set_priority(1, 2**31), "not 2147483648"),
+            (lambda: c.submit(kSpecNeverSent, priority="high"),
+             "priority is a 32-bit"),
             (lambda: c.wait("first"), "not 'first'"),
+            (lambda: c.pause(2.5), "not 2.5"),
         ]
         for call, words in cases:
             with self.subTest(words):
                 with self.assertRaises(prism_client.PrismError) as raised:
                     call()
                 assert_error(self, raised, "INVALID_ARGUMENT", words)
+        self.assertNotIn("never sent", [e.name for e in c.list_experiments()])
 
 
 class FakeTerminal(io.StringIO):
