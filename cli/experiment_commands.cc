@@ -37,9 +37,10 @@ void PrintPlan(const SubmitOptions& o, const v1::SubmitResponse& response) {
   std::cout << "plan: " << response.trials_created() << " trials";
   if (!e.name().empty()) std::cout << " (" << Printable(e.name()) << ")";
   std::cout << ", " << EnumValueName(e.spec().strategy()) << ", "
-            << e.spec().seeds_size() << " seeds, " << e.spec().budget().steps()
+            << Thousands(static_cast<double>(e.spec().budget().steps()))
             << " steps each\n"
-            << HeadroomLine(response.headroom()) << "\n"
+            << PlanBlock(response.plan()) << HeadroomLine(response.headroom())
+            << "\n"
             << "nothing submitted: prism submit " << o.spec_path
             << " queues it\n";
 }
@@ -97,6 +98,7 @@ int Submit(const SubmitOptions& o) {
             << " submitted: " << response.trials_created() << " trials";
   if (!e.name().empty()) std::cout << " (" << Printable(e.name()) << ")";
   std::cout << ", priority " << e.priority() << "\n"
+            << PlanLine(response.plan()) << "\n"
             << HeadroomLine(response.headroom()) << "\n";
   return kExitOk;
 }

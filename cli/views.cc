@@ -1,9 +1,13 @@
 #include "cli/views.h"
 
+#include <algorithm>
+#include <cmath>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
@@ -416,6 +420,24 @@ Table WorkersTable(const v1::ListWorkersResponse& response, int64_t now_ms) {
          w.user()});
   }
   return table;
+}
+
+int DropGoneWorkers(v1::ListWorkersResponse* response, int64_t now_ms) {
+  const auto gone = [now_ms](const v1::Worker& w) {
+    switch (w.state()) {
+      case v1::WORKER_STOPPED:
+        return now_ms - w.stopped_unix_ms() > kGoneWorkerShownMs;
+      case v1::WORKER_LOST:
+        return now_ms - w.last_heartbeat_unix_ms() > kGoneWorkerShownMs;
+      default:
+        return false;
+    }
+  };
+  auto* workers = response->mutable_workers();
+  const int before = workers->size();
+  workers->erase(std::remove_if(workers->begin(), workers->end(), gone),
+                 workers->end());
+  return before - workers->size();
 }
 
 Table TokensTable(const v1::ListTokensResponse& response, int64_t now_ms) {
@@ -909,6 +931,108 @@ std::string HeadroomLine(const v1::Headroom& h) {
                       static_cast<double>(h.spec_bytes()) / 1024.0,
                       static_cast<double>(h.max_stored_spec_bytes()) / 1024.0)),
       100, 2);
+}
+
+std::string Thousands(double value) {
+  const std::string digits = fmt::format("{:.0f}", std::abs(value));
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return value < -0.5 ? "-" + out : out;
+}
+
+std::string Scaled(double value) {
+  static constexpr const char* kUnits[] = {"", "k", "M", "G", "T", "P"};
+  size_t unit = 0;
+  while (std::abs(value) >= 1000.0 && unit + 1 < std::size(kUnits)) {
+    value /= 1000.0;
+    ++unit;
+  }
+  return unit == 0 ? fmt::format("{:.0f}", value)
+                   : fmt::format("{:.1f}{}", value, kUnits[unit]);
+}
+
+namespace {
+
+std::string Hours(double hours) {
+  return hours >= 100 ? Thousands(hours) : fmt::format("{:.2g}", hours);
+}
+
+// PlanRow is one labelled line of the bill, its text wrapped under the label.
+std::string PlanRow(absl::string_view label, absl::string_view text) {
+  const std::string line =
+      fmt::format("  {:<10}{}", std::string(label), std::string(text));
+  return WrapText(line, 100, 12) + "\n";
+}
+
+}  // namespace
+
+std::string PlanBlock(const v1::PlanEstimate& p) {
+  std::string out;
+  out += PlanRow(
+      "schedules",
+      absl::StrCat(Thousands(p.schedules()),
+                   " in the space (the baseline "
+                   "included); ",
+                   Thousands(p.trials()), " trials queued now, ", p.seeds(),
+                   p.seeds() == 1 ? " seed" : " seeds", " each"));
+  out +=
+      PlanRow("steps",
+              fmt::format("{} expected, {} at most: {:.1f}% and {:.1f}% of the "
+                          "grid's {} ({})",
+                          Thousands(p.steps()), Thousands(p.max_steps()),
+                          100.0 * p.expected_share(), 100.0 * p.max_share(),
+                          Thousands(p.grid_steps()), p.share_source()));
+  out +=
+      PlanRow("tokens", fmt::format("{} expected, {} at most ({} a step)",
+                                    Scaled(p.tokens()), Scaled(p.max_tokens()),
+                                    Thousands(p.tokens_per_step())));
+  out += PlanRow(
+      "compute",
+      fmt::format("{} parameters, {} FLOPs a token (6 x non-embedding "
+                  "parameters + 6 x layers x context x d_model); {:.2e} "
+                  "FLOPs expected",
+                  Scaled(static_cast<double>(p.parameters())),
+                  Scaled(p.flops_per_token()), p.flops()));
+  out += PlanRow(
+      "time",
+      p.tokens_per_second() > 0
+          ? fmt::format("{} worker-hours expected, {} at most, at {} "
+                        "tokens/s a worker ({})",
+                        Hours(p.worker_hours()), Hours(p.max_worker_hours()),
+                        Scaled(p.tokens_per_second()), p.throughput_source())
+          : std::string("unknown: no throughput measured or assumed"));
+  out +=
+      PlanRow("corpus",
+              p.corpus_tokens() > 0
+                  ? absl::StrCat(Scaled(static_cast<double>(p.corpus_tokens())),
+                                 " train tokens")
+                  : std::string("size unknown here"));
+  for (const std::string& warning : p.warnings()) {
+    out +=
+        WrapText(absl::StrCat("warning: ", Printable(warning)), 100, 2) + "\n";
+  }
+  return out;
+}
+
+std::string PlanLine(const v1::PlanEstimate& p) {
+  const bool measured = absl::StartsWith(p.throughput_source(), "measured");
+  const std::string share =
+      p.max_share() > p.expected_share()
+          ? fmt::format("{:.1f}% of the grid's, at most {:.1f}%",
+                        100.0 * p.expected_share(), 100.0 * p.max_share())
+          : fmt::format("{:.1f}% of the grid's", 100.0 * p.expected_share());
+  std::string line =
+      fmt::format("bill: {} steps ({}), {} tokens, {} worker-hours ({})",
+                  Thousands(p.steps()), share, Scaled(p.tokens()),
+                  Hours(p.worker_hours()), measured ? "measured" : "assumed");
+  if (p.warnings_size() > 0) {
+    absl::StrAppend(&line, "; ", p.warnings_size(),
+                    p.warnings_size() == 1 ? " warning" : " warnings");
+  }
+  return WrapText(line, 100, 2);
 }
 
 }  // namespace prism::cli

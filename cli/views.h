@@ -50,6 +50,16 @@ Table TrialsTable(const v1::ListTrialsResponse& response);
 // WorkersTable: id, host, device, threads, state, trial, heartbeat age,
 // tokens/s, user.
 Table WorkersTable(const v1::ListWorkersResponse& response, int64_t now_ms);
+
+// kGoneWorkerShownMs: how long `prism workers` keeps listing a worker after
+// it stopped (its Deregister) or was lost (its last heartbeat); --all lists
+// every one. A fleet whose workers come and go would otherwise list every
+// worker it ever had.
+inline constexpr int64_t kGoneWorkerShownMs = int64_t{3600} * 1000;
+
+// DropGoneWorkers removes the workers stopped or lost more than
+// kGoneWorkerShownMs before now_ms and returns how many it removed.
+int DropGoneWorkers(v1::ListWorkersResponse* response, int64_t now_ms);
 // TokensTable: id, user, role, state (active, expired or revoked at now_ms),
 // created, expires, last used and revoked times (UTC, ISO 8601; empty for
 // never).
@@ -168,6 +178,21 @@ void PrintSuggestions(const v1::SuggestResponse& response, Format format,
 // 39 of 20000; active 1 of 20; spec 2.1 KiB of 1024.0 KiB" ("no limit" where
 // none holds).
 std::string HeadroomLine(const v1::Headroom& headroom);
+
+// PlanBlock is `prism plan`'s bill (server/core/plan.h), lines within 100
+// columns: schedules, trials, steps expected and at most with their share of
+// the grid's and its source, tokens, parameters, FLOPs, worker-hours with
+// the throughput and where it comes from, the corpus, then each warning.
+std::string PlanBlock(const v1::PlanEstimate& plan);
+// PlanLine is the bill in one line (wrapped past 100 columns), as a real
+// submit prints it: "bill: 195,000 steps (100.0% of the grid's), 102.2G
+// tokens, 195 worker-hours (assumed)", the expected share's maximum when
+// higher, and the warnings' count (`prism plan` shows them, and the FLOPs).
+std::string PlanLine(const v1::PlanEstimate& plan);
+// Thousands renders 195000 as "195,000".
+std::string Thousands(double value);
+// Scaled renders 1.02e11 as "102.2G" (k, M, G, T, P).
+std::string Scaled(double value);
 
 }  // namespace prism::cli
 

@@ -132,6 +132,8 @@ class SqliteStore final : public Store {
       int64_t experiment_id) override;
   absl::StatusOr<std::vector<TrialKey>> ListTrialKeys(
       int64_t experiment_id) override;
+  absl::StatusOr<std::vector<ThroughputSample>> ListThroughputSamples(
+      int limit) override;
   absl::StatusOr<std::vector<AshaTrial>> ListAshaTrials(
       int64_t experiment_id, const std::vector<int64_t>& rungs) override;
   absl::StatusOr<int64_t> FindLadderRung(int64_t ladder_id, int rung) override;

@@ -212,6 +212,17 @@ struct TrialKey {
   v1::TrialState state = v1::TRIAL_STATE_UNSPECIFIED;
 };
 
+// ThroughputSample is one completed trial's training speed with the model and
+// budget of its experiment's resolved spec, what a plan's measured
+// throughput is drawn from (server/core/plan.h).
+struct ThroughputSample {
+  int64_t experiment_id = 0;
+  double tokens_per_second = 0.0;
+  std::string device;  // the trainer's ("" when unknown)
+  v1::ModelConfig model;
+  v1::Budget budget;
+};
+
 // SeedRound is one adaptive-seeds, guided or ASHA decision to apply
 // (server/core/seeds.h). It was made from a snapshot with `seen_trials` trials
 // of which `seen_finished` had finished (completed, diverged or failed) or
@@ -352,6 +363,10 @@ class Store {
   // (schedule, seed, is_baseline, state), by id.
   virtual absl::StatusOr<std::vector<TrialKey>> ListTrialKeys(
       int64_t experiment_id) = 0;
+  // ListThroughputSamples returns the `limit` most recently stored completed
+  // trials that reported a positive tokens/s, newest first.
+  virtual absl::StatusOr<std::vector<ThroughputSample>> ListThroughputSamples(
+      int limit) = 0;
   // ListAshaTrials returns every trial of the experiment as ASHA decides on
   // it (scheduler/asha.h): at_rung for TRIAL_STOPPED_AT_RUNG, its target
   // steps, and its stored val loss at each of `rungs` it has a point for.

@@ -12,6 +12,7 @@
 #include "base/status_macros.h"
 #include "server/core/convert.h"
 #include "server/core/ladder.h"
+#include "server/core/plan.h"
 
 namespace prism::server {
 
@@ -142,6 +143,14 @@ absl::StatusOr<v1::SubmitResponse> ExperimentManager::Submit(
       ToNewExperiment(std::move(plan), caller.user, clock_->NowMs());
   const auto adding = static_cast<int64_t>(e.trials.size());
   v1::SubmitResponse response;
+  {
+    // The bill, before anything is stored (a dry run's whole answer).
+    absl::flat_hash_set<std::string> schedules;
+    for (const storage::NewTrial& t : e.trials) schedules.insert(t.schedule);
+    PRISM_ASSIGN_OR_RETURN(PlanContext context, LoadPlanContext(store_));
+    *response.mutable_plan() = EstimatePlan(
+        e.spec, adding, static_cast<int64_t>(schedules.size()), context);
+  }
   absl::StatusOr<storage::CreatedExperiment> created;
   {
     absl::MutexLock lock(&submit_mu_);

@@ -2,6 +2,7 @@
 
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -104,6 +105,32 @@ RankingView Wide() {
   RankingView view;
   view.wide = true;
   return view;
+}
+
+TEST(ViewsTest, WorkersGoneOverAnHourAgoAreDroppedTheRestKept) {
+  constexpr int64_t kNow = int64_t{1'800'000'000'000};
+  v1::ListWorkersResponse response;
+  const auto add = [&](const std::string& id, v1::WorkerState state,
+                       int64_t heartbeat_ago_ms, int64_t stopped_ago_ms) {
+    v1::Worker* w = response.add_workers();
+    w->set_id(id);
+    w->set_state(state);
+    w->set_last_heartbeat_unix_ms(kNow - heartbeat_ago_ms);
+    if (stopped_ago_ms >= 0) w->set_stopped_unix_ms(kNow - stopped_ago_ms);
+  };
+  add("busy", v1::WORKER_BUSY, 1000, -1);
+  add("idle-quiet", v1::WORKER_IDLE, kGoneWorkerShownMs * 5, -1);
+  add("stopped-now", v1::WORKER_STOPPED, 2000, 1000);
+  add("stopped-old", v1::WORKER_STOPPED, kGoneWorkerShownMs * 3,
+      kGoneWorkerShownMs + 1);
+  add("lost-now", v1::WORKER_LOST, kGoneWorkerShownMs - 1, -1);
+  add("lost-old", v1::WORKER_LOST, kGoneWorkerShownMs + 1, -1);
+  EXPECT_EQ(DropGoneWorkers(&response, kNow), 2);
+  std::vector<std::string> kept;
+  for (const v1::Worker& w : response.workers()) kept.push_back(w.id());
+  EXPECT_THAT(kept, ::testing::ElementsAre("busy", "idle-quiet", "stopped-now",
+                                           "lost-now"));
+  EXPECT_EQ(DropGoneWorkers(&response, kNow), 0);
 }
 
 TEST(ViewsTest, RankingTextShowsDashesAndSaysWhyOnce) {
@@ -574,6 +601,72 @@ TEST(ViewsTest, RankingShowsTheSearchCostAndEachRungsCounts) {
   EXPECT_THAT(text.str(), HasSubstr("rung 60: promoted 3 / quota 3"));
   // An uncountable grid prints no cost line.
   EXPECT_EQ(SearchCostLine(v1::Experiment()), "");
+}
+
+v1::PlanEstimate Bill() {
+  v1::PlanEstimate p;
+  p.set_schedules(13);
+  p.set_trials(39);
+  p.set_seeds(3);
+  p.set_steps(195000);
+  p.set_max_steps(195000);
+  p.set_grid_steps(195000);
+  p.set_expected_share(1.0);
+  p.set_max_share(1.0);
+  p.set_share_source("exact: every trial trains the whole budget");
+  p.set_tokens_per_step(524288);
+  p.set_tokens(195000.0 * 524288);
+  p.set_max_tokens(195000.0 * 524288);
+  p.set_parameters(124475904);
+  p.set_flops_per_token(566959104);
+  p.set_flops(566959104.0 * 195000 * 524288);
+  p.set_tokens_per_second(145899.5);
+  p.set_throughput_source(
+      "assumed: one A100 GPU, 312 TFLOP/s bf16 peak at 40% MFU "
+      "(docs/search.md, "
+      "What it costs before it runs)");
+  p.set_worker_hours(194.6);
+  p.set_max_worker_hours(194.6);
+  p.add_warnings(
+      "the corpus is byte-level (token ids < 256) but the model's vocabulary "
+      "is 50,304: 99.5% of the embedding (50,048 rows) is never trained");
+  return p;
+}
+
+TEST(PlanViewTest, TheBlockNamesEveryFigureWithinAHundredColumns) {
+  const std::string block = PlanBlock(Bill());
+  EXPECT_THAT(block, HasSubstr("13 in the space"));
+  EXPECT_THAT(block, HasSubstr("195,000 expected, 195,000 at most"));
+  EXPECT_THAT(block, HasSubstr("100.0% and 100.0% of the grid's 195,000"));
+  EXPECT_THAT(block, HasSubstr("102.2G expected"));
+  EXPECT_THAT(block, HasSubstr("524,288 a step"));
+  EXPECT_THAT(block, HasSubstr("124.5M parameters, 567.0M FLOPs a token"));
+  EXPECT_THAT(block, HasSubstr("195 worker-hours expected"));
+  EXPECT_THAT(block, HasSubstr("145.9k tokens/s"));
+  EXPECT_THAT(block, HasSubstr("warning: the corpus is byte-level"));
+  for (absl::string_view line : absl::StrSplit(block, '\n')) {
+    EXPECT_LE(line.size(), 100u) << line;
+  }
+}
+
+TEST(PlanViewTest, TheLineSaysTheBillAndCountsTheWarnings) {
+  const std::string line = PlanLine(Bill());
+  EXPECT_EQ(line,
+            "bill: 195,000 steps (100.0% of the grid's), 102.2G tokens, 195 "
+            "worker-hours (assumed); 1 warning");
+  v1::PlanEstimate asha = Bill();
+  asha.set_expected_share(0.472);
+  asha.set_max_share(0.487);
+  asha.clear_warnings();
+  asha.set_throughput_source("measured: median of 3 finished trials");
+  EXPECT_THAT(PlanLine(asha),
+              HasSubstr("(47.2% of the grid's, at most 48.7%)"));
+  EXPECT_THAT(PlanLine(asha), HasSubstr("worker-hours (measured)"));
+  EXPECT_LE(PlanLine(asha).size(), 100u);
+  EXPECT_EQ(Thousands(1234567), "1,234,567");
+  EXPECT_EQ(Thousands(999), "999");
+  EXPECT_EQ(Scaled(999), "999");
+  EXPECT_EQ(Scaled(1.5e12), "1.5T");
 }
 
 }  // namespace

@@ -821,6 +821,47 @@ TEST_F(SqliteStoreTest, CompleteStoresValCurveAndIsIdempotent) {
   EXPECT_EQ(store_->GetWorker("w1")->current_trial_id(), 0);
 }
 
+TEST_F(SqliteStoreTest, ThroughputSamplesAreTheLatestCompletedWithTheirSpec) {
+  NewExperiment small = MakeExperiment("alice", {"8x8", "4x8"}, {1});
+  small.spec.mutable_model()->set_preset("small");
+  small.spec.mutable_budget()->set_batch_size(8);
+  const int64_t tiny_id = CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}));
+  const int64_t small_id = CreateOrDie(small);
+  const auto complete = [&](int64_t experiment, double tps, bool diverged) {
+    const v1::Trial t = LeaseOrDie(experiment, "w1");
+    v1::TrialMetrics m = TrainedMetrics(diverged ? 50 : 100);
+    m.set_tokens_per_second(tps);
+    m.set_device("cpu (1 thread)");
+    m.set_diverged(diverged);
+    ASSERT_TRUE(
+        store_->CompleteTrial(AttemptRef{t.id(), 1, "w1"}, m, {}, 5000).ok());
+  };
+  complete(tiny_id, 1000.0, false);
+  complete(small_id, 0.0, false);   // no throughput reported: left out
+  complete(small_id, 500.0, true);  // diverged: left out
+  absl::StatusOr<std::vector<ThroughputSample>> samples =
+      store_->ListThroughputSamples(10);
+  ASSERT_TRUE(samples.ok()) << samples.status();
+  ASSERT_EQ(samples->size(), 1u);
+  EXPECT_EQ((*samples)[0].experiment_id, tiny_id);
+  EXPECT_DOUBLE_EQ((*samples)[0].tokens_per_second, 1000.0);
+  EXPECT_EQ((*samples)[0].device, "cpu (1 thread)");
+  EXPECT_EQ((*samples)[0].model.preset(), "tiny");
+  EXPECT_EQ((*samples)[0].budget.steps(), 100);
+
+  const int64_t again = CreateOrDie(small);
+  complete(again, 2000.0, false);
+  samples = store_->ListThroughputSamples(10);
+  ASSERT_EQ(samples->size(), 2u);
+  // Newest first, each with its own experiment's spec.
+  EXPECT_EQ((*samples)[0].experiment_id, again);
+  EXPECT_EQ((*samples)[0].model.preset(), "small");
+  EXPECT_EQ((*samples)[0].budget.batch_size(), 8);
+  EXPECT_EQ((*samples)[1].model.preset(), "tiny");
+  // The limit holds.
+  EXPECT_EQ(store_->ListThroughputSamples(1)->size(), 1u);
+}
+
 TEST_F(SqliteStoreTest, DivergedMetricsMarkTheTrialDiverged) {
   const int64_t id = CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}));
   const v1::Trial t = LeaseOrDie(id, "w1");
