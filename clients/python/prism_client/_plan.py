@@ -29,7 +29,8 @@ def _share(value):
 
 
 def _hours(value):
-    return f"{value:,.2f}"
+    """12.5 -> "12.50"; 0.00037 -> "0.00037": a short search still shows."""
+    return f"{value:,.2f}" if value >= 1 else f"{value:.2g}"
 
 
 def _text(value):

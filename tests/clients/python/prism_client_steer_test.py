@@ -214,6 +214,7 @@ class FramesTest(unittest.TestCase):
         response.plan.expected_share = 0.472
         response.plan.share_source = "racing, known-truth benchmark"
         response.plan.worker_hours = 1.5
+        response.plan.max_worker_hours = 0.00037
         response.plan.warnings.append("vocabulary 256 for 96 corpus tokens")
         response.headroom.trials = 21
         response.headroom.max_trials_per_experiment = 20000
@@ -226,6 +227,7 @@ class FramesTest(unittest.TestCase):
         self.assertRegex(text, r"expected share +47\.2% of the grid\n")
         self.assertRegex(text, r"share from +racing, known-truth benchmark")
         self.assertRegex(text, r"worker-hours, expected +1\.50\n")
+        self.assertRegex(text, r"worker-hours, at most +0\.00037\n")
         self.assertIn("warning: vocabulary 256 for 96 corpus tokens", text)
         self.assertIn("limits: 21 of 20000 trials per experiment", text)
         # Unset fields are not shown as zeros.
@@ -287,6 +289,13 @@ class SubmitTest(unittest.TestCase):
         self.assertEqual(plan.trials_created, kTrials)
         self.assertEqual(plan.headroom["trials"], kTrials)
         self.assertEqual(plan.experiment.spec.budget.steps, kLastStep)
+        # A grid: every trial trains the whole budget, exactly.
+        self.assertEqual(plan.estimate["trials"], kTrials)
+        self.assertEqual(plan.estimate["seeds"], len(kSeeds))
+        self.assertEqual(plan.estimate["schedules"], len(kSchedules) + 1)
+        self.assertEqual(plan.estimate["steps"], kTrials * kLastStep)
+        self.assertEqual(plan.estimate["grid_steps"], kTrials * kLastStep)
+        self.assertEqual(plan.estimate["expected_share"], 1.0)
         text = repr(plan)
         self.assertTrue(text.startswith(
             f"plan: {kTrials} trials (dry), 2 seeds, 60 steps each; nothing "
