@@ -222,8 +222,85 @@ std::string PrincipleSummaryLine(const v1::RankResponse& response) {
   return line;
 }
 
+SeedsCommand SeedsAddCommand(int64_t experiment_id) {
+  return [experiment_id](int n) {
+    return fmt::format("prism seeds add {} --to {}", experiment_id, n);
+  };
+}
+
+int SeedLimit(const v1::ExperimentSpec& spec) {
+  constexpr int kMaxSeedsPerSchedule = 64;  // scheduler/adaptive_seeds.h
+  if (spec.has_seeds_policy() && spec.seeds_policy().max() > 0) {
+    return std::min(kMaxSeedsPerSchedule, spec.seeds_policy().max());
+  }
+  if (spec.has_racing() && !spec.racing().off() &&
+      spec.racing().max_seeds() > 0) {
+    return std::min(kMaxSeedsPerSchedule, spec.racing().max_seeds());
+  }
+  return kMaxSeedsPerSchedule;
+}
+
+namespace {
+
+// SeedsNow is the most seeds any ranked schedule (the baseline's included)
+// completed: what a command for more seeds must go above.
+int SeedsNow(const v1::RankResponse& response) {
+  int most = response.baseline().seeds_completed();
+  for (const v1::RankedSchedule& r : response.schedules()) {
+    most = std::max(most, r.seeds_completed());
+  }
+  return most;
+}
+
+// SettleLine is the next step for a best-set with inconclusive schedules
+// that `settle` paired seeds would decide (RankedSchedule.seeds_needed).
+std::string SettleLine(const v1::RankResponse& response, int settle,
+                       const SeedsCommand& more_seeds) {
+  const int limit = SeedLimit(response.experiment().spec());
+  const int now = SeedsNow(response);
+  if (settle > limit || now >= limit) {
+    return fmt::format(
+        "next: the best-set's inconclusive schedules would need {} paired "
+        "seeds to settle, past the {} a schedule may have: at this size "
+        "they are a tie (carry the best-set forward together)",
+        settle, limit);
+  }
+  const int to = std::max(settle, now + 1);
+  return fmt::format(
+      "next: the best-set's inconclusive schedules need up to {} paired "
+      "seeds to settle (they have {}); train them on {}, reusing every "
+      "trial:\n  {}",
+      settle, now, to, more_seeds(to));
+}
+
+// RaceLine is the next step for a race that stopped unsettled: more seeds
+// for its contenders alone (`prism seeds add --schedules`).
+std::string RaceLine(const v1::RankResponse& response) {
+  const SeedsCommand more_seeds = SeedsAddCommand(response.experiment().id());
+  const v1::RaceReport& race = response.race();
+  int limit = SeedLimit(response.experiment().spec());
+  if (race.max_seeds() > 0) limit = std::min(limit, race.max_seeds());
+  if (race.state() == "at max" || race.look_seeds() >= limit) {
+    return fmt::format(
+        "next: {} contenders are still in the race on {} seeds, racing's "
+        "max_seeds: at this size they are a tie (carry them forward together)",
+        race.contenders_size(), race.look_seeds());
+  }
+  const int to = std::min(limit, 2 * race.look_seeds());
+  return fmt::format(
+      "next: {} contenders are still in the race on {} seeds (the racing "
+      "budget is spent); train them on {}, reusing every trial:\n  {} "
+      "--schedules {}",
+      race.contenders_size(), race.look_seeds(), to, more_seeds(to),
+      absl::StrJoin(race.contenders(), " "));
+}
+
+}  // namespace
+
 std::vector<std::string> SummaryLines(const v1::RankResponse& response,
-                                      const std::string& more_seeds) {
+                                      const SeedsCommand& given) {
+  const SeedsCommand more_seeds =
+      given ? given : SeedsAddCommand(response.experiment().id());
   const v1::VerdictReport& v = response.verdicts();
   std::vector<std::string> lines;
   lines.push_back(fmt::format(
@@ -250,14 +327,7 @@ std::vector<std::string> SummaryLines(const v1::RankResponse& response,
   const std::string race_state =
       response.has_race() ? response.race().state() : std::string();
   if (race_state == "budget spent" || race_state == "at max") {
-    const v1::RaceReport& race = response.race();
-    lines.push_back(fmt::format(
-        "next: {} contenders are still in the race on {} seeds; a larger "
-        "racing budget (racing {{ budget: {:g} max_seeds: {} }}) would race "
-        "them further",
-        race.contenders_size(), race.look_seeds(),
-        std::min(1.0, 2.0 * race.budget()),
-        std::min(64, std::max(race.max_seeds(), 2 * race.look_seeds()))));
+    lines.push_back(RaceLine(response));
   } else if (race_state == "settled") {
     lines.push_back(fmt::format(
         "next: {} is the best at this size; carry it forward",
@@ -266,13 +336,10 @@ std::vector<std::string> SummaryLines(const v1::RankResponse& response,
   } else if (response.compared_schedules() == 0) {
     lines.push_back(
         fmt::format("next: verdicts need 2+ seeds per schedule; 3 seeds find "
-                    "effects of 3 trial-noise sd at >= 80% power: {}",
-                    more_seeds));
+                    "effects of 3 trial-noise sd at >= 80% power:\n  {}",
+                    more_seeds(3)));
   } else if (settle > 0) {
-    lines.push_back(fmt::format(
-        "next: the best-set's inconclusive schedules need up to {} paired "
-        "seeds to settle: resubmit them with seeds_policy {{ min: 3 max: {} }}",
-        settle, std::min(settle, 64)));
+    lines.push_back(SettleLine(response, settle, more_seeds));
   } else if (v.best_set_size() > 1) {
     lines.push_back(
         "next: carry the best-set forward (its schedules in a spec's "
@@ -284,6 +351,29 @@ std::vector<std::string> SummaryLines(const v1::RankResponse& response,
                     v.best_set(0)));
   }
   return lines;
+}
+
+std::string ExtensionLine(const v1::ExtendResponse& r, bool dry_run) {
+  std::string what;
+  const int seeds = r.seeds_added_size();
+  if (seeds > 0) {
+    absl::StrAppend(&what, seeds == 1 ? "seed " : "seeds ",
+                    absl::StrJoin(r.seeds_added(), ", "));
+    // Each schedule that gets seeds gets every new one, unless it lacked
+    // some of the old ones too (to_seeds fills those).
+    if (r.trials_created() % seeds == 0 && r.schedules_added().empty()) {
+      absl::StrAppend(&what, " on ", r.trials_created() / seeds, " schedules");
+    }
+  }
+  if (!r.schedules_added().empty()) {
+    absl::StrAppend(&what, what.empty() ? "" : "; ", "schedules ",
+                    absl::StrJoin(r.schedules_added(), " "));
+  }
+  return absl::StrCat(dry_run ? "would queue " : "queued ", r.trials_created(),
+                      r.trials_created() == 1 ? " trial" : " trials",
+                      what.empty() ? "" : absl::StrCat(" (", what, ")"), "; ",
+                      dry_run ? "reuses " : "reused ", r.trials_reused(),
+                      " finished trials");
 }
 
 std::string ProtoJson(const google::protobuf::Message& message) {
@@ -771,7 +861,10 @@ void PrintRanking(const v1::RankResponse& response, Format format,
   PrintAshaRungs(response, out);
   out << "\n";
   for (const std::string& line : SummaryLines(response, view.more_seeds)) {
-    prose(line);
+    // A command stands whole on its own line, to be pasted.
+    const size_t command = line.find("\n  ");
+    prose(line.substr(0, command));
+    if (command != std::string::npos) out << line.substr(command + 1) << "\n";
   }
 }
 

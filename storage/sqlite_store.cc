@@ -835,15 +835,16 @@ absl::StatusOr<std::vector<TrialKey>> SqliteStore::ListTrialKeys(
     int64_t experiment_id) {
   PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
   PRISM_ASSIGN_OR_RETURN(
-      Query q, r->Prepare("SELECT schedule, seed, is_baseline, state FROM "
-                          "trials WHERE experiment_id = ? ORDER BY id"));
+      Query q, r->Prepare("SELECT schedule, seed, is_baseline, state, "
+                          "target_steps FROM trials WHERE experiment_id = ? "
+                          "ORDER BY id"));
   q.Bind(1, experiment_id);
   std::vector<TrialKey> keys;
   while (true) {
     PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) break;
     keys.push_back(TrialKey{q.Text(0), q.Int(1), q.Int(2) != 0,
-                            static_cast<v1::TrialState>(q.Int(3))});
+                            static_cast<v1::TrialState>(q.Int(3)), q.Int(4)});
   }
   return keys;
 }
@@ -926,6 +927,12 @@ absl::StatusOr<std::vector<AshaTrial>> SqliteStore::ListAshaTrials(
   }
   PRISM_RETURN_IF_ERROR(txn.Commit());
   return trials;
+}
+
+absl::StatusOr<ExtendedExperiment> SqliteStore::ExtendExperiment(
+    const ExperimentExtension& extension) {
+  absl::MutexLock lock(&write_mu_);
+  return internal::ExtendExperiment(writer_.get(), extension);
 }
 
 absl::StatusOr<SeedRoundResult> SqliteStore::ApplySeedRound(

@@ -101,6 +101,11 @@ TEST(ViewsTest, TokensTableShowsStateAndLeavesNeverEmpty) {
             "2023-11-14T22:14:20Z,,2023-11-14T22:13:50Z\n");
 }
 
+// Unwrapped joins the lines PrintRanking wrapped at 100 columns.
+std::string Unwrapped(const std::string& text) {
+  return absl::StrReplaceAll(text, {{"\n  ", " "}});
+}
+
 RankingView Wide() {
   RankingView view;
   view.wide = true;
@@ -154,6 +159,7 @@ v1::RankResponse TwoSeedRanking();
 
 TEST(ViewsTest, DefaultRankingFitsOneHundredColumnsAndEndsWithASummary) {
   v1::RankResponse response = TwoSeedRanking();
+  response.mutable_experiment()->set_id(7);
   v1::RankedSchedule* best = response.mutable_schedules(0);
   best->mutable_adjusted_delta()->set_mean(-0.0142);
   best->mutable_adjusted_delta()->set_low(-0.0272);
@@ -187,9 +193,37 @@ TEST(ViewsTest, DefaultRankingFitsOneHundredColumnsAndEndsWithASummary) {
                               "1 need seeds\n"));
   EXPECT_THAT(text, HasSubstr("best-set (95% confidence, Hsu's MCB): 2 "
                               "schedule(s): 2x3,4x3 1x2,4x4\n"));
+  // The next step is one command, on a line of its own, within the limit.
   EXPECT_THAT(text, HasSubstr("next: the best-set's inconclusive schedules "
                               "need up to 9 paired seeds"));
+  EXPECT_THAT(text, HasSubstr("\n  prism seeds add 7 --to 9\n"));
   EXPECT_THAT(text, HasSubstr("moderated t (prior sd 0.006 pooled"));
+
+  // Past what a schedule may have (64, or the seeds policy's max), no count
+  // is named: the best-set is a tie at this size.
+  unsure->set_seeds_needed(1000);
+  out.str("");
+  PrintRanking(response, Format::kText, out);
+  EXPECT_THAT(Unwrapped(out.str()),
+              HasSubstr("would need 1000 paired seeds to settle, past the 64 "
+                        "a schedule may have: at this size they are a tie"));
+  EXPECT_THAT(out.str(), Not(HasSubstr("prism seeds add")));
+  unsure->set_seeds_needed(9);
+  response.mutable_experiment()
+      ->mutable_spec()
+      ->mutable_seeds_policy()
+      ->set_max(6);
+  out.str("");
+  PrintRanking(response, Format::kText, out);
+  EXPECT_THAT(Unwrapped(out.str()),
+              HasSubstr("past the 6 a schedule may have"));
+  response.mutable_experiment()
+      ->mutable_spec()
+      ->mutable_seeds_policy()
+      ->set_max(12);
+  out.str("");
+  PrintRanking(response, Format::kText, out);
+  EXPECT_THAT(out.str(), HasSubstr("\n  prism seeds add 7 --to 9\n"));
 }
 
 // Racing (issue 39): one line on how the best was settled, and a next step
@@ -229,8 +263,19 @@ TEST(ViewsTest, RacingSaysHowTheBestWasSettledAndWhatWouldSettleIt) {
   PrintRanking(response, Format::kText, out);
   text = out.str();
   EXPECT_THAT(text, HasSubstr("next: 2 contenders are still in the race on 6 "
-                              "seeds; a larger racing budget (racing { "
-                              "budget: 0.2\n  max_seeds: 12 })"));
+                              "seeds (the racing budget is spent)"));
+  EXPECT_THAT(text, HasSubstr("\n  prism seeds add 0 --to 12 --schedules "
+                              "2x3,4x3 1x2,4x4\n"));
+
+  // At racing's max_seeds no command would be taken: a tie at this size.
+  race->set_state("at max");
+  race->set_look_seeds(12);
+  out.str("");
+  PrintRanking(response, Format::kText, out);
+  EXPECT_THAT(Unwrapped(out.str()),
+              HasSubstr("still in the race on 12 seeds, racing's max_seeds: at "
+                        "this size they are a tie"));
+  EXPECT_THAT(out.str(), Not(HasSubstr("prism seeds add")));
 }
 
 TEST(ViewsTest, OneSeedRankingSaysHowManySeedsWouldTell) {
@@ -238,7 +283,7 @@ TEST(ViewsTest, OneSeedRankingSaysHowManySeedsWouldTell) {
   response.mutable_verdicts()->set_needs_seeds(4);
   std::ostringstream out;
   RankingView view;
-  view.more_seeds = "prism run --seeds 3";
+  view.more_seeds = [](int n) { return absl::StrCat("prism run --seeds ", n); };
   PrintRanking(response, Format::kText, out, view);
   EXPECT_THAT(out.str(), HasSubstr("best-set: needs 2 paired seeds per "
                                    "schedule\n"));
