@@ -445,6 +445,15 @@ def _whole(value):
     return operator.index(value)
 
 
+def _split(name):
+    """prism.v1.Split from "val" or "train"; PrismError INVALID_ARGUMENT
+    otherwise."""
+    if name not in ("val", "train"):
+        raise PrismError("INVALID_ARGUMENT",
+                         f"split is \"val\" or \"train\", not {name!r}")
+    return pb.Split.Value("SPLIT_" + name.upper())
+
+
 def _priority(value):
     """A priority (int32) from an integer; PrismError INVALID_ARGUMENT
     otherwise."""
@@ -937,7 +946,8 @@ class Client:
         is "val" or "train". PrismError NOT_FOUND when the experiment has
         no completed trial of that schedule."""
         import pandas as pd
-        wanted = pb.Split.Value("SPLIT_" + split.upper())
+        experiment_id = _experiment_id(experiment_id)
+        wanted = _split(split)
         row = None
         for s in self.rank(experiment_id).schedules:
             if s.schedule == schedule:
@@ -985,6 +995,8 @@ class Client:
         completed trials. Each schedule's line is labelled with it, and its
         band (a PolyCollection) has it as gid. Uses the Agg backend unless
         the caller chose another one before."""
+        experiment_id = _experiment_id(experiment_id)
+        _split(split)
         import matplotlib
         if "matplotlib.pyplot" not in sys.modules:
             matplotlib.use("Agg")

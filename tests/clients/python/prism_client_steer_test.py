@@ -399,6 +399,7 @@ class SteerTest(unittest.TestCase):
             (lambda: c.add_seeds(1, seeds=["a"]), "seeds takes 64-bit"),
             (lambda: c.add_seeds(1, count=1, schedules=[4]), "not 4"),
             (lambda: c.plot_curves(1, schedules=7), "not 7"),
+            (lambda: c.curves(1, "2x4,8x4", split="test"), "not 'test'"),
             (lambda: c.set_priority(1, "high"), "priority is a 32-bit"),
             (lambda: c.set_priority(1, 2**31), "not 2147483648"),
             (lambda: c.submit(kSpecNeverSent, priority="high"),
@@ -626,7 +627,7 @@ class PlotTest(unittest.TestCase):
     def test_delta_mode_plots_the_mean_paired_delta_and_its_t_band(self):
         c = CLUSTER
         plotted = kSchedules[:2]
-        figure = c.client.plot_curves(c.experiment_id, schedules=plotted,
+        figure = c.client.plot_curves(c.plan, schedules=plotted,
                                       path=c.tmp / "deltas.png")
         self.assertEqual((c.tmp / "deltas.png").read_bytes()[:4],
                          b"\x89PNG")
@@ -654,6 +655,8 @@ class PlotTest(unittest.TestCase):
                 self.assertAlmostEqual(at[0], mean - half, places=4)
                 self.assertAlmostEqual(at[-1], mean + half, places=4)
         self.assertIn("delta", ax.get_ylabel())
+        self.assertTrue(ax.get_title().startswith(
+            f"experiment {c.experiment_id}: val loss delta"), ax.get_title())
 
     def test_raw_mode_plots_the_mean_losses(self):
         c = CLUSTER
