@@ -616,8 +616,9 @@ class Client:
     def experiment(self, experiment_id):
         """Returns the prism.v1.Experiment; PrismError NOT_FOUND when there
         is none with that id."""
-        return self.call(self._experiments.Get,
-                         pb.GetExperimentRequest(id=_experiment_id(experiment_id)))
+        return self.call(
+            self._experiments.Get,
+            pb.GetExperimentRequest(id=_experiment_id(experiment_id)))
 
     def delete(self, experiment_id, yes=False):
         """Deletes a done or cancelled experiment and everything stored for

@@ -54,7 +54,10 @@ import signal
 import subprocess
 import sys
 import time
+import types
 import unittest
+import unittest.mock
+import warnings
 
 from harness import (Cluster, environment, import_client, kNoClientEnv,
                      kStartSeconds, parse_args, read_fixture_val_curves)
@@ -458,6 +461,24 @@ class WaitTest(unittest.TestCase):
                          rf"{kTrials}/{kTrials} .*done, 0 running, 0 queued")
         self.assertEqual(len(ranking), len(kSchedules) + 1)
 
+    def test_in_jupyter_it_draws_tqdm_autos_bar_even_off_a_terminal(self):
+        c = CLUSTER
+
+        class Kernel:
+            config = {"IPKernelApp": {}}
+
+        ipython = types.ModuleType("IPython")
+        ipython.get_ipython = Kernel
+        drawn = io.StringIO()
+        with unittest.mock.patch.dict(sys.modules, {"IPython": ipython}), \
+                warnings.catch_warnings():
+            # tqdm.auto falls back to its text bar without ipywidgets.
+            warnings.simplefilter("ignore")
+            c.client.wait(c.experiment_id, file=drawn)
+        self.assertRegex(drawn.getvalue(),
+                         rf"experiment {c.experiment_id}: 100%\|.*\| "
+                         rf"{kTrials}/{kTrials} trials")
+
     def test_progress_false_prints_nothing(self):
         c = CLUSTER
         err = io.StringIO()
@@ -596,8 +617,8 @@ class ResultsTest(unittest.TestCase):
         self.assertTrue(0 <= comparison["p_value"] <= 1)
         self.assertIn(comparison["verdict"],
                       ["better", "worse", "inconclusive"])
-        self.assertAlmostEqual(comparison["delta"], self.row(schedule)["delta"],
-                               places=9)
+        self.assertAlmostEqual(comparison["delta"],
+                               self.row(schedule)["delta"], places=9)
 
     def test_compare_of_an_untried_schedule_raises_not_found(self):
         with self.assertRaises(prism_client.PrismError) as raised:
