@@ -864,10 +864,14 @@ class Client:
         experiment's finished schedules. PrismError FAILED_PRECONDITION
         while fewer than 5 schedules have a paired delta, INVALID_ARGUMENT
         for n outside 1..1000."""
-        return suggestions_frame(self.call(
-            self._results.Suggest,
-            pb.SuggestRequest(experiment_id=_experiment_id(experiment_id),
-                              n=int(n))))
+        request = pb.SuggestRequest(
+            experiment_id=_experiment_id(experiment_id))
+        try:
+            request.n = _whole(n)
+        except (TypeError, ValueError):
+            raise PrismError("INVALID_ARGUMENT", "n is an integer in "
+                             f"1..1000, not {n!r}") from None
+        return suggestions_frame(self.call(self._results.Suggest, request))
 
     def watch(self, experiment_id):
         """Yields the experiment's live events (prism.v1.ExperimentEvent, from

@@ -409,6 +409,8 @@ class SteerTest(unittest.TestCase):
              "priority is a 32-bit"),
             (lambda: c.wait("first"), "not 'first'"),
             (lambda: c.pause(2.5), "not 2.5"),
+            (lambda: c.suggest(1, "five"), "not 'five'"),
+            (lambda: c.train_suggestions(1, 2.0), "not 2.0"),
         ]
         for call, words in cases:
             with self.subTest(words):
