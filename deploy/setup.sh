@@ -28,8 +28,10 @@ PACKAGES=(
   python3-optuna
   # The Python client (clients/python): gRPC and protobuf for its stubs,
   # which protoc and grpc_python_plugin (protobuf-compiler-grpc, above)
-  # generate at build time; pandas and matplotlib for its tables and plots.
+  # generate at build time; pandas and matplotlib for its tables and plots;
+  # tqdm for wait()'s progress bar.
   python3-grpcio python3-protobuf python3-pandas python3-matplotlib
+  python3-tqdm
 )
 # `kubectl kustomize` renders deploy/k8s: Debian's kubernetes-client, unless
 # some kubectl is already on PATH (another vendor's package of it owns

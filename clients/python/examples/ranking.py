@@ -4,7 +4,9 @@
 # Notebook-style (cells marked `# %%`: VS Code, Jupyter's jupytext, or plain
 # `python3 ranking.py`). It lists the coordinator's experiments, loads one
 # experiment's ranking into a pandas DataFrame, prints it, and saves a PNG of
-# the best schedules' validation loss against the uniform baseline.
+# the best schedules' validation loss against the uniform baseline: per step,
+# the mean over seeds of each one's loss minus the same seed's baseline loss,
+# with its 95% interval.
 #
 # The coordinator, the token and TLS come from the same places as for the
 # `prism` CLI: PRISM_COORDINATOR, PRISM_TOKEN or PRISM_TOKEN_FILE (else
@@ -55,6 +57,8 @@ with pd.option_context("display.width", 120, "display.max_columns", 12):
 
 # %% [markdown]
 # ## The best schedules' curves against the baseline
+# Below the dashed line at 0 a schedule's loss is lower than the baseline's
+# at that step; `raw=True` plots the losses themselves.
 
 # %%
 plot_path = os.environ.get("PRISM_PLOT", "ranking.png")

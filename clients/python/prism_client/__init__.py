@@ -8,10 +8,16 @@ DataFrames:
     import prism_client
     client = prism_client.connect("127.0.0.1:50051",
                                   token_file="prism-data/admin.token")
+    client.plan("grid.textproto")     # what it would queue and cost
+    plan = client.submit("grid.textproto")
+    ranking = client.wait(plan)       # a progress bar, then the ranking
+    client.add_seeds(plan, count=2)   # more seeds, every trial reused
+    client.compare(plan, "8x8", "2x3,4x3")
+    client.suggest(plan, 5)           # untried schedules a surrogate likes
+    client.train_suggestions(plan, 3)
     client.experiments()              # one row per experiment
-    ranking = client.ranking(1)       # one row per ranked schedule
     curves = client.curves(1, "2x3,4x3")  # its val loss vs the baseline's
-    client.plot_curves(1, path="curves.png")
+    client.plot_curves(1, path="curves.png")  # paired deltas, 95% bands
 
 connect() finds the coordinator, the token and the TLS files as the `prism`
 CLI does (cli/client.h): arguments first, then PRISM_COORDINATOR,
@@ -24,14 +30,19 @@ would print its own error lines to stderr besides the PrismError.
 
 Every failure, from a bad argument to a refused call, raises PrismError,
 whose message starts with the gRPC status code's name and carries the
-coordinator's own message ("NOT_FOUND: experiment 99 not found"), or for
-a coordinator that cannot be reached says so and how to point at it.
+coordinator's own message, which names the field or the limit
+("NOT_FOUND: experiment 99 not found", "INVALID_ARGUMENT: spec_text:3:1:
+..."), or for a coordinator that cannot be reached says so and how to point
+at it. A number the coordinator does not have (an interval over fewer than
+2 seeds, a speed-up no seed reached) is NaN in every frame and dict, never
+the 0 protobuf sends for an unset field.
 
 Thread-safety: a Client may be shared by threads (gRPC channels and stubs
 are thread-safe); the DataFrames it returns are new objects.
 """
 
 import math
+import operator
 import os
 import pathlib
 import sys
@@ -42,6 +53,16 @@ import sys
 os.environ.setdefault("GRPC_VERBOSITY", "NONE")
 
 import grpc  # noqa: E402 (after GRPC_VERBOSITY)
+from google.protobuf import json_format  # noqa: E402
+
+from . import _plan, _progress, _stats  # noqa: E402
+from ._plan import Plan  # noqa: E402
+from ._stats import delta_curve_frame, t_quantile_975  # noqa: E402
+
+__all__ = ["Client", "Plan", "PrismError", "compare_summary", "connect",
+           "delta_curve_frame", "ladder_frame", "pb", "pb_grpc",
+           "race_summary", "ranking_frame", "resolve_token",
+           "suggestions_frame", "t_quantile_975"]
 
 
 def _import_stubs():
@@ -203,6 +224,123 @@ def ladder_frame(response):
     return pd.DataFrame(rows, columns=columns)
 
 
+def _mean_or_nan(interval):
+    """An Interval's mean, NaN when it is over no values (proto3 sends 0)."""
+    return interval.mean if interval.n > 0 else math.nan
+
+
+def _delta_cell(s):
+    if s.is_baseline:
+        return 0.0
+    return _mean_or_nan(s.delta_vs_baseline)
+
+
+# ranking_frame's columns, each (name, cell of a prism.v1.RankedSchedule),
+# in order. A value the coordinator does not have (an interval over no
+# seeds, a bound with fewer than 2, an absent p-value) is NaN, never the 0
+# proto3 sends for it.
+_RANKING_COLUMNS = [
+    ("rank", lambda s: s.rank),
+    ("schedule", lambda s: s.schedule),
+    ("is_baseline", lambda s: s.is_baseline),
+    ("verdict", lambda s: _enum_name(pb.Verdict, s.verdict, "VERDICT_")),
+    ("delta", _delta_cell),
+    ("delta_low", lambda s: _optional(s.delta_vs_baseline, "low")),
+    ("delta_high", lambda s: _optional(s.delta_vs_baseline, "high")),
+    ("adjusted_delta_low", lambda s: _optional(s.adjusted_delta, "low")),
+    ("adjusted_delta_high", lambda s: _optional(s.adjusted_delta, "high")),
+    ("p_value", lambda s: _optional(s, "p_value")),
+    ("adjusted_p_value", lambda s: _optional(s, "adjusted_p_value")),
+    ("final_val_loss", lambda s: _mean_or_nan(s.final_val_loss)),
+    ("min_val_loss", lambda s: s.min_val_loss if s.final_val_loss.n > 0
+     else math.nan),
+    ("seeds", lambda s: s.seeds_completed),
+    ("paired_seeds", lambda s: s.paired_seeds),
+    ("speedup", lambda s: _mean_or_nan(s.speedup)),
+    ("speedup_low", lambda s: _optional(s.speedup, "low")),
+    ("speedup_high", lambda s: _optional(s.speedup, "high")),
+    ("speedup_reached", lambda s: s.speedup.n),
+    ("speedup_seeds", lambda s: s.speedup_seeds),
+    ("throughput_ratio", lambda s: _mean_or_nan(s.throughput_ratio)),
+    ("throughput_ratio_low", lambda s: _optional(s.throughput_ratio, "low")),
+    ("throughput_ratio_high",
+     lambda s: _optional(s.throughput_ratio, "high")),
+    ("in_best_set", lambda s: s.in_best_set),
+    ("smooth", lambda s: s.principles.smooth),
+    ("baseline", lambda s: s.principles.baseline),
+    ("pow2", lambda s: s.principles.pow2),
+    ("trial_ids", lambda s: list(s.trial_ids)),
+]
+
+
+def ranking_frame(response):
+    """Client.ranking's DataFrame from a prism.v1.RankResponse, one row per
+    schedule in the response's order (the baseline among them, with a delta
+    of 0): rank, schedule, is_baseline, verdict (better, worse,
+    inconclusive, needs_seeds; "" for the baseline), delta (mean paired
+    final val loss delta vs the baseline: negative is better; NaN without a
+    paired seed) with its 95% interval delta_low and delta_high, the
+    family-adjusted interval adjusted_delta_low/high that agrees with the
+    verdict, p_value and adjusted_p_value, final_val_loss and min_val_loss,
+    seeds (completed) and paired_seeds, speedup (convergence, paired, over
+    the speedup_reached of speedup_seeds paired seeds that reached the
+    baseline's final val loss; NaN when none did: "never reached") with
+    speedup_low/high, throughput_ratio (tokens/s vs the baseline, paired)
+    with its bounds, in_best_set, the principles it satisfies (smooth,
+    baseline, pow2), and trial_ids. Every number the coordinator does not
+    have is NaN: intervals and p-values with fewer than 2 seeds, means over
+    none."""
+    import pandas as pd
+    rows = [[cell(s) for _, cell in _RANKING_COLUMNS]
+            for s in response.schedules]
+    return pd.DataFrame(rows, columns=[name for name, _ in _RANKING_COLUMNS])
+
+
+def compare_summary(response):
+    """Client.compare's dict from a prism.v1.CompareResponse: schedule_a,
+    schedule_b, delta (b - a final val loss, paired over their common seeds:
+    negative means b is better) with delta_low and delta_high (95%), seeds
+    (common), verdict (b against a: better, worse, inconclusive,
+    needs_seeds), p_value (one planned comparison, not adjusted), and each
+    side's final_val_loss. NaN where there is no value (no common seed;
+    bounds and p-value below 2)."""
+    return {
+        "schedule_a": response.a.schedule,
+        "schedule_b": response.b.schedule,
+        "delta": _mean_or_nan(response.delta),
+        "delta_low": _optional(response.delta, "low"),
+        "delta_high": _optional(response.delta, "high"),
+        "seeds": response.delta.n,
+        "verdict": _enum_name(pb.Verdict, response.verdict, "VERDICT_"),
+        "p_value": _optional(response, "p_value"),
+        "final_val_loss_a": _mean_or_nan(response.a.final_val_loss),
+        "final_val_loss_b": _mean_or_nan(response.b.final_val_loss),
+    }
+
+
+def suggestions_frame(response):
+    """Client.suggest's DataFrame from a prism.v1.SuggestResponse, best
+    first: schedule, predicted_delta (the surrogate's mean paired delta vs
+    the baseline: negative is better), uncertainty (its ensemble's sd),
+    acquisition (predicted_delta - uncertainty, the order), and the
+    principles (smooth, baseline, pow2). attrs holds the model's method,
+    observed_schedules, candidates, sampled and space_size."""
+    import pandas as pd
+    frame = pd.DataFrame(
+        [{"schedule": s.schedule, "predicted_delta": s.predicted_delta,
+          "uncertainty": s.uncertainty, "acquisition": s.acquisition,
+          "smooth": s.principles.smooth, "baseline": s.principles.baseline,
+          "pow2": s.principles.pow2} for s in response.suggestions],
+        columns=["schedule", "predicted_delta", "uncertainty", "acquisition",
+                 "smooth", "baseline", "pow2"])
+    frame.attrs.update(method=response.method,
+                       observed_schedules=response.observed_schedules,
+                       candidates=response.candidates,
+                       sampled=response.sampled,
+                       space_size=response.space_size)
+    return frame
+
+
 def race_summary(response):
     """Client.race's dict from a prism.v1.RankResponse: racing's state
     (docs/search.md "Racing for the best"), or None when the experiment
@@ -237,6 +375,108 @@ def _enum_name(enum, number, prefix):
         return ""
     return name[len(prefix):].lower() if name.startswith(prefix) else \
         name.lower()
+
+
+def _experiment_id(experiment):
+    """An experiment's id from an int (or a str of one), a Plan (what submit
+    and add_seeds return) or a prism.v1.Experiment; PrismError
+    INVALID_ARGUMENT otherwise."""
+    if isinstance(experiment, (Plan, pb.Experiment)):
+        return experiment.id
+    try:
+        if isinstance(experiment, str):
+            return int(experiment)
+        return _whole(experiment)
+    except (TypeError, ValueError):
+        raise PrismError(
+            "INVALID_ARGUMENT", "an experiment is an id (int), a Plan or a "
+            f"prism.v1.Experiment, not {experiment!r}") from None
+
+
+_FINISHED = (pb.EXPERIMENT_DONE, pb.EXPERIMENT_CANCELLED)
+_SPEC_SUFFIXES = (".textproto", ".txtpb", ".pbtxt", ".prototxt")
+
+
+def _submit_request(spec, dry_run):
+    """Returns (prism.v1.SubmitRequest, the spec's path or None) for submit
+    and plan: textproto text and files go as spec_text, so the coordinator
+    names a parse error's line and column; a dict (protobuf's JSON mapping)
+    and an ExperimentSpec message go as the spec."""
+    request = pb.SubmitRequest(dry_run=dry_run)
+    if isinstance(spec, pb.ExperimentSpec):
+        request.spec.CopyFrom(spec)
+        return request, None
+    if isinstance(spec, dict):
+        try:
+            json_format.ParseDict(spec, request.spec)
+        except json_format.ParseError as e:
+            # Its first line names the field; the rest lists the valid ones.
+            raise PrismError("INVALID_ARGUMENT",
+                             "spec: " + str(e).splitlines()[0]) from None
+        return request, None
+    path = None
+    if isinstance(spec, os.PathLike):
+        path = os.fspath(spec)
+    elif isinstance(spec, str) and "\n" not in spec and (
+            os.path.isfile(spec) or spec.strip().endswith(_SPEC_SUFFIXES)):
+        path = spec.strip()
+    if path is not None:
+        data = _read_file(path, "spec file")
+        try:
+            request.spec_text = data.decode("utf-8")
+        except UnicodeDecodeError as e:
+            raise PrismError("INVALID_ARGUMENT", f"spec file {path} is not "
+                             f"UTF-8 text (byte {e.start})") from None
+        return request, path
+    if isinstance(spec, str):
+        request.spec_text = spec
+        return request, None
+    raise PrismError(
+        "INVALID_ARGUMENT", "spec is textproto text, a path to a .textproto "
+        "file, a dict in protobuf's JSON mapping or a prism.v1.ExperimentSpec,"
+        f" not {type(spec).__name__}")
+
+
+def _whole(value):
+    """An int from an integer (numpy's too; not a bool or a float);
+    TypeError otherwise."""
+    if isinstance(value, bool):
+        raise TypeError(value)
+    return operator.index(value)
+
+
+def _split(name):
+    """prism.v1.Split from "val" or "train"; PrismError INVALID_ARGUMENT
+    otherwise."""
+    if name not in ("val", "train"):
+        raise PrismError("INVALID_ARGUMENT",
+                         f"split is \"val\" or \"train\", not {name!r}")
+    return pb.Split.Value("SPLIT_" + name.upper())
+
+
+def _priority(value):
+    """A priority (int32) from an integer; PrismError INVALID_ARGUMENT
+    otherwise."""
+    try:
+        priority = _whole(value)
+    except TypeError:
+        priority = None
+    if priority is None or not -2**31 <= priority < 2**31:
+        raise PrismError("INVALID_ARGUMENT",
+                         f"priority is a 32-bit integer, not {value!r}")
+    return priority
+
+
+def _schedule_list(schedules, what):
+    """A list of schedule strings from one ("2x4,8x4": its commas are the
+    schedule's own) or an iterable of them."""
+    out = [schedules] if isinstance(schedules, str) else \
+        list(schedules) if hasattr(schedules, "__iter__") else [schedules]
+    for s in out:
+        if not isinstance(s, str):
+            raise PrismError("INVALID_ARGUMENT", f"{what}: a schedule is a "
+                             f"string such as \"2x4,8x4\", not {s!r}")
+    return out
 
 
 def _optional(message, field):
@@ -282,7 +522,7 @@ class Client:
                           timeout=self._timeout)
         except grpc.RpcError as e:
             # `from None`: the user reads the cause, not gRPC's internals.
-            raise self._error(e) from None
+            raise self._error(e, method) from None
 
     @property
     def experiments_stub(self):
@@ -292,7 +532,11 @@ class Client:
     def results_stub(self):
         return self._results
 
-    def _error(self, rpc_error):
+    def _error(self, rpc_error, rpc=None):
+        """The PrismError for a failed call; `rpc` is the callable it was
+        made with, to name it when the coordinator lacks it."""
+        method = getattr(rpc, "_method", b"")
+        method = f" ({method.decode().lstrip('/')})" if method else ""
         code = rpc_error.code()
         name = code.name if code is not None else "UNKNOWN"
         message = rpc_error.details() or ""
@@ -323,6 +567,10 @@ class Client:
                     "PRISM_TLS_CA)")
             return PrismError(
                 name, f"cannot reach coordinator at {self.address} {hint}")
+        if code == grpc.StatusCode.UNIMPLEMENTED and not message:
+            return PrismError(
+                name, f"the coordinator at {self.address} does not have "
+                f"this call{method}: it is older than this client")
         if code == grpc.StatusCode.DEADLINE_EXCEEDED:
             return PrismError(name, f"coordinator at {self.address} did not "
                               f"answer in {self._timeout:g} s")
@@ -368,8 +616,9 @@ class Client:
     def experiment(self, experiment_id):
         """Returns the prism.v1.Experiment; PrismError NOT_FOUND when there
         is none with that id."""
-        return self.call(self._experiments.Get,
-                         pb.GetExperimentRequest(id=int(experiment_id)))
+        return self.call(
+            self._experiments.Get,
+            pb.GetExperimentRequest(id=_experiment_id(experiment_id)))
 
     def delete(self, experiment_id, yes=False):
         """Deletes a done or cancelled experiment and everything stored for
@@ -382,7 +631,7 @@ class Client:
         None when the answer was not yes. PrismError FAILED_PRECONDITION
         while it is active or paused (cancel it first), NOT_FOUND,
         PERMISSION_DENIED for someone else's."""
-        experiment_id = int(experiment_id)
+        experiment_id = _experiment_id(experiment_id)
         if not yes:
             e = self.experiment(experiment_id)
             state = _enum_name(pb.ExperimentState, e.state, "EXPERIMENT_")
@@ -403,6 +652,145 @@ class Client:
         return self.call(self._experiments.Delete,
                          pb.ExperimentRef(id=experiment_id))
 
+    def submit(self, spec, priority=None):
+        """Submits an experiment and returns its Plan (plan.id is the new
+        experiment's id; repr() shows what it queued and costs). `spec`:
+        textproto text, a path to a .textproto file, a dict in protobuf's
+        JSON mapping of prism.v1.ExperimentSpec (json_format.ParseDict), or
+        an ExperimentSpec. `priority` (an int, higher first) is set right
+        after. PrismError INVALID_ARGUMENT naming the field for a bad spec
+        (for textproto with its line and column: "spec_text:3:9: ..." or
+        "FILE:3:9: ..."), RESOURCE_EXHAUSTED naming the limit it would
+        pass."""
+        if priority is not None:
+            priority = _priority(priority)
+        response = self._submit(spec, dry_run=False)
+        if priority is not None:
+            # As `prism submit --priority`: a textproto's own priority
+            # field cannot be overridden in its text.
+            experiment_id = response.experiment.id
+            try:
+                experiment = self.set_priority(experiment_id, priority)
+            except PrismError as e:
+                raise PrismError(
+                    e.code, f"experiment {experiment_id} was submitted, but "
+                    f"setting its priority failed: {e.message}") from None
+            response.experiment.CopyFrom(experiment)
+        return _plan.plan_from(response, "submit", dry_run=False)
+
+    def plan(self, spec):
+        """Plans `spec` (as submit takes it) as a submit would, checking
+        every limit and quota, and stores nothing (`prism plan`). Returns a
+        Plan: trials_created, estimate (what it costs: steps, tokens,
+        worker-hours, ... as the coordinator estimates them), headroom and
+        the resolved spec in plan.experiment.spec (id 0). Errors as
+        submit's."""
+        return _plan.plan_from(self._submit(spec, dry_run=True), "submit",
+                               dry_run=True)
+
+    def _submit(self, spec, dry_run):
+        request, path = _submit_request(spec, dry_run)
+        try:
+            return self.call(self._experiments.Submit, request)
+        except PrismError as e:
+            # The coordinator names a parse error "spec_text:LINE:COL: ...";
+            # point at the user's file instead, as `prism submit` does.
+            if path is not None and e.message.startswith("spec_text:"):
+                raise PrismError(
+                    e.code, path + e.message[len("spec_text"):]) from None
+            raise
+
+    def pause(self, experiment_id):
+        """Pauses an experiment: no new trial starts, running ones finish.
+        Returns the prism.v1.Experiment; PrismError NOT_FOUND,
+        PERMISSION_DENIED (someone else's), FAILED_PRECONDITION when it is
+        done or cancelled."""
+        return self.call(self._experiments.Pause,
+                         pb.ExperimentRef(id=_experiment_id(experiment_id)))
+
+    def resume(self, experiment_id):
+        """Resumes a paused experiment; returns the prism.v1.Experiment.
+        Errors as pause's."""
+        return self.call(self._experiments.Resume,
+                         pb.ExperimentRef(id=_experiment_id(experiment_id)))
+
+    def cancel(self, experiment_id):
+        """Cancels an experiment: its queued and running trials are
+        cancelled, completed ones kept. Returns the prism.v1.Experiment.
+        Errors as pause's."""
+        return self.call(self._experiments.Cancel,
+                         pb.ExperimentRef(id=_experiment_id(experiment_id)))
+
+    def set_priority(self, experiment_id, priority):
+        """Sets an experiment's priority (higher is leased first); returns
+        the prism.v1.Experiment. PrismError INVALID_ARGUMENT for a priority
+        past the coordinator's --max-user-priority (admins have none) or not
+        a 32-bit integer; NOT_FOUND; PERMISSION_DENIED."""
+        return self.call(self._experiments.SetPriority,
+                         pb.SetPriorityRequest(
+                             id=_experiment_id(experiment_id),
+                             priority=_priority(priority)))
+
+    def add_seeds(self, experiment_id, count=None, to=None, seeds=None,
+                  schedules=None, dry_run=False):
+        """Adds seeds to an experiment, reusing every trial it has
+        (`prism seeds add`; ExperimentService.Extend): `count` more seeds,
+        or as many as make `to` in all, or the listed `seeds` (exactly one
+        of the three). New seeds go to every schedule it trained to the
+        whole budget (`schedules`, one or a list, narrows that) and to the
+        baseline. A done experiment becomes active again; wait() follows it.
+        dry_run=True checks every limit and stores nothing. Returns a Plan
+        (seeds_added, trials_created, trials_reused, estimate). PrismError
+        INVALID_ARGUMENT naming the field (a seed it has, none of count, to
+        and seeds, or several), RESOURCE_EXHAUSTED naming the limit,
+        FAILED_PRECONDITION for a cancelled experiment, PERMISSION_DENIED
+        for someone else's."""
+        given = [(name, value) for name, value in
+                 (("count", count), ("to", to), ("seeds", seeds))
+                 if value is not None]
+        if len(given) != 1:
+            raise PrismError(
+                "INVALID_ARGUMENT", "add_seeds takes one of count= (seeds to "
+                "add), to= (seeds in all) or seeds= (the seeds themselves)" +
+                (", not " + " and ".join(n for n, _ in given) if given
+                 else ""))
+        request = pb.ExtendRequest(id=_experiment_id(experiment_id),
+                                   dry_run=bool(dry_run))
+        name, value = given[0]
+        try:
+            if name == "count":
+                request.add_seeds = _whole(value)
+            elif name == "to":
+                request.to_seeds = _whole(value)
+            else:
+                request.seeds.extend(_whole(seed) for seed in value)
+        except (TypeError, ValueError):
+            wanted = ("64-bit integers" if name == "seeds" else
+                      "a 32-bit integer")
+            raise PrismError("INVALID_ARGUMENT", f"add_seeds: {name} takes "
+                             f"{wanted}, not {value!r}") from None
+        if schedules is not None:
+            request.seed_schedules.extend(
+                _schedule_list(schedules, "add_seeds: schedules"))
+        return self._extend(request)
+
+    def train_suggestions(self, experiment_id, n=3, dry_run=False):
+        """Trains the `n` schedules suggest() proposes (`prism suggest
+        --train`): Suggest, then Extend with those schedules, on every seed
+        the experiment has, to the whole budget. Returns a Plan
+        (schedules_added, trials_created, estimate). Errors as suggest's and
+        add_seeds'."""
+        suggestions = self.suggest(experiment_id, n)
+        request = pb.ExtendRequest(id=_experiment_id(experiment_id),
+                                   schedules=list(suggestions["schedule"]),
+                                   dry_run=bool(dry_run))
+        return self._extend(request)
+
+    def _extend(self, request):
+        return _plan.plan_from(
+            self.call(self._experiments.Extend, request), "extend",
+            dry_run=request.dry_run)
+
     # -- results ---------------------------------------------------------
 
     def rank(self, experiment_id, require=()):
@@ -411,7 +799,7 @@ class Client:
         "pow2") every listed schedule satisfies."""
         principles = [pb.Principle.Value("PRINCIPLE_" + p.upper())
                       for p in require]
-        request = pb.RankRequest(experiment_id=int(experiment_id),
+        request = pb.RankRequest(experiment_id=_experiment_id(experiment_id),
                                  require=principles)
         merged = None
         while True:
@@ -427,53 +815,14 @@ class Client:
 
     def ranking(self, experiment_id, require=()):
         """Returns the ranking as a DataFrame, one row per schedule in rank
-        order (the baseline among them, with a delta of 0): rank, schedule,
-        is_baseline, verdict (better, worse, inconclusive, needs_seeds; ""
-        for the baseline), delta (mean paired final val loss delta vs the
-        baseline: negative is better) with its 95% interval delta_low and
-        delta_high, p_value and adjusted_p_value, final_val_loss, seeds
-        (completed) and paired_seeds, speedup (convergence, paired),
-        throughput_ratio (tokens/s vs the baseline), in_best_set, the
-        principles it satisfies (smooth, baseline, pow2), and trial_ids.
-        Intervals and p-values are NaN where the coordinator has none
-        (fewer than 2 seeds)."""
-        import pandas as pd
-        response = self.rank(experiment_id, require)
-        rows = []
-        for s in response.schedules:
-            rows.append({
-                "rank": s.rank,
-                "schedule": s.schedule,
-                "is_baseline": s.is_baseline,
-                "verdict": _enum_name(pb.Verdict, s.verdict, "VERDICT_"),
-                "delta": s.delta_vs_baseline.mean,
-                "delta_low": _optional(s.delta_vs_baseline, "low"),
-                "delta_high": _optional(s.delta_vs_baseline, "high"),
-                "p_value": _optional(s, "p_value"),
-                "adjusted_p_value": _optional(s, "adjusted_p_value"),
-                "final_val_loss": s.final_val_loss.mean,
-                "seeds": s.seeds_completed,
-                "paired_seeds": s.paired_seeds,
-                "speedup": s.speedup.mean,
-                "throughput_ratio": s.throughput_ratio.mean,
-                "in_best_set": s.in_best_set,
-                "smooth": s.principles.smooth,
-                "baseline": s.principles.baseline,
-                "pow2": s.principles.pow2,
-                "trial_ids": list(s.trial_ids),
-            })
-        columns = ["rank", "schedule", "is_baseline", "verdict", "delta",
-                   "delta_low", "delta_high", "p_value", "adjusted_p_value",
-                   "final_val_loss", "seeds", "paired_seeds", "speedup",
-                   "throughput_ratio", "in_best_set", "smooth", "baseline",
-                   "pow2", "trial_ids"]
-        return pd.DataFrame(rows, columns=columns)
+        order (the baseline among them): see ranking_frame."""
+        return ranking_frame(self.rank(experiment_id, require))
 
     def race(self, experiment_id):
         """Returns how racing settled the experiment's best (a dict: state,
         best, contenders, seeds_added, grid_share, note, ...; see
         race_summary), or None when it does not race."""
-        request = pb.RankRequest(experiment_id=int(experiment_id),
+        request = pb.RankRequest(experiment_id=_experiment_id(experiment_id),
                                  page_size=1)
         return race_summary(self.call(self._results.Rank, request))
 
@@ -486,7 +835,7 @@ class Client:
         rung, NOT_FOUND when there is none with that id."""
         return self.call(self._results.LadderTransfer,
                          pb.LadderTransferRequest(
-                             experiment_id=int(experiment_id)))
+                             experiment_id=_experiment_id(experiment_id)))
 
     def ladder(self, experiment_id):
         """Returns the ladder's transfer as a DataFrame, one row per pair of
@@ -497,6 +846,94 @@ class Client:
         best_set_holds_large_best (None when not measured) and note (why a
         pair is not measured; its numbers are then NaN)."""
         return ladder_frame(self.ladder_transfer(experiment_id))
+
+    def compare(self, experiment_id, a, b):
+        """Compares schedule `b` with schedule `a` over their common seeds
+        (`prism compare`): a dict, see compare_summary (delta is b - a:
+        negative means b is better; verdict is b's against a, one paired
+        t-test, not adjusted). PrismError NOT_FOUND for an experiment or a
+        schedule it does not have."""
+        return compare_summary(self.call(
+            self._results.Compare,
+            pb.CompareRequest(experiment_id=_experiment_id(experiment_id),
+                              schedule_a=a, schedule_b=b)))
+
+    def suggest(self, experiment_id, n=10):
+        """Returns the `n` (1..1000) most promising untried schedules as a
+        DataFrame (see suggestions_frame), from a surrogate fitted on the
+        experiment's finished schedules. PrismError FAILED_PRECONDITION
+        while fewer than 5 schedules have a paired delta, INVALID_ARGUMENT
+        for n outside 1..1000."""
+        request = pb.SuggestRequest(
+            experiment_id=_experiment_id(experiment_id))
+        try:
+            request.n = _whole(n)
+        except (TypeError, ValueError):
+            raise PrismError("INVALID_ARGUMENT", "n is an integer in "
+                             f"1..1000, not {n!r}") from None
+        return suggestions_frame(self.call(self._results.Suggest, request))
+
+    def watch(self, experiment_id):
+        """Yields the experiment's live events (prism.v1.ExperimentEvent, from
+        ResultsService.Watch): first the experiment as it is
+        (experiment_updated), then trial updates with their new points and
+        experiment updates, as they happen. A trial update may carry only
+        the trial's id, state and step (its schedule and seed came in an
+        earlier event). Ends after the event that says the experiment is
+        done or cancelled, or when the coordinator ends the stream (it shuts
+        down); closing the generator (break) ends the stream. PrismError
+        NOT_FOUND for an unknown experiment."""
+        experiment_id = _experiment_id(experiment_id)
+        stream = self._results.Watch(
+            pb.WatchRequest(experiment_id=experiment_id),
+            metadata=self._metadata)
+        try:
+            for response in stream:
+                for event in response.events:
+                    yield event
+                    if (event.HasField("experiment_updated") and
+                            event.experiment_updated.state in _FINISHED):
+                        return
+        except grpc.RpcError as e:
+            raise self._error(e, self._results.Watch) from None
+        finally:
+            stream.cancel()
+
+    def wait(self, experiment_id, progress=True, file=None):
+        """Follows the experiment until it is done or cancelled and returns
+        its ranking (a DataFrame, see ranking_frame). progress=True shows
+        finished trials of all with the state and the running and queued
+        trials, on `file` (default sys.stderr): a tqdm bar on a terminal and
+        in Jupyter, one plain line per change anywhere else (a log, CI).
+        Ctrl-C (KeyboardInterrupt) stops waiting and cancels nothing: the
+        experiment keeps running, the message says so and how to wait again,
+        and the KeyboardInterrupt goes on to the caller. PrismError
+        UNAVAILABLE when the coordinator ends the watch first (it shuts
+        down), NOT_FOUND for an unknown experiment."""
+        experiment_id = _experiment_id(experiment_id)
+        reporter = _progress.reporter(progress, file, experiment_id)
+        latest = None
+        try:
+            for event in self.watch(experiment_id):
+                if event.HasField("experiment_updated"):
+                    latest = event.experiment_updated
+                    reporter.update(latest)
+        except KeyboardInterrupt:
+            reporter.close()
+            message = (f"stopped waiting for experiment {experiment_id}; it "
+                       "keeps running (nothing was cancelled): "
+                       f"client.wait({experiment_id}) waits again")
+            reporter.say(message)
+            raise KeyboardInterrupt(message) from None
+        finally:
+            reporter.close()
+        if latest is None or latest.state not in _FINISHED:
+            raise PrismError(
+                "UNAVAILABLE", f"the coordinator at {self.address} ended the "
+                f"watch of experiment {experiment_id} before it finished (is "
+                f"it shutting down?): client.wait({experiment_id}) waits "
+                "again")
+        return self.ranking(experiment_id)
 
     def trial(self, trial_id, with_baseline=True):
         """Returns the prism.v1.GetTrialResponse: the trial, its curve
@@ -514,7 +951,8 @@ class Client:
         is "val" or "train". PrismError NOT_FOUND when the experiment has
         no completed trial of that schedule."""
         import pandas as pd
-        wanted = pb.Split.Value("SPLIT_" + split.upper())
+        experiment_id = _experiment_id(experiment_id)
+        wanted = _split(split)
         row = None
         for s in self.rank(experiment_id).schedules:
             if s.schedule == schedule:
@@ -540,15 +978,30 @@ class Client:
         out = pd.concat(frames, ignore_index=True)
         return out.sort_values(["seed", "step"], ignore_index=True)
 
+    def delta_curve(self, experiment_id, schedule, split="val"):
+        """Returns `schedule`'s paired delta against the baseline over the
+        steps: per step, the mean over seeds of its loss minus the loss of
+        the baseline trained with the same seed, with a 95% Student-t
+        interval (NaN below 2 seeds). Columns step, delta, delta_low,
+        delta_high, seeds (see delta_curve_frame). Errors as curves'."""
+        return _stats.delta_curve_frame(
+            self.curves(experiment_id, schedule, split))
+
     def plot_curves(self, experiment_id, schedules=None, top=3, split="val",
-                    path=None):
-        """Plots each schedule's loss (the mean over its seeds, per step)
-        against the uniform baseline's (the mean over the first schedule's
-        seeds: in a grid every schedule has the same seeds) and
-        returns the matplotlib Figure; writes it to `path` (PNG by its
-        extension) when given. `schedules` defaults to the `top` best-ranked
-        non-baseline schedules with completed trials. Uses the Agg backend
-        unless the caller chose another one before."""
+                    path=None, raw=False):
+        """Plots each schedule's paired delta against the uniform baseline
+        over the steps (delta_curve: the mean over seeds of loss minus the
+        same seed's baseline loss, at each step) with its 95% t interval as
+        a band, the baseline as the dashed line at 0; negative is better.
+        raw=True plots the losses themselves instead: each schedule's mean
+        over its seeds and the baseline's. Returns the matplotlib Figure;
+        writes it to `path` (PNG by its extension) when given. `schedules`
+        defaults to the `top` best-ranked non-baseline schedules with
+        completed trials. Each schedule's line is labelled with it, and its
+        band (a PolyCollection) has it as gid. Uses the Agg backend unless
+        the caller chose another one before."""
+        experiment_id = _experiment_id(experiment_id)
+        _split(split)
         import matplotlib
         if "matplotlib.pyplot" not in sys.modules:
             matplotlib.use("Agg")
@@ -557,28 +1010,61 @@ class Client:
             ranked = self.ranking(experiment_id)
             ranked = ranked[~ranked["is_baseline"] & (ranked["seeds"] > 0)]
             schedules = list(ranked["schedule"].head(top))
+        else:
+            schedules = _schedule_list(schedules, "plot_curves: schedules")
         if not schedules:
             raise PrismError(
                 "FAILED_PRECONDITION", f"experiment {experiment_id} has no "
                 "completed schedule besides the baseline to plot")
-        means = [(schedule,
-                  self.curves(experiment_id, schedule, split)
-                  .groupby("step")[["loss", "baseline_loss"]].mean())
-                 for schedule in schedules]
         fig, ax = plt.subplots(figsize=(8, 5), dpi=100)
-        baseline = means[0][1]["baseline_loss"]
-        ax.plot(baseline.index, baseline, color="black", linestyle="--",
-                linewidth=2, label="uniform baseline")
-        for schedule, mean in means:
-            ax.plot(mean.index, mean["loss"], marker="o", markersize=3,
-                    label=schedule)
+        if raw:
+            _plot_raw(ax, [(schedule,
+                            self.curves(experiment_id, schedule, split))
+                           for schedule in schedules])
+            ax.set_ylabel(f"{split} loss (mean over seeds)")
+            ax.set_title(f"experiment {experiment_id}: {split} loss vs the "
+                         "uniform baseline")
+        else:
+            _plot_deltas(ax, [(schedule,
+                               self.delta_curve(experiment_id, schedule,
+                                                split))
+                              for schedule in schedules])
+            ax.set_ylabel(f"{split} loss delta vs the baseline (same seed; "
+                          "mean, 95% t interval)")
+            ax.set_title(f"experiment {experiment_id}: {split} loss delta vs "
+                         "the uniform baseline (negative is better)")
         ax.set_xlabel("step")
-        ax.set_ylabel(f"{split} loss (mean over seeds)")
-        ax.set_title(f"experiment {experiment_id}: {split} loss vs the "
-                     "uniform baseline")
         ax.grid(True, alpha=0.3)
         ax.legend()
         fig.tight_layout()
         if path is not None:
             fig.savefig(path)
         return fig
+
+
+def _plot_deltas(ax, deltas):
+    """Draws the baseline at 0, then per (schedule, delta_curve frame) its
+    mean line and its interval band in the line's colour."""
+    ax.axhline(0.0, color="black", linestyle="--", linewidth=2,
+               label="uniform baseline")
+    for schedule, d in deltas:
+        line, = ax.plot(d["step"], d["delta"], marker="o", markersize=3,
+                        label=schedule)
+        band = d.dropna(subset=["delta_low", "delta_high"])
+        if not band.empty:
+            ax.fill_between(band["step"], band["delta_low"],
+                            band["delta_high"], color=line.get_color(),
+                            alpha=0.2, linewidth=0, gid=schedule)
+
+
+def _plot_raw(ax, curves):
+    """Draws the baseline's mean loss (over the first schedule's seeds: in a
+    grid every schedule has the same seeds), then each schedule's."""
+    means = [(schedule, frame.groupby("step")[["loss", "baseline_loss"]]
+              .mean()) for schedule, frame in curves]
+    baseline = means[0][1]["baseline_loss"]
+    ax.plot(baseline.index, baseline, color="black", linestyle="--",
+            linewidth=2, label="uniform baseline")
+    for schedule, mean in means:
+        ax.plot(mean.index, mean["loss"], marker="o", markersize=3,
+                label=schedule)
