@@ -1,6 +1,7 @@
 // An experiment's actions for its owner and admins: pause, resume, cancel
 // (after a confirmation naming the trials that stop), priority, add seeds
-// (ExperimentService.Extend, reusing every trial it has) and delete (after a
+// (ExperimentService.Extend, reusing every trial it has; a dry run first, so
+// the confirmation names the trials it queues) and delete (after a
 // confirmation naming what goes). Whether the buttons show is cosmetic: the
 // coordinator applies the RPCs' rule to every POST (the owner or an admin)
 // and says why not, which lands in the banner.
@@ -27,15 +28,36 @@ export function cancelQuestion(experiment) {
     + `(${integer(c.completed)} completed are kept).`;
 }
 
-// extendNote says what an ExtendResponse added.
-export function extendNote(response) {
+function extendWhat(response) {
   const seeds = (response.seedsAdded || []).map(String);
   const schedules = response.schedulesAdded || [];
-  const what = [seeds.length ? `seed${seeds.length === 1 ? '' : 's'} ${seeds.join(', ')}` : '',
-                schedules.length ? `${schedules.length} schedule${schedules.length === 1 ? '' : 's'}` : '']
-    .filter(Boolean).join(' and ');
-  return `Added ${what || 'nothing'}: ${integer(response.trialsCreated)} trials queued, `
+  return [seeds.length ? `seed${seeds.length === 1 ? '' : 's'} ${seeds.join(', ')}` : '',
+          schedules.length ? `${schedules.length} schedule${schedules.length === 1 ? '' : 's'}` : '']
+    .filter(Boolean).join(' and ') || 'nothing';
+}
+
+// extendQuestion asks before an Extend, from its dry run: what it adds, the
+// trials it queues and those it reuses, and the worker-hours when the plan
+// has them.
+export function extendQuestion(planned) {
+  const hours = num(planned.plan?.workerHours);
+  return `Add ${extendWhat(planned)} to experiment #${planned.experiment?.id}? `
+    + `This queues ${integer(planned.trialsCreated)} new trials and reuses ${integer(planned.trialsReused)}`
+    + `${hours ? ` (about ${hours.toFixed(hours < 10 ? 2 : 1)} worker-hours)` : ''}.`;
+}
+
+// extendNote says what an ExtendResponse added.
+export function extendNote(response) {
+  return `Added ${extendWhat(response)}: ${integer(response.trialsCreated)} trials queued, `
     + `${integer(response.trialsReused)} reused.`;
+}
+
+// extendAfterAsking dry-runs `request`, asks with what it would add, and
+// then extends; resolves to the ExtendResponse, or null when declined.
+export async function extendAfterAsking(id, request) {
+  const planned = await api.extend(id, { ...request, dryRun: true });
+  if (!window.confirm(extendQuestion(planned))) return null;
+  return api.extend(id, request);
 }
 
 function button(id, label, onclick, kind = 'action-button') {
@@ -88,7 +110,7 @@ export function actionsPanel(experiment, identity, { onChanged, onDeleted, onErr
     const priority = h('input', { type: 'number', id: 'priority-input', class: 'small-input', step: 1,
                                   value: kept.priority ?? String(num(experiment.priority)), 'aria-label': 'priority',
                                   oninput: (ev) => { kept.priority = ev.target.value; } });
-    controls.push(h('span', { class: 'inline-form' }, priority,
+    controls.push(h('span', { class: 'inline-form' }, h('label', { for: 'priority-input' }, 'Priority'), priority,
       button('set-priority', 'Set priority', (ev) => run(ev, async () => {
         const value = Number(priority.value);
         if (!Number.isInteger(value)) throw new Error(`priority '${priority.value}' is not an integer`);
@@ -105,7 +127,8 @@ export function actionsPanel(experiment, identity, { onChanged, onDeleted, onErr
       button('add-seeds', 'Add seeds', (ev) => run(ev, async () => {
         const n = Number(seeds.value);
         if (!Number.isInteger(n) || n < 1) throw new Error(`seeds to add '${seeds.value}' is not a positive integer`);
-        onChanged(extendNote(await api.extend(id, { addSeeds: n })));
+        const added = await extendAfterAsking(id, { addSeeds: n });
+        if (added) onChanged(extendNote(added));
       }, onError))));
   }
   if (state === 'done' || state === 'cancelled') {

@@ -9,7 +9,7 @@
 // a two-schedule comparison, the leaderboard as CSV and the effects chart as
 // PNG. Live over the experiment's event stream.
 
-import { actionsPanel, canAct, extendNote } from '../actions.js';
+import { actionsPanel, canAct, extendAfterAsking, extendNote } from '../actions.js';
 import { api } from '../api.js';
 import { ashaCard } from '../asha.js';
 import { barChart, kColors } from '../charts.js';
@@ -435,22 +435,23 @@ export async function render(ctx) {
   // inputs, the comparison's schedules and its answer.
   const kept = {};
   // trainButton queues the suggested schedules on every seed the
-  // experiment has (ExperimentService.Extend), once the owner confirmed.
-  const trainButton = (experiment, schedules) => h('button', {
+  // experiment has (ExperimentService.Extend), once the owner confirmed
+  // what its dry run says it adds.
+  const trainButton = (schedules) => h('button', {
     type: 'button', class: 'action-button', id: 'train-suggestions',
     onclick: async (event) => {
-      const seeds = (experiment.spec?.seeds || []).length;
-      if (!window.confirm(`Train these ${schedules.length} suggested schedules on every seed of experiment `
-                          + `#${id}${seeds ? ` (${seeds} seeds: ${schedules.length * seeds} trials)` : ''}?`)) {
-        return;
-      }
-      event.currentTarget.disabled = true;
+      const button = event.currentTarget;
+      button.disabled = true;
       try {
-        ctx.notify(extendNote(await api.extend(id, { schedules })));
-        ctx.reload();
+        const added = await extendAfterAsking(id, { schedules });
+        if (added) {
+          ctx.notify(extendNote(added));
+          ctx.reload();
+        }
       } catch (err) {
-        event.currentTarget.disabled = false;
         ctx.fail(err);
+      } finally {
+        button.disabled = false;
       }
     },
   }, `Train these ${schedules.length} suggestions`);
@@ -496,7 +497,7 @@ export async function render(ctx) {
     const actions = actionsPanel(experiment, ctx.identity, { onChanged, onDeleted, onError: ctx.fail, kept });
     if (suggestions.suggested?.length && canAct(ctx.identity, experiment)
         && experimentState(experiment.state) !== 'cancelled') {
-      suggestions.appendChild(trainButton(experiment, suggestions.suggested));
+      suggestions.appendChild(trainButton(suggestions.suggested));
     }
     const exportCsv = h('button', { type: 'button', class: 'tool-button', id: 'export-csv',
                                     onclick: () => exportLeaderboard(id, state, rank.verdicts).catch(ctx.fail) },
