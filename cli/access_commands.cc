@@ -27,7 +27,13 @@ struct FormatOptions {
   std::string format = "text";
 };
 
-int Workers(const FormatOptions& o) {
+struct WorkersOptions {
+  ClientOptions client;
+  std::string format = "text";
+  bool all = false;
+};
+
+int Workers(const WorkersOptions& o) {
   absl::StatusOr<Format> format = ParseFormat(o.format);
   if (!format.ok()) return ReportError("workers", format.status());
   absl::StatusOr<std::unique_ptr<RpcClient>> client =
@@ -38,13 +44,20 @@ int Workers(const FormatOptions& o) {
                                         (*client)->workers(),
                                         v1::ListWorkersRequest(), &response);
   if (!status.ok()) return ReportError("workers", status);
+  const int64_t now_ms = absl::ToUnixMillis(absl::Now());
+  const int hidden = o.all ? 0 : DropGoneWorkers(&response, now_ms);
   if (*format == Format::kJson) {
     std::cout << ProtoJson(response);
   } else if (response.workers().empty() && *format == Format::kText) {
-    std::cout << "no workers registered (start one with prism worker)\n";
+    std::cout << (hidden > 0 ? "no live workers" : "no workers registered")
+              << " (start one with prism worker)\n";
   } else {
-    WorkersTable(response, absl::ToUnixMillis(absl::Now()))
-        .Print(std::cout, *format);
+    WorkersTable(response, now_ms).Print(std::cout, *format);
+  }
+  if (hidden > 0 && *format == Format::kText) {
+    std::cout << hidden << " worker" << (hidden == 1 ? "" : "s")
+              << " stopped or lost over an hour ago not shown (--all lists "
+                 "them)\n";
   }
   return kExitOk;
 }
@@ -305,8 +318,11 @@ void RegisterAccessCommands(CLI::App& app, Action* action) {
   {
     CLI::App* cmd = app.add_subcommand(
         "workers", "List the workers registered with the coordinator");
-    auto o = std::make_shared<FormatOptions>();
+    auto o = std::make_shared<WorkersOptions>();
     cmd->add_option("--format", o->format, "text, json or csv");
+    cmd->add_flag("--all", o->all,
+                  "Also the workers stopped or lost over an hour ago (hidden "
+                  "otherwise, in every format)");
     AddClientOptions(cmd, &o->client);
     cmd->callback([o, action] { *action = [o] { return Workers(*o); }; });
   }

@@ -1,10 +1,11 @@
 // `prism submit`, `status`, `cancel`, `pause`, `resume`, `priority`,
-// `delete`: the CLI face of ExperimentService.
+// `delete`, `seeds add`: the CLI face of ExperimentService.
 #include <unistd.h>
 
 #include <iostream>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
 #include "absl/strings/ascii.h"
@@ -37,9 +38,10 @@ void PrintPlan(const SubmitOptions& o, const v1::SubmitResponse& response) {
   std::cout << "plan: " << response.trials_created() << " trials";
   if (!e.name().empty()) std::cout << " (" << Printable(e.name()) << ")";
   std::cout << ", " << EnumValueName(e.spec().strategy()) << ", "
-            << e.spec().seeds_size() << " seeds, " << e.spec().budget().steps()
+            << Thousands(static_cast<double>(e.spec().budget().steps()))
             << " steps each\n"
-            << HeadroomLine(response.headroom()) << "\n"
+            << PlanBlock(response.plan()) << HeadroomLine(response.headroom())
+            << "\n"
             << "nothing submitted: prism submit " << o.spec_path
             << " queues it\n";
 }
@@ -97,6 +99,7 @@ int Submit(const SubmitOptions& o) {
             << " submitted: " << response.trials_created() << " trials";
   if (!e.name().empty()) std::cout << " (" << Printable(e.name()) << ")";
   std::cout << ", priority " << e.priority() << "\n"
+            << PlanLine(response.plan()) << "\n"
             << HeadroomLine(response.headroom()) << "\n";
   return kExitOk;
 }
@@ -414,6 +417,64 @@ int Delete(const DeleteOptions& o) {
   return kExitOk;
 }
 
+struct SeedsAddOptions {
+  ClientOptions client;
+  int64_t id = 0;
+  int count = 0;
+  int to = 0;
+  std::vector<int64_t> seeds;
+  std::vector<std::string> schedules;
+  bool dry_run = false;
+  std::string format = "text";
+};
+
+int SeedsAdd(const SeedsAddOptions& o) {
+  absl::StatusOr<Format> format = ParseFormat(o.format, /*allow_csv=*/false);
+  if (!format.ok()) return ReportError("seeds add", format.status());
+  const int given =
+      (o.count != 0 ? 1 : 0) + (o.to != 0 ? 1 : 0) + (o.seeds.empty() ? 0 : 1);
+  if (given != 1) {
+    return ReportError(
+        "seeds add",
+        absl::InvalidArgumentError(
+            given == 0 ? "say how many seeds: --count N, --to N or --seeds 4,5"
+                       : "--count, --to and --seeds: give one of them"));
+  }
+  if (o.count < 0 || o.to < 0) {
+    return ReportError("seeds add", absl::InvalidArgumentError(absl::StrCat(
+                                        o.count < 0 ? "--count" : "--to",
+                                        " must be positive")));
+  }
+  absl::StatusOr<std::unique_ptr<RpcClient>> client =
+      RpcClient::Connect(o.client);
+  if (!client.ok()) return ReportError("seeds add", client.status());
+  v1::ExtendRequest request;
+  request.set_id(o.id);
+  request.set_add_seeds(o.count);
+  request.set_to_seeds(o.to);
+  *request.mutable_seeds() = {o.seeds.begin(), o.seeds.end()};
+  *request.mutable_seed_schedules() = {o.schedules.begin(), o.schedules.end()};
+  request.set_dry_run(o.dry_run);
+  v1::ExtendResponse response;
+  absl::Status status =
+      (*client)->Call(&v1::ExperimentService::Stub::Extend,
+                      (*client)->experiments(), request, &response);
+  if (!status.ok()) return ReportError("seeds add", status);
+  if (*format == Format::kJson) {
+    std::cout << ProtoJson(response);
+    return kExitOk;
+  }
+  std::cout << "experiment " << o.id << ": "
+            << ExtensionLine(response, o.dry_run) << "\n"
+            << HeadroomLine(response.headroom()) << "\n";
+  if (o.dry_run) {
+    std::cout << "nothing stored: run it without --dry-run to queue them\n";
+  } else {
+    std::cout << "next: prism watch " << o.id << "\n";
+  }
+  return kExitOk;
+}
+
 void AddChangeCommand(CLI::App& app, Action* action, const std::string& name,
                       const std::string& help, ExperimentMethod method) {
   CLI::App* cmd = app.add_subcommand(name, help);
@@ -490,6 +551,35 @@ void RegisterExperimentCommands(CLI::App& app, Action* action) {
                   "terminal)");
     AddClientOptions(cmd, &o->client);
     cmd->callback([o, action] { *action = [o] { return Delete(*o); }; });
+  }
+  {
+    CLI::App* seeds = app.add_subcommand(
+        "seeds", "Add seeds to an experiment, reusing every trial it has");
+    seeds->require_subcommand(1);
+    CLI::App* cmd = seeds->add_subcommand(
+        "add",
+        "Train an experiment's ranked schedules (and the baseline) on more "
+        "seeds: only the missing (schedule, seed) trials are queued, every "
+        "finished one is reused, and a done experiment is active again until "
+        "they finish");
+    auto o = std::make_shared<SeedsAddOptions>();
+    cmd->add_option("id", o->id, "Experiment id")->required();
+    cmd->add_option("--count", o->count,
+                    "Add N seeds (continuing the experiment's sequence)");
+    cmd->add_option("--to", o->to,
+                    "Make it N seeds in all (the experiment's first N)");
+    cmd->add_option("--seeds", o->seeds, "Add these seeds (e.g. 4,5)")
+        ->delimiter(',');
+    cmd->add_option("--schedules", o->schedules,
+                    "Only these schedules get the seeds (and the baseline); "
+                    "space-separated, e.g. --schedules 8x2,4x2 4x4")
+        ->expected(1, -1);
+    cmd->add_flag("--dry-run", o->dry_run,
+                  "Check every limit and say what would be queued; store "
+                  "nothing");
+    cmd->add_option("--format", o->format, "text or json");
+    AddClientOptions(cmd, &o->client);
+    cmd->callback([o, action] { *action = [o] { return SeedsAdd(*o); }; });
   }
   {
     CLI::App* cmd =

@@ -4,8 +4,10 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/strings/numbers.h"
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "cli/client.h"
@@ -20,8 +22,20 @@
 namespace prism::cli {
 namespace {
 
+// ExperimentId resolves a command's experiment from its positional id and
+// --experiment (either; both only when they agree). InvalidArgument.
+absl::StatusOr<int64_t> ExperimentId(int64_t positional, int64_t flag) {
+  if (positional != 0 && flag != 0 && positional != flag) {
+    return absl::InvalidArgumentError(
+        absl::StrCat("experiment ", positional, " and --experiment ", flag,
+                     " differ: give the id once"));
+  }
+  return positional != 0 ? positional : flag;
+}
+
 struct ResultsOptions {
   ClientOptions client;
+  int64_t id = 0;  // positional; or --experiment
   int64_t experiment = 0;
   int64_t ladder = 0;
   std::string format = "text";
@@ -47,13 +61,18 @@ int LadderResults(const ResultsOptions& o, Format format) {
   return kExitOk;
 }
 
-int Results(const ResultsOptions& o) {
+int Results(const ResultsOptions& given) {
+  ResultsOptions o = given;
   absl::StatusOr<Format> format = ParseFormat(o.format);
   if (!format.ok()) return ReportError("results", format.status());
+  absl::StatusOr<int64_t> id = ExperimentId(o.id, o.experiment);
+  if (!id.ok()) return ReportError("results", id.status());
+  o.experiment = *id;
   if ((o.experiment != 0) == (o.ladder != 0)) {
     return ReportError(
-        "results", absl::InvalidArgumentError(
-                       "give --experiment ID or --ladder ID (one of them)"));
+        "results",
+        absl::InvalidArgumentError("give the experiment (prism results ID) or "
+                                   "--ladder ID (one of them)"));
   }
   if (o.ladder != 0) return LadderResults(o, *format);
   absl::StatusOr<v1::RankSort> sort =
@@ -109,14 +128,41 @@ int Results(const ResultsOptions& o) {
 struct CompareOptions {
   ClientOptions client;
   int64_t experiment = 0;
+  // [ID] A B: the experiment positionally, or with --experiment.
+  std::vector<std::string> args;
   std::string a;
   std::string b;
   std::string format = "text";
 };
 
-int Compare(const CompareOptions& o) {
+int Compare(const CompareOptions& given) {
+  CompareOptions o = given;
   absl::StatusOr<Format> format = ParseFormat(o.format);
   if (!format.ok()) return ReportError("compare", format.status());
+  int64_t positional = 0;
+  if (o.args.size() == 3) {
+    if (!absl::SimpleAtoi(o.args[0], &positional) || positional <= 0) {
+      return ReportError("compare", absl::InvalidArgumentError(absl::StrCat(
+                                        "experiment id '", o.args[0],
+                                        "' is not a positive integer")));
+    }
+    o.args.erase(o.args.begin());
+  }
+  if (o.args.size() != 2) {
+    return ReportError("compare", absl::InvalidArgumentError(
+                                      "give the experiment and two schedules: "
+                                      "prism compare ID A B"));
+  }
+  o.a = o.args[0];
+  o.b = o.args[1];
+  absl::StatusOr<int64_t> id = ExperimentId(positional, o.experiment);
+  if (!id.ok()) return ReportError("compare", id.status());
+  if (*id == 0) {
+    return ReportError("compare", absl::InvalidArgumentError(
+                                      "give the experiment: prism compare ID "
+                                      "A B (or --experiment ID)"));
+  }
+  o.experiment = *id;
   absl::StatusOr<std::unique_ptr<RpcClient>> client =
       RpcClient::Connect(o.client);
   if (!client.ok()) return ReportError("compare", client.status());
@@ -135,14 +181,50 @@ int Compare(const CompareOptions& o) {
 
 struct SuggestOptions {
   ClientOptions client;
+  int64_t id = 0;  // positional; or --experiment
   int64_t experiment = 0;
   int n = 10;
   std::string format = "text";
+  bool train = false;  // train the suggestions in the same experiment
 };
 
-int Suggest(const SuggestOptions& o) {
+// TrainSuggestions adds the suggested schedules to the experiment
+// (ExperimentService.Extend), each trained on every seed it has.
+int TrainSuggestions(RpcClient* client, int64_t experiment,
+                     const v1::SuggestResponse& suggested) {
+  v1::ExtendRequest request;
+  request.set_id(experiment);
+  for (const v1::Suggestion& s : suggested.suggestions()) {
+    request.add_schedules(s.schedule());
+  }
+  if (request.schedules().empty()) {
+    return ReportError("suggest",
+                       absl::FailedPreconditionError("no suggestion to train"));
+  }
+  v1::ExtendResponse response;
+  absl::Status status = client->Call(&v1::ExperimentService::Stub::Extend,
+                                     client->experiments(), request, &response);
+  if (!status.ok()) return ReportError("suggest", status);
+  std::cout << "experiment " << experiment << ": queued "
+            << response.trials_created() << " trials ("
+            << response.schedules_added_size() << " schedules on every seed); "
+            << "reused " << response.trials_reused() << " finished trials\n"
+            << "next: prism watch " << experiment << "\n";
+  return kExitOk;
+}
+
+int Suggest(const SuggestOptions& given) {
+  SuggestOptions o = given;
   absl::StatusOr<Format> format = ParseFormat(o.format);
   if (!format.ok()) return ReportError("suggest", format.status());
+  absl::StatusOr<int64_t> id = ExperimentId(o.id, o.experiment);
+  if (!id.ok()) return ReportError("suggest", id.status());
+  if (*id == 0) {
+    return ReportError("suggest", absl::InvalidArgumentError(
+                                      "give the experiment: prism suggest ID "
+                                      "(or --experiment ID)"));
+  }
+  o.experiment = *id;
   absl::StatusOr<std::unique_ptr<RpcClient>> client =
       RpcClient::Connect(o.client);
   if (!client.ok()) return ReportError("suggest", client.status());
@@ -155,6 +237,7 @@ int Suggest(const SuggestOptions& o) {
                       request, &response);
   if (!status.ok()) return ReportError("suggest", status);
   PrintSuggestions(response, *format, std::cout);
+  if (o.train) return TrainSuggestions(client->get(), o.experiment, response);
   return kExitOk;
 }
 
@@ -400,7 +483,9 @@ void RegisterResultsCommands(CLI::App& app, Action* action) {
         "results",
         "Rank an experiment's schedules against the uniform baseline");
     auto o = std::make_shared<ResultsOptions>();
-    cmd->add_option("--experiment", o->experiment, "Experiment id");
+    cmd->add_option("id", o->id, "Experiment id");
+    cmd->add_option("--experiment", o->experiment,
+                    "Experiment id (as the positional id)");
     cmd->add_option("--ladder", o->ladder,
                     "Instead: the transfer between the sizes of the ladder "
                     "this experiment (any rung) belongs to (docs/ladder.md)");
@@ -428,10 +513,14 @@ void RegisterResultsCommands(CLI::App& app, Action* action) {
         "Compare two schedules of an experiment over their common seeds: the "
         "paired delta B - A and B's verdict against A (one paired t-test)");
     auto o = std::make_shared<CompareOptions>();
-    cmd->add_option("--experiment", o->experiment, "Experiment id")->required();
-    cmd->add_option("a", o->a, "Schedule A, e.g. the baseline 12x12")
-        ->required();
-    cmd->add_option("b", o->b, "Schedule B, e.g. 3x3,6x3,12x6")->required();
+    cmd->add_option("args", o->args,
+                    "[ID] A B: the experiment id (or --experiment), schedule "
+                    "A (e.g. the baseline 12x12) and schedule B (e.g. "
+                    "3x3,6x3,12x6)")
+        ->required()
+        ->expected(2, 3);
+    cmd->add_option("--experiment", o->experiment,
+                    "Experiment id (as the positional id)");
     cmd->add_option("--format", o->format, "text, json or csv");
     AddClientOptions(cmd, &o->client);
     cmd->callback([o, action] { *action = [o] { return Compare(*o); }; });
@@ -444,8 +533,13 @@ void RegisterResultsCommands(CLI::App& app, Action* action) {
         "the baseline with an uncertainty; ranked by the lower confidence "
         "bound (needs 5 finished schedules)");
     auto o = std::make_shared<SuggestOptions>();
-    cmd->add_option("--experiment", o->experiment, "Experiment id")->required();
+    cmd->add_option("id", o->id, "Experiment id");
+    cmd->add_option("--experiment", o->experiment,
+                    "Experiment id (as the positional id)");
     cmd->add_option("--n", o->n, "How many suggestions (1..1000, default 10)");
+    cmd->add_flag("--train", o->train,
+                  "Then train the suggestions in the same experiment, on "
+                  "every seed it has (reusing every trial it has)");
     cmd->add_option("--format", o->format, "text, json or csv");
     AddClientOptions(cmd, &o->client);
     cmd->callback([o, action] { *action = [o] { return Suggest(*o); }; });

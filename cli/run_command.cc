@@ -8,7 +8,10 @@
 // first, so they hand back their trials, then the coordinator), and a
 // Ctrl-C or SIGTERM lands here, not in them, so the order holds. Running it
 // again on the same --data-dir continues an unfinished run of the same
-// preset, seeds and steps: trials resume from their checkpoints.
+// preset, grid and steps (trials resume from their checkpoints); with more
+// --seeds it extends a finished one, training only the new seeds' trials
+// (ExperimentService.Extend); with no more seeds it prints a finished one's
+// results without training.
 #include <fcntl.h>
 #include <signal.h>
 #include <sys/file.h>
@@ -212,41 +215,110 @@ absl::Status StartWorkers(const RunOptions& o, const fs::path& data,
   return absl::OkStatus();
 }
 
+// RunName names the run's experiment: the same for every seed count, so a
+// run with more seeds extends it (ExperimentService.Extend) rather than
+// submitting another.
 std::string RunName(const RunOptions& o, int64_t steps) {
+  return fmt::format("prism run: {}, {} grid, {} steps", o.preset, o.grid,
+                     steps);
+}
+
+// LegacyRunName is what prism run named a run before seeds could be added;
+// an unfinished one of those still continues.
+std::string LegacyRunName(const RunOptions& o, int64_t steps) {
   return fmt::format("prism run: {}, {} grid, {} seed(s), {} steps", o.preset,
                      o.grid, o.seeds, steps);
 }
 
-// FindOrSubmit continues this data dir's unfinished run with the same name,
-// or submits a new experiment. Returns its id.
-absl::StatusOr<int64_t> FindOrSubmit(RpcClient& client,
-                                     const v1::ExperimentSpec& spec) {
+// FindRun returns the newest experiment of this data dir named `name` (or
+// `legacy`, while unfinished) that was not cancelled, with its spec; nullopt
+// when there is none.
+absl::StatusOr<std::optional<v1::Experiment>> FindRun(
+    RpcClient& client, const std::string& name, const std::string& legacy) {
   v1::ListExperimentsRequest list;
   v1::ListExperimentsResponse page;
-  std::optional<int64_t> found;
+  int64_t found = 0;
   do {
     absl::Status status = client.Call(&v1::ExperimentService::Stub::List,
                                       client.experiments(), list, &page);
     if (!status.ok()) return status;
     for (const v1::Experiment& e : page.experiments()) {
-      if (e.name() == spec.name() && (e.state() == v1::EXPERIMENT_ACTIVE ||
-                                      e.state() == v1::EXPERIMENT_PAUSED)) {
-        found = e.id();
+      const bool unfinished = e.state() == v1::EXPERIMENT_ACTIVE ||
+                              e.state() == v1::EXPERIMENT_PAUSED;
+      if ((e.name() == name && e.state() != v1::EXPERIMENT_CANCELLED) ||
+          (e.name() == legacy && unfinished)) {
+        found = std::max(found, e.id());
       }
     }
     list.set_page_token(page.next_page_token());
   } while (!list.page_token().empty());
-  if (found.has_value()) {
-    v1::ExperimentRef ref;
-    ref.set_id(*found);
-    v1::Experiment resumed;
-    absl::Status status = client.Call(&v1::ExperimentService::Stub::Resume,
-                                      client.experiments(), ref, &resumed);
-    // Resuming an experiment that is already active is harmless either way.
-    (void)status;
-    std::cerr << "prism run: continuing experiment " << *found << " ("
-              << spec.name() << ")\n";
-    return *found;
+  if (found == 0) return std::optional<v1::Experiment>();
+  v1::GetExperimentRequest get;
+  get.set_id(found);
+  v1::Experiment e;
+  absl::Status status = client.Call(&v1::ExperimentService::Stub::Get,
+                                    client.experiments(), get, &e);
+  if (!status.ok()) return status;
+  return std::optional<v1::Experiment>(std::move(e));
+}
+
+// ExtendRun trains experiment `id` on `seeds` seeds in all, reusing every
+// trial it has.
+absl::Status ExtendRun(RpcClient& client, int64_t id, int seeds) {
+  v1::ExtendRequest request;
+  request.set_id(id);
+  request.set_to_seeds(seeds);
+  v1::ExtendResponse response;
+  absl::Status status = client.Call(&v1::ExperimentService::Stub::Extend,
+                                    client.experiments(), request, &response);
+  if (!status.ok()) return status;
+  std::cerr << "prism run: experiment " << id << " to " << seeds
+            << " seed(s): " << ExtensionLine(response, /*dry_run=*/false)
+            << "\n";
+  return absl::OkStatus();
+}
+
+// RunExperiment is the experiment a run shows and whether it trains first.
+struct RunExperiment {
+  int64_t id = 0;
+  bool train = true;
+};
+
+// FindOrSubmit continues this data dir's unfinished run of the same spec,
+// extends a finished one to more seeds, shows a finished one with as many
+// seeds without training it again, or submits a new experiment.
+absl::StatusOr<RunExperiment> FindOrSubmit(RpcClient& client,
+                                           const v1::ExperimentSpec& spec,
+                                           const std::string& legacy_name) {
+  absl::StatusOr<std::optional<v1::Experiment>> found =
+      FindRun(client, spec.name(), legacy_name);
+  if (!found.ok()) return found.status();
+  const int seeds = spec.seeds_size();
+  if (found->has_value()) {
+    const v1::Experiment& e = **found;
+    const bool more = seeds > e.spec().seeds_size();
+    if (e.state() == v1::EXPERIMENT_DONE && !more) {
+      std::cerr << "prism run: experiment " << e.id() << " (" << e.name()
+                << ") already ran on " << e.spec().seeds_size()
+                << " seed(s); its results, without training again\n";
+      return RunExperiment{e.id(), /*train=*/false};
+    }
+    if (e.state() != v1::EXPERIMENT_DONE) {
+      v1::ExperimentRef ref;
+      ref.set_id(e.id());
+      v1::Experiment resumed;
+      absl::Status status = client.Call(&v1::ExperimentService::Stub::Resume,
+                                        client.experiments(), ref, &resumed);
+      // Resuming an experiment that is already active is harmless either
+      // way.
+      (void)status;
+      std::cerr << "prism run: continuing experiment " << e.id() << " ("
+                << e.name() << ")\n";
+    }
+    if (more) {
+      if (absl::Status s = ExtendRun(client, e.id(), seeds); !s.ok()) return s;
+    }
+    return RunExperiment{e.id(), /*train=*/true};
   }
   v1::SubmitRequest request;
   *request.mutable_spec() = spec;
@@ -256,7 +328,7 @@ absl::StatusOr<int64_t> FindOrSubmit(RpcClient& client,
   if (!status.ok()) return status;
   std::cerr << "prism run: experiment " << response.experiment().id() << ": "
             << response.trials_created() << " trials (" << spec.name() << ")\n";
-  return response.experiment().id();
+  return RunExperiment{response.experiment().id(), /*train=*/true};
 }
 
 // TerminalWidth returns stderr's width in columns when it is a terminal,
@@ -370,7 +442,7 @@ absl::Status Follow(RpcClient& client, int64_t id, StopSignals& signals,
   }
 }
 
-int PrintResults(RpcClient& client, int64_t id) {
+int PrintResults(RpcClient& client, int64_t id, const SeedsCommand& more) {
   v1::RankRequest request;
   request.set_experiment_id(id);
   v1::RankResponse response;
@@ -386,7 +458,7 @@ int PrintResults(RpcClient& client, int64_t id) {
   }
   std::cout << "\n\n";
   RankingView view;
-  view.more_seeds = "prism run --seeds 3";
+  view.more_seeds = more;
   PrintRanking(response, Format::kText, std::cout, view);
   return kExitOk;
 }
@@ -414,6 +486,29 @@ std::string ShellPath(const fs::path& path) {
     if (!relative.empty() && *relative.begin() != "..") shown = relative;
   }
   return ShellWord(shown.string());
+}
+
+// RunAgain is the command that runs this run again on `seeds` seeds (the
+// flags that name its experiment, and its data dir): it extends the
+// experiment, training only the new seeds' trials.
+std::string RunAgain(const RunOptions& o, const fs::path& data, int seeds) {
+  std::string command =
+      absl::StrCat(ShellPath(SelfExecutable()), " run --seeds ", seeds);
+  if (o.preset != RunOptions{}.preset) {
+    absl::StrAppend(&command, " --preset ", ShellWord(o.preset));
+  }
+  if (o.grid != RunOptions{}.grid) {
+    absl::StrAppend(&command, " --grid ", ShellWord(o.grid));
+  }
+  if (o.steps > 0) absl::StrAppend(&command, " --steps ", o.steps);
+  if (o.d_model > 0) absl::StrAppend(&command, " --d-model ", o.d_model);
+  if (o.base_heads > 0) {
+    absl::StrAppend(&command, " --base-heads ", o.base_heads);
+  }
+  if (o.data_dir != RunOptions{}.data_dir) {
+    absl::StrAppend(&command, " --data-dir ", ShellPath(data));
+  }
+  return command;
 }
 
 // LookAgain says how to see this run's results once prism run stopped its
@@ -480,18 +575,13 @@ int Run(const RunOptions& o) {
     status = admin_token.status();
   }
   if (status.ok()) {
+    std::cerr << "prism run: dashboard http://" << endpoints.http
+              << "/ (sign in with the token in "
+              << ShellPath(data / "admin.token") << ")\n";
     client = std::make_unique<RpcClient>(
         endpoints.grpc, std::string(absl::StripAsciiWhitespace(*admin_token)));
-    v1::CreateTokenRequest request;
-    request.set_user("prism-run-worker");
-    request.set_role(v1::ROLE_WORKER);
-    v1::CreateTokenResponse worker_token;
-    status = client->Call(&v1::AuthService::Stub::CreateToken, client->auth(),
-                          request, &worker_token);
-    if (status.ok()) {
-      status = StartWorkers(o, data, worker_token.token(), local);
-    }
   }
+  RunExperiment run;
   if (status.ok()) {
     const int64_t steps = o.steps > 0 ? o.steps : preset->steps;
     v1::ExperimentSpec spec;
@@ -514,18 +604,37 @@ int Run(const RunOptions& o) {
     // No max_attempts: a trial handed back by a Ctrl-C is released, which
     // uses up none of the coordinator's default attempts.
     for (int seed = 1; seed <= o.seeds; ++seed) spec.add_seeds(seed);
-    absl::StatusOr<int64_t> id = FindOrSubmit(*client, spec);
-    status = id.status();
-    if (id.ok()) experiment_id = *id;
+    absl::StatusOr<RunExperiment> found =
+        FindOrSubmit(*client, spec, LegacyRunName(o, steps));
+    status = found.status();
+    if (found.ok()) {
+      run = *found;
+      experiment_id = run.id;
+    }
+  }
+  if (status.ok() && run.train) {
+    v1::CreateTokenRequest request;
+    request.set_user("prism-run-worker");
+    request.set_role(v1::ROLE_WORKER);
+    v1::CreateTokenResponse worker_token;
+    status = client->Call(&v1::AuthService::Stub::CreateToken, client->auth(),
+                          request, &worker_token);
+    if (status.ok()) {
+      status = StartWorkers(o, data, worker_token.token(), local);
+    }
   }
   std::cerr << "prism run: coordinator " << endpoints.grpc << ", "
             << local.workers.size() << " worker(s); logs in "
             << (data / "logs").string() << "\n";
-  if (status.ok()) status = Follow(*client, experiment_id, signals, local);
+  if (status.ok() && run.train) {
+    status = Follow(*client, experiment_id, signals, local);
+  }
 
   int exit_status = kExitOk;
   if (status.ok()) {
-    exit_status = PrintResults(*client, experiment_id);
+    exit_status = PrintResults(*client, experiment_id, [&o, &data](int n) {
+      return RunAgain(o, data, n);
+    });
     if (o.keep_serving && exit_status == kExitOk) {
       std::cout << "\ndashboard http://" << endpoints.http
                 << "/ (serving; Ctrl-C stops)\n"
@@ -563,7 +672,9 @@ void RegisterRunCommands(CLI::App& app, Action* action) {
   cmd->add_option("--workers", o->workers, "Local worker processes")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
-  cmd->add_option("--seeds", o->seeds, "Seeds per schedule (1..N)")
+  cmd->add_option("--seeds", o->seeds,
+                  "Seeds per schedule (1..N); more than a finished run on "
+                  "this --data-dir had trains only the new seeds")
       ->capture_default_str()
       ->check(CLI::PositiveNumber);
   cmd->add_option("--steps", o->steps,

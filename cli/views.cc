@@ -1,9 +1,13 @@
 #include "cli/views.h"
 
+#include <algorithm>
+#include <cmath>
+#include <iterator>
 #include <map>
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "fmt/format.h"
@@ -218,8 +222,85 @@ std::string PrincipleSummaryLine(const v1::RankResponse& response) {
   return line;
 }
 
+SeedsCommand SeedsAddCommand(int64_t experiment_id) {
+  return [experiment_id](int n) {
+    return fmt::format("prism seeds add {} --to {}", experiment_id, n);
+  };
+}
+
+int SeedLimit(const v1::ExperimentSpec& spec) {
+  constexpr int kMaxSeedsPerSchedule = 64;  // scheduler/adaptive_seeds.h
+  if (spec.has_seeds_policy() && spec.seeds_policy().max() > 0) {
+    return std::min(kMaxSeedsPerSchedule, spec.seeds_policy().max());
+  }
+  if (spec.has_racing() && !spec.racing().off() &&
+      spec.racing().max_seeds() > 0) {
+    return std::min(kMaxSeedsPerSchedule, spec.racing().max_seeds());
+  }
+  return kMaxSeedsPerSchedule;
+}
+
+namespace {
+
+// SeedsNow is the most seeds any ranked schedule (the baseline's included)
+// completed: what a command for more seeds must go above.
+int SeedsNow(const v1::RankResponse& response) {
+  int most = response.baseline().seeds_completed();
+  for (const v1::RankedSchedule& r : response.schedules()) {
+    most = std::max(most, r.seeds_completed());
+  }
+  return most;
+}
+
+// SettleLine is the next step for a best-set with inconclusive schedules
+// that `settle` paired seeds would decide (RankedSchedule.seeds_needed).
+std::string SettleLine(const v1::RankResponse& response, int settle,
+                       const SeedsCommand& more_seeds) {
+  const int limit = SeedLimit(response.experiment().spec());
+  const int now = SeedsNow(response);
+  if (settle > limit || now >= limit) {
+    return fmt::format(
+        "next: the best-set's inconclusive schedules would need {} paired "
+        "seeds to settle, past the {} a schedule may have: at this size "
+        "they are a tie (carry the best-set forward together)",
+        settle, limit);
+  }
+  const int to = std::max(settle, now + 1);
+  return fmt::format(
+      "next: the best-set's inconclusive schedules need up to {} paired "
+      "seeds to settle (they have {}); train them on {}, reusing every "
+      "trial:\n  {}",
+      settle, now, to, more_seeds(to));
+}
+
+// RaceLine is the next step for a race that stopped unsettled: more seeds
+// for its contenders alone (`prism seeds add --schedules`).
+std::string RaceLine(const v1::RankResponse& response) {
+  const SeedsCommand more_seeds = SeedsAddCommand(response.experiment().id());
+  const v1::RaceReport& race = response.race();
+  int limit = SeedLimit(response.experiment().spec());
+  if (race.max_seeds() > 0) limit = std::min(limit, race.max_seeds());
+  if (race.state() == "at max" || race.look_seeds() >= limit) {
+    return fmt::format(
+        "next: {} contenders are still in the race on {} seeds, racing's "
+        "max_seeds: at this size they are a tie (carry them forward together)",
+        race.contenders_size(), race.look_seeds());
+  }
+  const int to = std::min(limit, 2 * race.look_seeds());
+  return fmt::format(
+      "next: {} contenders are still in the race on {} seeds (the racing "
+      "budget is spent); train them on {}, reusing every trial:\n  {} "
+      "--schedules {}",
+      race.contenders_size(), race.look_seeds(), to, more_seeds(to),
+      absl::StrJoin(race.contenders(), " "));
+}
+
+}  // namespace
+
 std::vector<std::string> SummaryLines(const v1::RankResponse& response,
-                                      const std::string& more_seeds) {
+                                      const SeedsCommand& given) {
+  const SeedsCommand more_seeds =
+      given ? given : SeedsAddCommand(response.experiment().id());
   const v1::VerdictReport& v = response.verdicts();
   std::vector<std::string> lines;
   lines.push_back(fmt::format(
@@ -246,14 +327,7 @@ std::vector<std::string> SummaryLines(const v1::RankResponse& response,
   const std::string race_state =
       response.has_race() ? response.race().state() : std::string();
   if (race_state == "budget spent" || race_state == "at max") {
-    const v1::RaceReport& race = response.race();
-    lines.push_back(fmt::format(
-        "next: {} contenders are still in the race on {} seeds; a larger "
-        "racing budget (racing {{ budget: {:g} max_seeds: {} }}) would race "
-        "them further",
-        race.contenders_size(), race.look_seeds(),
-        std::min(1.0, 2.0 * race.budget()),
-        std::min(64, std::max(race.max_seeds(), 2 * race.look_seeds()))));
+    lines.push_back(RaceLine(response));
   } else if (race_state == "settled") {
     lines.push_back(fmt::format(
         "next: {} is the best at this size; carry it forward",
@@ -262,13 +336,10 @@ std::vector<std::string> SummaryLines(const v1::RankResponse& response,
   } else if (response.compared_schedules() == 0) {
     lines.push_back(
         fmt::format("next: verdicts need 2+ seeds per schedule; 3 seeds find "
-                    "effects of 3 trial-noise sd at >= 80% power: {}",
-                    more_seeds));
+                    "effects of 3 trial-noise sd at >= 80% power:\n  {}",
+                    more_seeds(3)));
   } else if (settle > 0) {
-    lines.push_back(fmt::format(
-        "next: the best-set's inconclusive schedules need up to {} paired "
-        "seeds to settle: resubmit them with seeds_policy {{ min: 3 max: {} }}",
-        settle, std::min(settle, 64)));
+    lines.push_back(SettleLine(response, settle, more_seeds));
   } else if (v.best_set_size() > 1) {
     lines.push_back(
         "next: carry the best-set forward (its schedules in a spec's "
@@ -280,6 +351,29 @@ std::vector<std::string> SummaryLines(const v1::RankResponse& response,
                     v.best_set(0)));
   }
   return lines;
+}
+
+std::string ExtensionLine(const v1::ExtendResponse& r, bool dry_run) {
+  std::string what;
+  const int seeds = r.seeds_added_size();
+  if (seeds > 0) {
+    absl::StrAppend(&what, seeds == 1 ? "seed " : "seeds ",
+                    absl::StrJoin(r.seeds_added(), ", "));
+    // Each schedule that gets seeds gets every new one, unless it lacked
+    // some of the old ones too (to_seeds fills those).
+    if (r.trials_created() % seeds == 0 && r.schedules_added().empty()) {
+      absl::StrAppend(&what, " on ", r.trials_created() / seeds, " schedules");
+    }
+  }
+  if (!r.schedules_added().empty()) {
+    absl::StrAppend(&what, what.empty() ? "" : "; ", "schedules ",
+                    absl::StrJoin(r.schedules_added(), " "));
+  }
+  return absl::StrCat(dry_run ? "would queue " : "queued ", r.trials_created(),
+                      r.trials_created() == 1 ? " trial" : " trials",
+                      what.empty() ? "" : absl::StrCat(" (", what, ")"), "; ",
+                      dry_run ? "reuses " : "reused ", r.trials_reused(),
+                      " finished trials");
 }
 
 std::string ProtoJson(const google::protobuf::Message& message) {
@@ -416,6 +510,24 @@ Table WorkersTable(const v1::ListWorkersResponse& response, int64_t now_ms) {
          w.user()});
   }
   return table;
+}
+
+int DropGoneWorkers(v1::ListWorkersResponse* response, int64_t now_ms) {
+  const auto gone = [now_ms](const v1::Worker& w) {
+    switch (w.state()) {
+      case v1::WORKER_STOPPED:
+        return now_ms - w.stopped_unix_ms() > kGoneWorkerShownMs;
+      case v1::WORKER_LOST:
+        return now_ms - w.last_heartbeat_unix_ms() > kGoneWorkerShownMs;
+      default:
+        return false;
+    }
+  };
+  auto* workers = response->mutable_workers();
+  const int before = workers->size();
+  workers->erase(std::remove_if(workers->begin(), workers->end(), gone),
+                 workers->end());
+  return before - workers->size();
 }
 
 Table TokensTable(const v1::ListTokensResponse& response, int64_t now_ms) {
@@ -749,7 +861,10 @@ void PrintRanking(const v1::RankResponse& response, Format format,
   PrintAshaRungs(response, out);
   out << "\n";
   for (const std::string& line : SummaryLines(response, view.more_seeds)) {
-    prose(line);
+    // A command stands whole on its own line, to be pasted.
+    const size_t command = line.find("\n  ");
+    prose(line.substr(0, command));
+    if (command != std::string::npos) out << line.substr(command + 1) << "\n";
   }
 }
 
@@ -909,6 +1024,108 @@ std::string HeadroomLine(const v1::Headroom& h) {
                       static_cast<double>(h.spec_bytes()) / 1024.0,
                       static_cast<double>(h.max_stored_spec_bytes()) / 1024.0)),
       100, 2);
+}
+
+std::string Thousands(double value) {
+  const std::string digits = fmt::format("{:.0f}", std::abs(value));
+  std::string out;
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return value < -0.5 ? "-" + out : out;
+}
+
+std::string Scaled(double value) {
+  static constexpr const char* kUnits[] = {"", "k", "M", "G", "T", "P"};
+  size_t unit = 0;
+  while (std::abs(value) >= 1000.0 && unit + 1 < std::size(kUnits)) {
+    value /= 1000.0;
+    ++unit;
+  }
+  return unit == 0 ? fmt::format("{:.0f}", value)
+                   : fmt::format("{:.1f}{}", value, kUnits[unit]);
+}
+
+namespace {
+
+std::string Hours(double hours) {
+  return hours >= 100 ? Thousands(hours) : fmt::format("{:.2g}", hours);
+}
+
+// PlanRow is one labelled line of the bill, its text wrapped under the label.
+std::string PlanRow(absl::string_view label, absl::string_view text) {
+  const std::string line =
+      fmt::format("  {:<10}{}", std::string(label), std::string(text));
+  return WrapText(line, 100, 12) + "\n";
+}
+
+}  // namespace
+
+std::string PlanBlock(const v1::PlanEstimate& p) {
+  std::string out;
+  out += PlanRow(
+      "schedules",
+      absl::StrCat(Thousands(p.schedules()),
+                   " in the space (the baseline "
+                   "included); ",
+                   Thousands(p.trials()), " trials queued now, ", p.seeds(),
+                   p.seeds() == 1 ? " seed" : " seeds", " each"));
+  out +=
+      PlanRow("steps",
+              fmt::format("{} expected, {} at most: {:.1f}% and {:.1f}% of the "
+                          "grid's {} ({})",
+                          Thousands(p.steps()), Thousands(p.max_steps()),
+                          100.0 * p.expected_share(), 100.0 * p.max_share(),
+                          Thousands(p.grid_steps()), p.share_source()));
+  out +=
+      PlanRow("tokens", fmt::format("{} expected, {} at most ({} a step)",
+                                    Scaled(p.tokens()), Scaled(p.max_tokens()),
+                                    Thousands(p.tokens_per_step())));
+  out += PlanRow(
+      "compute",
+      fmt::format("{} parameters, {} FLOPs a token (6 x non-embedding "
+                  "parameters + 6 x layers x context x d_model); {:.2e} "
+                  "FLOPs expected",
+                  Scaled(static_cast<double>(p.parameters())),
+                  Scaled(p.flops_per_token()), p.flops()));
+  out += PlanRow(
+      "time",
+      p.tokens_per_second() > 0
+          ? fmt::format("{} worker-hours expected, {} at most, at {} "
+                        "tokens/s a worker ({})",
+                        Hours(p.worker_hours()), Hours(p.max_worker_hours()),
+                        Scaled(p.tokens_per_second()), p.throughput_source())
+          : std::string("unknown: no throughput measured or assumed"));
+  out +=
+      PlanRow("corpus",
+              p.corpus_tokens() > 0
+                  ? absl::StrCat(Scaled(static_cast<double>(p.corpus_tokens())),
+                                 " train tokens")
+                  : std::string("size unknown here"));
+  for (const std::string& warning : p.warnings()) {
+    out +=
+        WrapText(absl::StrCat("warning: ", Printable(warning)), 100, 2) + "\n";
+  }
+  return out;
+}
+
+std::string PlanLine(const v1::PlanEstimate& p) {
+  const bool measured = absl::StartsWith(p.throughput_source(), "measured");
+  const std::string share =
+      p.max_share() > p.expected_share()
+          ? fmt::format("{:.1f}% of the grid's, at most {:.1f}%",
+                        100.0 * p.expected_share(), 100.0 * p.max_share())
+          : fmt::format("{:.1f}% of the grid's", 100.0 * p.expected_share());
+  std::string line =
+      fmt::format("bill: {} steps ({}), {} tokens, {} worker-hours ({})",
+                  Thousands(p.steps()), share, Scaled(p.tokens()),
+                  Hours(p.worker_hours()), measured ? "measured" : "assumed");
+  if (p.warnings_size() > 0) {
+    absl::StrAppend(&line, "; ", p.warnings_size(),
+                    p.warnings_size() == 1 ? " warning" : " warnings");
+  }
+  return WrapText(line, 100, 2);
 }
 
 }  // namespace prism::cli

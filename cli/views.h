@@ -9,6 +9,8 @@
 #ifndef PRISM_CLI_VIEWS_H_
 #define PRISM_CLI_VIEWS_H_
 
+#include <cstdint>
+#include <functional>
 #include <ostream>
 #include <string>
 #include <vector>
@@ -50,6 +52,16 @@ Table TrialsTable(const v1::ListTrialsResponse& response);
 // WorkersTable: id, host, device, threads, state, trial, heartbeat age,
 // tokens/s, user.
 Table WorkersTable(const v1::ListWorkersResponse& response, int64_t now_ms);
+
+// kGoneWorkerShownMs: how long `prism workers` keeps listing a worker after
+// it stopped (its Deregister) or was lost (its last heartbeat); --all lists
+// every one. A fleet whose workers come and go would otherwise list every
+// worker it ever had.
+inline constexpr int64_t kGoneWorkerShownMs = int64_t{3600} * 1000;
+
+// DropGoneWorkers removes the workers stopped or lost more than
+// kGoneWorkerShownMs before now_ms and returns how many it removed.
+int DropGoneWorkers(v1::ListWorkersResponse* response, int64_t now_ms);
 // TokensTable: id, user, role, state (active, expired or revoked at now_ms),
 // created, expires, last used and revoked times (UTC, ISO 8601; empty for
 // never).
@@ -90,11 +102,25 @@ std::string VerdictMethod(const v1::RankResponse& response);
 // more"), or says it needs 2 paired seeds.
 std::string BestSetLine(const v1::RankResponse& response, size_t most);
 
+// SeedsCommand returns the one command that trains the experiment's ranked
+// schedules on `n` seeds in all, reusing every trial it has.
+using SeedsCommand = std::function<std::string(int n)>;
+
+// SeedsAddCommand is the default SeedsCommand: "prism seeds add ID --to N".
+SeedsCommand SeedsAddCommand(int64_t experiment_id);
+
+// SeedLimit is the most seeds a schedule of the experiment may have:
+// seeds_policy.max, racing's max_seeds, or 64 (what Extend enforces).
+int SeedLimit(const v1::ExperimentSpec& spec);
+
 // SummaryLines are the ranking's closing lines: the verdict counts, the
-// best-set and the next step; `more_seeds` is the command that reruns with
-// 3 seeds, used when no schedule has 2 paired seeds.
+// best-set and the next step. A next step that more seeds take is one
+// command, from `more_seeds` (SeedsAddCommand of the ranked experiment when
+// empty), on a line of its own after "\n  ", and within SeedLimit; when no
+// seed count within it would settle the best-set, the line says it is a
+// tie at this size instead.
 std::vector<std::string> SummaryLines(const v1::RankResponse& response,
-                                      const std::string& more_seeds);
+                                      const SeedsCommand& more_seeds = {});
 
 // PrincipleEffectsTable: per principle, the schedules that satisfy and
 // violate it, the effect of violating it with its 95% CI half-width and p,
@@ -131,8 +157,7 @@ Table AshaRungsTable(const v1::RankResponse& response);
 // is SummaryLines' rerun command.
 struct RankingView {
   bool wide = false;
-  std::string more_seeds =
-      "resubmit the spec with seeds: [1, 2, 3] (or a seeds_policy)";
+  SeedsCommand more_seeds;  // empty: SeedsAddCommand
 };
 
 void PrintRanking(const v1::RankResponse& response, Format format,
@@ -168,6 +193,25 @@ void PrintSuggestions(const v1::SuggestResponse& response, Format format,
 // 39 of 20000; active 1 of 20; spec 2.1 KiB of 1024.0 KiB" ("no limit" where
 // none holds).
 std::string HeadroomLine(const v1::Headroom& headroom);
+
+// PlanBlock is `prism plan`'s bill (server/core/plan.h), lines within 100
+// columns: schedules, trials, steps expected and at most with their share of
+// the grid's and its source, tokens, parameters, FLOPs, worker-hours with
+// the throughput and where it comes from, the corpus, then each warning.
+std::string PlanBlock(const v1::PlanEstimate& plan);
+// PlanLine is the bill in one line (wrapped past 100 columns), as a real
+// submit prints it: "bill: 195,000 steps (100.0% of the grid's), 102.2G
+// tokens, 195 worker-hours (assumed)", the expected share's maximum when
+// higher, and the warnings' count (`prism plan` shows them, and the FLOPs).
+std::string PlanLine(const v1::PlanEstimate& plan);
+// Thousands renders 195000 as "195,000".
+std::string Thousands(double value);
+// Scaled renders 1.02e11 as "102.2G" (k, M, G, T, P).
+std::string Scaled(double value);
+// ExtensionLine says what an Extend queued (or, with `dry_run`, would queue)
+// and reused: "queued 14 trials (seeds 2, 3 on 7 schedules); reused 7
+// finished trials".
+std::string ExtensionLine(const v1::ExtendResponse& response, bool dry_run);
 
 }  // namespace prism::cli
 

@@ -6,6 +6,7 @@
 
 #include <cerrno>
 #include <cstring>
+#include <map>
 #include <optional>
 #include <utility>
 
@@ -834,17 +835,51 @@ absl::StatusOr<std::vector<TrialKey>> SqliteStore::ListTrialKeys(
     int64_t experiment_id) {
   PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
   PRISM_ASSIGN_OR_RETURN(
-      Query q, r->Prepare("SELECT schedule, seed, is_baseline, state FROM "
-                          "trials WHERE experiment_id = ? ORDER BY id"));
+      Query q, r->Prepare("SELECT schedule, seed, is_baseline, state, "
+                          "target_steps FROM trials WHERE experiment_id = ? "
+                          "ORDER BY id"));
   q.Bind(1, experiment_id);
   std::vector<TrialKey> keys;
   while (true) {
     PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
     if (!row) break;
     keys.push_back(TrialKey{q.Text(0), q.Int(1), q.Int(2) != 0,
-                            static_cast<v1::TrialState>(q.Int(3))});
+                            static_cast<v1::TrialState>(q.Int(3)), q.Int(4)});
   }
   return keys;
+}
+
+absl::StatusOr<std::vector<ThroughputSample>>
+SqliteStore::ListThroughputSamples(int limit) {
+  PRISM_ASSIGN_OR_RETURN(Reader r, readers_->Acquire());
+  PRISM_ASSIGN_OR_RETURN(
+      Query q,
+      r->Prepare("SELECT t.experiment_id, t.tokens_per_second, "
+                 "IFNULL(t.device, ''), e.spec FROM trials t JOIN experiments "
+                 "e ON e.id = t.experiment_id WHERE t.state = ? AND "
+                 "t.tokens_per_second > 0 ORDER BY t.id DESC LIMIT ?"));
+  q.Bind(1, static_cast<int64_t>(v1::TRIAL_COMPLETED));
+  q.Bind(2, static_cast<int64_t>(limit));
+  std::vector<ThroughputSample> samples;
+  // Each experiment's spec is parsed once, however many of its trials.
+  std::map<int64_t, v1::ExperimentSpec> specs;
+  while (true) {
+    PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) break;
+    ThroughputSample s;
+    s.experiment_id = q.Int(0);
+    s.tokens_per_second = q.Double(1);
+    s.device = q.Text(2);
+    auto [it, inserted] = specs.try_emplace(s.experiment_id);
+    if (inserted && !it->second.ParseFromString(q.Blob(3))) {
+      return absl::DataLossError(absl::StrCat("experiment ", s.experiment_id,
+                                              ": stored spec does not parse"));
+    }
+    s.model = it->second.model();
+    s.budget = it->second.budget();
+    samples.push_back(std::move(s));
+  }
+  return samples;
 }
 
 absl::StatusOr<std::vector<AshaTrial>> SqliteStore::ListAshaTrials(
@@ -892,6 +927,12 @@ absl::StatusOr<std::vector<AshaTrial>> SqliteStore::ListAshaTrials(
   }
   PRISM_RETURN_IF_ERROR(txn.Commit());
   return trials;
+}
+
+absl::StatusOr<ExtendedExperiment> SqliteStore::ExtendExperiment(
+    const ExperimentExtension& extension) {
+  absl::MutexLock lock(&write_mu_);
+  return internal::ExtendExperiment(writer_.get(), extension);
 }
 
 absl::StatusOr<SeedRoundResult> SqliteStore::ApplySeedRound(

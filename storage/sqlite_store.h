@@ -132,6 +132,8 @@ class SqliteStore final : public Store {
       int64_t experiment_id) override;
   absl::StatusOr<std::vector<TrialKey>> ListTrialKeys(
       int64_t experiment_id) override;
+  absl::StatusOr<std::vector<ThroughputSample>> ListThroughputSamples(
+      int limit) override;
   absl::StatusOr<std::vector<AshaTrial>> ListAshaTrials(
       int64_t experiment_id, const std::vector<int64_t>& rungs) override;
   absl::StatusOr<int64_t> FindLadderRung(int64_t ladder_id, int rung) override;
@@ -139,6 +141,8 @@ class SqliteStore final : public Store {
       int64_t ladder_id) override;
   absl::Status SetLadderNote(int64_t experiment_id, const std::string& note,
                              int64_t now_ms) override;
+  absl::StatusOr<ExtendedExperiment> ExtendExperiment(
+      const ExperimentExtension& extension) override;
   absl::StatusOr<SeedRoundResult> ApplySeedRound(
       const SeedRound& round) override;
   absl::StatusOr<LastStored> LastStoredSteps(int64_t trial_id) override;

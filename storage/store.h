@@ -210,6 +210,20 @@ struct TrialKey {
   int64_t seed = 0;
   bool is_baseline = false;
   v1::TrialState state = v1::TRIAL_STATE_UNSPECIFIED;
+  // The steps it trains to this attempt: an ASHA rung, or 0 for the whole
+  // budget.
+  int64_t target_steps = 0;
+};
+
+// ThroughputSample is one completed trial's training speed with the model and
+// budget of its experiment's resolved spec, what a plan's measured
+// throughput is drawn from (server/core/plan.h).
+struct ThroughputSample {
+  int64_t experiment_id = 0;
+  double tokens_per_second = 0.0;
+  std::string device;  // the trainer's ("" when unknown)
+  v1::ModelConfig model;
+  v1::Budget budget;
 };
 
 // SeedRound is one adaptive-seeds, guided or ASHA decision to apply
@@ -233,6 +247,25 @@ struct SeedRoundResult {
   int added = 0;  // trials inserted (an existing (schedule, seed) is skipped)
   int promoted = 0;  // trials queued again by the promotions
   v1::ExperimentState state = v1::EXPERIMENT_STATE_UNSPECIFIED;  // after it
+};
+
+// ExperimentExtension is one Extend to apply (ExperimentManager::Extend):
+// the stored spec with its new seeds and schedules, and the trials it adds,
+// each trained to the whole budget. It was planned from a snapshot with
+// `seen_trials` trials and holds only while the experiment still has
+// exactly that many.
+struct ExperimentExtension {
+  int64_t experiment_id = 0;
+  v1::ExperimentSpec spec;   // replaces the stored spec
+  double grid_steps = -1.0;  // of `spec`; negative: stored NULL
+  std::vector<NewTrial> trials;
+  int64_t seen_trials = 0;
+  int64_t now_ms = 0;
+};
+
+struct ExtendedExperiment {
+  int added = 0;  // trials inserted (an existing (schedule, seed) is skipped)
+  v1::Experiment experiment;  // after it
 };
 
 struct WorkerUpdate {
@@ -349,9 +382,13 @@ class Store {
   virtual absl::StatusOr<std::vector<TrialOutcome>> ListFinishedOutcomes(
       int64_t experiment_id) = 0;
   // ListTrialKeys returns every trial of the experiment (any state) as its
-  // (schedule, seed, is_baseline, state), by id.
+  // (schedule, seed, is_baseline, state, target_steps), by id.
   virtual absl::StatusOr<std::vector<TrialKey>> ListTrialKeys(
       int64_t experiment_id) = 0;
+  // ListThroughputSamples returns the `limit` most recently stored completed
+  // trials that reported a positive tokens/s, newest first.
+  virtual absl::StatusOr<std::vector<ThroughputSample>> ListThroughputSamples(
+      int limit) = 0;
   // ListAshaTrials returns every trial of the experiment as ASHA decides on
   // it (scheduler/asha.h): at_rung for TRIAL_STOPPED_AT_RUNG, its target
   // steps, and its stored val loss at each of `rungs` it has a point for.
@@ -383,6 +420,17 @@ class Store {
   // end it.
   virtual absl::StatusOr<SeedRoundResult> ApplySeedRound(
       const SeedRound& round) = 0;
+  // ExtendExperiment applies an Extend in one transaction: it stores
+  // extension.spec (and its grid_steps), adds extension.trials queued with
+  // the experiment's config fingerprint and whole budget (a (schedule, seed)
+  // it already has is skipped), and makes a done experiment active again (a
+  // paused one stays paused); finishing its new trials ends it as any
+  // experiment ends (an experiment decided by the coordinator through
+  // ApplySeedRound). NotFound; FailedPrecondition, with nothing changed,
+  // for a cancelled experiment; Aborted when its trial count is no longer
+  // extension.seen_trials (plan again on fresh state).
+  virtual absl::StatusOr<ExtendedExperiment> ExtendExperiment(
+      const ExperimentExtension& extension) = 0;
   // LastStoredSteps returns the highest stored step of the trial's train and
   // val points (-1 for a split with none). NotFound for no such trial.
   virtual absl::StatusOr<LastStored> LastStoredSteps(int64_t trial_id) = 0;

@@ -7,11 +7,14 @@
 
 #include "absl/container/flat_hash_set.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "base/failpoint.h"
 #include "base/log.h"
 #include "base/status_macros.h"
+#include "scheduler/adaptive_seeds.h"
 #include "server/core/convert.h"
 #include "server/core/ladder.h"
+#include "server/core/plan.h"
 
 namespace prism::server {
 
@@ -64,7 +67,8 @@ UserLimits ExperimentManager::LimitsFor(
 }
 
 absl::StatusOr<v1::Headroom> ExperimentManager::CheckHeadroom(
-    const Caller& caller, int64_t adding, int64_t spec_bytes) {
+    const Caller& caller, int64_t adding, int64_t spec_bytes,
+    int new_experiments) {
   PRISM_ASSIGN_OR_RETURN(auto policies, store_->ListUserPolicies());
   auto it = policies.find(caller.user);
   const UserLimits user_limits = LimitsFor(
@@ -80,7 +84,8 @@ absl::StatusOr<v1::Headroom> ExperimentManager::CheckHeadroom(
                : absl::StrCat("; an admin may raise it: prism user set ",
                               caller.user, " ", flag, " N");
   };
-  if (user_limits.max_active > 0 && active >= user_limits.max_active) {
+  if (new_experiments > 0 && user_limits.max_active > 0 &&
+      active + new_experiments > user_limits.max_active) {
     return absl::ResourceExhaustedError(absl::StrCat(
         "user '", caller.user, "' has ", active,
         " active or paused experiments; limit ",
@@ -103,7 +108,8 @@ absl::StatusOr<v1::Headroom> ExperimentManager::CheckHeadroom(
   v1::Headroom headroom;
   headroom.set_queued_trials(queued + adding);
   headroom.set_max_queued_trials(user_limits.max_queued);
-  headroom.set_active_experiments(static_cast<int32_t>(active + 1));
+  headroom.set_active_experiments(
+      static_cast<int32_t>(active + new_experiments));
   headroom.set_max_active_experiments(user_limits.max_active);
   headroom.set_trials(adding);
   headroom.set_max_trials_per_experiment(limits_.max_trials_per_experiment);
@@ -142,6 +148,14 @@ absl::StatusOr<v1::SubmitResponse> ExperimentManager::Submit(
       ToNewExperiment(std::move(plan), caller.user, clock_->NowMs());
   const auto adding = static_cast<int64_t>(e.trials.size());
   v1::SubmitResponse response;
+  {
+    // The bill, before anything is stored (a dry run's whole answer).
+    absl::flat_hash_set<std::string> schedules;
+    for (const storage::NewTrial& t : e.trials) schedules.insert(t.schedule);
+    PRISM_ASSIGN_OR_RETURN(PlanContext context, LoadPlanContext(store_));
+    *response.mutable_plan() = EstimatePlan(
+        e.spec, adding, static_cast<int64_t>(schedules.size()), context);
+  }
   absl::StatusOr<storage::CreatedExperiment> created;
   {
     absl::MutexLock lock(&submit_mu_);
@@ -306,6 +320,129 @@ absl::StatusOr<v1::DeleteExperimentResponse> ExperimentManager::Delete(
   response.set_attempts(deleted.attempts);
   response.set_points(deleted.points);
   return response;
+}
+
+absl::Status ExperimentManager::CheckExtensionLimits(
+    const v1::ExperimentSpec& spec, const ExtensionPlan& plan) const {
+  const auto over = [&](absl::string_view limit, int64_t value) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "schedule ", plan.most_seeds_schedule, " would have ", plan.most_seeds,
+        " seeds; limit ", limit, "=", value, " (nothing added)"));
+  };
+  if (spec.has_seeds_policy() && plan.most_seeds > spec.seeds_policy().max()) {
+    return over("seeds_policy.max", spec.seeds_policy().max());
+  }
+  if (RacingOn(spec) && plan.most_seeds > spec.racing().max_seeds()) {
+    return over("racing.max_seeds", spec.racing().max_seeds());
+  }
+  if (plan.most_seeds > kMaxPolicySeeds) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("schedule ", plan.most_seeds_schedule, " would have ",
+                     plan.most_seeds, " seeds; limit ", kMaxPolicySeeds,
+                     " seeds per schedule (nothing added)"));
+  }
+  if (plan.trials_after > limits_.max_trials_per_experiment) {
+    return absl::ResourceExhaustedError(absl::StrCat(
+        "the experiment would have ", plan.trials_after, " trials (",
+        plan.trials.size(), " new); limit --max-trials-per-experiment=",
+        limits_.max_trials_per_experiment, " (nothing added)"));
+  }
+  return absl::OkStatus();
+}
+
+absl::StatusOr<v1::ExtendResponse> ExperimentManager::Extend(
+    const Caller& caller, const v1::ExtendRequest& request) {
+  for (const auto* list : {&request.schedules(), &request.seed_schedules()}) {
+    if (list->size() > limits_.max_listed_schedules) {
+      return OverLimit(absl::StatusCode::kInvalidArgument,
+                       "the schedules listed", list->size(),
+                       "max-listed-schedules", limits_.max_listed_schedules);
+    }
+    for (const std::string& s : *list) {
+      PRISM_RETURN_IF_ERROR(
+          CheckStringLength("schedule", s, limits_.max_string_bytes));
+    }
+  }
+  if (request.seeds_size() > kMaxPolicySeeds) {
+    return absl::ResourceExhaustedError(
+        absl::StrCat("seeds lists ", request.seeds_size(), " seeds; limit ",
+                     kMaxPolicySeeds, " seeds per schedule (nothing added)"));
+  }
+  // A trial finishing between the read and the write makes the plan stale:
+  // plan again (the store refuses a stale one).
+  constexpr int kMaxPlanAttempts = 8;
+  for (int attempt = 0; attempt < kMaxPlanAttempts; ++attempt) {
+    PRISM_ASSIGN_OR_RETURN(v1::Experiment e,
+                           store_->GetExperiment(request.id()));
+    PRISM_RETURN_IF_ERROR(AuthorizeOwner(caller, e.owner()));
+    if (e.state() == v1::EXPERIMENT_CANCELLED) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "experiment ", e.id(), " is cancelled: submit it again to train it"));
+    }
+    if (e.ladder_id() != 0) {
+      return absl::FailedPreconditionError(absl::StrCat(
+          "experiment ", e.id(), " is rung ", e.ladder_rung() + 1,
+          " of ladder ", e.ladder_id(),
+          ", which carried its ranking up already: extend a ladder by "
+          "submitting it with more seeds"));
+    }
+    PRISM_ASSIGN_OR_RETURN(std::vector<storage::TrialKey> keys,
+                           store_->ListTrialKeys(e.id()));
+    PRISM_ASSIGN_OR_RETURN(ExtensionPlan plan, PlanExtension(e, keys, request));
+    PRISM_RETURN_IF_ERROR(CheckExtensionLimits(e.spec(), plan));
+    const auto spec_bytes = static_cast<int64_t>(plan.spec.ByteSizeLong());
+    PRISM_RETURN_IF_ERROR(CheckStoredSpecBytes(spec_bytes, limits_));
+    const auto adding = static_cast<int64_t>(plan.trials.size());
+    v1::ExtendResponse response;
+    response.set_trials_reused(static_cast<int32_t>(plan.trials_reused));
+    *response.mutable_seeds_added() = {plan.seeds_added.begin(),
+                                       plan.seeds_added.end()};
+    *response.mutable_schedules_added() = {plan.schedules_added.begin(),
+                                           plan.schedules_added.end()};
+    absl::StatusOr<storage::ExtendedExperiment> extended;
+    {
+      absl::MutexLock lock(&submit_mu_);
+      PRISM_ASSIGN_OR_RETURN(
+          *response.mutable_headroom(),
+          CheckHeadroom(caller, adding, spec_bytes,
+                        e.state() == v1::EXPERIMENT_DONE ? 1 : 0));
+      response.mutable_headroom()->set_trials(plan.trials_after);
+      if (request.dry_run()) {
+        FillSearchCost(&e);
+        *response.mutable_experiment() = std::move(e);
+        response.set_trials_created(static_cast<int32_t>(adding));
+        return response;
+      }
+      storage::ExperimentExtension x;
+      x.experiment_id = e.id();
+      x.spec = plan.spec;
+      x.grid_steps = GridStepsOf(plan.spec);
+      x.trials = plan.trials;
+      x.seen_trials = static_cast<int64_t>(keys.size());
+      x.now_ms = clock_->NowMs();
+      extended = store_->ExtendExperiment(x);
+    }
+    if (absl::IsAborted(extended.status())) continue;
+    if (!extended.ok()) return extended.status();
+    v1::Experiment& after = extended->experiment;
+    FillSearchCost(&after);
+    Log(LogLevel::kInfo, "experiment extended")
+        .Kv("experiment", after.id())
+        .Kv("owner", after.owner())
+        .Kv("by", caller.user)
+        .Kv("trials", extended->added)
+        .Kv("reused", plan.trials_reused)
+        .Kv("seeds", absl::StrJoin(plan.seeds_added, ","))
+        .Kv("schedules", absl::StrJoin(plan.schedules_added, ","))
+        .Kv("state", v1::ExperimentState_Name(after.state()));
+    Publish(after);
+    response.set_trials_created(extended->added);
+    *response.mutable_experiment() = std::move(after);
+    return response;
+  }
+  return absl::AbortedError(absl::StrCat(
+      "experiment ", request.id(), ": trials kept finishing while ",
+      kMaxPlanAttempts, " extensions were planned; try again"));
 }
 
 absl::StatusOr<v1::Experiment> ExperimentManager::Pause(const Caller& caller,

@@ -23,6 +23,7 @@
 #include "server/core/auth.h"
 #include "server/core/clock.h"
 #include "server/core/events.h"
+#include "server/core/extend.h"
 #include "server/core/limits.h"
 #include "server/core/queue.h"
 #include "server/core/spec.h"
@@ -74,6 +75,21 @@ class ExperimentManager {
   absl::StatusOr<v1::Experiment> Resume(const Caller& caller, int64_t id);
   absl::StatusOr<v1::Experiment> SetPriority(
       const Caller& caller, const v1::SetPriorityRequest& request);
+  // Extend adds seeds or schedules to the experiment (ExtendRequest,
+  // server/core/extend.h), reusing every trial it has: only the missing
+  // (schedule, seed) pairs are queued, each to the whole budget, and a done
+  // experiment is active again until they finish. The response says what
+  // was queued and reused and where the caller stands against the limits
+  // (headroom, as Submit's; plan is left empty); with request.dry_run it
+  // checks everything and stores nothing. NotFound; PermissionDenied for
+  // someone else's experiment; InvalidArgument naming the field
+  // (PlanExtension); FailedPrecondition for a cancelled experiment or a
+  // ladder's rung (the ladder carried its ranking up already);
+  // ResourceExhausted naming the limit and the numbers, with nothing added,
+  // past seeds_policy.max, racing.max_seeds, 64 seeds per schedule, the
+  // caller's queued-trials quota or --max-trials-per-experiment.
+  absl::StatusOr<v1::ExtendResponse> Extend(const Caller& caller,
+                                            const v1::ExtendRequest& request);
   // Delete removes a done or cancelled experiment and everything stored for
   // it (storage's DeleteExperiment, one transaction), logs who did it, and
   // returns what it removed. NotFound; PermissionDenied for someone else's;
@@ -114,10 +130,16 @@ class ExperimentManager {
   UserLimits LimitsFor(const Caller& caller,
                        const storage::UserPolicy& policy) const;
   // CheckHeadroom returns the caller's headroom counting `adding` queued
-  // trials and one more experiment; ResourceExhausted past a limit.
+  // trials and `new_experiments` more active ones (Submit: 1; Extend: 1 for
+  // a done experiment it reopens); ResourceExhausted past a limit.
   absl::StatusOr<v1::Headroom> CheckHeadroom(const Caller& caller,
-                                             int64_t adding, int64_t spec_bytes)
+                                             int64_t adding, int64_t spec_bytes,
+                                             int new_experiments = 1)
       ABSL_EXCLUSIVE_LOCKS_REQUIRED(submit_mu_);
+  // CheckExtensionLimits refuses a plan past a seed limit of the spec or
+  // --max-trials-per-experiment. ResourceExhausted.
+  absl::Status CheckExtensionLimits(const v1::ExperimentSpec& spec,
+                                    const ExtensionPlan& plan) const;
 
   storage::Store* const store_;
   const Clock* const clock_;

@@ -568,24 +568,9 @@ absl::StatusOr<std::vector<Schedule>> ExplicitSchedules(
   std::vector<Schedule> out;
   std::set<Schedule> seen;
   for (int i = 0; i < spec.schedules_size(); ++i) {
-    const std::string where =
-        absl::StrCat("schedules[", i, "] '", spec.schedules(i), "': ");
-    absl::StatusOr<Schedule> s = ParseSchedule(spec.schedules(i));
-    if (!s.ok()) return Prefixed(where, s.status());
-    if (s->layers() != space.layers) {
-      return Invalid(
-          where, absl::StrCat("has ", s->layers(), " layers but the model has ",
-                              space.layers));
-    }
-    absl::Status hard = CheckHardConstraints(space, *s);
-    if (!hard.ok()) return Prefixed(where, hard);
-    const SchedulePrinciples report = ReportPrinciples(space, *s);
-    for (Principle p : kAllPrinciples) {
-      if (space.principles.Has(p) && !report.Satisfies(p)) {
-        return Invalid(where, "violates the principle ",
-                       absl::StrCat(PrincipleName(p), " the spec requires"));
-      }
-    }
+    absl::StatusOr<Schedule> s = CheckScheduleInSpace(
+        space, absl::StrCat("schedules[", i, "]"), spec.schedules(i));
+    if (!s.ok()) return s.status();
     if (seen.insert(*s).second) out.push_back(*s);
   }
   return out;
@@ -665,6 +650,29 @@ std::string FirstInvalidUtf8(const google::protobuf::Message& message) {
 }
 
 }  // namespace
+
+absl::StatusOr<Schedule> CheckScheduleInSpace(const SpaceSpec& space,
+                                              absl::string_view field,
+                                              absl::string_view text) {
+  const std::string where = absl::StrCat(field, " '", text, "': ");
+  absl::StatusOr<Schedule> s = ParseSchedule(text);
+  if (!s.ok()) return Prefixed(where, s.status());
+  if (s->layers() != space.layers) {
+    return Invalid(
+        where, absl::StrCat("has ", s->layers(), " layers but the model has ",
+                            space.layers));
+  }
+  absl::Status hard = CheckHardConstraints(space, *s);
+  if (!hard.ok()) return Prefixed(where, hard);
+  const SchedulePrinciples report = ReportPrinciples(space, *s);
+  for (Principle p : kAllPrinciples) {
+    if (space.principles.Has(p) && !report.Satisfies(p)) {
+      return Invalid(where, "violates the principle ",
+                     absl::StrCat(PrincipleName(p), " the spec requires"));
+    }
+  }
+  return s;
+}
 
 storage::NewExperiment ToNewExperiment(ExperimentPlan plan, std::string owner,
                                        int64_t now_ms) {

@@ -22,6 +22,7 @@
 #include "absl/strings/string_view.h"
 #include "prism/v1/prism.pb.h"
 #include "scheduler/presets.h"
+#include "scheduler/schedule.h"
 #include "scheduler/space.h"
 #include "storage/store.h"
 
@@ -72,6 +73,14 @@ absl::StatusOr<ExperimentPlan> PlanExperiment(const v1::ExperimentSpec& spec,
 // trainer configs from it.
 v1::TrialTask PlannedTask(const ExperimentPlan& plan,
                           const storage::NewTrial& trial);
+
+// CheckScheduleInSpace parses `text` as a schedule of `space` (an
+// experiment's, SpaceForSpec): its canonical form on success;
+// InvalidArgument "<field> '<text>': ..." when it is malformed, has another
+// depth, breaks a hard constraint or a principle the space requires.
+absl::StatusOr<Schedule> CheckScheduleInSpace(const SpaceSpec& space,
+                                              absl::string_view field,
+                                              absl::string_view text);
 
 // ToNewExperiment is what storage keeps of `plan` submitted by `owner`
 // (Store::CreateExperiment), the grid's steps included.

@@ -56,6 +56,14 @@ grpc::Status ExperimentServiceImpl::Resume(grpc::ServerContext* ctx,
   });
 }
 
+grpc::Status ExperimentServiceImpl::Extend(grpc::ServerContext* ctx,
+                                           const v1::ExtendRequest* req,
+                                           v1::ExtendResponse* resp) {
+  return Serve(auth_, ctx, Permission::kSubmit, [&](const Caller& caller) {
+    return Assign(experiments_->Extend(caller, *req), resp);
+  });
+}
+
 grpc::Status ExperimentServiceImpl::Delete(grpc::ServerContext* ctx,
                                            const v1::ExperimentRef* req,
                                            v1::DeleteExperimentResponse* resp) {

@@ -1,7 +1,7 @@
 // ExperimentService over gRPC (sync API): thin handlers over
 // ExperimentManager. Read methods need any role; Submit needs user or admin;
-// Cancel/Pause/Resume/SetPriority/Delete need the experiment's owner or an
-// admin; SetUserPolicy an admin; ListUsers any role.
+// Cancel/Pause/Resume/SetPriority/Extend/Delete need the experiment's owner or
+// an admin; SetUserPolicy an admin; ListUsers any role.
 //
 // Thread-safety: handlers run concurrently on gRPC's threads.
 #ifndef PRISM_SERVER_RPC_EXPERIMENT_SERVICE_H_
@@ -40,6 +40,8 @@ class ExperimentServiceImpl final : public v1::ExperimentService::Service {
                      v1::Experiment* resp) override;
   grpc::Status Resume(grpc::ServerContext* ctx, const v1::ExperimentRef* req,
                       v1::Experiment* resp) override;
+  grpc::Status Extend(grpc::ServerContext* ctx, const v1::ExtendRequest* req,
+                      v1::ExtendResponse* resp) override;
   grpc::Status Delete(grpc::ServerContext* ctx, const v1::ExperimentRef* req,
                       v1::DeleteExperimentResponse* resp) override;
   grpc::Status SetUserPolicy(grpc::ServerContext* ctx,

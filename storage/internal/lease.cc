@@ -609,6 +609,93 @@ absl::StatusOr<std::vector<ExpiredLease>> ExpireLeases(Connection* c,
   return changed;
 }
 
+absl::StatusOr<ExtendedExperiment> ExtendExperiment(
+    Connection* c, const ExperimentExtension& extension) {
+  std::string spec;
+  if (!extension.spec.SerializeToString(&spec)) {
+    return absl::InternalError("cannot serialize the experiment spec");
+  }
+  const int64_t id = extension.experiment_id;
+  PRISM_ASSIGN_OR_RETURN(Transaction txn,
+                         Transaction::Begin(c, Transaction::Kind::kWrite));
+  v1::ExperimentState state = v1::EXPERIMENT_STATE_UNSPECIFIED;
+  {
+    PRISM_ASSIGN_OR_RETURN(
+        Query q, c->Prepare("SELECT state FROM experiments WHERE id = ?"));
+    q.Bind(1, id);
+    PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row) {
+      return absl::NotFoundError(absl::StrCat("experiment ", id, " not found"));
+    }
+    state = static_cast<v1::ExperimentState>(q.Int(0));
+  }
+  if (state == v1::EXPERIMENT_CANCELLED) {
+    return absl::FailedPreconditionError(absl::StrCat(
+        "experiment ", id, " is cancelled: its trials are not trained again"));
+  }
+  std::string fingerprint;
+  {
+    PRISM_ASSIGN_OR_RETURN(
+        Query q, c->Prepare("SELECT COUNT(*), MIN(config_fingerprint) FROM "
+                            "trials WHERE experiment_id = ?"));
+    q.Bind(1, id);
+    PRISM_ASSIGN_OR_RETURN(bool row, q.Step());
+    if (!row || q.Int(0) != extension.seen_trials) {
+      return absl::AbortedError(
+          absl::StrCat("experiment ", id,
+                       " changed since the extension was planned; plan "
+                       "again"));
+    }
+    fingerprint = q.Text(1);
+  }
+  ExtendedExperiment result;
+  {
+    static const std::string sql = absl::StrCat(
+        "INSERT OR IGNORE INTO trials (id, experiment_id, schedule, seed, "
+        "config_fingerprint, is_baseline, state, total_steps, created_ms, "
+        "target_steps) SELECT ",
+        kNextTrialId,
+        ", ?1, ?2, ?3, ?4, ?5, ?6, (SELECT MAX(total_steps) FROM trials WHERE "
+        "experiment_id = ?1), ?7, 0");
+    PRISM_ASSIGN_OR_RETURN(Query q, c->Prepare(sql.c_str()));
+    for (const NewTrial& t : extension.trials) {
+      q.Bind(1, id);
+      q.BindText(2, t.schedule);
+      q.Bind(3, t.seed);
+      q.BindText(4, fingerprint);
+      q.Bind(5, static_cast<int64_t>(t.is_baseline ? 1 : 0));
+      q.Bind(6, kQueued);
+      q.Bind(7, extension.now_ms);
+      PRISM_RETURN_IF_ERROR(q.Run());
+      result.added += static_cast<int>(c->changes());
+    }
+  }
+  {
+    // A done experiment is active again: its new trials are queued. A
+    // paused one stays paused (its owner resumes it).
+    PRISM_ASSIGN_OR_RETURN(
+        Query q, c->Prepare("UPDATE experiments SET spec = ?1, grid_steps = "
+                            "?2, state = CASE WHEN state = ?3 AND ?4 > 0 "
+                            "THEN ?5 ELSE state END, updated_ms = ?6 WHERE "
+                            "id = ?7"));
+    q.BindBlob(1, spec);
+    if (extension.grid_steps >= 0) {
+      q.Bind(2, extension.grid_steps);
+    } else {
+      q.BindNull(2);
+    }
+    q.Bind(3, static_cast<int64_t>(v1::EXPERIMENT_DONE));
+    q.Bind(4, static_cast<int64_t>(result.added));
+    q.Bind(5, static_cast<int64_t>(v1::EXPERIMENT_ACTIVE));
+    q.Bind(6, extension.now_ms);
+    q.Bind(7, id);
+    PRISM_RETURN_IF_ERROR(q.Run());
+  }
+  PRISM_ASSIGN_OR_RETURN(result.experiment, ReadExperiment(c, id));
+  PRISM_RETURN_IF_ERROR(txn.Commit());
+  return result;
+}
+
 absl::StatusOr<SeedRoundResult> ApplySeedRound(Connection* c,
                                                const SeedRound& round) {
   PRISM_ASSIGN_OR_RETURN(Transaction txn,

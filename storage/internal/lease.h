@@ -63,6 +63,8 @@ absl::StatusOr<v1::Trial> ReleaseTrial(Connection* c, const AttemptRef& ref,
 absl::StatusOr<std::vector<ExpiredLease>> ExpireLeases(Connection* c,
                                                        int64_t now_ms);
 
+absl::StatusOr<ExtendedExperiment> ExtendExperiment(
+    Connection* c, const ExperimentExtension& extension);
 absl::StatusOr<SeedRoundResult> ApplySeedRound(Connection* c,
                                                const SeedRound& round);
 

@@ -146,6 +146,8 @@ TEST_F(ClientErrorsTest, UnknownExperimentIsNotFound) {
   for (const std::vector<std::string>& args :
        std::vector<std::vector<std::string>>{
            {"results", "--experiment", "9999"},
+           {"results", "9999"},
+           {"seeds", "add", "9999", "--count", "1"},
            {"status", "9999"},
            {"cancel", "9999"},
            {"trial", "9999"}}) {
@@ -232,6 +234,10 @@ TEST_F(ClientErrorsTest, EveryCommandHasHelp) {
   }
   CommandResult r = cluster_->Run({"token", "create", "--help"});
   EXPECT_EQ(r.status, 0);
+  r = cluster_->Run({"seeds", "add", "--help"});
+  EXPECT_EQ(r.status, 0);
+  EXPECT_THAT(r.out, HasSubstr("--count"));
+  EXPECT_THAT(r.out, HasSubstr("--to"));
 }
 
 }  // namespace

@@ -2,8 +2,9 @@
 // made-up 40-step run of every schedule and seed of the tiny preset, with
 // the config a worker builds for a budget of 40 steps, evals every 10 and
 // train points every 5: the val loss at each step is `val_loss(schedule
-// index, seed, step)`, the train loss 0.1 above it. For the tests that drive
-// replay workers through a real coordinator.
+// index, seed, step)`, the train loss 0.1 above it, every point and the
+// run at `tokens_per_second`. For the tests that drive replay workers
+// through a real coordinator.
 #ifndef PRISM_TESTS_CLI_REPLAY_FIXTURE_H_
 #define PRISM_TESTS_CLI_REPLAY_FIXTURE_H_
 
@@ -22,7 +23,8 @@ namespace prism::testing {
 inline std::string TinyReplayFixture(
     const std::vector<std::string>& schedules,
     const std::vector<int64_t>& seeds,
-    const std::function<float(int, int64_t, int64_t)>& val_loss) {
+    const std::function<float(int, int64_t, int64_t)>& val_loss,
+    double tokens_per_second = 5000.0) {
   v1::TrialTask task;
   task.mutable_model()->set_preset("tiny");
   task.mutable_budget()->set_steps(40);
@@ -43,15 +45,15 @@ inline std::string TinyReplayFixture(
         const float loss = val_loss(static_cast<int>(i), seed, step);
         if (step > 0) {
           run.curve.push_back({model::CurveSplit::kTrain, step, loss + 0.1f,
-                               1e-3f, 5000.0, 0.01 * step});
+                               1e-3f, tokens_per_second, 0.01 * step});
         }
         if (step % 10 == 0) {
           run.curve.push_back({model::CurveSplit::kVal, step, loss, 1e-3f,
-                               5000.0, 0.01 * step});
+                               tokens_per_second, 0.01 * step});
         }
       }
       run.steps = 40;
-      run.tokens_per_second = 5000.0;
+      run.tokens_per_second = tokens_per_second;
       run.device = "cpu";
       text += worker::FormatReplayTrial(*config, run);
     }

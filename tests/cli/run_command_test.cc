@@ -12,6 +12,7 @@
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
@@ -43,17 +44,39 @@ std::vector<int> ProcessesMentioning(const std::string& text) {
   return pids;
 }
 
-cli::Subprocess StartRun(const std::string& dir,
-                         const std::vector<std::string>& extra) {
+// Spawn runs `argv` with its output in `dir`/`name`.out and .err.
+cli::Subprocess Spawn(const std::string& dir, const std::string& name,
+                      std::vector<std::string> argv) {
   cli::SpawnOptions spawn;
-  spawn.argv = {PrismBinary(), "run",       "--data-dir",
-                dir + "/data", "--workers", "2"};
-  spawn.argv.insert(spawn.argv.end(), extra.begin(), extra.end());
-  spawn.stdout_path = dir + "/run.out";
-  spawn.stderr_path = dir + "/run.err";
+  spawn.argv = std::move(argv);
+  spawn.stdout_path = absl::StrCat(dir, "/", name, ".out");
+  spawn.stderr_path = absl::StrCat(dir, "/", name, ".err");
   absl::StatusOr<cli::Subprocess> run = cli::Subprocess::Spawn(spawn);
   EXPECT_TRUE(run.ok()) << run.status();
   return *std::move(run);
+}
+
+cli::Subprocess StartRun(const std::string& dir,
+                         const std::vector<std::string>& extra) {
+  std::vector<std::string> argv = {PrismBinary(), "run",       "--data-dir",
+                                   dir + "/data", "--workers", "2"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return Spawn(dir, "run", std::move(argv));
+}
+
+// TrialsTrained counts the trials the run's workers started training, over
+// every run on the data dir (their logs are appended to).
+int TrialsTrained(const std::string& dir) {
+  int n = 0;
+  for (const char* log :
+       {"/data/logs/worker-1.log", "/data/logs/worker-2.log"}) {
+    const std::string text = ReadFile(dir + log);
+    for (size_t at = text.find("msg=train_start"); at != std::string::npos;
+         at = text.find("msg=train_start", at + 1)) {
+      ++n;
+    }
+  }
+  return n;
 }
 
 bool WaitForText(const std::string& path, const std::string& text,
@@ -88,6 +111,12 @@ TEST(RunCommandTest, TrainsTheGridPrintsTheRankingAndLeavesNoChildren) {
   EXPECT_THAT(out, HasSubstr("7/7 trials completed"));
   EXPECT_THAT(ReadFile(dir + "/run.err"),
               HasSubstr("model tiny at d_model 96, 6 layers, 6 heads"));
+  // Where the dashboard is, and where its sign-in token is.
+  EXPECT_THAT(ReadFile(dir + "/run.err"),
+              HasSubstr("prism run: dashboard http://127.0.0.1:"));
+  EXPECT_THAT(ReadFile(dir + "/run.err"),
+              HasSubstr(absl::StrCat("/ (sign in with the token in ", dir,
+                                     "/data/admin.token)")));
   // One seed: no intervals and no verdicts, and the ranking says so instead
   // of blank cells or a finding.
   EXPECT_THAT(out, HasSubstr("needs seeds"));
@@ -98,10 +127,12 @@ TEST(RunCommandTest, TrainsTheGridPrintsTheRankingAndLeavesNoChildren) {
   EXPECT_THAT(out, Not(HasSubstr("not estimable")));
   EXPECT_THAT(out, HasSubstr("principles (effect of violating, 95% CI, p): "
                              "smooth "));
-  // The ranking and its summary fit 100 columns (the look-again commands
-  // after them hold this test's long temp paths).
+  // The ranking and its summary fit 100 columns (the commands to paste,
+  // the next step's and the look-again ones, hold this test's long temp
+  // paths).
   for (absl::string_view line :
        absl::StrSplit(out.substr(0, out.find("dashboard stopped")), '\n')) {
+    if (absl::StrContains(line, " run --seeds ")) continue;
     EXPECT_LE(line.size(), 100u) << line;
   }
   EXPECT_THAT(out, HasSubstr("best-set: needs 2 paired seeds per schedule"));
@@ -175,6 +206,73 @@ TEST(RunCommandTest, ThreeSeedsGiveEveryScheduleAVerdict) {
               HasSubstr("Benjamini-Hochberg (FDR) at 0.05 over 4 "
                         "schedule(s)"));
   EXPECT_THAT(out, HasSubstr("best-set (95% confidence, Hsu's MCB)"));
+  EXPECT_TRUE(ProcessesMentioning(dir + "/data").empty());
+}
+
+// NextRun returns the `prism run` command the ranking's next line names,
+// split into arguments; empty when there is none.
+std::vector<std::string> NextRun(const std::string& out) {
+  for (absl::string_view line : absl::StrSplit(out, '\n')) {
+    if (absl::StartsWith(line, "  ") && absl::StrContains(line, " run ")) {
+      return absl::StrSplit(line, ' ', absl::SkipEmpty());
+    }
+  }
+  return {};
+}
+
+// "never pay twice" (issue 41): the next line's `prism run --seeds 3` on the
+// same data dir extends the finished run, training only the new seeds'
+// trials; running it once more trains nothing and prints the results.
+TEST(RunCommandTest, MoreSeedsTrainOnlyTheNewSeedsAndARerunOnlyPrints) {
+  const TempDir temp("prism_run_more");
+  const std::string& dir = temp.path();
+  const std::vector<std::string> local = {"--workers", "2", "--attention",
+                                          "masked"};
+  {
+    cli::Subprocess run = StartRun(dir, {"--steps", "10", "--attention",
+                                         "masked", "--grid", "principled"});
+    absl::StatusOr<int> status = run.Wait(absl::Minutes(10));
+    ASSERT_TRUE(status.ok()) << ReadFile(dir + "/run.err");
+    ASSERT_EQ(*status, 0) << ReadFile(dir + "/run.err");
+  }
+  const std::string first = ReadFile(dir + "/run.out");
+  EXPECT_THAT(first, HasSubstr("5/5 trials completed"));
+  EXPECT_EQ(TrialsTrained(dir), 5);
+  std::vector<std::string> next = NextRun(first);
+  ASSERT_FALSE(next.empty()) << first;
+  EXPECT_EQ(next[0], PrismBinary());
+  EXPECT_THAT(absl::StrJoin(next, " "),
+              HasSubstr(absl::StrCat(" run --seeds 3 --grid principled --steps "
+                                     "10 --data-dir ",
+                                     dir, "/data")));
+  next.insert(next.end(), local.begin(), local.end());
+  {
+    cli::Subprocess run = Spawn(dir, "more", next);
+    absl::StatusOr<int> status = run.Wait(absl::Minutes(10));
+    ASSERT_TRUE(status.ok()) << ReadFile(dir + "/more.err");
+    ASSERT_EQ(*status, 0) << ReadFile(dir + "/more.err");
+  }
+  EXPECT_THAT(ReadFile(dir + "/more.err"),
+              HasSubstr("prism run: experiment 1 to 3 seed(s): queued 10 "
+                        "trials (seeds 2, 3 on 5 schedules); reused 5 "
+                        "finished trials"));
+  EXPECT_THAT(ReadFile(dir + "/more.out"), HasSubstr("15/15 trials completed"));
+  EXPECT_EQ(TrialsTrained(dir), 15);  // the 10 new ones only
+
+  // The same command again: nothing to train, the results all the same.
+  {
+    cli::Subprocess run = Spawn(dir, "again", next);
+    absl::StatusOr<int> status = run.Wait(absl::Minutes(2));
+    ASSERT_TRUE(status.ok()) << ReadFile(dir + "/again.err");
+    ASSERT_EQ(*status, 0) << ReadFile(dir + "/again.err");
+  }
+  EXPECT_THAT(ReadFile(dir + "/again.err"),
+              HasSubstr("already ran on 3 seed(s); its results, without "
+                        "training again"));
+  EXPECT_THAT(ReadFile(dir + "/again.err"), HasSubstr(", 0 worker(s);"));
+  EXPECT_THAT(ReadFile(dir + "/again.out"),
+              HasSubstr("15/15 trials completed"));
+  EXPECT_EQ(TrialsTrained(dir), 15);
   EXPECT_TRUE(ProcessesMentioning(dir + "/data").empty());
 }
 

@@ -2,6 +2,7 @@
 
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_replace.h"
@@ -100,10 +101,41 @@ TEST(ViewsTest, TokensTableShowsStateAndLeavesNeverEmpty) {
             "2023-11-14T22:14:20Z,,2023-11-14T22:13:50Z\n");
 }
 
+// Unwrapped joins the lines PrintRanking wrapped at 100 columns.
+std::string Unwrapped(const std::string& text) {
+  return absl::StrReplaceAll(text, {{"\n  ", " "}});
+}
+
 RankingView Wide() {
   RankingView view;
   view.wide = true;
   return view;
+}
+
+TEST(ViewsTest, WorkersGoneOverAnHourAgoAreDroppedTheRestKept) {
+  constexpr int64_t kNow = int64_t{1'800'000'000'000};
+  v1::ListWorkersResponse response;
+  const auto add = [&](const std::string& id, v1::WorkerState state,
+                       int64_t heartbeat_ago_ms, int64_t stopped_ago_ms) {
+    v1::Worker* w = response.add_workers();
+    w->set_id(id);
+    w->set_state(state);
+    w->set_last_heartbeat_unix_ms(kNow - heartbeat_ago_ms);
+    if (stopped_ago_ms >= 0) w->set_stopped_unix_ms(kNow - stopped_ago_ms);
+  };
+  add("busy", v1::WORKER_BUSY, 1000, -1);
+  add("idle-quiet", v1::WORKER_IDLE, kGoneWorkerShownMs * 5, -1);
+  add("stopped-now", v1::WORKER_STOPPED, 2000, 1000);
+  add("stopped-old", v1::WORKER_STOPPED, kGoneWorkerShownMs * 3,
+      kGoneWorkerShownMs + 1);
+  add("lost-now", v1::WORKER_LOST, kGoneWorkerShownMs - 1, -1);
+  add("lost-old", v1::WORKER_LOST, kGoneWorkerShownMs + 1, -1);
+  EXPECT_EQ(DropGoneWorkers(&response, kNow), 2);
+  std::vector<std::string> kept;
+  for (const v1::Worker& w : response.workers()) kept.push_back(w.id());
+  EXPECT_THAT(kept, ::testing::ElementsAre("busy", "idle-quiet", "stopped-now",
+                                           "lost-now"));
+  EXPECT_EQ(DropGoneWorkers(&response, kNow), 0);
 }
 
 TEST(ViewsTest, RankingTextShowsDashesAndSaysWhyOnce) {
@@ -127,6 +159,7 @@ v1::RankResponse TwoSeedRanking();
 
 TEST(ViewsTest, DefaultRankingFitsOneHundredColumnsAndEndsWithASummary) {
   v1::RankResponse response = TwoSeedRanking();
+  response.mutable_experiment()->set_id(7);
   v1::RankedSchedule* best = response.mutable_schedules(0);
   best->mutable_adjusted_delta()->set_mean(-0.0142);
   best->mutable_adjusted_delta()->set_low(-0.0272);
@@ -160,9 +193,37 @@ TEST(ViewsTest, DefaultRankingFitsOneHundredColumnsAndEndsWithASummary) {
                               "1 need seeds\n"));
   EXPECT_THAT(text, HasSubstr("best-set (95% confidence, Hsu's MCB): 2 "
                               "schedule(s): 2x3,4x3 1x2,4x4\n"));
+  // The next step is one command, on a line of its own, within the limit.
   EXPECT_THAT(text, HasSubstr("next: the best-set's inconclusive schedules "
                               "need up to 9 paired seeds"));
+  EXPECT_THAT(text, HasSubstr("\n  prism seeds add 7 --to 9\n"));
   EXPECT_THAT(text, HasSubstr("moderated t (prior sd 0.006 pooled"));
+
+  // Past what a schedule may have (64, or the seeds policy's max), no count
+  // is named: the best-set is a tie at this size.
+  unsure->set_seeds_needed(1000);
+  out.str("");
+  PrintRanking(response, Format::kText, out);
+  EXPECT_THAT(Unwrapped(out.str()),
+              HasSubstr("would need 1000 paired seeds to settle, past the 64 "
+                        "a schedule may have: at this size they are a tie"));
+  EXPECT_THAT(out.str(), Not(HasSubstr("prism seeds add")));
+  unsure->set_seeds_needed(9);
+  response.mutable_experiment()
+      ->mutable_spec()
+      ->mutable_seeds_policy()
+      ->set_max(6);
+  out.str("");
+  PrintRanking(response, Format::kText, out);
+  EXPECT_THAT(Unwrapped(out.str()),
+              HasSubstr("past the 6 a schedule may have"));
+  response.mutable_experiment()
+      ->mutable_spec()
+      ->mutable_seeds_policy()
+      ->set_max(12);
+  out.str("");
+  PrintRanking(response, Format::kText, out);
+  EXPECT_THAT(out.str(), HasSubstr("\n  prism seeds add 7 --to 9\n"));
 }
 
 // Racing (issue 39): one line on how the best was settled, and a next step
@@ -202,8 +263,19 @@ TEST(ViewsTest, RacingSaysHowTheBestWasSettledAndWhatWouldSettleIt) {
   PrintRanking(response, Format::kText, out);
   text = out.str();
   EXPECT_THAT(text, HasSubstr("next: 2 contenders are still in the race on 6 "
-                              "seeds; a larger racing budget (racing { "
-                              "budget: 0.2\n  max_seeds: 12 })"));
+                              "seeds (the racing budget is spent)"));
+  EXPECT_THAT(text, HasSubstr("\n  prism seeds add 0 --to 12 --schedules "
+                              "2x3,4x3 1x2,4x4\n"));
+
+  // At racing's max_seeds no command would be taken: a tie at this size.
+  race->set_state("at max");
+  race->set_look_seeds(12);
+  out.str("");
+  PrintRanking(response, Format::kText, out);
+  EXPECT_THAT(Unwrapped(out.str()),
+              HasSubstr("still in the race on 12 seeds, racing's max_seeds: at "
+                        "this size they are a tie"));
+  EXPECT_THAT(out.str(), Not(HasSubstr("prism seeds add")));
 }
 
 TEST(ViewsTest, OneSeedRankingSaysHowManySeedsWouldTell) {
@@ -211,7 +283,7 @@ TEST(ViewsTest, OneSeedRankingSaysHowManySeedsWouldTell) {
   response.mutable_verdicts()->set_needs_seeds(4);
   std::ostringstream out;
   RankingView view;
-  view.more_seeds = "prism run --seeds 3";
+  view.more_seeds = [](int n) { return absl::StrCat("prism run --seeds ", n); };
   PrintRanking(response, Format::kText, out, view);
   EXPECT_THAT(out.str(), HasSubstr("best-set: needs 2 paired seeds per "
                                    "schedule\n"));
@@ -574,6 +646,72 @@ TEST(ViewsTest, RankingShowsTheSearchCostAndEachRungsCounts) {
   EXPECT_THAT(text.str(), HasSubstr("rung 60: promoted 3 / quota 3"));
   // An uncountable grid prints no cost line.
   EXPECT_EQ(SearchCostLine(v1::Experiment()), "");
+}
+
+v1::PlanEstimate Bill() {
+  v1::PlanEstimate p;
+  p.set_schedules(13);
+  p.set_trials(39);
+  p.set_seeds(3);
+  p.set_steps(195000);
+  p.set_max_steps(195000);
+  p.set_grid_steps(195000);
+  p.set_expected_share(1.0);
+  p.set_max_share(1.0);
+  p.set_share_source("exact: every trial trains the whole budget");
+  p.set_tokens_per_step(524288);
+  p.set_tokens(195000.0 * 524288);
+  p.set_max_tokens(195000.0 * 524288);
+  p.set_parameters(124475904);
+  p.set_flops_per_token(566959104);
+  p.set_flops(566959104.0 * 195000 * 524288);
+  p.set_tokens_per_second(145899.5);
+  p.set_throughput_source(
+      "assumed: one A100 GPU, 312 TFLOP/s bf16 peak at 40% MFU "
+      "(docs/search.md, "
+      "What it costs before it runs)");
+  p.set_worker_hours(194.6);
+  p.set_max_worker_hours(194.6);
+  p.add_warnings(
+      "the corpus is byte-level (token ids < 256) but the model's vocabulary "
+      "is 50,304: 99.5% of the embedding (50,048 rows) is never trained");
+  return p;
+}
+
+TEST(PlanViewTest, TheBlockNamesEveryFigureWithinAHundredColumns) {
+  const std::string block = PlanBlock(Bill());
+  EXPECT_THAT(block, HasSubstr("13 in the space"));
+  EXPECT_THAT(block, HasSubstr("195,000 expected, 195,000 at most"));
+  EXPECT_THAT(block, HasSubstr("100.0% and 100.0% of the grid's 195,000"));
+  EXPECT_THAT(block, HasSubstr("102.2G expected"));
+  EXPECT_THAT(block, HasSubstr("524,288 a step"));
+  EXPECT_THAT(block, HasSubstr("124.5M parameters, 567.0M FLOPs a token"));
+  EXPECT_THAT(block, HasSubstr("195 worker-hours expected"));
+  EXPECT_THAT(block, HasSubstr("145.9k tokens/s"));
+  EXPECT_THAT(block, HasSubstr("warning: the corpus is byte-level"));
+  for (absl::string_view line : absl::StrSplit(block, '\n')) {
+    EXPECT_LE(line.size(), 100u) << line;
+  }
+}
+
+TEST(PlanViewTest, TheLineSaysTheBillAndCountsTheWarnings) {
+  const std::string line = PlanLine(Bill());
+  EXPECT_EQ(line,
+            "bill: 195,000 steps (100.0% of the grid's), 102.2G tokens, 195 "
+            "worker-hours (assumed); 1 warning");
+  v1::PlanEstimate asha = Bill();
+  asha.set_expected_share(0.472);
+  asha.set_max_share(0.487);
+  asha.clear_warnings();
+  asha.set_throughput_source("measured: median of 3 finished trials");
+  EXPECT_THAT(PlanLine(asha),
+              HasSubstr("(47.2% of the grid's, at most 48.7%)"));
+  EXPECT_THAT(PlanLine(asha), HasSubstr("worker-hours (measured)"));
+  EXPECT_LE(PlanLine(asha).size(), 100u);
+  EXPECT_EQ(Thousands(1234567), "1,234,567");
+  EXPECT_EQ(Thousands(999), "999");
+  EXPECT_EQ(Scaled(999), "999");
+  EXPECT_EQ(Scaled(1.5e12), "1.5T");
 }
 
 }  // namespace

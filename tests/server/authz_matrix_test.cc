@@ -247,6 +247,13 @@ const std::vector<Row>& Rows() {
                      req.set_priority(5);
                    }),
        kOwnerRule},
+      {"ExperimentService.Extend",
+       PRISM_UNARY(experiments, Extend, v1::ExtendRequest, v1::ExtendResponse,
+                   {
+                     req.set_id(w.experiment);
+                     req.set_add_seeds(1);
+                   }),
+       kOwnerRule},
       // The world's experiment is active: whoever may delete it learns it
       // must be cancelled first.
       {"ExperimentService.Delete",

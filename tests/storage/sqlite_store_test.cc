@@ -821,6 +821,47 @@ TEST_F(SqliteStoreTest, CompleteStoresValCurveAndIsIdempotent) {
   EXPECT_EQ(store_->GetWorker("w1")->current_trial_id(), 0);
 }
 
+TEST_F(SqliteStoreTest, ThroughputSamplesAreTheLatestCompletedWithTheirSpec) {
+  NewExperiment small = MakeExperiment("alice", {"8x8", "4x8"}, {1});
+  small.spec.mutable_model()->set_preset("small");
+  small.spec.mutable_budget()->set_batch_size(8);
+  const int64_t tiny_id = CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}));
+  const int64_t small_id = CreateOrDie(small);
+  const auto complete = [&](int64_t experiment, double tps, bool diverged) {
+    const v1::Trial t = LeaseOrDie(experiment, "w1");
+    v1::TrialMetrics m = TrainedMetrics(diverged ? 50 : 100);
+    m.set_tokens_per_second(tps);
+    m.set_device("cpu (1 thread)");
+    m.set_diverged(diverged);
+    ASSERT_TRUE(
+        store_->CompleteTrial(AttemptRef{t.id(), 1, "w1"}, m, {}, 5000).ok());
+  };
+  complete(tiny_id, 1000.0, false);
+  complete(small_id, 0.0, false);   // no throughput reported: left out
+  complete(small_id, 500.0, true);  // diverged: left out
+  absl::StatusOr<std::vector<ThroughputSample>> samples =
+      store_->ListThroughputSamples(10);
+  ASSERT_TRUE(samples.ok()) << samples.status();
+  ASSERT_EQ(samples->size(), 1u);
+  EXPECT_EQ((*samples)[0].experiment_id, tiny_id);
+  EXPECT_DOUBLE_EQ((*samples)[0].tokens_per_second, 1000.0);
+  EXPECT_EQ((*samples)[0].device, "cpu (1 thread)");
+  EXPECT_EQ((*samples)[0].model.preset(), "tiny");
+  EXPECT_EQ((*samples)[0].budget.steps(), 100);
+
+  const int64_t again = CreateOrDie(small);
+  complete(again, 2000.0, false);
+  samples = store_->ListThroughputSamples(10);
+  ASSERT_EQ(samples->size(), 2u);
+  // Newest first, each with its own experiment's spec.
+  EXPECT_EQ((*samples)[0].experiment_id, again);
+  EXPECT_EQ((*samples)[0].model.preset(), "small");
+  EXPECT_EQ((*samples)[0].budget.batch_size(), 8);
+  EXPECT_EQ((*samples)[1].model.preset(), "tiny");
+  // The limit holds.
+  EXPECT_EQ(store_->ListThroughputSamples(1)->size(), 1u);
+}
+
 TEST_F(SqliteStoreTest, DivergedMetricsMarkTheTrialDiverged) {
   const int64_t id = CreateOrDie(MakeExperiment("alice", {"4x4"}, {1}));
   const v1::Trial t = LeaseOrDie(id, "w1");
@@ -1280,6 +1321,91 @@ TEST_F(SqliteStoreTest,
   ASSERT_TRUE(applied.ok());
   EXPECT_EQ(applied->added, 0);
   EXPECT_EQ(store_->GetExperiment(id)->counts().total(), 4);
+}
+
+TEST_F(SqliteStoreTest,
+       ExtendAddsTrialsStoresTheSpecAndReopensADoneExperiment) {
+  const int64_t id =
+      CreateOrDie(MakeExperiment("alice", {"4x6", "2x2,4x4"}, {1}));
+  for (int i = 0; i < 2; ++i) {
+    const v1::Trial t = LeaseOrDie(id, "w1");
+    ASSERT_TRUE(store_
+                    ->CompleteTrial(AttemptRef{t.id(), t.attempt(), "w1"},
+                                    TrainedMetrics(), {}, 4000)
+                    .ok());
+  }
+  ASSERT_EQ(store_->GetExperiment(id)->state(), v1::EXPERIMENT_DONE);
+
+  ExperimentExtension x;
+  x.experiment_id = id;
+  x.spec = store_->GetExperiment(id)->spec();
+  x.spec.add_seeds(2);
+  x.grid_steps = 400.0;
+  // The baseline's seed 1 is stored already: skipped, not repeated.
+  x.trials = {NewTrial{"4x6", 2, true}, NewTrial{"2x2,4x4", 2, false},
+              NewTrial{"4x6", 1, true}};
+  x.seen_trials = 1;  // stale: the experiment has 2 trials
+  x.now_ms = 5000;
+  EXPECT_EQ(store_->ExtendExperiment(x).status().code(),
+            absl::StatusCode::kAborted);
+  EXPECT_EQ(store_->GetExperiment(id)->counts().total(), 2);
+  EXPECT_EQ(store_->GetExperiment(id)->state(), v1::EXPERIMENT_DONE);
+
+  x.seen_trials = 2;
+  absl::StatusOr<ExtendedExperiment> extended = store_->ExtendExperiment(x);
+  ASSERT_TRUE(extended.ok()) << extended.status();
+  EXPECT_EQ(extended->added, 2);
+  EXPECT_EQ(extended->experiment.state(), v1::EXPERIMENT_ACTIVE);
+  EXPECT_EQ(extended->experiment.counts().queued(), 2);
+  EXPECT_EQ(extended->experiment.counts().completed(), 2);
+  EXPECT_EQ(extended->experiment.spec().seeds_size(), 2);
+  EXPECT_EQ(extended->experiment.grid_steps(), 400.0);
+
+  // The new trials train the whole budget with the experiment's
+  // fingerprint, and finishing them ends the experiment again.
+  for (int i = 0; i < 2; ++i) {
+    const v1::Trial t = LeaseOrDie(id, "w1");
+    EXPECT_EQ(t.seed(), 2);
+    EXPECT_EQ(t.total_steps(), 100);
+    ASSERT_TRUE(store_
+                    ->CompleteTrial(AttemptRef{t.id(), t.attempt(), "w1"},
+                                    TrainedMetrics(), {}, 6000)
+                    .ok());
+  }
+  const v1::Experiment done = *store_->GetExperiment(id);
+  EXPECT_EQ(done.state(), v1::EXPERIMENT_DONE);
+  EXPECT_EQ(done.counts().completed(), 4);
+  absl::StatusOr<std::vector<TrialOutcome>> outcomes =
+      store_->ListFinishedOutcomes(id);
+  ASSERT_TRUE(outcomes.ok());
+  EXPECT_EQ(outcomes->size(), 4u);
+}
+
+TEST_F(SqliteStoreTest,
+       ExtendKeepsAPausedExperimentPausedAndRefusesACancelledOne) {
+  const int64_t paused = CreateOrDie(MakeExperiment("alice", {"4x6"}, {1}));
+  ASSERT_TRUE(
+      store_->SetExperimentState(paused, v1::EXPERIMENT_PAUSED, 2000).ok());
+  ExperimentExtension x;
+  x.experiment_id = paused;
+  x.spec = store_->GetExperiment(paused)->spec();
+  x.trials = {NewTrial{"4x6", 2, true}};
+  x.seen_trials = 1;
+  x.now_ms = 3000;
+  absl::StatusOr<ExtendedExperiment> extended = store_->ExtendExperiment(x);
+  ASSERT_TRUE(extended.ok()) << extended.status();
+  EXPECT_EQ(extended->experiment.state(), v1::EXPERIMENT_PAUSED);
+  EXPECT_EQ(extended->experiment.counts().queued(), 2);
+
+  const int64_t cancelled = CreateOrDie(MakeExperiment("alice", {"4x6"}, {1}));
+  ASSERT_TRUE(store_->CancelExperiment(cancelled, 2000).ok());
+  x.experiment_id = cancelled;
+  const absl::Status refused = store_->ExtendExperiment(x).status();
+  EXPECT_EQ(refused.code(), absl::StatusCode::kFailedPrecondition) << refused;
+  EXPECT_EQ(store_->GetExperiment(cancelled)->counts().total(), 1);
+  x.experiment_id = 999;
+  EXPECT_EQ(store_->ExtendExperiment(x).status().code(),
+            absl::StatusCode::kNotFound);
 }
 
 TEST_F(SqliteStoreTest, AnAshaTrialWaitsAtItsRungUntilAPromotionRequeuesIt) {
