@@ -670,8 +670,8 @@ absl::StatusOr<std::string> HttpServer::Act(const ActionRequest& action,
         } else if constexpr (std::is_same_v<R, v1::SubmitRequest>) {
           return ToJson(experiments_->Submit(caller, r));
         } else {
-          return absl::UnimplementedError(
-              "extend: this coordinator cannot add seeds or schedules yet");
+          static_assert(std::is_same_v<R, v1::ExtendRequest>);
+          return ToJson(experiments_->Extend(caller, r));
         }
       },
       action);

@@ -45,6 +45,9 @@
 //     page: every seed's trial, and the paired delta vs the baseline over
 //     steps whose mean and t-interval across seeds the test recomputes from
 //     the trials' curves, downloaded as SVG (its points) and PNG (drawn);
+//     on a finished experiment, "train these suggestions" queues the RPC's
+//     suggested schedules and "add seeds" a seed for the trained ones, every
+//     trial it had kept as it was;
 //     on a second coordinator without workers, as a user: pause, resume,
 //     priority, a cross-origin page's forged pause (form), cancel and
 //     submit (fetch with the cookie) refused with nothing changed, cancel
@@ -282,6 +285,19 @@ ladder {
 }
 `;
 
+// Six random schedules and the baseline on one seed, 10 steps each: enough
+// finished schedules for the surrogate's suggestions (issue #41: "train
+// these suggestions", then add a seed).
+const kSuggestSpec = `
+name: "browser-suggest"
+model { preset: "tiny" }
+budget { steps: 10 batch_size: 4 eval_every: 5 eval_batches: 2 log_every: 5 }
+strategy: STRATEGY_RANDOM
+samples: 6
+sample_seed: 41
+seeds: [1]
+`;
+
 // startCoordinator starts `prism coordinator` on a new database named after
 // `name`, with `extra` flags; resolves to its ready file's endpoints, its
 // admin token and the token's file once it serves.
@@ -323,6 +339,10 @@ async function run() {
   fs.writeFileSync(ladderFile, kLadderSpec);
   const ladderId = String(JSON.parse(await prism(['submit', ladderFile, ...client, '--format', 'json'])).experiment?.id);
   check(/^\d+$/.test(ladderId), `submitted ladder #${ladderId}`);
+  const suggestFile = path.join(tmp, 'suggest.textproto');
+  fs.writeFileSync(suggestFile, kSuggestSpec);
+  const suggestId = String(JSON.parse(await prism(['submit', suggestFile, ...client, '--format', 'json'])).experiment?.id);
+  check(/^\d+$/.test(suggestId), `submitted the suggestions' experiment #${suggestId}`);
 
   const experiment = await waitFor('the experiment to finish', 420_000, async () => {
     const { status, body } = await api(ready.http, token, `/api/v1/experiments/${experimentId}`);
@@ -621,6 +641,7 @@ async function run() {
         `no Content-Security-Policy violation on the pages (${cspViolations.join('; ') || 'none'})`);
   await checkCrossOrigin(page, base, ready.http, token, experimentId);
   await checkDeleteButton(page, base, ready.http, token, experimentId);
+  await checkExtend(page, base, ready.http, token, suggestId, client);
   check(pageErrors.length === 0, `no JavaScript errors (${pageErrors.join('; ') || 'none'})`);
   await checkActions();
   await checkHttpsSession();
@@ -894,6 +915,64 @@ async function checkSchedulePage(page, httpAddress, token, experimentId, schedul
   check(meanPixels > 200, `the PNG shows the mean line (${meanPixels} pixels of its colour)`);
 }
 
+// checkExtend: on a finished experiment, "train these suggestions" queues
+// the surrogate's schedules (the RPC's) on its seed, and "add seeds" one more
+// seed for every schedule it trained and the baseline; every trial it had
+// is kept, as it was (ExperimentService.Extend reuses them).
+async function checkExtend(page, base, httpAddress, token, id, client) {
+  await waitFor('the suggestions\' experiment to finish', 300_000, async () =>
+    (await api(httpAddress, token, `/api/v1/experiments/${id}`)).body.state === 'EXPERIMENT_DONE');
+  const trials = async () =>
+    (await api(httpAddress, token, `/api/v1/experiments/${id}/trials?page_size=1000`)).body.trials || [];
+  const before = await trials();
+  const kept = (now) => before.every((t) => now.some((n) => n.id === t.id && n.state === t.state
+                                                         && n.schedule === t.schedule && n.seed === t.seed));
+  await page.goto(`${base}/#/experiments/${id}`);
+  await waitForView(page);
+  await page.waitForSelector('#train-suggestions');
+  const shown = await page.$$eval('#suggestions-table tbody tr', (trs) => trs.map((tr) => tr.dataset.schedule));
+  const rpc = JSON.parse(await prism(['suggest', '--experiment', id, ...client, '--format', 'json']));
+  const rpcSchedules = (rpc.suggestions || []).map((x) => x.schedule);
+  check(shown.length >= 1 && JSON.stringify(shown) === JSON.stringify(rpcSchedules),
+        `the suggestions shown are the RPC's: ${shown.join('  ')}`);
+  // Each asks first with what its dry run would add; the dry run stores
+  // nothing (the trials while the question is open).
+  let question = '';
+  let during = -1;
+  const answer = (dialog) => {
+    question = dialog.message();
+    trials().then((now) => { during = now.length; }).finally(() => dialog.accept());
+  };
+  page.once('dialog', answer);
+  await page.click('#train-suggestions');
+  const trained = await waitFor('the suggested schedules to be queued', 15_000, async () => {
+    const now = await trials();
+    return now.length === before.length + shown.length ? now : null;
+  });
+  check(question.includes(`This queues ${shown.length} new trials and reuses`) && during === before.length,
+        `train suggestions asks first, from a dry run that stored nothing: '${question}'`);
+  check(shown.every((x) => trained.some((t) => t.schedule === x && String(t.seed) === '1')) && kept(trained),
+        `Train suggestions: ${shown.length} new trials, one per suggested schedule on seed 1; the `
+        + `${before.length} trials it had are kept as they were`);
+  // Add a seed: seed 2 for every schedule trained to the whole budget (the
+  // first six and the baseline) and, once trained, the suggested ones.
+  await page.waitForSelector('#add-seeds');
+  await page.fill('#add-seeds-input', '1');
+  const beforeSeeds = (await trials()).length;
+  page.once('dialog', answer);
+  await page.click('#add-seeds');
+  const seeded = await waitFor('seed 2 to be queued', 15_000, async () => {
+    const now = await trials();
+    return before.every((t) => now.some((n) => n.schedule === t.schedule && String(n.seed) === '2')) ? now : null;
+  });
+  check(kept(seeded) && shown.every((x) => seeded.some((t) => t.schedule === x && String(t.seed) === '1')),
+        `Add seeds: seed 2 queued for the baseline and the ${before.length - 1} trained schedules; no trial `
+        + `trained twice (${seeded.filter((t) => String(t.seed) === '2').length} seed-2 trials)`);
+  check(!seeded.some((t) => Number(t.seed) > 2), 'Add seeds added exactly one seed (2)');
+  check(/^Add seed 2 to experiment/.test(question) && during === beforeSeeds,
+        `add seeds asks first, from a dry run that stored nothing: '${question}'`);
+}
+
 const kActionsSpec = `name: "browser-actions"
 model { preset: "tiny" }
 budget { steps: 30 batch_size: 4 eval_every: 10 }
@@ -1023,6 +1102,14 @@ async function checkActions() {
     await page.waitForSelector('#plan-result');
     const trialsPlanned = Number(await page.$eval('#plan-trials', (el) => el.dataset.trials));
     check(trialsPlanned === 6 && (await count()) === before, `the plan: ${trialsPlanned} trials, nothing stored`);
+    // The bill: a row for every PlanEstimate field the coordinator set.
+    const planApi = (await (await fetch(`${base}/api/v1/plan`, {
+      method: 'POST', headers: { Authorization: `Bearer ${alice}` }, body: kActionsSpec })).json()).plan || {};
+    const bill = new Map(await page.$$eval('#plan-result [data-field]', (els) => els.map((e) => [e.dataset.field, e.textContent])));
+    const setFields = Object.keys(planApi).filter((k) => k !== 'warnings');
+    check(setFields.length >= 5 && bill.size === setFields.length && bill.get('Trials queued now') === String(planApi.trials)
+          && bill.get('Share from') === planApi.shareSource && bill.get('Throughput from') === planApi.throughputSource,
+          `the bill shows the plan's ${setFields.length} fields: ${[...bill].map(([k, v]) => `${k} ${v}`).join('; ')}`);
     await screenshot(page, 'submit-plan');
     await page.click('#submit-button');
     await page.waitForURL(/#\/experiments\/\d+$/);
@@ -1031,6 +1118,26 @@ async function checkActions() {
     const submitted = (await api(ready.http, admin, `/api/v1/experiments/${newId}`)).body;
     check(submitted.owner === 'alice' && submitted.counts.total === trialsPlanned && (await count()) === before + 1,
           `Submit: experiment #${newId} of ${submitted.owner} with ${submitted.counts.total} trials`);
+    // Another user sees alice's experiment without its actions, and the
+    // coordinator refuses bob's pause from the dashboard's own origin
+    // (PERMISSION_DENIED: 403), whatever the page shows.
+    const bob = (await prism(['token', 'create', '--user', 'bob', '--role', 'user', ...client])).trim();
+    await page.click('#sign-out');
+    await waitForView(page, ['login']);
+    await page.fill('#token-input', bob);
+    await page.click('#login-form button[type=submit]');
+    await waitForView(page);
+    await page.goto(`${base}/#/experiments/${newId}`);
+    await waitForView(page);
+    check(await page.locator('#experiment-actions').count() === 0, 'bob sees no actions on alice\'s experiment');
+    const refused = await page.evaluate(async ({ route, token }) => {
+      const r = await fetch(route, { method: 'POST', headers: { Authorization: `Bearer ${token}` } });
+      return { status: r.status, body: await r.text() };
+    }, { route: `/api/v1/experiments/${newId}/pause`, token: bob });
+    check(refused.status === 403 && refused.body.includes("may not change experiments of 'alice'"),
+          `bob's pause of alice's experiment from the dashboard: ${refused.status} ${refused.body}`);
+    check((await api(ready.http, admin, `/api/v1/experiments/${newId}`)).body.state === 'EXPERIMENT_ACTIVE',
+          'after bob\'s refused pause alice\'s experiment is still active');
     check(errors.length === 0, `actions: no JavaScript errors (${errors.join('; ') || 'none'})`);
   } finally {
     await context.close();

@@ -546,6 +546,52 @@ TEST_F(HttpTest, PlanIsADryRunWithLineAndColumnErrorsAndSubmitStores) {
             403);
 }
 
+// POST .../extend is ExperimentService.Extend with the caller: the owner's
+// dry run stores nothing, the real one queues the new seed's trials only;
+// another user is refused (403) with nothing added; a body asking for two
+// kinds of seeds at once is 400 naming the fields.
+TEST_F(HttpTest, ExtendAddsSeedsForTheOwnerAndNoOneElse) {
+  const int64_t id = Finished();
+  ASSERT_EQ(Stored(id).state(), v1::EXPERIMENT_DONE);
+  const std::string own = "http://" + coordinator_->http_address();
+  const std::string route = absl::StrCat("/api/v1/experiments/", id, "/extend");
+  auto post = [&](const std::string& token, const std::string& body) {
+    return client_->Post(route.c_str(),
+                         {{"Origin", own}, {"Cookie", "prism_token=" + token}},
+                         body, "application/json");
+  };
+  auto bob = post(Token("bob", v1::ROLE_USER), R"({"addSeeds": 1})");
+  EXPECT_EQ(bob->status, 403) << bob->body;
+  EXPECT_EQ(Stored(id).counts().total(), 2);
+
+  auto dry = post(alice_, R"({"addSeeds": 1, "dryRun": true})");
+  ASSERT_EQ(dry->status, 200) << dry->body;
+  v1::ExtendResponse planned;
+  ASSERT_TRUE(
+      google::protobuf::util::JsonStringToMessage(dry->body, &planned).ok());
+  EXPECT_EQ(planned.trials_created(), 2);
+  EXPECT_EQ(Stored(id).counts().total(), 2);
+  EXPECT_EQ(Stored(id).state(), v1::EXPERIMENT_DONE);
+
+  auto both = post(alice_, R"({"addSeeds": 1, "toSeeds": 3})");
+  EXPECT_EQ(both->status, 400) << both->body;
+  EXPECT_EQ(Stored(id).counts().total(), 2);
+
+  auto added = post(alice_, R"({"addSeeds": 1})");
+  ASSERT_EQ(added->status, 200) << added->body;
+  v1::ExtendResponse response;
+  ASSERT_TRUE(
+      google::protobuf::util::JsonStringToMessage(added->body, &response).ok());
+  EXPECT_EQ(response.trials_created(), 2);
+  EXPECT_EQ(response.trials_reused(), 2);
+  ASSERT_EQ(response.seeds_added_size(), 1);
+  EXPECT_EQ(response.seeds_added(0), 2);
+  const v1::Experiment after = Stored(id);
+  EXPECT_EQ(after.counts().total(), 4);
+  EXPECT_EQ(after.counts().completed(), 2);
+  EXPECT_EQ(after.state(), v1::EXPERIMENT_ACTIVE);
+}
+
 // GET .../compare is ResultsService.Compare.
 TEST_F(HttpTest, CompareEqualsTheRpc) {
   const int64_t id = Finished();

@@ -8,7 +8,7 @@
 
 import { api, ApiError } from '../api.js';
 import { h, replace } from '../dom.js';
-import { compact, integer, kDash, num, percent } from '../format.js';
+import { compact, duration, integer, num, percent } from '../format.js';
 import { empty, keyValues, section } from '../ui.js';
 
 // parseLocation finds "spec_text:LINE:COL" in a coordinator error; null when
@@ -18,7 +18,9 @@ export function parseLocation(message) {
   return match ? { line: Number(match[1]), column: Number(match[2]) } : null;
 }
 
-const hours = (v) => (num(v) ? `${num(v).toFixed(num(v) < 10 ? 2 : 1)} h` : kDash);
+// workerTime renders worker-hours as a duration (9.0 s, 3 min 12 s, 40 h
+// 5 min): a tiny spec's bill is seconds.
+const workerTime = (hours) => duration(num(hours) * 3600);
 
 // planRows lists the PlanEstimate fields that are set, each in words.
 function planRows(plan = {}) {
@@ -41,8 +43,8 @@ function planRows(plan = {}) {
     ['FLOPs (expected)', plan.flops, (v) => compact(v, 2)],
     ['Tokens/s per worker', plan.tokensPerSecond, compact],
     ['Throughput from', plan.throughputSource, String],
-    ['Worker-hours (expected)', plan.workerHours, hours],
-    ['Worker-hours (at most)', plan.maxWorkerHours, hours],
+    ['Worker time (expected)', plan.workerHours, workerTime],
+    ['Worker time (at most)', plan.maxWorkerHours, workerTime],
   ];
   return rows.filter(([, value]) => value !== undefined && value !== null && value !== '')
     .map(([label, value, format]) => [label, h('span', { dataset: { field: label } }, format(value))]);
