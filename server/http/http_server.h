@@ -63,7 +63,8 @@
 // page could make a browser send). Else 403, with nothing changed.
 //
 // API routes need `Authorization: Bearer <token>` or a `prism_token` cookie
-// (any role); otherwise 401. Over TLS (tls_cert_file and tls_key_file
+// (any role for the GETs, a user or admin for the POSTs, 403 otherwise);
+// otherwise 401. Over TLS (tls_cert_file and tls_key_file
 // set: HTTPS only, a plaintext request gets no answer) a whoami authenticated
 // by the header answers with the cookie, `Secure; HttpOnly; SameSite=Strict`,
 // so no script can read it; over plain HTTP the dashboard sets it itself.
