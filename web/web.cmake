@@ -10,20 +10,26 @@ set(PRISM_WEB_ROOT ${CMAKE_BINARY_DIR}/web CACHE INTERNAL "Dashboard assets serv
 set(PRISM_WEB_SOURCES
   index.html
   static/app.css
+  static/js/actions.js
   static/js/api.js
   static/js/asha.js
   static/js/charts.js
+  static/js/deltaplot.js
   static/js/dom.js
+  static/js/download.js
   static/js/format.js
   static/js/live.js
   static/js/main.js
   static/js/staircase.js
+  static/js/stats.js
   static/js/suggestions.js
   static/js/ladder.js
   static/js/ui.js
   static/js/pages/leaderboard.js
   static/js/pages/login.js
   static/js/pages/queue.js
+  static/js/pages/schedule.js
+  static/js/pages/submit.js
   static/js/pages/trial.js
   static/js/pages/trials.js
 )

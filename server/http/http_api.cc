@@ -1,7 +1,9 @@
 #include "server/http/http_api.h"
 
+#include <utility>
 #include <vector>
 
+#include "absl/algorithm/container.h"
 #include "absl/status/status.h"
 #include "absl/strings/ascii.h"
 #include "absl/strings/match.h"
@@ -10,6 +12,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/strings/strip.h"
 #include "base/status_macros.h"
+#include "google/protobuf/util/json_util.h"
 #include "proto/enum_names.h"
 #include "scheduler/principles.h"
 #include "server/core/convert.h"
@@ -97,6 +100,62 @@ absl::StatusOr<ApiRequest> ParseListTrials(int64_t id,
   return r;
 }
 
+absl::StatusOr<ApiRequest> ParseCompare(int64_t id, const ApiParams& params) {
+  v1::CompareRequest r;
+  r.set_experiment_id(id);
+  r.set_schedule_a(Param(params, "a"));
+  r.set_schedule_b(Param(params, "b"));
+  if (r.schedule_a().empty() || r.schedule_b().empty()) {
+    return absl::InvalidArgumentError(
+        "compare needs a=<schedule> and b=<schedule>");
+  }
+  return r;
+}
+
+// ParseJsonBody reads a request's JSON body into `message` (an empty body
+// is the empty message) and checks that an id it names is the path's.
+template <typename M>
+absl::StatusOr<M> ParseJsonBody(absl::string_view body, int64_t id,
+                                absl::string_view route) {
+  M message;
+  if (!absl::StripAsciiWhitespace(body).empty()) {
+    auto status = google::protobuf::util::JsonStringToMessage(std::string(body),
+                                                              &message);
+    if (!status.ok()) {
+      return absl::InvalidArgumentError(
+          absl::StrCat(route, ": the body is not a ", M::descriptor()->name(),
+                       " in JSON: ", std::string(status.message())));
+    }
+  }
+  if (message.id() != 0 && message.id() != id) {
+    return absl::InvalidArgumentError(absl::StrCat(
+        route, ": the body's id ", message.id(), " is not the path's ", id));
+  }
+  message.set_id(id);
+  return message;
+}
+
+absl::StatusOr<ActionRequest> ParseExperimentAction(int64_t id,
+                                                    absl::string_view verb,
+                                                    absl::string_view body) {
+  static constexpr std::pair<absl::string_view, ExperimentAction::Verb>
+      kBodyless[] = {{"cancel", ExperimentAction::Verb::kCancel},
+                     {"pause", ExperimentAction::Verb::kPause},
+                     {"resume", ExperimentAction::Verb::kResume},
+                     {"delete", ExperimentAction::Verb::kDelete}};
+  for (const auto& [name, value] : kBodyless) {
+    if (verb != name) continue;
+    if (!absl::StripAsciiWhitespace(body).empty()) {
+      return absl::InvalidArgumentError(absl::StrCat(name, " takes no body"));
+    }
+    return ExperimentAction{value, id};
+  }
+  if (verb == "priority") {
+    return ParseJsonBody<v1::SetPriorityRequest>(body, id, verb);
+  }
+  return ParseJsonBody<v1::ExtendRequest>(body, id, verb);
+}
+
 }  // namespace
 
 absl::StatusOr<ApiRequest> ParseApiRequest(absl::string_view path,
@@ -130,13 +189,15 @@ absl::StatusOr<ApiRequest> ParseApiRequest(absl::string_view path,
   }
   if (top == "experiments" && has_id &&
       (n == 2 || (n == 3 && (parts[2] == "rank" || parts[2] == "trials" ||
-                             parts[2] == "suggest" || parts[2] == "ladder")))) {
+                             parts[2] == "suggest" || parts[2] == "ladder" ||
+                             parts[2] == "compare")))) {
     PRISM_ASSIGN_OR_RETURN(int64_t id, PathId(parts[1], "experiment"));
     if (n == 2) {
       v1::GetExperimentRequest r;
       r.set_id(id);
       return r;
     }
+    if (parts[2] == "compare") return ParseCompare(id, params);
     if (parts[2] == "ladder") {
       v1::LadderTransferRequest r;
       r.set_experiment_id(id);
@@ -162,13 +223,30 @@ absl::StatusOr<ApiRequest> ParseApiRequest(absl::string_view path,
   return absl::NotFoundError(absl::StrCat("no such path: ", path));
 }
 
-absl::StatusOr<int64_t> ParseDeletePath(absl::string_view path) {
+absl::StatusOr<ActionRequest> ParseActionRequest(absl::string_view path,
+                                                 absl::string_view body) {
   absl::string_view rest = path;
-  if (absl::ConsumePrefix(&rest, kApiPrefix) &&
-      absl::ConsumePrefix(&rest, "experiments/") &&
-      absl::ConsumeSuffix(&rest, "/delete") && !rest.empty() &&
-      !absl::StrContains(rest, '/')) {
-    return PathId(rest, "experiment");
+  if (absl::ConsumePrefix(&rest, kApiPrefix)) {
+    if (rest == "plan" || rest == "submit") {
+      if (absl::StripAsciiWhitespace(body).empty()) {
+        return absl::InvalidArgumentError(
+            absl::StrCat(rest,
+                         ": the body must be the spec as textproto; it "
+                         "is empty"));
+      }
+      v1::SubmitRequest r;
+      r.set_spec_text(std::string(body));
+      r.set_dry_run(rest == "plan");
+      return r;
+    }
+    const std::vector<absl::string_view> parts = absl::StrSplit(rest, '/');
+    static constexpr absl::string_view kVerbs[] = {
+        "cancel", "pause", "resume", "delete", "priority", "extend"};
+    if (parts.size() == 3 && parts[0] == "experiments" && !parts[1].empty() &&
+        absl::c_linear_search(kVerbs, parts[2])) {
+      PRISM_ASSIGN_OR_RETURN(int64_t id, PathId(parts[1], "experiment"));
+      return ParseExperimentAction(id, parts[2], body);
+    }
   }
   return absl::NotFoundError(absl::StrCat("no such path: ", path));
 }

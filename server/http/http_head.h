@@ -36,7 +36,8 @@ struct HttpHeadLimits {
   // The whole head: request line, headers and the blank line.
   int64_t max_head_bytes = kDefaultMaxHttpHeadBytes;
   int max_headers = kDefaultMaxHttpHeaders;
-  // The largest Content-Length accepted (no route takes a body).
+  // The largest Content-Length accepted (the POST routes take small JSON
+  // bodies, and the submit page a spec).
   int64_t max_body_bytes = int64_t{64} << 10;
 };
 

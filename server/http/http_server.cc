@@ -209,7 +209,15 @@ std::string RouteLabel(const std::string& path) {
                                  "/api/v1/experiments/{id}/trials",
                                  "/api/v1/experiments/{id}/suggest",
                                  "/api/v1/experiments/{id}/ladder",
+                                 "/api/v1/experiments/{id}/compare",
                                  "/api/v1/experiments/{id}/delete",
+                                 "/api/v1/experiments/{id}/cancel",
+                                 "/api/v1/experiments/{id}/pause",
+                                 "/api/v1/experiments/{id}/resume",
+                                 "/api/v1/experiments/{id}/priority",
+                                 "/api/v1/experiments/{id}/extend",
+                                 "/api/v1/plan",
+                                 "/api/v1/submit",
                                  "/api/v1/trials/{id}",
                                  "/api/v1/workers",
                                  "/api/v1/events",
@@ -550,23 +558,28 @@ void HttpServer::Route() {
                                                              "=; Path=/; "
                                                              "Max-Age=0"));
          });
-  s.Post(R"(/api/v1/experiments/[^/]+/delete)",
-         [this](const httplib::Request& req, httplib::Response& res) {
-           const absl::StatusOr<int64_t> id = ParseDeletePath(req.path);
-           if (!id.ok()) return WriteError(res, id.status());
-           if (absl::Status same = CheckSameOrigin(req); !same.ok()) {
-             return WriteError(res, same);
-           }
-           absl::StatusOr<Caller> caller = AuthenticateRequest(auth_, req);
-           absl::Status allowed = caller.ok()
-                                      ? Authorize(*caller, Permission::kSubmit)
-                                      : caller.status();
-           if (!allowed.ok()) return WriteError(res, allowed);
-           absl::StatusOr<std::string> body =
-               ToJson(experiments_->Delete(*caller, *id));
-           if (!body.ok()) return WriteError(res, body.status());
-           res.set_content(*body, kJson);
-         });
+  // Every state-changing route but logout: an unknown path is 404 first;
+  // then the origin check, then authentication, then a malformed body is
+  // 400. The managers apply the same owner-or-admin rule as the RPCs.
+  s.Post(R"(/api/v1/.*)", [this](const httplib::Request& req,
+                                 httplib::Response& res) {
+    const absl::StatusOr<ActionRequest> action =
+        ParseActionRequest(req.path, req.body);
+    if (absl::IsNotFound(action.status())) {
+      return WriteError(res, action.status());
+    }
+    if (absl::Status same = CheckSameOrigin(req); !same.ok()) {
+      return WriteError(res, same);
+    }
+    absl::StatusOr<Caller> caller = AuthenticateRequest(auth_, req);
+    absl::Status allowed =
+        caller.ok() ? Authorize(*caller, Permission::kSubmit) : caller.status();
+    if (!allowed.ok()) return WriteError(res, allowed);
+    if (!action.ok()) return WriteError(res, action.status());
+    absl::StatusOr<std::string> body = Act(*action, *caller);
+    if (!body.ok()) return WriteError(res, body.status());
+    res.set_content(*body, kJson);
+  });
 
   s.Get("/metrics", [this](const httplib::Request& req,
                            httplib::Response& res) {
@@ -625,12 +638,43 @@ absl::StatusOr<std::string> HttpServer::Answer(const ApiRequest& request,
           return ToJson(results_->Suggest(r));
         } else if constexpr (std::is_same_v<R, v1::LadderTransferRequest>) {
           return ToJson(results_->LadderTransfer(r));
+        } else if constexpr (std::is_same_v<R, v1::CompareRequest>) {
+          return ToJson(results_->Compare(r));
         } else {
           // Event streams are served by ServeEvents, not as one answer.
           return absl::NotFoundError("an event stream is not a JSON answer");
         }
       },
       request);
+}
+
+absl::StatusOr<std::string> HttpServer::Act(const ActionRequest& action,
+                                            const Caller& caller) {
+  return std::visit(
+      [&](const auto& r) -> absl::StatusOr<std::string> {
+        using R = std::decay_t<decltype(r)>;
+        if constexpr (std::is_same_v<R, ExperimentAction>) {
+          switch (r.verb) {
+            case ExperimentAction::Verb::kCancel:
+              return ToJson(experiments_->Cancel(caller, r.id));
+            case ExperimentAction::Verb::kPause:
+              return ToJson(experiments_->Pause(caller, r.id));
+            case ExperimentAction::Verb::kResume:
+              return ToJson(experiments_->Resume(caller, r.id));
+            case ExperimentAction::Verb::kDelete:
+              return ToJson(experiments_->Delete(caller, r.id));
+          }
+          return absl::InternalError("unknown experiment action");
+        } else if constexpr (std::is_same_v<R, v1::SetPriorityRequest>) {
+          return ToJson(experiments_->SetPriority(caller, r));
+        } else if constexpr (std::is_same_v<R, v1::SubmitRequest>) {
+          return ToJson(experiments_->Submit(caller, r));
+        } else {
+          static_assert(std::is_same_v<R, v1::ExtendRequest>);
+          return ToJson(experiments_->Extend(caller, r));
+        }
+      },
+      action);
 }
 
 void HttpServer::ServeEvents(const httplib::Request& req,

@@ -1,5 +1,6 @@
 // HttpServer: the coordinator's HTTP face (cpp-httplib) — the dashboard's
-// static assets, a JSON API (reads, logout and deleting an experiment) and
+// static assets, a JSON API (reads, and the dashboard's actions: submit,
+// cancel, pause, resume, priority, extend, delete, logout) and
 // Prometheus metrics. JSON bodies are protobuf's JSON mapping
 // (MessageToJsonString defaults: lowerCamelCase names, int64 as strings,
 // enums as names, defaults omitted) of the very messages the RPCs return,
@@ -17,6 +18,8 @@
 //   GET /api/v1/experiments/{id}/suggest?n=     SuggestResponse (n: 10
 //       when absent)
 //   GET /api/v1/experiments/{id}/ladder         LadderTransferResponse
+//   GET /api/v1/experiments/{id}/compare?a=SCHEDULE&b=SCHEDULE
+//                                               CompareResponse
 //   GET /api/v1/trials/{id}?with_baseline=1     GetTrialResponse
 //   GET /api/v1/workers                         ListWorkersResponse
 //   GET /api/v1/events?experiment={id}          text/event-stream: one
@@ -35,7 +38,19 @@
 //   GET /, GET /static/...                      the dashboard (no auth)
 //   POST /api/v1/logout                         204, expires the cookie
 //   POST /api/v1/experiments/{id}/delete        DeleteExperimentResponse
-//       (ExperimentService.Delete: the owner or an admin)
+//   POST /api/v1/experiments/{id}/cancel        Experiment
+//   POST /api/v1/experiments/{id}/pause         Experiment
+//   POST /api/v1/experiments/{id}/resume        Experiment
+//   POST /api/v1/experiments/{id}/priority      Experiment; body
+//       SetPriorityRequest JSON ({"priority": 3})
+//   POST /api/v1/experiments/{id}/extend        ExtendResponse; body
+//       ExtendRequest JSON ({"addSeeds": 2} or {"schedules": [...]})
+//   POST /api/v1/plan                           SubmitResponse of a dry run;
+//       body: the spec as textproto
+//   POST /api/v1/submit                         SubmitResponse; body: the
+//       spec as textproto
+//       (each the ExperimentService call of that name with the caller, so
+//       the same rules: the owner or an admin, a user or admin role)
 //
 // Every response carries a Content-Security-Policy (scripts, styles and
 // connections from this origin only, no inline script, frame-ancestors
@@ -48,7 +63,8 @@
 // page could make a browser send). Else 403, with nothing changed.
 //
 // API routes need `Authorization: Bearer <token>` or a `prism_token` cookie
-// (any role); otherwise 401. Over TLS (tls_cert_file and tls_key_file
+// (any role for the GETs, a user or admin for the POSTs, 403 otherwise);
+// otherwise 401. Over TLS (tls_cert_file and tls_key_file
 // set: HTTPS only, a plaintext request gets no answer) a whoami authenticated
 // by the header answers with the cookie, `Secure; HttpOnly; SameSite=Strict`,
 // so no script can read it; over plain HTTP the dashboard sets it itself.
@@ -64,10 +80,10 @@
 //
 // Requests are read by the bounded reader (server/http/http_connection.h), not
 // by httplib: a request line over max_line_bytes (414), a head over
-// max_head_bytes (431), a body over max_request_body_bytes (413; no route
-// takes one) or a Transfer-Encoding (411) is answered and the connection
-// closed without reading the rest; a head and body must arrive within
-// header_timeout_ms (408). One peer address may hold
+// max_head_bytes (431), a body over max_request_body_bytes (413; a spec
+// for /api/v1/submit must fit) or a Transfer-Encoding (411) is answered and the
+// connection closed without reading the rest; a head and body must arrive
+// within header_timeout_ms (408). One peer address may hold
 // max_connections_per_peer connections, the server max_threads (503).
 //
 // Thread-safety: requests are served concurrently on the server's pool.
@@ -169,6 +185,9 @@ class HttpServer {
   // Answer renders a parsed API call's JSON answer.
   absl::StatusOr<std::string> Answer(const ApiRequest& request,
                                      const Caller& caller);
+  // Act performs a state-changing call as `caller` and renders its answer.
+  absl::StatusOr<std::string> Act(const ActionRequest& action,
+                                  const Caller& caller);
   void ServeEvents(const httplib::Request& req, httplib::Response& res);
 
   AuthManager* const auth_;

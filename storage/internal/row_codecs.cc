@@ -195,11 +195,14 @@ absl::StatusOr<v1::Experiment> ReadExperiment(Connection* conn, int64_t id,
       e.set_strategy(e.spec().strategy());
     }
   }
+  // Progress: a finished trial (completed, failed, diverged) counts whole;
+  // any other, a cancelled one included, the share of its steps it trained,
+  // so a cancelled experiment does not read as done (issue 41).
   PRISM_ASSIGN_OR_RETURN(
       Query q,
       conn->Prepare(
           "SELECT state, COUNT(*), SUM(CASE WHEN state BETWEEN 4 AND "
-          "7 THEN 1.0 "
+          "6 THEN 1.0 "
           "WHEN total_steps > 0 THEN MIN(1.0, last_step * 1.0 / "
           "total_steps) ELSE 0.0 END), SUM(last_step) FROM trials WHERE "
           "experiment_id = ? GROUP BY state"));

@@ -37,6 +37,25 @@
 //     signed in and the experiment still there, through the API; the
 //     experiment page's Delete button asks first (dismissed: nothing
 //     happens) and, confirmed, deletes it: the API answers 404 after.
+//   * issue #41, what a user does from the dashboard, each checked through
+//     the API or the CLI's RPCs after it: at 1024x768 the principle-effects
+//     table fits its card; the leaderboard's CSV export holds every ranked
+//     schedule with the RPC's numbers; the comparison card shows `prism
+//     compare`'s delta, interval and verdict; a schedule's link opens its
+//     page: every seed's trial, and the paired delta vs the baseline over
+//     steps whose mean and t-interval across seeds the test recomputes from
+//     the trials' curves, downloaded as SVG (its points) and PNG (drawn);
+//     on a finished experiment, "train these suggestions" queues the RPC's
+//     suggested schedules and "add seeds" a seed for the trained ones, every
+//     trial it had kept as it was;
+//     on a second coordinator without workers, as a user: pause, resume,
+//     priority, a cross-origin page's forged pause (form), cancel and
+//     submit (fetch with the cookie) refused with nothing changed, cancel
+//     (its confirmation naming the queued and running trials; dismissed
+//     first), a cancelled experiment at 0% progress, and the submit page:
+//     a spec with an unknown field shows the coordinator's line and column
+//     and stores nothing, a good one shows the dry run's trials, then
+//     submits them.
 // Screenshots go to --artifacts (printed). Every process it started is
 // stopped on success and on failure.
 //
@@ -266,6 +285,19 @@ ladder {
 }
 `;
 
+// Six random schedules and the baseline on one seed, 10 steps each: enough
+// finished schedules for the surrogate's suggestions (issue #41: "train
+// these suggestions", then add a seed).
+const kSuggestSpec = `
+name: "browser-suggest"
+model { preset: "tiny" }
+budget { steps: 10 batch_size: 4 eval_every: 5 eval_batches: 2 log_every: 5 }
+strategy: STRATEGY_RANDOM
+samples: 6
+sample_seed: 41
+seeds: [1]
+`;
+
 // startCoordinator starts `prism coordinator` on a new database named after
 // `name`, with `extra` flags; resolves to its ready file's endpoints, its
 // admin token and the token's file once it serves.
@@ -307,6 +339,10 @@ async function run() {
   fs.writeFileSync(ladderFile, kLadderSpec);
   const ladderId = String(JSON.parse(await prism(['submit', ladderFile, ...client, '--format', 'json'])).experiment?.id);
   check(/^\d+$/.test(ladderId), `submitted ladder #${ladderId}`);
+  const suggestFile = path.join(tmp, 'suggest.textproto');
+  fs.writeFileSync(suggestFile, kSuggestSpec);
+  const suggestId = String(JSON.parse(await prism(['submit', suggestFile, ...client, '--format', 'json'])).experiment?.id);
+  check(/^\d+$/.test(suggestId), `submitted the suggestions' experiment #${suggestId}`);
 
   const experiment = await waitFor('the experiment to finish', 420_000, async () => {
     const { status, body } = await api(ready.http, token, `/api/v1/experiments/${experimentId}`);
@@ -470,10 +506,18 @@ async function run() {
     }
   }
 
-  // Into a non-baseline trial.
+  await checkEffectsFit(page);
+  await checkCsvExport(page, rankRpc);
+  await checkCompare(page, experimentId, client, rankRpc);
+
+  // Into a non-baseline schedule's page, then its seed-1 trial.
   const link = page.locator('#leaderboard-table tr:not(.is-baseline) a.schedule-link').first();
   const schedule = await link.textContent();
   await link.click();
+  await page.waitForURL(/#\/experiments\/\d+\/schedules\//);
+  await waitForView(page);
+  await checkSchedulePage(page, ready.http, token, experimentId, schedule);
+  await page.click('#schedule-trials tbody tr[data-seed="1"] a.trial-link');
   await page.waitForURL(/#\/trials\/\d+$/);
   await waitForView(page);
   await page.waitForSelector('#loss-chart canvas');
@@ -597,7 +641,9 @@ async function run() {
         `no Content-Security-Policy violation on the pages (${cspViolations.join('; ') || 'none'})`);
   await checkCrossOrigin(page, base, ready.http, token, experimentId);
   await checkDeleteButton(page, base, ready.http, token, experimentId);
+  await checkExtend(page, base, ready.http, token, suggestId, client);
   check(pageErrors.length === 0, `no JavaScript errors (${pageErrors.join('; ') || 'none'})`);
+  await checkActions();
   await checkHttpsSession();
 }
 
@@ -693,6 +739,409 @@ async function checkDeleteButton(page, base, httpAddress, token, experimentId) {
   check(notice.includes(`Experiment #${experimentId} deleted`), `the queue says what was deleted: '${notice}'`);
   const gone = await api(httpAddress, token, `/api/v1/experiments/${experimentId}`);
   check(gone.status === 404, `confirmed: experiment #${experimentId} is gone (HTTP ${gone.status})`);
+}
+
+// download clicks `selector` and resolves to the file the page saved:
+// { name, bytes }.
+async function download(page, selector) {
+  const [saved] = await Promise.all([page.waitForEvent('download'), page.click(selector)]);
+  return { name: saved.suggestedFilename(), bytes: fs.readFileSync(await saved.path()) };
+}
+
+// parseCsv reads RFC 4180 text into rows of fields.
+function parseCsv(text) {
+  const rows = [];
+  let row = [];
+  let field = '';
+  let quoted = false;
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text[i];
+    if (quoted) {
+      if (c === '"' && text[i + 1] === '"') {
+        field += '"';
+        i += 1;
+      } else if (c === '"') {
+        quoted = false;
+      } else {
+        field += c;
+      }
+    } else if (c === '"') {
+      quoted = true;
+    } else if (c === ',') {
+      row.push(field);
+      field = '';
+    } else if (c === '\n' || c === '\r') {
+      if (c === '\r' && text[i + 1] === '\n') i += 1;
+      row.push(field);
+      rows.push(row);
+      row = [];
+      field = '';
+    } else {
+      field += c;
+    }
+  }
+  if (field || row.length) rows.push([...row, field]);
+  return rows;
+}
+
+// At 1024x768 the principle-effects table fits its card (issue #41: it
+// was cut), and the page does not scroll sideways.
+async function checkEffectsFit(page) {
+  await page.setViewportSize({ width: 1024, height: 768 });
+  const overflow = await horizontalOverflow(page, '.table-wrap:has(> #effects-table)');
+  check(overflow.page[0] <= overflow.page[1] && overflow.box && overflow.box[0] <= overflow.box[1],
+        `1024x768: the principle-effects table fits its card (${JSON.stringify(overflow)})`);
+  await screenshot(page, 'leaderboard-1024x768');
+  await page.setViewportSize({ width: 1400, height: 1000 });
+}
+
+// The leaderboard's CSV: one row per ranked schedule, the RPC's numbers
+// unrounded, under the columns the table shows.
+async function checkCsvExport(page, rankRpc) {
+  const { name, bytes } = await download(page, '#export-csv');
+  const [header, ...rows] = parseCsv(bytes.toString('utf8'));
+  const want = ['rank', 'schedule', 'principles', 'val_loss_mean', 'delta_mean', 'delta_low', 'delta_high', 'verdict',
+                'speedup_mean', 'throughput_ratio_mean', 'seeds_completed', 'paired_seeds'];
+  check(name.endsWith('leaderboard.csv') && want.every((c) => header.includes(c)),
+        `CSV export ${name}: columns ${header.join(',')}`);
+  const rpc = new Map((rankRpc.schedules || []).map((s) => [s.schedule, s]));
+  check(rows.length === rpc.size, `CSV export has ${rows.length} rows, the RPC ranks ${rpc.size}`);
+  const col = (row, c) => row[header.indexOf(c)];
+  for (const row of rows) {
+    const s = rpc.get(col(row, 'schedule')) || {};
+    const delta = s.isBaseline ? '' : String(Number(s.deltaVsBaseline?.mean));
+    const verdict = s.isBaseline || !s.verdict ? '' : s.verdict.replace(/^VERDICT_/, '').toLowerCase().replace('_', ' ');
+    check(col(row, 'rank') === String(s.rank) && (col(row, 'delta_mean') === '' ? delta === '' : Number(col(row, 'delta_mean')) === Number(delta))
+          && Number(col(row, 'val_loss_mean')) === Number(s.finalValLoss?.mean) && col(row, 'verdict') === verdict,
+          `CSV row ${col(row, 'schedule')}: rank ${col(row, 'rank')}, delta ${col(row, 'delta_mean')}, `
+          + `verdict '${col(row, 'verdict')}'; RPC ${s.rank}, ${delta}, '${verdict}'`);
+  }
+}
+
+// The comparison card: the baseline against a schedule, as `prism compare`.
+async function checkCompare(page, experimentId, client, rankRpc) {
+  const baseline = (rankRpc.schedules || []).find((s) => s.isBaseline).schedule;
+  const other = (rankRpc.schedules || []).find((s) => !s.isBaseline).schedule;
+  await page.selectOption('#compare-a', baseline);
+  await page.selectOption('#compare-b', other);
+  await page.click('#compare-button');
+  await page.waitForSelector('#compare-result');
+  const shown = await page.$eval('#compare-result', (el) => ({ ...el.dataset }));
+  const rpc = JSON.parse(await prism(['compare', '--experiment', experimentId, baseline, other, ...client,
+                                      '--format', 'json']));
+  check(Number(shown.mean) === Number(rpc.delta?.mean) && Number(shown.low) === Number(rpc.delta?.low)
+        && Number(shown.high) === Number(rpc.delta?.high) && Number(shown.n) === Number(rpc.delta?.n)
+        && shown.verdict === rpc.verdict,
+        `compare ${other} - ${baseline}: shown ${JSON.stringify(shown)}, RPC delta ${JSON.stringify(rpc.delta)} `
+        + `${rpc.verdict}`);
+  const verdict = await page.locator('#compare-verdict').textContent();
+  check(verdict === rpc.verdict.replace(/^VERDICT_/, '').toLowerCase().replace('_', ' '),
+        `compare verdict '${verdict}'`);
+}
+
+// Student's t 0.975 quantiles for 1..10 degrees of freedom (scipy), the
+// test's own.
+const kT975 = [12.706205, 4.302653, 3.182446, 2.776445, 2.570582, 2.446912, 2.364624, 2.306004, 2.262157, 2.228139];
+
+// The schedule's page: every seed's trial, and the paired delta's mean and
+// 95% t-interval across seeds at each eval step, recomputed here from the
+// trials' and their baselines' val curves (GET /api/v1/trials/{id}).
+async function checkSchedulePage(page, httpAddress, token, experimentId, schedule) {
+  const trials = ((await api(httpAddress, token, `/api/v1/experiments/${experimentId}/trials?page_size=1000`))
+    .body.trials || []).filter((t) => t.schedule === schedule);
+  const rowsShown = await page.$$eval('#schedule-trials tbody tr', (trs) => trs.map((tr) => tr.dataset.trial));
+  check(trials.length === 2 && JSON.stringify(rowsShown.slice().sort())
+        === JSON.stringify(trials.map((t) => String(t.id)).sort()),
+        `schedule page of ${schedule} lists its ${rowsShown.length} trials, one per seed (API: ${trials.length})`);
+  const perSeed = [];
+  for (const t of trials) {
+    const r = (await api(httpAddress, token, `/api/v1/trials/${t.id}?with_baseline=1`)).body;
+    const val = (points) => new Map((points || []).filter((p) => p.split === 'SPLIT_VAL')
+      .map((p) => [Number(p.step || 0), Number(p.loss)]));
+    const mine = val(r.points);
+    const theirs = val(r.baselinePoints);
+    perSeed.push(new Map([...mine].filter(([step]) => theirs.has(step)).map(([step, v]) => [step, v - theirs.get(step)])));
+  }
+  const steps = [...new Set(perSeed.flatMap((m) => [...m.keys()]))].sort((a, b) => a - b);
+  const shown = await page.$$eval('#delta-chart circle.delta-mean', (cs) => cs.map((c) => ({
+    step: Number(c.dataset.step), n: Number(c.dataset.n), mean: Number(c.dataset.mean),
+    low: Number(c.dataset.low), high: Number(c.dataset.high) })));
+  check(steps.length >= 3 && shown.length === steps.length,
+        `delta plot: ${shown.length} mean points for the ${steps.length} eval steps both curves have`);
+  for (const [i, step] of steps.entries()) {
+    const values = perSeed.map((m) => m.get(step)).filter((v) => v !== undefined);
+    const n = values.length;
+    const mean = values.reduce((a, b) => a + b, 0) / n;
+    const sd = Math.sqrt(values.reduce((a, v) => a + (v - mean) ** 2, 0) / (n - 1));
+    const half = kT975[n - 2] * sd / Math.sqrt(n);
+    const p = shown[i];
+    check(p.step === step && p.n === n && Math.abs(p.mean - mean) < 1e-12 && Math.abs(p.low - (mean - half)) < 1e-9
+          && Math.abs(p.high - (mean + half)) < 1e-9,
+          `delta at step ${step}: shown ${p.mean} [${p.low}, ${p.high}] over ${p.n} seeds; recomputed ${mean} `
+          + `\u00b1 ${half} over ${n}`);
+  }
+  const seedLines = await page.locator('#delta-chart path.delta-seed').count();
+  check(seedLines === trials.length, `delta plot draws one line per seed (${seedLines})`);
+  const caption = await page.locator('#delta-caption').textContent();
+  check(/Paired \u0394 of val loss against the uniform baseline/.test(caption) && caption.includes('95% interval across seeds'),
+        `delta plot caption says what it is: '${caption.slice(0, 80)}...'`);
+  await screenshot(page, 'schedule-delta');
+  const svgFile = await download(page, '#delta-download-svg');
+  const svgText = svgFile.bytes.toString('utf8');
+  check(svgFile.name.endsWith('.svg') && svgText.includes('<svg') && svgText.includes('xmlns="http://www.w3.org/2000/svg"')
+        && (svgText.match(/class="delta-mean"/g) || []).length === steps.length,
+        `SVG download ${svgFile.name}: ${svgText.length} bytes, ${steps.length} mean points`);
+  const pngFile = await download(page, '#delta-download-png');
+  const magic = Buffer.from([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+  check(pngFile.name.endsWith('.png') && pngFile.bytes.subarray(0, 8).equals(magic),
+        `PNG download ${pngFile.name}: a PNG of ${pngFile.bytes.readUInt32BE(16)}x${pngFile.bytes.readUInt32BE(20)}`);
+  // The PNG holds the plot: the mean line's colour, drawn.
+  const meanPixels = await page.evaluate(async ({ data, rgb }) => {
+    const image = new Image();
+    image.src = `data:image/png;base64,${data}`;
+    await image.decode();
+    const canvas = document.createElement('canvas');
+    canvas.width = image.width;
+    canvas.height = image.height;
+    const g = canvas.getContext('2d');
+    g.drawImage(image, 0, 0);
+    const px = g.getImageData(0, 0, canvas.width, canvas.height).data;
+    let count = 0;
+    for (let i = 0; i < px.length; i += 4) {
+      if (Math.abs(px[i] - rgb[0]) < 40 && Math.abs(px[i + 1] - rgb[1]) < 40 && Math.abs(px[i + 2] - rgb[2]) < 40) count += 1;
+    }
+    return count;
+  }, { data: pngFile.bytes.toString('base64'), rgb: kPrism });
+  check(meanPixels > 200, `the PNG shows the mean line (${meanPixels} pixels of its colour)`);
+}
+
+// checkExtend: on a finished experiment, "train these suggestions" queues
+// the surrogate's schedules (the RPC's) on its seed, and "add seeds" one more
+// seed for every schedule it trained and the baseline; every trial it had
+// is kept, as it was (ExperimentService.Extend reuses them).
+async function checkExtend(page, base, httpAddress, token, id, client) {
+  await waitFor('the suggestions\' experiment to finish', 300_000, async () =>
+    (await api(httpAddress, token, `/api/v1/experiments/${id}`)).body.state === 'EXPERIMENT_DONE');
+  const trials = async () =>
+    (await api(httpAddress, token, `/api/v1/experiments/${id}/trials?page_size=1000`)).body.trials || [];
+  const before = await trials();
+  const kept = (now) => before.every((t) => now.some((n) => n.id === t.id && n.state === t.state
+                                                         && n.schedule === t.schedule && n.seed === t.seed));
+  await page.goto(`${base}/#/experiments/${id}`);
+  await waitForView(page);
+  await page.waitForSelector('#train-suggestions');
+  const shown = await page.$$eval('#suggestions-table tbody tr', (trs) => trs.map((tr) => tr.dataset.schedule));
+  const rpc = JSON.parse(await prism(['suggest', '--experiment', id, ...client, '--format', 'json']));
+  const rpcSchedules = (rpc.suggestions || []).map((x) => x.schedule);
+  check(shown.length >= 1 && JSON.stringify(shown) === JSON.stringify(rpcSchedules),
+        `the suggestions shown are the RPC's: ${shown.join('  ')}`);
+  // Each asks first with what its dry run would add; the dry run stores
+  // nothing (the trials while the question is open).
+  let question = '';
+  let during = -1;
+  const answer = (dialog) => {
+    question = dialog.message();
+    trials().then((now) => { during = now.length; }).finally(() => dialog.accept());
+  };
+  page.once('dialog', answer);
+  await page.click('#train-suggestions');
+  const trained = await waitFor('the suggested schedules to be queued', 15_000, async () => {
+    const now = await trials();
+    return now.length === before.length + shown.length ? now : null;
+  });
+  check(question.includes(`This queues ${shown.length} new trials and reuses`) && during === before.length,
+        `train suggestions asks first, from a dry run that stored nothing: '${question}'`);
+  check(shown.every((x) => trained.some((t) => t.schedule === x && String(t.seed) === '1')) && kept(trained),
+        `Train suggestions: ${shown.length} new trials, one per suggested schedule on seed 1; the `
+        + `${before.length} trials it had are kept as they were`);
+  // Add a seed: seed 2 for every schedule trained to the whole budget (the
+  // first six and the baseline) and, once trained, the suggested ones.
+  await page.waitForSelector('#add-seeds');
+  await page.fill('#add-seeds-input', '1');
+  const beforeSeeds = (await trials()).length;
+  page.once('dialog', answer);
+  await page.click('#add-seeds');
+  const seeded = await waitFor('seed 2 to be queued', 15_000, async () => {
+    const now = await trials();
+    return before.every((t) => now.some((n) => n.schedule === t.schedule && String(n.seed) === '2')) ? now : null;
+  });
+  check(kept(seeded) && shown.every((x) => seeded.some((t) => t.schedule === x && String(t.seed) === '1')),
+        `Add seeds: seed 2 queued for the baseline and the ${before.length - 1} trained schedules; no trial `
+        + `trained twice (${seeded.filter((t) => String(t.seed) === '2').length} seed-2 trials)`);
+  check(!seeded.some((t) => Number(t.seed) > 2), 'Add seeds added exactly one seed (2)');
+  check(/^Add seed 2 to experiment/.test(question) && during === beforeSeeds,
+        `add seeds asks first, from a dry run that stored nothing: '${question}'`);
+}
+
+const kActionsSpec = `name: "browser-actions"
+model { preset: "tiny" }
+budget { steps: 30 batch_size: 4 eval_every: 10 }
+schedules: ["1x2,4x4", "2x3,4x3"]
+seeds: [1, 2]
+`;
+
+// checkActions: a coordinator without workers (nothing runs, so the counts
+// hold still), a user's experiment, and that user's dashboard.
+async function checkActions() {
+  const { ready, token: admin, tokenFile } = await startCoordinator('coordinator-actions');
+  const client = ['--coordinator', ready.grpc, '--token-file', tokenFile];
+  const alice = (await prism(['token', 'create', '--user', 'alice', '--role', 'user', ...client])).trim();
+  const aliceFile = path.join(tmp, 'alice.token');
+  fs.writeFileSync(aliceFile, alice);
+  const specFile = path.join(tmp, 'actions.textproto');
+  fs.writeFileSync(specFile, kActionsSpec);
+  const id = String(JSON.parse(await prism(['submit', specFile, '--coordinator', ready.grpc, '--token-file', aliceFile,
+                                            '--format', 'json'])).experiment?.id);
+  const get = async () => (await api(ready.http, admin, `/api/v1/experiments/${id}`)).body;
+  const count = async () => ((await api(ready.http, admin, '/api/v1/experiments')).body.experiments || []).length;
+  const base = `http://${ready.http}`;
+  const context = await chromium.launchPersistentContext(path.join(tmp, 'chromium-actions-profile'), {
+    executablePath: chromiumPath, headless: true, args: kChromiumArgs, viewport: { width: 1400, height: 1000 },
+  });
+  try {
+    const page = await context.newPage();
+    const errors = [];
+    page.on('pageerror', (err) => errors.push(err.message));
+    await page.goto(`${base}/#/experiments/${id}`);
+    await waitForView(page, ['login']);
+    const help = await page.locator('#token-help').textContent();
+    check(help.includes('prism-data/admin.token') && help.includes('--admin-token-file') && help.includes('prism token create'),
+          `the sign-in page says where the token is: '${help}'`);
+    await page.fill('#token-input', alice);
+    await page.click('#login-form button[type=submit]');
+    await waitForView(page);
+    // Each action reloads the page; the API says whether it happened.
+    const until = (what, probe) => waitFor(what, 15_000, async () => probe(await get()));
+
+    await page.click('#pause-experiment');
+    await until('the pause', (e) => e.state === 'EXPERIMENT_PAUSED');
+    check(true, 'Pause: the API says EXPERIMENT_PAUSED');
+    await page.click('#resume-experiment');
+    await until('the resume', (e) => e.state === 'EXPERIMENT_ACTIVE');
+    check(true, 'Resume: the API says EXPERIMENT_ACTIVE');
+    await page.waitForSelector('#pause-experiment');
+    await page.fill('#priority-input', '3');
+    await page.click('#set-priority');
+    await until('the priority', (e) => e.priority === 3);
+    check(true, 'Set priority: the API says priority 3');
+
+    // A page of another origin, with alice's cookie in the browser, forges a
+    // pause (a form), a cancel and a submit (fetch with credentials).
+    const forged = 'name: "forged"\nmodel { preset: "tiny" }\nschedules: "1x2,4x4"\nseeds: [1]\n';
+    const { server, origin } = await startOtherOrigin({
+      '/forge.html': `<!doctype html><title>forge</title>
+        <iframe name="sink"></iframe>
+        <form id="pause" method="POST" action="${base}/api/v1/experiments/${id}/pause" target="sink"></form>
+        <script>
+          fetch('${base}/api/v1/experiments/${id}/cancel', { method: 'POST', credentials: 'include', mode: 'no-cors' })
+            .catch(() => {})
+            .finally(() => fetch('${base}/api/v1/submit', { method: 'POST', credentials: 'include', mode: 'no-cors',
+                                                              body: ${JSON.stringify(forged)} }).catch(() => {}))
+            .finally(() => document.getElementById('pause').submit());
+        </script>`,
+    });
+    const before = await count();
+    const attacker = await context.newPage();
+    try {
+      const answers = ['pause', 'cancel'].map((verb) => attacker.waitForResponse(
+        (r) => r.url() === `${base}/api/v1/experiments/${id}/${verb}`));
+      answers.push(attacker.waitForResponse((r) => r.url() === `${base}/api/v1/submit`));
+      await attacker.goto(`${origin}/forge.html`);
+      const statuses = (await Promise.all(answers)).map((r) => r.status());
+      check(statuses.every((st) => st === 403), `forged cross-origin pause, cancel and submit refused: ${statuses.join(', ')}`);
+    } finally {
+      await attacker.close();
+      server.close();
+    }
+    const untouched = await get();
+    check(untouched.state === 'EXPERIMENT_ACTIVE' && untouched.priority === 3 && (await count()) === before,
+          `after the forgeries nothing changed: ${untouched.state}, priority ${untouched.priority}, `
+          + `${await count()} experiment(s)`);
+
+    // Cancel asks first, naming what stops; dismissed, nothing happens.
+    await page.goto(`${base}/#/experiments/${id}`);
+    await waitForView(page);
+    const counts = (await get()).counts;
+    let question = '';
+    page.once('dialog', (dialog) => { question = dialog.message(); dialog.dismiss(); });
+    await page.click('#cancel-experiment');
+    await waitFor('the cancel confirmation', 10_000, async () => question);
+    const running = Number(counts.running || 0) + Number(counts.leased || 0);
+    check(question.includes(`This stops ${counts.queued} queued and ${running} running trials`),
+          `the cancel confirmation names what stops: '${question}'`);
+    check((await get()).state === 'EXPERIMENT_ACTIVE', 'cancel dismissed: still active');
+    page.once('dialog', (dialog) => dialog.accept());
+    await page.click('#cancel-experiment');
+    const cancelled = await until('the cancel', (e) => (e.state === 'EXPERIMENT_CANCELLED' ? e : null));
+    check(cancelled.state === 'EXPERIMENT_CANCELLED' && cancelled.counts.cancelled === counts.total,
+          `Cancel: the API says ${cancelled.state}, ${cancelled.counts.cancelled} of ${counts.total} trials cancelled`);
+    check(!cancelled.progress, `a cancelled experiment that never ran is at 0% progress (API ${cancelled.progress || 0})`);
+    await page.waitForSelector('h1 .state-cancelled');
+    const bar = await page.locator('.head-progress .progress').getAttribute('aria-valuenow');
+    check(bar === '0', `the dashboard shows the cancelled experiment at ${bar}%`);
+
+    // The submit page: an unknown field is the coordinator's line:column,
+    // nothing stored; a good spec's plan, then the submit.
+    await page.goto(`${base}/#/submit`);
+    await waitForView(page);
+    const bad = kActionsSpec.replace('seeds: [1, 2]', 'seeds: [1, 2]\nlearning_speed: 11');
+    const badLine = bad.split('\n').findIndex((l) => l.startsWith('learning_speed')) + 1;
+    await page.fill('#spec-text', bad);
+    await page.click('#plan-button');
+    await page.waitForSelector('#submit-error');
+    const where = await page.$eval('#submit-error', (el) => ({ ...el.dataset, text: el.textContent }));
+    const planned = await fetch(`${base}/api/v1/plan`, { method: 'POST', headers: { Authorization: `Bearer ${alice}` }, body: bad });
+    const apiError = (await planned.json()).error || '';
+    check(planned.status === 400 && where.text.includes(apiError) && Number(where.line) === badLine
+          && apiError.startsWith(`spec_text:${badLine}:${where.column}:`),
+          `the submit page shows the error at line ${where.line}, column ${where.column}: '${apiError}'`);
+    check(await page.locator('#submit-button').isDisabled(), 'Submit stays disabled until a plan succeeds');
+    check((await count()) === before, 'the bad spec stored nothing');
+    await page.fill('#spec-text', kActionsSpec);
+    await page.click('#plan-button');
+    await page.waitForSelector('#plan-result');
+    const trialsPlanned = Number(await page.$eval('#plan-trials', (el) => el.dataset.trials));
+    check(trialsPlanned === 6 && (await count()) === before, `the plan: ${trialsPlanned} trials, nothing stored`);
+    // The bill: a row for every PlanEstimate field the coordinator set.
+    const planApi = (await (await fetch(`${base}/api/v1/plan`, {
+      method: 'POST', headers: { Authorization: `Bearer ${alice}` }, body: kActionsSpec })).json()).plan || {};
+    const bill = new Map(await page.$$eval('#plan-result [data-field]', (els) => els.map((e) => [e.dataset.field, e.textContent])));
+    const setFields = Object.keys(planApi).filter((k) => k !== 'warnings');
+    check(setFields.length >= 5 && bill.size === setFields.length && bill.get('Trials queued now') === String(planApi.trials)
+          && bill.get('Share from') === planApi.shareSource && bill.get('Throughput from') === planApi.throughputSource,
+          `the bill shows the plan's ${setFields.length} fields: ${[...bill].map(([k, v]) => `${k} ${v}`).join('; ')}`);
+    await screenshot(page, 'submit-plan');
+    await page.click('#submit-button');
+    await page.waitForURL(/#\/experiments\/\d+$/);
+    await waitForView(page);
+    const newId = page.url().split('#/experiments/')[1];
+    const submitted = (await api(ready.http, admin, `/api/v1/experiments/${newId}`)).body;
+    check(submitted.owner === 'alice' && submitted.counts.total === trialsPlanned && (await count()) === before + 1,
+          `Submit: experiment #${newId} of ${submitted.owner} with ${submitted.counts.total} trials`);
+    // Another user sees alice's experiment without its actions, and the
+    // coordinator refuses bob's pause from the dashboard's own origin
+    // (PERMISSION_DENIED: 403), whatever the page shows.
+    const bob = (await prism(['token', 'create', '--user', 'bob', '--role', 'user', ...client])).trim();
+    await page.click('#sign-out');
+    await waitForView(page, ['login']);
+    await page.fill('#token-input', bob);
+    await page.click('#login-form button[type=submit]');
+    await waitForView(page);
+    await page.goto(`${base}/#/experiments/${newId}`);
+    await waitForView(page);
+    check(await page.locator('#experiment-actions').count() === 0, 'bob sees no actions on alice\'s experiment');
+    const refused = await page.evaluate(async ({ route, token }) => {
+      const r = await fetch(route, { method: 'POST', headers: { Authorization: `Bearer ${token}` } });
+      return { status: r.status, body: await r.text() };
+    }, { route: `/api/v1/experiments/${newId}/pause`, token: bob });
+    check(refused.status === 403 && refused.body.includes("may not change experiments of 'alice'"),
+          `bob's pause of alice's experiment from the dashboard: ${refused.status} ${refused.body}`);
+    check((await api(ready.http, admin, `/api/v1/experiments/${newId}`)).body.state === 'EXPERIMENT_ACTIVE',
+          'after bob\'s refused pause alice\'s experiment is still active');
+    check(errors.length === 0, `actions: no JavaScript errors (${errors.join('; ') || 'none'})`);
+  } finally {
+    await context.close();
+  }
 }
 
 // A TLS coordinator on an empty database: sign in, look at the cookie, sign

@@ -99,5 +99,80 @@ TEST(HttpApiTest, ARepeatedParameterCountsByItsFirstValue) {
   EXPECT_EQ(std::get<v1::ListExperimentsRequest>(*r).page_size(), 3);
 }
 
+TEST(HttpApiTest, ActionsCarryTheirIdsAndBodies) {
+  absl::StatusOr<ActionRequest> a =
+      ParseActionRequest("/api/v1/experiments/7/pause", "");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(std::get<ExperimentAction>(*a).verb,
+            ExperimentAction::Verb::kPause);
+  EXPECT_EQ(std::get<ExperimentAction>(*a).id, 7);
+  a = ParseActionRequest("/api/v1/experiments/8/delete", "");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(std::get<ExperimentAction>(*a).verb,
+            ExperimentAction::Verb::kDelete);
+  a = ParseActionRequest("/api/v1/experiments/7/priority",
+                         R"({"priority": -2})");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_EQ(std::get<v1::SetPriorityRequest>(*a).id(), 7);
+  EXPECT_EQ(std::get<v1::SetPriorityRequest>(*a).priority(), -2);
+  a = ParseActionRequest("/api/v1/experiments/7/extend",
+                         R"({"addSeeds": 2, "schedules": ["2x2,4x4"]})");
+  ASSERT_TRUE(a.ok()) << a.status();
+  const auto& extend = std::get<v1::ExtendRequest>(*a);
+  EXPECT_EQ(extend.id(), 7);
+  EXPECT_EQ(extend.add_seeds(), 2);
+  ASSERT_EQ(extend.schedules_size(), 1);
+  EXPECT_EQ(extend.schedules(0), "2x2,4x4");
+  a = ParseActionRequest("/api/v1/plan", "name: \"x\"");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_TRUE(std::get<v1::SubmitRequest>(*a).dry_run());
+  EXPECT_EQ(std::get<v1::SubmitRequest>(*a).spec_text(), "name: \"x\"");
+  a = ParseActionRequest("/api/v1/submit", "name: \"x\"");
+  ASSERT_TRUE(a.ok()) << a.status();
+  EXPECT_FALSE(std::get<v1::SubmitRequest>(*a).dry_run());
+}
+
+TEST(HttpApiTest, BadActionsAreNotFoundOrInvalidNamingTheProblem) {
+  for (const char* path :
+       {"/api/v1/experiments/7/explode", "/api/v1/experiments/7",
+        "/api/v1/experiments//pause", "/api/v1/experiments/7/pause/x",
+        "/api/v1/whoami", "/api/v1/plan/x", "/api/v2/submit"}) {
+    absl::Status s = ParseActionRequest(path, "").status();
+    EXPECT_EQ(s.code(), absl::StatusCode::kNotFound) << path;
+  }
+  EXPECT_THAT(
+      ParseActionRequest("/api/v1/experiments/x/cancel", "").status().message(),
+      HasSubstr("experiment id 'x' is not a positive integer"));
+  EXPECT_THAT(ParseActionRequest("/api/v1/experiments/7/cancel", "{}")
+                  .status()
+                  .message(),
+              HasSubstr("cancel takes no body"));
+  EXPECT_THAT(ParseActionRequest("/api/v1/experiments/7/priority",
+                                 R"({"priority": "high"})")
+                  .status()
+                  .message(),
+              HasSubstr("priority: the body is not a SetPriorityRequest"));
+  EXPECT_THAT(ParseActionRequest("/api/v1/experiments/7/extend",
+                                 R"({"id": "8", "addSeeds": 1})")
+                  .status()
+                  .message(),
+              HasSubstr("the body's id 8 is not the path's 7"));
+  EXPECT_THAT(ParseActionRequest("/api/v1/submit", " \n").status().message(),
+              HasSubstr("submit: the body must be the spec as textproto"));
+}
+
+TEST(HttpApiTest, CompareNeedsBothSchedules) {
+  absl::StatusOr<ApiRequest> r = ParseApiRequest(
+      "/api/v1/experiments/3/compare", {{"a", "4x6"}, {"b", "2x2,4x4"}});
+  ASSERT_TRUE(r.ok()) << r.status();
+  EXPECT_EQ(std::get<v1::CompareRequest>(*r).experiment_id(), 3);
+  EXPECT_EQ(std::get<v1::CompareRequest>(*r).schedule_a(), "4x6");
+  EXPECT_EQ(std::get<v1::CompareRequest>(*r).schedule_b(), "2x2,4x4");
+  EXPECT_THAT(ParseApiRequest("/api/v1/experiments/3/compare", {{"a", "4x6"}})
+                  .status()
+                  .message(),
+              HasSubstr("compare needs a=<schedule> and b=<schedule>"));
+}
+
 }  // namespace
 }  // namespace prism::server

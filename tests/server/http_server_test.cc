@@ -23,6 +23,7 @@
 #include "absl/strings/str_split.h"
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
+#include "google/protobuf/text_format.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
 #include "tests/server/coordinator_fixture.h"
@@ -133,6 +134,17 @@ class HttpTest : public CoordinatorTest {
                       .ok());
     }
     return id;
+  }
+
+  // Stored reads an experiment over the RPC: the check of what an HTTP
+  // action did (or did not do).
+  v1::Experiment Stored(int64_t id) {
+    v1::GetExperimentRequest req;
+    req.set_id(id);
+    v1::Experiment e;
+    auto ctx = Ctx(viewer_);
+    EXPECT_TRUE(experiments_->Get(ctx.get(), req, &e).ok());
+    return e;
   }
 
   std::string web_root_;
@@ -361,6 +373,245 @@ TEST_F(HttpTest, StateChangingRoutesRefuseOtherOriginsAndChangeNothing) {
   EXPECT_THAT(same->body, HasSubstr("\"trials\":\"2\""));
   EXPECT_EQ(Get(absl::StrCat("/api/v1/experiments/", id), viewer_)->status,
             404);
+}
+
+// Issue 41: the dashboard's actions are the RPCs' calls with the caller:
+// the owner pauses, resumes, reprioritises and cancels from the dashboard's
+// own origin (cookie), each answer the stored experiment.
+TEST_F(HttpTest, TheOwnerPausesResumesReprioritisesAndCancels) {
+  const int64_t id = Submit(alice_, Spec({"2x2,4x4"}, {1, 2}));
+  ASSERT_NE(id, 0);
+  const std::string own = "http://" + coordinator_->http_address();
+  const httplib::Headers dashboard = {{"Origin", own},
+                                      {"Cookie", "prism_token=" + alice_}};
+  const std::string e = absl::StrCat("/api/v1/experiments/", id);
+  auto post = [&](const std::string& verb, const std::string& body = "") {
+    return client_->Post((e + "/" + verb).c_str(), dashboard, body,
+                         "application/json");
+  };
+  auto paused = post("pause");
+  ASSERT_TRUE(paused);
+  EXPECT_EQ(paused->status, 200) << paused->body;
+  EXPECT_THAT(paused->body, HasSubstr("\"state\":\"EXPERIMENT_PAUSED\""));
+  EXPECT_EQ(Stored(id).state(), v1::EXPERIMENT_PAUSED);
+  EXPECT_EQ(post("resume")->status, 200);
+  EXPECT_EQ(Stored(id).state(), v1::EXPERIMENT_ACTIVE);
+  auto priority = post("priority", R"({"priority": 3})");
+  EXPECT_EQ(priority->status, 200) << priority->body;
+  EXPECT_EQ(Stored(id).priority(), 3);
+  // A body that is not SetPriorityRequest JSON, or names another id: 400.
+  auto garbled = post("priority", "three");
+  EXPECT_EQ(garbled->status, 400);
+  EXPECT_THAT(garbled->body, HasSubstr("not a SetPriorityRequest in JSON"));
+  EXPECT_EQ(post("priority", R"({"id": "999", "priority": 1})")->status, 400);
+  EXPECT_EQ(Stored(id).priority(), 3);
+  auto cancelled = post("cancel");
+  EXPECT_EQ(cancelled->status, 200) << cancelled->body;
+  const v1::Experiment after = Stored(id);
+  EXPECT_EQ(after.state(), v1::EXPERIMENT_CANCELLED);
+  EXPECT_EQ(after.counts().cancelled(), 4);
+  // Nothing ran: a cancelled experiment reads 0% done, not 100%.
+  EXPECT_DOUBLE_EQ(after.progress(), 0.0);
+  EXPECT_EQ(post("pause")->status, 400);  // finished: FAILED_PRECONDITION
+}
+
+// Another user's experiment: PERMISSION_DENIED (403) from every action,
+// with nothing changed; a viewer may act on nothing.
+TEST_F(HttpTest, ActionsOnAnotherUsersExperimentAre403AndChangeNothing) {
+  const int64_t id = Submit(alice_, Spec({"2x2,4x4"}, {1}));
+  ASSERT_NE(id, 0);
+  const std::string own = "http://" + coordinator_->http_address();
+  const std::string bob = Token("bob", v1::ROLE_USER);
+  const std::string e = absl::StrCat("/api/v1/experiments/", id);
+  const v1::Experiment before = Stored(id);
+  for (const std::string& token : {bob, viewer_}) {
+    for (const auto& [verb, body] :
+         std::vector<std::pair<std::string, std::string>>{
+             {"pause", ""},
+             {"cancel", ""},
+             {"resume", ""},
+             {"priority", R"({"priority": 5})"},
+             {"delete", ""}}) {
+      auto res =
+          client_->Post((e + "/" + verb).c_str(),
+                        {{"Origin", own}, {"Cookie", "prism_token=" + token}},
+                        body, "application/json");
+      ASSERT_TRUE(res);
+      EXPECT_EQ(res->status, 403) << verb << ": " << res->body;
+      EXPECT_THAT(res->body, Not(HasSubstr("cross-origin")));
+    }
+  }
+  const v1::Experiment after = Stored(id);
+  EXPECT_EQ(after.state(), before.state());
+  EXPECT_EQ(after.priority(), before.priority());
+  EXPECT_EQ(after.counts().queued(), before.counts().queued());
+  // An admin may act on anyone's.
+  auto admin =
+      client_->Post((e + "/pause").c_str(),
+                    {{"Origin", own},
+                     {"Authorization", "Bearer " + std::string(kAdminToken)}},
+                    "", "text/plain");
+  EXPECT_EQ(admin->status, 200) << admin->body;
+}
+
+// Every state-changing route refuses a cross-origin request (a page
+// elsewhere holding the user's cookie), and nothing changes: no experiment
+// paused, cancelled, reprioritised or submitted.
+TEST_F(HttpTest, EveryActionRefusesOtherOrigins) {
+  const int64_t id = Submit(alice_, Spec({"2x2,4x4"}, {1}));
+  ASSERT_NE(id, 0);
+  const std::string e = absl::StrCat("/api/v1/experiments/", id);
+  std::string spec_text;
+  ASSERT_TRUE(google::protobuf::TextFormat::PrintToString(
+      Spec({"1x2,4x4"}, {1}), &spec_text));
+  for (const auto& [path, body] :
+       std::vector<std::pair<std::string, std::string>>{
+           {e + "/pause", ""},
+           {e + "/resume", ""},
+           {e + "/cancel", ""},
+           {e + "/priority", R"({"priority": 4})"},
+           {e + "/extend", R"({"addSeeds": 1})"},
+           {"/api/v1/plan", spec_text},
+           {"/api/v1/submit", spec_text}}) {
+    for (const httplib::Headers& headers :
+         std::vector<httplib::Headers>{{{"Cookie", "prism_token=" + alice_},
+                                        {"Origin", "http://127.0.0.1:1"}},
+                                       {{"Cookie", "prism_token=" + alice_},
+                                        {"Sec-Fetch-Site", "cross-site"}},
+                                       {{"Cookie", "prism_token=" + alice_}}}) {
+      auto res = client_->Post(path.c_str(), headers, body, "text/plain");
+      ASSERT_TRUE(res);
+      EXPECT_EQ(res->status, 403) << path;
+      EXPECT_THAT(res->body, HasSubstr("cross-origin request refused"));
+    }
+  }
+  const v1::Experiment after = Stored(id);
+  EXPECT_EQ(after.state(), v1::EXPERIMENT_ACTIVE);
+  EXPECT_EQ(after.priority(), 0);
+  // Neither the plan nor the submit stored an experiment.
+  EXPECT_EQ(Get(absl::StrCat("/api/v1/experiments/", id + 1), viewer_)->status,
+            404);
+}
+
+// The submit page's routes: /api/v1/plan is a dry run (nothing stored, the
+// trials and headroom it would take), a spec that does not parse is 400
+// with its line and column, and /api/v1/submit stores it.
+TEST_F(HttpTest, PlanIsADryRunWithLineAndColumnErrorsAndSubmitStores) {
+  const std::string own = "http://" + coordinator_->http_address();
+  const httplib::Headers dashboard = {{"Origin", own},
+                                      {"Cookie", "prism_token=" + alice_}};
+  std::string spec_text;
+  ASSERT_TRUE(google::protobuf::TextFormat::PrintToString(
+      Spec({"2x2,4x4"}, {1, 2}), &spec_text));
+  auto plan = client_->Post("/api/v1/plan", dashboard, spec_text, "text/plain");
+  ASSERT_TRUE(plan);
+  EXPECT_EQ(plan->status, 200) << plan->body;
+  v1::SubmitResponse planned;
+  ASSERT_TRUE(
+      google::protobuf::util::JsonStringToMessage(plan->body, &planned).ok());
+  EXPECT_EQ(planned.experiment().id(), 0);
+  EXPECT_EQ(planned.trials_created(), 4);
+  EXPECT_EQ(planned.headroom().trials(), 4);
+  EXPECT_THAT(Get("/api/v1/experiments", viewer_)->body,
+              Not(HasSubstr("\"id\"")));
+
+  auto bad = client_->Post(
+      "/api/v1/plan", dashboard,
+      "name: \"x\"\nmodel { preset: \"tiny\" }\nbogus: 1\n", "text/plain");
+  EXPECT_EQ(bad->status, 400);
+  EXPECT_THAT(bad->body, HasSubstr("spec_text:3:"));
+  auto empty = client_->Post("/api/v1/submit", dashboard, "  ", "text/plain");
+  EXPECT_EQ(empty->status, 400);
+  EXPECT_THAT(empty->body, HasSubstr("it is empty"));
+  EXPECT_THAT(Get("/api/v1/experiments", viewer_)->body,
+              Not(HasSubstr("\"id\"")));
+
+  auto submitted =
+      client_->Post("/api/v1/submit", dashboard, spec_text, "text/plain");
+  EXPECT_EQ(submitted->status, 200) << submitted->body;
+  v1::SubmitResponse stored;
+  ASSERT_TRUE(
+      google::protobuf::util::JsonStringToMessage(submitted->body, &stored)
+          .ok());
+  ASSERT_GT(stored.experiment().id(), 0);
+  const v1::Experiment e = Stored(stored.experiment().id());
+  EXPECT_EQ(e.owner(), "alice");
+  EXPECT_EQ(e.counts().total(), 4);
+  // A viewer may not submit.
+  EXPECT_EQ(client_
+                ->Post("/api/v1/submit",
+                       {{"Origin", own}, {"Cookie", "prism_token=" + viewer_}},
+                       spec_text, "text/plain")
+                ->status,
+            403);
+}
+
+// POST .../extend is ExperimentService.Extend with the caller: the owner's
+// dry run stores nothing, the real one queues the new seed's trials only;
+// another user is refused (403) with nothing added; a body asking for two
+// kinds of seeds at once is 400 naming the fields.
+TEST_F(HttpTest, ExtendAddsSeedsForTheOwnerAndNoOneElse) {
+  const int64_t id = Finished();
+  ASSERT_EQ(Stored(id).state(), v1::EXPERIMENT_DONE);
+  const std::string own = "http://" + coordinator_->http_address();
+  const std::string route = absl::StrCat("/api/v1/experiments/", id, "/extend");
+  auto post = [&](const std::string& token, const std::string& body) {
+    return client_->Post(route.c_str(),
+                         {{"Origin", own}, {"Cookie", "prism_token=" + token}},
+                         body, "application/json");
+  };
+  auto bob = post(Token("bob", v1::ROLE_USER), R"({"addSeeds": 1})");
+  EXPECT_EQ(bob->status, 403) << bob->body;
+  EXPECT_EQ(Stored(id).counts().total(), 2);
+
+  auto dry = post(alice_, R"({"addSeeds": 1, "dryRun": true})");
+  ASSERT_EQ(dry->status, 200) << dry->body;
+  v1::ExtendResponse planned;
+  ASSERT_TRUE(
+      google::protobuf::util::JsonStringToMessage(dry->body, &planned).ok());
+  EXPECT_EQ(planned.trials_created(), 2);
+  EXPECT_EQ(Stored(id).counts().total(), 2);
+  EXPECT_EQ(Stored(id).state(), v1::EXPERIMENT_DONE);
+
+  auto both = post(alice_, R"({"addSeeds": 1, "toSeeds": 3})");
+  EXPECT_EQ(both->status, 400) << both->body;
+  EXPECT_EQ(Stored(id).counts().total(), 2);
+
+  auto added = post(alice_, R"({"addSeeds": 1})");
+  ASSERT_EQ(added->status, 200) << added->body;
+  v1::ExtendResponse response;
+  ASSERT_TRUE(
+      google::protobuf::util::JsonStringToMessage(added->body, &response).ok());
+  EXPECT_EQ(response.trials_created(), 2);
+  EXPECT_EQ(response.trials_reused(), 2);
+  ASSERT_EQ(response.seeds_added_size(), 1);
+  EXPECT_EQ(response.seeds_added(0), 2);
+  const v1::Experiment after = Stored(id);
+  EXPECT_EQ(after.counts().total(), 4);
+  EXPECT_EQ(after.counts().completed(), 2);
+  EXPECT_EQ(after.state(), v1::EXPERIMENT_ACTIVE);
+}
+
+// GET .../compare is ResultsService.Compare.
+TEST_F(HttpTest, CompareEqualsTheRpc) {
+  const int64_t id = Finished();
+  v1::CompareRequest req;
+  req.set_experiment_id(id);
+  req.set_schedule_a("4x6");
+  req.set_schedule_b("2x2,4x4");
+  v1::CompareResponse rpc;
+  auto ctx = Ctx(viewer_);
+  ASSERT_TRUE(results_->Compare(ctx.get(), req, &rpc).ok());
+  auto res = Get(
+      absl::StrCat("/api/v1/experiments/", id, "/compare?a=4x6&b=2x2%2C4x4"),
+      viewer_);
+  ASSERT_TRUE(res);
+  EXPECT_EQ(res->status, 200) << res->body;
+  EXPECT_EQ(res->body, Json(rpc));
+  EXPECT_EQ(
+      Get(absl::StrCat("/api/v1/experiments/", id, "/compare?a=4x6"), viewer_)
+          ->status,
+      400);
 }
 
 // A script (curl, no browser headers at all) deletes with its bearer token.

@@ -1038,6 +1038,35 @@ TEST_F(SqliteStoreTest, CancelStopsLiveTrialsAndCancelsQueuedOnes) {
   EXPECT_EQ(*store_->CountQueued(), 0);
 }
 
+// Issue 41: a cancelled experiment's progress counts what its trials
+// trained, not 100%: a cancelled trial counts the share of its steps it
+// trained (none for one that never ran), a completed one counts whole.
+TEST_F(SqliteStoreTest, CancelledTrialsCountOnlyTheStepsTheyTrainedInProgress) {
+  const int64_t id =
+      CreateOrDie(MakeExperiment("alice", {"4x4", "2x2,4x2"}, {1, 2}));
+  const v1::Trial done = LeaseOrDie(id, "w1");
+  ASSERT_TRUE(store_
+                  ->CompleteTrial(AttemptRef{done.id(), 1, "w1"},
+                                  TrainedMetrics(), {}, 2000)
+                  .ok());
+  const v1::Trial half = LeaseOrDie(id, "w2", 2100);
+  ASSERT_GT(half.total_steps(), 1);
+  ASSERT_TRUE(store_
+                  ->Heartbeat(AttemptRef{half.id(), 1, "w2"},
+                              half.total_steps() / 2, 2200, 32200)
+                  .ok());
+  const double trained_share =
+      static_cast<double>(half.total_steps() / 2) / half.total_steps();
+  absl::StatusOr<v1::Experiment> e = store_->CancelExperiment(id, 3000);
+  ASSERT_TRUE(e.ok()) << e.status();
+  EXPECT_EQ(e->counts().completed(), 1);
+  EXPECT_EQ(e->counts().cancelled(), 3);
+  EXPECT_DOUBLE_EQ(e->progress(), (1.0 + trained_share) / 4);
+  EXPECT_DOUBLE_EQ(store_->GetExperiment(id)->progress(),
+                   (1.0 + trained_share) / 4);
+  EXPECT_LT(store_->GetExperiment(id)->progress(), 0.5);
+}
+
 TEST_F(SqliteStoreTest, DeleteRemovesEveryRowOfAFinishedExperimentOnly) {
   const int64_t kept = CreateOrDie(MakeExperiment("bob", {"4x4"}, {1}));
   const int64_t id =

@@ -1,8 +1,9 @@
 // The dashboard's only way to the coordinator: its JSON API (protobuf's JSON
 // mapping of prism.proto messages: lowerCamelCase names, int64 as strings,
-// enums as names, default values omitted), read-only but for deleting an
-// experiment and logging out (POSTs the coordinator answers only from this
-// origin).
+// enums as names, default values omitted). Its writes (submit, cancel,
+// pause, resume, priority, extend, delete, logout) are POSTs the coordinator
+// answers only from this origin, as the caller: the owner or an admin, the
+// RPCs' rule, whatever the page shows.
 //
 // The token lives in localStorage and in the `prism_token` cookie
 // (SameSite=Strict): fetch sends it as a bearer header, EventSource (which
@@ -75,12 +76,13 @@ export function getJson(path, params = {}) {
   return requestJson('GET', path, params);
 }
 
-// postJson is getJson for the state-changing routes (no body).
-export function postJson(path) {
-  return requestJson('POST', path, {});
+// postJson is getJson for the state-changing routes: `body` is an object
+// (sent as JSON) or a string (sent as text: a spec's textproto).
+export function postJson(path, body = undefined) {
+  return requestJson('POST', path, {}, body);
 }
 
-async function requestJson(method, path, params) {
+async function requestJson(method, path, params, body = undefined) {
   const url = new URL(path, window.location.origin);
   for (const [key, value] of Object.entries(params)) {
     if (value !== undefined && value !== null && value !== '') {
@@ -90,33 +92,41 @@ async function requestJson(method, path, params) {
   const headers = { Accept: 'application/json' };
   const token = storedToken();
   if (token) headers.Authorization = `Bearer ${token}`;
+  const init = { method, headers, credentials: 'same-origin' };
+  if (body !== undefined) {
+    const isText = typeof body === 'string';
+    headers['Content-Type'] = isText ? 'text/plain; charset=utf-8' : 'application/json';
+    init.body = isText ? body : JSON.stringify(body);
+  }
   let response;
   try {
-    response = await fetch(url, { method, headers, credentials: 'same-origin' });
+    response = await fetch(url, init);
   } catch (err) {
     throw new ApiError(0, `cannot reach the coordinator (${err.message})`);
   }
-  let body = null;
+  let answer = null;
   const text = await response.text();
   if (text) {
     try {
-      body = JSON.parse(text);
+      answer = JSON.parse(text);
     } catch {
-      body = null;
+      answer = null;
     }
   }
   if (response.status === 401) {
-    throw new AuthError((body && body.error) || 'the token was not accepted');
+    throw new AuthError((answer && answer.error) || 'the token was not accepted');
   }
   if (!response.ok) {
-    const reason = (body && body.error) || text || response.statusText;
+    const reason = (answer && answer.error) || text || response.statusText;
     throw new ApiError(response.status, `${url.pathname}: ${reason} (HTTP ${response.status})`, reason);
   }
-  if (body === null) {
+  if (answer === null) {
     throw new ApiError(response.status, `${url.pathname}: the response is not JSON`);
   }
-  return body;
+  return answer;
 }
+
+const experimentPath = (id, rest = '') => `/api/v1/experiments/${encodeURIComponent(id)}${rest}`;
 
 export const api = {
   whoami: () => getJson('/api/v1/whoami'),
@@ -128,8 +138,22 @@ export const api = {
   trials: (id, params) => getJson(`/api/v1/experiments/${encodeURIComponent(id)}/trials`, params),
   trial: (id) => getJson(`/api/v1/trials/${encodeURIComponent(id)}`, { with_baseline: 1 }),
   workers: () => getJson('/api/v1/workers'),
+  // compare: ResultsService.Compare of schedules a and b (b - a, paired).
+  compare: (id, a, b) => getJson(experimentPath(id, '/compare'), { a, b }),
   // deleteExperiment resolves to the DeleteExperimentResponse (what went).
-  deleteExperiment: (id) => postJson(`/api/v1/experiments/${encodeURIComponent(id)}/delete`),
+  deleteExperiment: (id) => postJson(experimentPath(id, '/delete')),
+  // cancel, pause, resume and setPriority resolve to the stored Experiment.
+  cancel: (id) => postJson(experimentPath(id, '/cancel')),
+  pause: (id) => postJson(experimentPath(id, '/pause')),
+  resume: (id) => postJson(experimentPath(id, '/resume')),
+  setPriority: (id, priority) => postJson(experimentPath(id, '/priority'), { priority }),
+  // extend takes an ExtendRequest's fields ({ addSeeds } or { schedules });
+  // resolves to the ExtendResponse.
+  extend: (id, request) => postJson(experimentPath(id, '/extend'), request),
+  // plan and submit take the spec's textproto; resolve to a SubmitResponse
+  // (plan's a dry run: nothing stored).
+  plan: (specText) => postJson('/api/v1/plan', specText),
+  submit: (specText) => postJson('/api/v1/submit', specText),
 };
 
 // subscribe opens the experiment's server-sent event stream and calls onEvent

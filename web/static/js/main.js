@@ -7,7 +7,11 @@
 //   #/                          queue (experiments + workers)
 //   #/experiments/ID?sort=..    leaderboard
 //   #/experiments/ID/trials     the experiment's trials
+//   #/experiments/ID/schedules/SCHEDULE
+//                               one schedule: every seed's trial, the
+//                               paired delta vs the baseline over steps
 //   #/trials/ID                 one trial against its baseline
+//   #/submit                    plan (dry run) and submit a spec
 
 import { api, AuthError, clearToken, saveToken, storedToken, subscribe } from './api.js';
 import { h, replace } from './dom.js';
@@ -17,6 +21,8 @@ import * as queue from './pages/queue.js';
 import * as leaderboard from './pages/leaderboard.js';
 import * as trials from './pages/trials.js';
 import * as trial from './pages/trial.js';
+import * as schedule from './pages/schedule.js';
+import * as submit from './pages/submit.js';
 
 // Live views refresh at most this often, whether driven by events or polling.
 const kRefreshMs = 2000;
@@ -54,6 +60,10 @@ function parseHash() {
   if (parts[0] === 'experiments' && parts[1] && parts.length === 2) {
     return { page: leaderboard, params: { id: parts[1] }, query, name: 'leaderboard' };
   }
+  if (parts[0] === 'experiments' && parts[1] && parts[2] === 'schedules' && parts[3] && parts.length === 4) {
+    return { page: schedule, params: { id: parts[1], schedule: decodeURIComponent(parts[3]) }, query, name: 'schedule' };
+  }
+  if (parts[0] === 'submit' && parts.length === 1) return { page: submit, params: {}, query, name: 'submit' };
   if (parts[0] === 'experiments' && parts[1] && parts[2] === 'trials') {
     return { page: trials, params: { id: parts[1] }, query, name: 'trials' };
   }
@@ -213,8 +223,13 @@ async function route() {
       navigate,
       isCurrent: () => gen === generation,
       live: null,
+      // Who is signed in (WhoAmIResponse): pages show actions only to
+      // those the coordinator would let act (it checks every one anyway).
+      identity,
       // notify leaves a message for the next page; fail shows an error.
       notify: (message) => { notice = message; },
+      // reload renders the page afresh (after an action changed its data).
+      reload: () => { route(); },
       fail: handleError,
     };
     let refresh = async () => {};

@@ -3,7 +3,8 @@
 // GET /api/v1/experiments/{id}/suggest), each with its predicted paired delta
 // vs the baseline ± the surrogate's uncertainty, in the order of the lower
 // confidence bound. Until the surrogate can be fitted (too few finished
-// schedules) the card says why, in the coordinator's words.
+// schedules) the card says why, in the coordinator's words. The card's
+// `suggested` lists the schedules shown, for the page's "train these".
 
 import { api, ApiError } from './api.js';
 import { h } from './dom.js';
@@ -52,5 +53,6 @@ export async function suggestionsCard(experimentId) {
                        }) : empty('Every schedule of the space has been tried.'),
                        h('p', { class: 'muted', id: 'suggestions-method' }, response.method || ''));
   card.id = 'suggestions';
+  card.suggested = rows.map((row) => row.schedule);
   return card;
 }

@@ -5,12 +5,16 @@
 // effects (the regression's effect of violating each with its interval, or
 // why it is not estimable) and their chart; and the schedules a surrogate
 // suggests training next (suggestions.js); for an ASHA experiment, its rungs
-// (asha.js). Live over the experiment's event stream.
+// (asha.js). For its owner and admins, the actions (actions.js); for anyone,
+// a two-schedule comparison, the leaderboard as CSV and the effects chart as
+// PNG. Live over the experiment's event stream.
 
+import { actionsPanel, canAct, extendAfterAsking, extendNote } from '../actions.js';
 import { api } from '../api.js';
 import { ashaCard } from '../asha.js';
 import { barChart, kColors } from '../charts.js';
 import { h, replace } from '../dom.js';
+import { plotDownloads, saveCsv } from '../download.js';
 import {
   compact, deltaClass, experimentState, fixed, integer, interval, kDash, loss, num, percent, principleName, ratio,
   signed, verdictWord,
@@ -24,6 +28,7 @@ import {
 } from '../ui.js';
 
 const kPageSize = 50;
+const kCsvPageSize = 1000;
 const kPrinciples = ['smooth', 'baseline', 'pow2'];
 const kPrincipleTitles = {
   smooth: 'staircase smoothness: every non-baseline run spans min_run..max_run layers',
@@ -87,36 +92,16 @@ function principleBadges(report = {}) {
     : badge(p, `principle off principle-${p}`, `violates ${kPrincipleTitles[p]}`))));
 }
 
-function scheduleCell(row) {
+// schedulePath is the schedule's page: every seed's trial and its paired
+// delta against the baseline over steps.
+export const schedulePath = (experimentId, schedule) =>
+  `#/experiments/${experimentId}/schedules/${encodeURIComponent(schedule)}`;
+
+function scheduleCell(row, experimentId) {
   const heads = layerHeads(row.principles, row.schedule);
-  const first = (row.trialIds || [])[0];
-  const text = first ? h('a', { href: `#/trials/${first}`, class: 'schedule-link' }, row.schedule)
-                     : h('span', {}, row.schedule);
+  const text = h('a', { href: schedulePath(experimentId, row.schedule), class: 'schedule-link' }, row.schedule);
   return h('div', { class: 'schedule-cell' }, staircase(heads, { label: `${row.schedule}: heads per layer ${heads.join(' ')}` }),
            h('code', { class: 'schedule' }, text), row.isBaseline ? badge('baseline', 'uniform') : null);
-}
-
-// deleteButton: a done or cancelled experiment can be deleted with everything
-// stored for it, once the user confirmed what goes; the coordinator decides
-// who may (its owner or an admin) and says why not in the banner.
-function deleteButton(experiment, onDeleted, onError) {
-  const state = experimentState(experiment.state);
-  if (state !== 'done' && state !== 'cancelled') return null;
-  const onclick = async (event) => {
-    const button = event.currentTarget;
-    const what = `experiment #${experiment.id} "${experiment.name || ''}" of ${experiment.owner || '?'}: `
-      + `${integer(experiment.counts?.total)} trials with their attempts and loss curves`;
-    if (!window.confirm(`Delete ${what}? This cannot be undone.`)) return;
-    button.disabled = true;
-    try {
-      onDeleted(await api.deleteExperiment(experiment.id));
-    } catch (err) {
-      button.disabled = false;
-      onError(err);
-    }
-  };
-  return h('button', { type: 'button', class: 'danger-button', id: 'delete-experiment', onclick },
-           'Delete experiment');
 }
 
 function header(experiment, actions = null) {
@@ -188,7 +173,7 @@ function effectCell(e) {
   return h('span', { class: 'effect not-estimable muted' }, `not estimable (${reason})`);
 }
 
-function effectsCard(effects) {
+function effectsCard(effects, onError, experimentId) {
   const usable = (effects || []).filter((e) => num(e.satisfied) + num(e.violated) > 0);
   if (!usable.length) {
     return section('Principle effects', empty('No finished trials yet.', 'The chart compares schedules that satisfy each principle with those that violate it.'));
@@ -220,7 +205,10 @@ function effectsCard(effects) {
                          + 'mean paired \u0394 on all the principles\u2019 violations, weighted by paired seeds, '
                          + 'baseline left out. Bars: plain mean \u0394 of the schedules that satisfy or violate it, '
                          + 'not adjusted for the other principles.'),
-                       holder);
+                       holder,
+                       plotDownloads(`experiment-${experimentId}-principle-effects`,
+                                     () => holder.querySelector('canvas'), onError,
+                                     { idPrefix: 'effects-download', withSvg: false }));
   // The chart needs its container in the document to know its width.
   card.drawChart = () => barChart(holder, {
     categories: usable.map((e) => principleName(e.principle)),
@@ -298,6 +286,140 @@ function controls(state, apply) {
              onchange: (ev) => apply({ desc: ev.target.checked ? '1' : '', page: '', trail: '' }) }), ' reverse'));
 }
 
+// iv lists an Interval's mean, low and high as CSV columns named
+// `name`_mean, _low, _high (absent values empty).
+const ivCsv = (name, get) => [[`${name}_mean`, (r) => get(r)?.mean], [`${name}_low`, (r) => get(r)?.low],
+                              [`${name}_high`, (r) => get(r)?.high]];
+
+// leaderboardColumns: the table's columns, each with what it exports to CSV
+// (`csv`: [name, value(row)] pairs, the numbers unrounded), so the export
+// has the columns shown and cannot drift from them.
+function leaderboardColumns(verdicts, experimentId) {
+  return [
+    { label: 'Rank', class: 'num rank', sort: 'rank', title: 'by the paired delta vs the baseline',
+      render: (r) => integer(r.rank), csv: [['rank', (r) => r.rank]] },
+    { label: 'Schedule', render: (r) => (r.inBestSet
+      ? h('span', { class: 'best-set-cell' }, scheduleCell(r, experimentId),
+          h('span', { class: 'badge best-set', title: 'in the 95% confidence set for the best (Hsu\u2019s MCB)' },
+            'best-set'))
+      : scheduleCell(r, experimentId)),
+      csv: [['schedule', (r) => r.schedule], ['baseline', (r) => (r.isBaseline ? 1 : 0)],
+            ['best_set', (r) => (r.inBestSet ? 1 : 0)]] },
+    { label: 'Principles', render: (r) => principleBadges(r.principles),
+      csv: [['principles', (r) => kPrinciples.filter((p) => r.principles?.[p]).join(' ')]] },
+    { label: 'Val loss', class: 'num', sort: 'val_loss',
+      title: 'final val loss, mean \u00b1 95% CI half-width over seeds; under it the min val loss (mean over seeds)',
+      render: (r) => [h('span', { class: 'val-loss' }, interval(r.finalValLoss)),
+                      h('span', { class: 'sub min-val-loss', title: 'min val loss, mean over seeds' },
+                        `min ${loss(r.minValLoss)}`)],
+      csv: [...ivCsv('val_loss', (r) => r.finalValLoss), ['min_val_loss', (r) => r.minValLoss]] },
+    { label: '\u0394 vs baseline', class: 'num', sort: 'delta',
+      title: 'paired per-seed delta vs the uniform baseline (negative is better); under it the family-adjusted '
+             + 'interval of the delta: it lies below 0 exactly when the verdict is better, above 0 when worse',
+      render: (r) => [h('span', { class: `delta ${r.isBaseline ? 'delta-none' : deltaClass(r.verdict)}` },
+                        r.isBaseline ? '\u2014' : interval(r.deltaVsBaseline, { sign: true })),
+                      adjustedDelta(r)],
+      csv: [...ivCsv('delta', (r) => (r.isBaseline ? null : r.deltaVsBaseline)),
+            ['adjusted_delta_low', (r) => r.adjustedDelta?.low], ['adjusted_delta_high', (r) => r.adjustedDelta?.high]] },
+    { label: 'Verdict', title: verdictTitle(verdicts),
+      render: (r) => h('span', { class: `verdict ${deltaClass(r.isBaseline ? '' : r.verdict)}`,
+                                 title: verdictDetail(r) },
+                       verdictWord(r.verdict)),
+      csv: [['verdict', (r) => (r.isBaseline ? '' : verdictWord(r.verdict))]] },
+    { label: 'Speed-up', class: 'num', sort: 'speedup',
+      title: 'per seed: baseline steps / steps to reach the baseline\u2019s final val loss (interpolated between '
+             + 'evals); mean \u00b1 95% CI over the seeds that reached it, reached/paired seeds',
+      render: speedupCell,
+      csv: [...ivCsv('speedup', (r) => r.speedup), ['speedup_reached_seeds', (r) => r.speedup?.n],
+            ['speedup_paired_seeds', (r) => r.speedupSeeds]] },
+    { label: 'Tokens/s', class: 'num', sort: 'throughput',
+      title: 'tokens/s ratio vs the baseline per seed, mean \u00b1 95% CI, paired on the same worker, else the '
+             + 'same device, else unpaired',
+      render: throughputCell,
+      csv: [...ivCsv('throughput_ratio', (r) => r.throughputRatio),
+            ['throughput_pairing', (r) => kPairingWords[r.throughputPairing] || '']] },
+    { label: 'Seeds', class: 'num', title: 'completed seeds (paired with the baseline); diverged and failed ones',
+      render: (r) => h('span', { class: num(r.seedsDiverged) + num(r.seedsFailed) > 0 ? 'seeds-lost' : '' },
+                       `${integer(r.seedsCompleted)} (${integer(r.pairedSeeds)})`
+                       + (num(r.seedsDiverged) ? `, ${integer(r.seedsDiverged)} diverged` : '')
+                       + (num(r.seedsFailed) ? `, ${integer(r.seedsFailed)} failed` : '')),
+      csv: [['seeds_completed', (r) => r.seedsCompleted], ['paired_seeds', (r) => r.pairedSeeds],
+            ['seeds_diverged', (r) => r.seedsDiverged], ['seeds_failed', (r) => r.seedsFailed]] },
+  ];
+}
+
+// csvColumns flattens the columns' CSV pairs.
+function csvColumns(columns) {
+  return columns.flatMap((c) => (c.csv || []).map(([name, value]) => ({ name, value })));
+}
+
+// exportLeaderboard saves every ranked schedule (all pages, under the
+// page's filter and sort) as CSV, the columns the table shows.
+async function exportLeaderboard(id, state, verdicts) {
+  const rows = [];
+  let token = '';
+  do {
+    const page = await api.rank(id, { require: state.require.join(','), sort: state.sort,
+                                      descending: state.desc ? 1 : '', page_size: kCsvPageSize, page_token: token });
+    rows.push(...(page.schedules || []));
+    token = page.nextPageToken || '';
+  } while (token);
+  saveCsv(`experiment-${id}-leaderboard.csv`, csvColumns(leaderboardColumns(verdicts, id)), rows);
+}
+
+// compareView is ResultsService.Compare's answer: b - a over their common
+// seeds, its 95% interval and the verdict of one planned paired t-test.
+function compareView(c, a, b) {
+  const d = c.delta || {};
+  const n = num(d.n);
+  const verdict = verdictWord(c.verdict);
+  const ci = n >= 2 && d.low !== undefined ? `[${signed(d.low)}, ${signed(d.high)}]` : 'no interval from one seed';
+  return h('div', { id: 'compare-result', dataset: { mean: String(num(d.mean)), low: String(d.low ?? ''),
+                                                     high: String(d.high ?? ''), n: String(n), verdict: c.verdict || '' } },
+           h('p', {}, h('code', {}, b), ' − ', h('code', {}, a), ': ',
+             h('strong', { class: `delta ${deltaClass(c.verdict)}` }, signed(d.mean)), ` ${ci}, over ${integer(n)} `
+             + `common seed${n === 1 ? '' : 's'}.`),
+           h('p', {}, 'Verdict: ', h('span', { class: `verdict ${deltaClass(c.verdict)}`, id: 'compare-verdict' }, verdict),
+             c.pValue === undefined ? '' : ` (p ${num(c.pValue) < 0.001 ? '< 0.001' : fixed(c.pValue, 3)})`),
+           h('p', { class: 'muted' }, 'A two-sided paired t-test of the per-seed differences against 0 over the seeds '
+             + 'both trained; one planned comparison, so not adjusted for multiplicity (the leaderboard’s '
+             + 'verdicts are). Negative: b’s val loss is lower.'));
+}
+
+// compareCard picks two of the page's schedules and compares them.
+function compareCard(id, rows, kept, onError) {
+  const names = rows.map((r) => r.schedule);
+  const baseline = rows.find((r) => r.isBaseline)?.schedule || names[0];
+  kept.compareA = names.includes(kept.compareA) ? kept.compareA : baseline;
+  kept.compareB = names.includes(kept.compareB) ? kept.compareB : names.find((x) => x !== kept.compareA);
+  const select = (key, elementId, label) => h('label', { class: 'select' }, `${label} `,
+    h('select', { id: elementId, onchange: (ev) => { kept[key] = ev.target.value; } },
+      names.map((x) => h('option', { value: x, selected: x === kept[key] }, x))));
+  const result = h('div', { class: 'compare-out' },
+                   kept.compareAnswer ? compareView(...kept.compareAnswer) : null);
+  const run = async (event) => {
+    const button = event.currentTarget;
+    const [a, b] = [kept.compareA, kept.compareB];
+    button.disabled = true;
+    try {
+      kept.compareAnswer = [await api.compare(id, a, b), a, b];
+      replace(result, compareView(...kept.compareAnswer));
+    } catch (err) {
+      onError(err);
+    } finally {
+      button.disabled = false;
+    }
+  };
+  const card = section('Compare two schedules',
+                       h('div', { class: 'controls' }, select('compareA', 'compare-a', 'a:'),
+                         select('compareB', 'compare-b', 'b:'),
+                         h('button', { type: 'button', class: 'action-button', id: 'compare-button', onclick: run },
+                           'Compare')),
+                       result);
+  card.id = 'compare';
+  return card;
+}
+
 export async function render(ctx) {
   const id = ctx.params.id;
   const state = {
@@ -309,6 +431,30 @@ export async function render(ctx) {
   const base = { sort: ctx.query.sort, desc: ctx.query.desc, require: ctx.query.require };
   const apply = (changes) => ctx.navigate(`/experiments/${id}`, { ...base, page: paging.token,
                                                                    trail: ctx.query.trail, ...changes });
+  // What the user typed or chose survives the live refreshes: the action
+  // inputs, the comparison's schedules and its answer.
+  const kept = {};
+  // trainButton queues the suggested schedules on every seed the
+  // experiment has (ExperimentService.Extend), once the owner confirmed
+  // what its dry run says it adds.
+  const trainButton = (schedules) => h('button', {
+    type: 'button', class: 'action-button', id: 'train-suggestions',
+    onclick: async (event) => {
+      const button = event.currentTarget;
+      button.disabled = true;
+      try {
+        const added = await extendAfterAsking(id, { schedules });
+        if (added) {
+          ctx.notify(extendNote(added));
+          ctx.reload();
+        }
+      } catch (err) {
+        ctx.fail(err);
+      } finally {
+        button.disabled = false;
+      }
+    },
+  }, `Train these ${schedules.length} suggestions`);
   const load = async () => {
     const [rank, suggestions] = await Promise.all([api.rank(id, {
       require: state.require.join(','), sort: state.sort, descending: state.desc ? 1 : '',
@@ -329,63 +475,41 @@ export async function render(ctx) {
       sort: state.sort,
       descending: actualDescending,
       onSort,
-      columns: [
-        { label: 'Rank', class: 'num rank', sort: 'rank', title: 'by the paired delta vs the baseline',
-          render: (r) => integer(r.rank) },
-        { label: 'Schedule', render: (r) => (r.inBestSet
-          ? h('span', { class: 'best-set-cell' }, scheduleCell(r),
-              h('span', { class: 'badge best-set', title: 'in the 95% confidence set for the best (Hsu\u2019s MCB)' },
-                'best-set'))
-          : scheduleCell(r)) },
-        { label: 'Principles', render: (r) => principleBadges(r.principles) },
-        { label: 'Val loss', class: 'num', sort: 'val_loss',
-          title: 'final val loss, mean \u00b1 95% CI half-width over seeds; under it the min val loss (mean over seeds)',
-          render: (r) => [h('span', { class: 'val-loss' }, interval(r.finalValLoss)),
-                          h('span', { class: 'sub min-val-loss', title: 'min val loss, mean over seeds' },
-                            `min ${loss(r.minValLoss)}`)] },
-        { label: '\u0394 vs baseline', class: 'num', sort: 'delta',
-          title: 'paired per-seed delta vs the uniform baseline (negative is better); under it the family-adjusted '
-                 + 'interval of the delta: it lies below 0 exactly when the verdict is better, above 0 when worse',
-          render: (r) => [h('span', { class: `delta ${r.isBaseline ? 'delta-none' : deltaClass(r.verdict)}` },
-                            r.isBaseline ? '\u2014' : interval(r.deltaVsBaseline, { sign: true })),
-                          adjustedDelta(r)] },
-        { label: 'Verdict', title: verdictTitle(rank.verdicts),
-          render: (r) => h('span', { class: `verdict ${deltaClass(r.isBaseline ? '' : r.verdict)}`,
-                                     title: verdictDetail(r) },
-                           verdictWord(r.verdict)) },
-        { label: 'Speed-up', class: 'num', sort: 'speedup',
-          title: 'per seed: baseline steps / steps to reach the baseline\u2019s final val loss (interpolated between '
-                 + 'evals); mean \u00b1 95% CI over the seeds that reached it, reached/paired seeds',
-          render: speedupCell },
-        { label: 'Tokens/s', class: 'num', sort: 'throughput',
-          title: 'tokens/s ratio vs the baseline per seed, mean \u00b1 95% CI, paired on the same worker, else the '
-                 + 'same device, else unpaired',
-          render: throughputCell },
-        { label: 'Seeds', class: 'num', title: 'completed seeds (paired with the baseline); diverged and failed ones',
-          render: (r) => h('span', { class: num(r.seedsDiverged) + num(r.seedsFailed) > 0 ? 'seeds-lost' : '' },
-                           `${integer(r.seedsCompleted)} (${integer(r.pairedSeeds)})`
-                           + (num(r.seedsDiverged) ? `, ${integer(r.seedsDiverged)} diverged` : '')
-                           + (num(r.seedsFailed) ? `, ${integer(r.seedsFailed)} failed` : '')) },
-      ],
+      columns: leaderboardColumns(rank.verdicts, id),
       rows,
       rowAttrs: (r) => ({ class: [r.isBaseline ? 'is-baseline' : '', r.inBestSet ? 'in-best-set' : ''].join(' ').trim(),
                           dataset: { schedule: r.schedule } }),
     }) : (state.require.length
       ? empty('No finished schedule satisfies the chosen principles.', 'Clear a filter to see more.')
       : empty('No finished trials yet.', 'Schedules are ranked as soon as their trials complete.'));
-    const effects = effectsCard(rank.principleEffects);
+    const effects = effectsCard(rank.principleEffects, ctx.fail, id);
     const onDeleted = (deleted) => {
       ctx.notify(`Experiment #${deleted.id} deleted: ${integer(deleted.trials)} trials, `
                  + `${integer(deleted.attempts)} attempts, ${integer(deleted.points)} points.`);
       ctx.navigate('/', {});
     };
+    // After an action the page loads afresh (its state, and whether it is
+    // live, may have changed) and says what happened.
+    const onChanged = (message) => {
+      ctx.notify(message);
+      ctx.reload();
+    };
+    const actions = actionsPanel(experiment, ctx.identity, { onChanged, onDeleted, onError: ctx.fail, kept });
+    if (suggestions.suggested?.length && canAct(ctx.identity, experiment)
+        && experimentState(experiment.state) !== 'cancelled') {
+      suggestions.appendChild(trainButton(suggestions.suggested));
+    }
+    const exportCsv = h('button', { type: 'button', class: 'tool-button', id: 'export-csv',
+                                    onclick: () => exportLeaderboard(id, state, rank.verdicts).catch(ctx.fail) },
+                        'Export CSV');
     replace(ctx.view,
-            header(experiment, deleteButton(experiment, onDeleted, ctx.fail)),
-            h('div', { class: 'two-col' }, baselineCard(rank.baseline), effects),
+            header(experiment, actions),
+            h('div', { class: 'two-col effects-row' }, baselineCard(rank.baseline), effects),
             h('section', { class: 'card' },
               h('div', { class: 'card-head' }, h('h2', {}, 'Leaderboard'),
-                h('span', { class: 'muted', id: 'rank-total', dataset: { total: String(total) } },
-                  `${integer(total)} schedule${total === 1 ? '' : 's'}`)),
+                h('span', { class: 'card-tools' }, exportCsv,
+                  h('span', { class: 'muted', id: 'rank-total', dataset: { total: String(total) } },
+                    `${integer(total)} schedule${total === 1 ? '' : 's'}`))),
               verdictSummary(rank.verdicts, rank.race),
               controls(state, apply),
               board,
@@ -394,6 +518,7 @@ export async function render(ctx) {
                 hasNext: Boolean(rank.nextPageToken), onFirst: () => go('first'),
                 onPrev: () => go('prev'), onNext: () => go('next'),
               }) : null),
+            rows.length >= 2 ? compareCard(id, rows, kept, ctx.fail) : null,
             ashaCard(rank.ashaRungs, { key: id, spec: experiment.spec }),
             ladder,
             suggestions);
