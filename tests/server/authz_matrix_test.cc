@@ -21,6 +21,7 @@
 
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_split.h"
 #include "base/data_roots.h"
 #include "google/protobuf/descriptor.h"
 #include "gtest/gtest.h"
@@ -520,7 +521,10 @@ struct Route {
 // world's experiment has too few finished schedules.
 // So does the ladder route: the world's experiment is not a ladder's.
 constexpr Expect kHttpSuggest = {401, 401, 400, 400, 400, 400, 400};
-constexpr std::array<Route, 18> kRoutes = {{
+// Compare answers 404 (NOT_FOUND) to whoever may read: the world's trials
+// have not finished, so neither schedule has a final loss.
+constexpr Expect kHttpCompare = {401, 401, 404, 404, 404, 404, 404};
+constexpr std::array<Route, 19> kRoutes = {{
     {"/api/v1/whoami", kHttpRead},
     {"/api/v1/experiments", kHttpRead},
     {"/api/v1/experiments/{E}", kHttpRead},
@@ -530,6 +534,7 @@ constexpr std::array<Route, 18> kRoutes = {{
     {"/api/v1/workers", kHttpRead},
     {"/api/v1/experiments/{E}/suggest", kHttpSuggest},
     {"/api/v1/experiments/{E}/ladder", kHttpSuggest},
+    {"/api/v1/experiments/{E}/compare?a=4x6&b=2x2,4x4", kHttpCompare},
     {"/api/v1/events?experiment={E}", kHttpRead},
     {"/api/v1/whoami", kHttpRead, /*cookie=*/true},
     {"/api/v1/events?experiment={E}", kHttpRead, /*cookie=*/true},
@@ -540,7 +545,7 @@ constexpr std::array<Route, 18> kRoutes = {{
     {"/", kHttpPublic},
     {"/static/js/main.js", kHttpPublic},
 }};
-constexpr int kApiRoutes = 10;
+constexpr int kApiRoutes = 11;
 static_assert(std::variant_size_v<ApiRequest> == kApiRoutes,
               "http_api.h has a new API route: add it to kRoutes");
 
@@ -693,9 +698,11 @@ TEST(AuthzMatrixCoverageTest, EveryApiRouteHasARow) {
     const size_t q = filled.find('?');
     ApiParams params;
     if (q != std::string::npos) {
-      const std::string query = filled.substr(q + 1);
-      const size_t eq = query.find('=');
-      params.emplace(query.substr(0, eq), query.substr(eq + 1));
+      for (absl::string_view pair : absl::StrSplit(filled.substr(q + 1), '&')) {
+        const size_t eq = pair.find('=');
+        params.emplace(std::string(pair.substr(0, eq)),
+                       std::string(pair.substr(eq + 1)));
+      }
     }
     absl::StatusOr<ApiRequest> r = ParseApiRequest(filled.substr(0, q), params);
     ASSERT_TRUE(r.ok()) << path << ": " << r.status();
