@@ -25,6 +25,7 @@ set(PRISM_WEB_SOURCES
   static/js/suggestions.js
   static/js/ladder.js
   static/js/ui.js
+  static/js/workers.js
   static/js/pages/leaderboard.js
   static/js/pages/login.js
   static/js/pages/queue.js

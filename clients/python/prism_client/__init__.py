@@ -46,6 +46,7 @@ import operator
 import os
 import pathlib
 import sys
+import warnings
 
 # gRPC's C core prints its own errors (a failed TLS handshake) to stderr, on
 # top of the PrismError that says the same in one line; an explicit
@@ -324,7 +325,9 @@ def suggestions_frame(response):
     the baseline: negative is better), uncertainty (its ensemble's sd),
     acquisition (predicted_delta - uncertainty, the order), and the
     principles (smooth, baseline, pow2). attrs holds the model's method,
-    observed_schedules, candidates, sampled and space_size."""
+    observed_schedules, candidates, sampled, space_size and warnings (what
+    makes the fit weak, one line each; Client.suggest also issues each as a
+    Python warning)."""
     import pandas as pd
     frame = pd.DataFrame(
         [{"schedule": s.schedule, "predicted_delta": s.predicted_delta,
@@ -337,7 +340,8 @@ def suggestions_frame(response):
                        observed_schedules=response.observed_schedules,
                        candidates=response.candidates,
                        sampled=response.sampled,
-                       space_size=response.space_size)
+                       space_size=response.space_size,
+                       warnings=list(response.warnings))
     return frame
 
 
@@ -871,7 +875,10 @@ class Client:
         except (TypeError, ValueError):
             raise PrismError("INVALID_ARGUMENT", "n is an integer in "
                              f"1..1000, not {n!r}") from None
-        return suggestions_frame(self.call(self._results.Suggest, request))
+        frame = suggestions_frame(self.call(self._results.Suggest, request))
+        for line in frame.attrs["warnings"]:
+            warnings.warn(f"prism suggest: {line}", stacklevel=2)
+        return frame
 
     def watch(self, experiment_id):
         """Yields the experiment's live events (prism.v1.ExperimentEvent, from

@@ -629,7 +629,13 @@ class ResultsTest(unittest.TestCase):
         assert_error(self, raised, "NOT_FOUND", "2x1,8x7")
 
     def test_suggest_proposes_untried_schedules_best_first(self):
-        suggestions = CLUSTER.client.suggest(CLUSTER.experiment_id, 4)
+        # Fitted on a handful of schedules: it says so, in attrs and as a
+        # Python warning.
+        with self.assertWarnsRegex(UserWarning,
+                                   f"fitted on {len(kSchedules)} schedules"):
+            suggestions = CLUSTER.client.suggest(CLUSTER.experiment_id, 4)
+        self.assertTrue(any(f"fitted on {len(kSchedules)} schedules" in w
+                            for w in suggestions.attrs["warnings"]))
         self.assertEqual(len(suggestions), 4)
         self.assertFalse(set(suggestions["schedule"]) &
                          set(kSchedules + [kBaseline]))

@@ -6,6 +6,7 @@ import { api } from '../api.js';
 import { h, replace } from '../dom.js';
 import { compact, experimentState, integer, num, relativeTime, timestamp, workerState } from '../format.js';
 import { empty, pageQuery, pageState, pager, progressBar, section, stateBadge, table } from '../ui.js';
+import { recentWorkers } from '../workers.js';
 
 const kPageSize = 50;
 
@@ -70,7 +71,7 @@ export async function render(ctx) {
     ]);
     if (!ctx.isCurrent()) return;
     const experiments = list.experiments || [];
-    const workerRows = (workers.workers || []).slice().sort((a, b) => String(a.id).localeCompare(String(b.id)));
+    const { shown: workerRows, hidden } = recentWorkers(workers.workers, Date.now());
     const go = (where) => ctx.navigate('/', { owner: ctx.query.owner, ...pageQuery(paging, where, list.nextPageToken) });
     replace(ctx.view,
             h('div', { class: 'page-head' }, h('h1', {}, 'Queue'),
@@ -85,7 +86,10 @@ export async function render(ctx) {
                     }) : null),
             section(`Workers (${workerRows.length})`,
                     workerRows.length ? workersTable(workerRows)
-                      : empty('No workers registered.', ['Start one with ', h('code', {}, 'prism worker --coordinator HOST:PORT'), '.'])));
+                      : empty(hidden ? 'No live workers.' : 'No workers registered.', ['Start one with ', h('code', {}, 'prism worker --coordinator HOST:PORT'), '.']),
+                    hidden ? h('p', { class: 'muted', id: 'workers-hidden' },
+                               `${hidden} worker${hidden === 1 ? '' : 's'} stopped or lost over an hour ago not shown (`,
+                               h('code', {}, 'prism workers --all'), ' lists them).') : null));
   };
   await load();
   ctx.live({}, load);
