@@ -32,6 +32,9 @@ PACKAGES=(
   # tqdm for wait()'s progress bar.
   python3-grpcio python3-protobuf python3-pandas python3-matplotlib
   python3-tqdm
+  # docs/team.md's day of a team sends the dashboard's request with curl
+  # (tests/docs/team_day_test.py runs it).
+  curl
 )
 # `kubectl kustomize` renders deploy/k8s: Debian's kubernetes-client, unless
 # some kubectl is already on PATH (another vendor's package of it owns

@@ -29,8 +29,14 @@ def _share(value):
 
 
 def _hours(value):
-    """12.5 -> "12.50"; 0.00037 -> "0.00037": a short search still shows."""
-    return f"{value:,.2f}" if value >= 1 else f"{value:.2g}"
+    """Worker time in the unit that reads, as `prism plan` prints it: 12.5
+    -> "12.50 worker-hours", 0.078 -> "4.7 worker-minutes", 0.0075 -> "27
+    worker-seconds"."""
+    if value >= 1:
+        return f"{value:,.2f} worker-hours"
+    if value * 60 >= 1:
+        return f"{value * 60:.2g} worker-minutes"
+    return f"{value * 3600:.2g} worker-seconds"
 
 
 def _text(value):
@@ -59,8 +65,8 @@ _ESTIMATE_ROWS = [
     ("flops", "FLOPs, expected", _amount),
     ("tokens_per_second", "tokens/s per worker", _amount),
     ("throughput_source", "throughput from", _text),
-    ("worker_hours", "worker-hours, expected", _hours),
-    ("max_worker_hours", "worker-hours, at most", _hours),
+    ("worker_hours", "worker time, expected", _hours),
+    ("max_worker_hours", "worker time, at most", _hours),
 ]
 
 
@@ -147,9 +153,10 @@ class Plan:
         e = self.experiment
         name = f" ({e.name})" if e.name else ""
         if self.action == "submit":
+            seeds = len(e.spec.seeds)
             what = (f"{self.trials_created} trials{name}, "
-                    f"{len(e.spec.seeds)} seeds, {e.spec.budget.steps} steps "
-                    "each")
+                    f"{seeds} seed{'' if seeds == 1 else 's'}, "
+                    f"{e.spec.budget.steps} steps each")
             if self.dry_run:
                 return f"plan: {what}; nothing submitted (a dry run)"
             return f"experiment {e.id} submitted: {what}"

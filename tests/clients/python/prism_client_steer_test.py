@@ -229,8 +229,8 @@ class FramesTest(unittest.TestCase):
         self.assertRegex(text, r"steps, expected +1,260\n")
         self.assertRegex(text, r"expected share +47\.2% of the grid\n")
         self.assertRegex(text, r"share from +racing, known-truth benchmark")
-        self.assertRegex(text, r"worker-hours, expected +1\.50\n")
-        self.assertRegex(text, r"worker-hours, at most +0\.00037\n")
+        self.assertRegex(text, r"worker time, expected +1\.50 worker-hours\n")
+        self.assertRegex(text, r"worker time, at most +1\.3 worker-seconds\n")
         self.assertIn("warning: vocabulary 256 for 96 corpus tokens", text)
         self.assertIn("limits: 21 of 20000 trials per experiment", text)
         # Unset fields are not shown as zeros.
