@@ -26,6 +26,26 @@ void ExpectFitsHundredColumns(const std::string& text) {
   }
 }
 
+// examples/tiny_grid.textproto's header says what the file queues: the
+// five schedules of tiny's principled grid (the baseline included) on one
+// seed, 200 steps each.
+TEST(PlanCommandTest, TinyGridsHeaderSaysWhatItQueues) {
+  LocalCluster cluster;
+  ASSERT_TRUE(cluster.StartCoordinator().ok()) << cluster.Logs();
+  const std::string example =
+      std::string(PRISM_SOURCE_DIR) + "/examples/tiny_grid.textproto";
+  const std::string text = ReadFile(example);
+  EXPECT_THAT(text, HasSubstr("the five\n# schedules (the baseline "
+                              "included) that hold all three design "
+                              "principles"));
+  EXPECT_THAT(text, HasSubstr("on one seed for 200 steps"));
+  CommandResult plan = cluster.Run({"plan", example});
+  ASSERT_EQ(plan.status, 0) << plan.err;
+  EXPECT_THAT(plan.out, StartsWith("plan: 5 trials"));
+  EXPECT_THAT(plan.out, HasSubstr("200 steps each"));
+  EXPECT_THAT(plan.out, HasSubstr("5 trials queued now, 1 seed each"));
+}
+
 TEST(PlanCommandTest, Paper124mNamesItsTrialsStepsAndTheVocabularyWarning) {
   // The example's shards are relative to the working directory, which must
   // lie under a data root; they are not there, which the plan says.
