@@ -522,7 +522,7 @@ std::string LookAgain(const fs::path& data, int64_t experiment_id) {
       "again, in two shells:\n  ",
       prism, " coordinator --db ", ShellPath(data / "prism.db"),
       "    # dashboard http://127.0.0.1:8080/\n  ", prism,
-      " results --experiment ", experiment_id, " --token-file ",
+      " results ", experiment_id, " --token-file ",
       ShellPath(data / "admin.token"), "\n");
 }
 
@@ -638,7 +638,7 @@ int Run(const RunOptions& o) {
     if (o.keep_serving && exit_status == kExitOk) {
       std::cout << "\ndashboard http://" << endpoints.http
                 << "/ (serving; Ctrl-C stops)\n"
-                << ShellPath(SelfExecutable()) << " results --experiment "
+                << ShellPath(SelfExecutable()) << " results "
                 << experiment_id << " --coordinator " << endpoints.grpc
                 << " --token-file " << ShellPath(data / "admin.token") << "\n";
       std::cout.flush();

@@ -140,7 +140,7 @@ TEST(RunCommandTest, TrainsTheGridPrintsTheRankingAndLeavesNoChildren) {
   // How to look again once the coordinator is gone: the same database.
   EXPECT_THAT(out, HasSubstr(absl::StrCat("prism coordinator --db ", dir,
                                           "/data/prism.db")));
-  EXPECT_THAT(out, HasSubstr(absl::StrCat("prism results --experiment 1 "
+  EXPECT_THAT(out, HasSubstr(absl::StrCat("prism results 1 "
                                           "--token-file ",
                                           dir, "/data/admin.token")));
   EXPECT_TRUE(ProcessesMentioning(dir + "/data").empty());
