@@ -609,6 +609,41 @@ absl::StatusOr<std::vector<ExpiredLease>> ExpireLeases(Connection* c,
   return changed;
 }
 
+namespace {
+
+// InsertQueuedTrials queues `trials` in the experiment (its config
+// fingerprint, total_steps and the trial's target_steps; a (schedule, seed)
+// it has is skipped) and returns how many it added.
+absl::StatusOr<int> InsertQueuedTrials(Connection* c, int64_t experiment_id,
+                                       const std::string& fingerprint,
+                                       const std::vector<NewTrial>& trials,
+                                       int64_t now_ms) {
+  static const std::string sql = absl::StrCat(
+      "INSERT OR IGNORE INTO trials (id, experiment_id, schedule, seed, "
+      "config_fingerprint, is_baseline, state, total_steps, created_ms, "
+      "target_steps) SELECT ",
+      kNextTrialId,
+      ", ?1, ?2, ?3, ?4, ?5, ?6, (SELECT MAX(total_steps) FROM trials WHERE "
+      "experiment_id = ?1), ?7, ?8");
+  PRISM_ASSIGN_OR_RETURN(Query q, c->Prepare(sql.c_str()));
+  int added = 0;
+  for (const NewTrial& t : trials) {
+    q.Bind(1, experiment_id);
+    q.BindText(2, t.schedule);
+    q.Bind(3, t.seed);
+    q.BindText(4, fingerprint);
+    q.Bind(5, static_cast<int64_t>(t.is_baseline ? 1 : 0));
+    q.Bind(6, kQueued);
+    q.Bind(7, now_ms);
+    q.Bind(8, t.target_steps);
+    PRISM_RETURN_IF_ERROR(q.Run());
+    added += static_cast<int>(c->changes());
+  }
+  return added;
+}
+
+}  // namespace
+
 absl::StatusOr<ExtendedExperiment> ExtendExperiment(
     Connection* c, const ExperimentExtension& extension) {
   std::string spec;
@@ -649,27 +684,9 @@ absl::StatusOr<ExtendedExperiment> ExtendExperiment(
     fingerprint = q.Text(1);
   }
   ExtendedExperiment result;
-  {
-    static const std::string sql = absl::StrCat(
-        "INSERT OR IGNORE INTO trials (id, experiment_id, schedule, seed, "
-        "config_fingerprint, is_baseline, state, total_steps, created_ms, "
-        "target_steps) SELECT ",
-        kNextTrialId,
-        ", ?1, ?2, ?3, ?4, ?5, ?6, (SELECT MAX(total_steps) FROM trials WHERE "
-        "experiment_id = ?1), ?7, 0");
-    PRISM_ASSIGN_OR_RETURN(Query q, c->Prepare(sql.c_str()));
-    for (const NewTrial& t : extension.trials) {
-      q.Bind(1, id);
-      q.BindText(2, t.schedule);
-      q.Bind(3, t.seed);
-      q.BindText(4, fingerprint);
-      q.Bind(5, static_cast<int64_t>(t.is_baseline ? 1 : 0));
-      q.Bind(6, kQueued);
-      q.Bind(7, extension.now_ms);
-      PRISM_RETURN_IF_ERROR(q.Run());
-      result.added += static_cast<int>(c->changes());
-    }
-  }
+  PRISM_ASSIGN_OR_RETURN(
+      result.added, InsertQueuedTrials(c, id, fingerprint, extension.trials,
+                                       extension.now_ms));
   {
     // A done experiment is active again: its new trials are queued. A
     // paused one stays paused (its owner resumes it).
@@ -737,28 +754,9 @@ absl::StatusOr<SeedRoundResult> ApplySeedRound(Connection* c,
     }
     fingerprint = q.Text(2);
   }
-  {
-    static const std::string sql = absl::StrCat(
-        "INSERT OR IGNORE INTO trials (id, experiment_id, schedule, seed, "
-        "config_fingerprint, is_baseline, state, total_steps, created_ms, "
-        "target_steps) SELECT ",
-        kNextTrialId,
-        ", ?1, ?2, ?3, ?4, ?5, ?6, (SELECT MAX(total_steps) FROM trials WHERE "
-        "experiment_id = ?1), ?7, ?8");
-    PRISM_ASSIGN_OR_RETURN(Query q, c->Prepare(sql.c_str()));
-    for (const NewTrial& t : round.trials) {
-      q.Bind(1, round.experiment_id);
-      q.BindText(2, t.schedule);
-      q.Bind(3, t.seed);
-      q.BindText(4, fingerprint);
-      q.Bind(5, static_cast<int64_t>(t.is_baseline ? 1 : 0));
-      q.Bind(6, kQueued);
-      q.Bind(7, round.now_ms);
-      q.Bind(8, t.target_steps);
-      PRISM_RETURN_IF_ERROR(q.Run());
-      result.added += static_cast<int>(c->changes());
-    }
-  }
+  PRISM_ASSIGN_OR_RETURN(result.added,
+                         InsertQueuedTrials(c, round.experiment_id, fingerprint,
+                                            round.trials, round.now_ms));
   {
     // The trial keeps its last_step: its next lease resumes from the
     // checkpoint at the rung.
