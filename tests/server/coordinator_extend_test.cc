@@ -85,15 +85,6 @@ class ExtendTest : public ServiceTest {
     return out;
   }
 
-  v1::RankResponse Rank(int64_t id) {
-    v1::RankRequest req;
-    req.set_experiment_id(id);
-    v1::RankResponse resp;
-    auto ctx = Ctx(viewer_);
-    EXPECT_TRUE(results_->Rank(ctx.get(), req, &resp).ok());
-    return resp;
-  }
-
   // A finished grid of the baseline and two schedules on seed 1.
   int64_t FinishedGrid() {
     const int64_t id = Submit(alice_, Spec({kBetter, kWorse}, {1}));
@@ -135,7 +126,7 @@ TEST_F(ExtendTest, AddingSeedsTrainsOnlyTheNewPairsAndRanksOnEverySeed) {
   EXPECT_EQ(done.state(), v1::EXPERIMENT_DONE);
   EXPECT_EQ(done.counts().completed(), 9);
 
-  const v1::RankResponse ranked = Rank(id);
+  const v1::RankResponse ranked = RankExperiment(id);
   ASSERT_EQ(ranked.schedules_size(), 3);
   for (const v1::RankedSchedule& s : ranked.schedules()) {
     EXPECT_EQ(s.seeds_completed(), 3) << s.schedule();
@@ -184,7 +175,7 @@ TEST_F(ExtendTest, AddingSchedulesTrainsThemOnEverySeedAndListsThemInTheSpec) {
   ASSERT_EQ(trained.size(), 2u);
   EXPECT_EQ(trained[0].first, kWorse);
   EXPECT_EQ(GetExperiment(id).state(), v1::EXPERIMENT_DONE);
-  EXPECT_EQ(Rank(id).schedules_size(), 3);
+  EXPECT_EQ(RankExperiment(id).schedules_size(), 3);
 }
 
 TEST_F(ExtendTest, ADryRunChecksEverythingAndStoresNothing) {
@@ -457,7 +448,7 @@ TEST_F(ExtendAshaTest,
   e = GetExperiment(id);
   EXPECT_EQ(e.state(), v1::EXPERIMENT_DONE);
   EXPECT_EQ(e.counts().stopped_at_rung(), 2);
-  const v1::RankResponse ranked = Rank(id);
+  const v1::RankResponse ranked = RankExperiment(id);
   ASSERT_EQ(ranked.schedules_size(), 2);
   for (const v1::RankedSchedule& s : ranked.schedules()) {
     EXPECT_EQ(s.seeds_completed(), 3) << s.schedule();
@@ -484,7 +475,7 @@ TEST_F(ExtendAshaTest, AGuidedScreeningExperimentReopensAndEndsAgain) {
   TrainAll(worker);
   v1::Experiment e = GetExperiment(id);
   ASSERT_EQ(e.state(), v1::EXPERIMENT_DONE);
-  const int ranked = Rank(id).schedules_size();
+  const int ranked = RankExperiment(id).schedules_size();
   ASSERT_GT(e.counts().stopped_at_rung(), 0);
   const int stopped = e.counts().stopped_at_rung();
 
@@ -500,7 +491,7 @@ TEST_F(ExtendAshaTest, AGuidedScreeningExperimentReopensAndEndsAgain) {
   e = GetExperiment(id);
   EXPECT_EQ(e.state(), v1::EXPERIMENT_DONE);
   EXPECT_EQ(e.counts().stopped_at_rung(), stopped);
-  const v1::RankResponse after = Rank(id);
+  const v1::RankResponse after = RankExperiment(id);
   ASSERT_EQ(after.schedules_size(), ranked);
   for (const v1::RankedSchedule& s : after.schedules()) {
     EXPECT_EQ(s.seeds_completed(), 3) << s.schedule();

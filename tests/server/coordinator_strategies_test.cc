@@ -90,15 +90,6 @@ class AdaptiveSeedsTest : public ServiceTest {
     return resp;
   }
 
-  v1::RankResponse RankExperiment(int64_t id) {
-    v1::RankRequest req;
-    req.set_experiment_id(id);
-    v1::RankResponse resp;
-    auto ctx = Ctx(viewer_);
-    EXPECT_TRUE(results_->Rank(ctx.get(), req, &resp).ok());
-    return resp;
-  }
-
   static v1::ExperimentSpec Adaptive(const std::vector<std::string>& schedules,
                                      const std::vector<int64_t>& seeds, int min,
                                      int max) {

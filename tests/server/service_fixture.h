@@ -44,6 +44,16 @@ class ServiceTest : public CoordinatorTest {
     return resp.experiments_size();
   }
 
+  // RankExperiment: the experiment's ranking as a viewer reads it.
+  v1::RankResponse RankExperiment(int64_t id) {
+    v1::RankRequest req;
+    req.set_experiment_id(id);
+    v1::RankResponse resp;
+    auto ctx = Ctx(viewer_);
+    EXPECT_TRUE(results_->Rank(ctx.get(), req, &resp).ok());
+    return resp;
+  }
+
   v1::Trial GetTrial(int64_t id) {
     v1::GetTrialRequest req;
     req.set_trial_id(id);
