@@ -1,5 +1,6 @@
 #include "cli/views/experiments.h"
 
+#include <cstddef>
 #include <string>
 
 #include "absl/strings/str_cat.h"
@@ -9,41 +10,100 @@
 
 namespace prism::cli {
 
+namespace {
+
+using ExperimentColumn = Column<v1::Experiment>;
+
+// kNameWidth: the narrow view fits 100 columns for names up to this long.
+constexpr size_t kNameWidth = 28;
+
+// The columns both views show; the narrow one names some of them shorter.
+constexpr ExperimentColumn kId = {
+    "id", [](const v1::Experiment& e) { return absl::StrCat(e.id()); }};
+constexpr ExperimentColumn kOwner = {
+    "owner", [](const v1::Experiment& e) { return e.owner(); }};
+constexpr ExperimentColumn kState = {
+    "state", [](const v1::Experiment& e) { return EnumValueName(e.state()); }};
+constexpr ExperimentColumn kPriority = {
+    "priority",
+    [](const v1::Experiment& e) { return absl::StrCat(e.priority()); }};
+constexpr ExperimentColumn kQueued = {
+    "queued",
+    [](const v1::Experiment& e) { return absl::StrCat(e.counts().queued()); }};
+constexpr ExperimentColumn kRunning = {
+    "running", [](const v1::Experiment& e) {
+      return absl::StrCat(e.counts().leased() + e.counts().running());
+    }};
+constexpr ExperimentColumn kFailed = {
+    "failed", [](const v1::Experiment& e) {
+      return absl::StrCat(e.counts().failed() + e.counts().diverged());
+    }};
+constexpr ExperimentColumn kProgress = {
+    "progress", [](const v1::Experiment& e) {
+      return fmt::format("{:.0f}%", e.progress() * 100);
+    }};
+constexpr ExperimentColumn kPosition = {
+    "position", [](const v1::Experiment& e) -> std::string {
+      return e.queue_position() > 0 ? absl::StrCat(e.queue_position()) : "";
+    }};
+
+constexpr ExperimentColumn kWideColumns[] = {
+    kId,
+    {"name", [](const v1::Experiment& e) { return e.name(); }},
+    kOwner,
+    kState,
+    kPriority,
+    kQueued,
+    kRunning,
+    {"completed",
+     [](const v1::Experiment& e) {
+       return absl::StrCat(e.counts().completed());
+     }},
+    kFailed,
+    {"cancelled",
+     [](const v1::Experiment& e) {
+       return absl::StrCat(e.counts().cancelled());
+     }},
+    {"total",
+     [](const v1::Experiment& e) { return absl::StrCat(e.counts().total()); }},
+    kProgress,
+    kPosition,
+    {"reason", [](const v1::Experiment& e) { return e.queue_reason(); }},
+};
+
+constexpr ExperimentColumn kNarrowColumns[] = {
+    kId,
+    {"name",
+     [](const v1::Experiment& e) {
+       return CutToWidth(Printable(e.name()), kNameWidth);
+     }},
+    kOwner,
+    kState,
+    {"pri", kPriority.cell},
+    {"done",
+     [](const v1::Experiment& e) {
+       return absl::StrCat(e.counts().completed(), "/", e.counts().total());
+     }},
+    kRunning,
+    kQueued,
+    kFailed,
+    kProgress,
+    {"pos", kPosition.cell},
+};
+
+}  // namespace
+
+absl::Span<const Column<v1::Experiment>> ExperimentsColumns(bool wide) {
+  if (wide) return kWideColumns;
+  return kNarrowColumns;
+}
+
 Table ExperimentsTable(const v1::ListExperimentsResponse& response) {
-  Table table({"id", "name", "owner", "state", "priority", "queued", "running",
-               "completed", "failed", "cancelled", "total", "progress",
-               "position", "reason"});
-  for (const v1::Experiment& e : response.experiments()) {
-    const v1::TrialCounts& c = e.counts();
-    table.AddRow(
-        {absl::StrCat(e.id()), e.name(), e.owner(), EnumValueName(e.state()),
-         absl::StrCat(e.priority()), absl::StrCat(c.queued()),
-         absl::StrCat(c.leased() + c.running()), absl::StrCat(c.completed()),
-         absl::StrCat(c.failed() + c.diverged()), absl::StrCat(c.cancelled()),
-         absl::StrCat(c.total()), fmt::format("{:.0f}%", e.progress() * 100),
-         e.queue_position() > 0 ? absl::StrCat(e.queue_position()) : "",
-         e.queue_reason()});
-  }
-  return table;
+  return TableOf(ExperimentsColumns(/*wide=*/true), response.experiments());
 }
 
 Table NarrowExperimentsTable(const v1::ListExperimentsResponse& response) {
-  constexpr size_t kNameWidth = 28;
-  Table table({"id", "name", "owner", "state", "pri", "done", "running",
-               "queued", "failed", "progress", "pos"});
-  for (const v1::Experiment& e : response.experiments()) {
-    const v1::TrialCounts& c = e.counts();
-    const std::string name = CutToWidth(Printable(e.name()), kNameWidth);
-    table.AddRow(
-        {absl::StrCat(e.id()), name, e.owner(), EnumValueName(e.state()),
-         absl::StrCat(e.priority()),
-         absl::StrCat(c.completed(), "/", c.total()),
-         absl::StrCat(c.leased() + c.running()), absl::StrCat(c.queued()),
-         absl::StrCat(c.failed() + c.diverged()),
-         fmt::format("{:.0f}%", e.progress() * 100),
-         e.queue_position() > 0 ? absl::StrCat(e.queue_position()) : ""});
-  }
-  return table;
+  return TableOf(ExperimentsColumns(/*wide=*/false), response.experiments());
 }
 
 std::string WaitingLines(const v1::ListExperimentsResponse& response) {

@@ -7,6 +7,7 @@
 
 #include <string>
 
+#include "absl/types/span.h"
 #include "cli/output.h"
 #include "prism/v1/prism.pb.h"
 
@@ -21,6 +22,9 @@ Table ExperimentsTable(const v1::ListExperimentsResponse& response);
 // done/total, running, queued, failed, progress, pos. The queue reasons go
 // below it (WaitingLines).
 Table NarrowExperimentsTable(const v1::ListExperimentsResponse& response);
+// ExperimentsColumns are the columns of ExperimentsTable (`wide`) or of
+// NarrowExperimentsTable.
+absl::Span<const Column<v1::Experiment>> ExperimentsColumns(bool wide);
 // WaitingLines is "waiting: experiment 3 (position 1): REASON" per waiting
 // experiment, wrapped at 100 columns; "" when none waits.
 std::string WaitingLines(const v1::ListExperimentsResponse& response);

@@ -96,44 +96,264 @@ std::string PrincipleLetters(const v1::PrincipleReport& report) {
                       report.baseline() ? "b" : ".", report.pow2() ? "p" : ".");
 }
 
-// NarrowRankingTable is the default text view: what a researcher reads
-// first, in under 100 columns (--wide has the rest).
-Table NarrowRankingTable(const v1::RankResponse& response) {
-  Table table({"rank", "schedule", "sbp", "delta", "adj_ci95", "verdict",
-               "to_settle", "best", "speedup", "tps", "seeds"});
-  for (const v1::RankedSchedule& r : response.schedules()) {
-    const bool has_delta = !r.is_baseline() && r.delta_vs_baseline().n() > 0;
-    const v1::Interval& d = r.delta_vs_baseline();
-    const v1::Interval& adjusted = r.adjusted_delta();
-    const std::string adjusted_ci =
-        has_delta && adjusted.has_low() && adjusted.has_high()
-            ? "±" + Fixed((adjusted.high() - adjusted.low()) / 2, 4)
-            : "";
-    std::string tps;
-    if (r.throughput_ratio().n() > 0) {
-      tps = Fixed(r.throughput_ratio().mean(), 2);
-      if (r.throughput_pairing() == v1::THROUGHPUT_PAIRING_UNPAIRED) {
-        tps = "(" + tps + ")";
-      }
-    }
-    std::string speedup;
-    if (r.speedup_seeds() > 0) {
-      speedup = r.speedup().n() > 0 ? Fixed(r.speedup().mean(), 2) : "-";
-      if (!r.is_baseline()) {
-        absl::StrAppend(&speedup, " ", r.speedup().n(), "/", r.speedup_seeds());
-      }
-    }
-    table.AddRow({absl::StrCat(r.rank()), r.schedule(),
-                  PrincipleLetters(r.principles()),
-                  r.is_baseline() ? "base"
-                  : has_delta     ? fmt::format("{:+.4f}", d.mean())
-                                  : "",
-                  adjusted_ci, VerdictWord(r.verdict()), ToSettleCell(r),
-                  r.in_best_set() ? "*" : "", speedup, tps,
-                  absl::StrCat(r.paired_seeds(), "/", r.seeds_completed())});
-  }
-  return table;
+bool HasDelta(const v1::RankedSchedule& r) {
+  return !r.is_baseline() && r.delta_vs_baseline().n() > 0;
 }
+
+bool HasLoss(const v1::RankedSchedule& r) { return r.final_val_loss().n() > 0; }
+
+using RankingColumn = Column<v1::RankedSchedule>;
+
+// The columns more than one view shows.
+constexpr RankingColumn kRank = {
+    "rank", [](const v1::RankedSchedule& r) { return absl::StrCat(r.rank()); }};
+constexpr RankingColumn kSchedule = {
+    "schedule", [](const v1::RankedSchedule& r) { return r.schedule(); }};
+constexpr RankingColumn kBaseline = {
+    "baseline", [](const v1::RankedSchedule& r) -> std::string {
+      return r.is_baseline() ? "true" : "false";
+    }};
+constexpr RankingColumn kPrinciples = {
+    "principles",
+    [](const v1::RankedSchedule& r) { return PrincipleFlags(r.principles()); }};
+constexpr RankingColumn kValLoss = {
+    "val_loss", [](const v1::RankedSchedule& r) -> std::string {
+      return HasLoss(r) ? Fixed(r.final_val_loss().mean(), 4) : "";
+    }};
+constexpr RankingColumn kValCi95 = {
+    "val_ci95",
+    [](const v1::RankedSchedule& r) { return HalfWidth(r.final_val_loss()); }};
+constexpr RankingColumn kDelta = {
+    "delta", [](const v1::RankedSchedule& r) -> std::string {
+      return HasDelta(r) ? fmt::format("{:+.4f}", r.delta_vs_baseline().mean())
+                         : "";
+    }};
+constexpr RankingColumn kDeltaCi95 = {
+    "delta_ci95", [](const v1::RankedSchedule& r) -> std::string {
+      return HasDelta(r) ? HalfWidth(r.delta_vs_baseline()) : "";
+    }};
+constexpr RankingColumn kVerdict = {"verdict", [](const v1::RankedSchedule& r) {
+                                      return VerdictWord(r.verdict());
+                                    }};
+constexpr RankingColumn kAdjP = {
+    "adj_p", [](const v1::RankedSchedule& r) -> std::string {
+      return r.has_adjusted_p_value() ? PValue(r.adjusted_p_value()) : "";
+    }};
+constexpr RankingColumn kMinValLoss = {
+    "min_val_loss", [](const v1::RankedSchedule& r) -> std::string {
+      return HasLoss(r) ? Fixed(r.min_val_loss(), 4) : "";
+    }};
+constexpr RankingColumn kSeeds = {"seeds", [](const v1::RankedSchedule& r) {
+                                    return absl::StrCat(r.seeds_completed());
+                                  }};
+constexpr RankingColumn kPaired = {"paired", [](const v1::RankedSchedule& r) {
+                                     return absl::StrCat(r.paired_seeds());
+                                   }};
+constexpr RankingColumn kDiverged = {"diverged",
+                                     [](const v1::RankedSchedule& r) {
+                                       return absl::StrCat(r.seeds_diverged());
+                                     }};
+constexpr RankingColumn kFailed = {"failed", [](const v1::RankedSchedule& r) {
+                                     return absl::StrCat(r.seeds_failed());
+                                   }};
+constexpr RankingColumn kToSettle = {"to_settle", ToSettleCell};
+
+// kDefaultColumns are the default text view: what a researcher reads first,
+// in under 100 columns (--wide has the rest).
+constexpr RankingColumn kDefaultColumns[] = {
+    kRank,
+    kSchedule,
+    {"sbp",
+     [](const v1::RankedSchedule& r) {
+       return PrincipleLetters(r.principles());
+     }},
+    {"delta",
+     [](const v1::RankedSchedule& r) -> std::string {
+       if (r.is_baseline()) return "base";
+       return HasDelta(r) ? fmt::format("{:+.4f}", r.delta_vs_baseline().mean())
+                          : "";
+     }},
+    {"adj_ci95",
+     [](const v1::RankedSchedule& r) -> std::string {
+       const v1::Interval& adjusted = r.adjusted_delta();
+       return HasDelta(r) && adjusted.has_low() && adjusted.has_high()
+                  ? "±" + Fixed((adjusted.high() - adjusted.low()) / 2, 4)
+                  : "";
+     }},
+    kVerdict,
+    kToSettle,
+    {"best",
+     [](const v1::RankedSchedule& r) -> std::string {
+       return r.in_best_set() ? "*" : "";
+     }},
+    {"speedup",
+     [](const v1::RankedSchedule& r) {
+       std::string speedup;
+       if (r.speedup_seeds() > 0) {
+         speedup = r.speedup().n() > 0 ? Fixed(r.speedup().mean(), 2) : "-";
+         if (!r.is_baseline()) {
+           absl::StrAppend(&speedup, " ", r.speedup().n(), "/",
+                           r.speedup_seeds());
+         }
+       }
+       return speedup;
+     }},
+    {"tps",
+     [](const v1::RankedSchedule& r) {
+       std::string tps;
+       if (r.throughput_ratio().n() > 0) {
+         tps = Fixed(r.throughput_ratio().mean(), 2);
+         if (r.throughput_pairing() == v1::THROUGHPUT_PAIRING_UNPAIRED) {
+           tps = "(" + tps + ")";
+         }
+       }
+       return tps;
+     }},
+    {"seeds",
+     [](const v1::RankedSchedule& r) {
+       return absl::StrCat(r.paired_seeds(), "/", r.seeds_completed());
+     }},
+};
+
+// kWideColumns are every column of the text view (--wide).
+constexpr RankingColumn kWideColumns[] = {
+    kRank,
+    kSchedule,
+    kBaseline,
+    kPrinciples,
+    kValLoss,
+    kValCi95,
+    kDelta,
+    kDeltaCi95,
+    kVerdict,
+    kAdjP,
+    kMinValLoss,
+    {"speedup", SpeedupCell},
+    {"tps_ratio", ThroughputCell},
+    kSeeds,
+    kPaired,
+    kDiverged,
+    kFailed,
+    {"adj_ci95", AdjustedCell},
+    kToSettle,
+    {"best_set",
+     [](const v1::RankedSchedule& r) -> std::string {
+       return r.in_best_set() ? "yes" : "";
+     }},
+};
+
+// kCsvColumns are the wide view's as numbers (the ratios' means alone),
+// then their bounds, counts, pairing and hardware and the verdict's inputs.
+constexpr RankingColumn kCsvColumns[] = {
+    kRank,
+    kSchedule,
+    kBaseline,
+    kPrinciples,
+    kValLoss,
+    kValCi95,
+    kDelta,
+    kDeltaCi95,
+    {"verdict",
+     [](const v1::RankedSchedule& r) -> std::string {
+       return r.verdict() == v1::VERDICT_UNSPECIFIED
+                  ? ""
+                  : EnumValueName(r.verdict());
+     }},
+    kAdjP,
+    kMinValLoss,
+    {"speedup",
+     [](const v1::RankedSchedule& r) {
+       return OptionalFixed(r.speedup().n() > 0, r.speedup().mean(), 3);
+     }},
+    {"tps_ratio",
+     [](const v1::RankedSchedule& r) {
+       const v1::Interval& tps = r.throughput_ratio();
+       return OptionalFixed(tps.n() > 0, tps.mean(), 3);
+     }},
+    kSeeds,
+    kPaired,
+    kDiverged,
+    kFailed,
+    {"speedup_low",
+     [](const v1::RankedSchedule& r) {
+       return OptionalFixed(r.speedup().has_low(), r.speedup().low(), 3);
+     }},
+    {"speedup_high",
+     [](const v1::RankedSchedule& r) {
+       return OptionalFixed(r.speedup().has_high(), r.speedup().high(), 3);
+     }},
+    {"speedup_reached",
+     [](const v1::RankedSchedule& r) { return absl::StrCat(r.speedup().n()); }},
+    {"speedup_seeds",
+     [](const v1::RankedSchedule& r) {
+       return absl::StrCat(r.speedup_seeds());
+     }},
+    {"tps_ratio_low",
+     [](const v1::RankedSchedule& r) {
+       const v1::Interval& tps = r.throughput_ratio();
+       return OptionalFixed(tps.has_low(), tps.low(), 3);
+     }},
+    {"tps_ratio_high",
+     [](const v1::RankedSchedule& r) {
+       const v1::Interval& tps = r.throughput_ratio();
+       return OptionalFixed(tps.has_high(), tps.high(), 3);
+     }},
+    {"tps_pairs_used",
+     [](const v1::RankedSchedule& r) {
+       return absl::StrCat(r.throughput_ratio().n());
+     }},
+    {"tps_pairs",
+     [](const v1::RankedSchedule& r) {
+       return absl::StrCat(r.throughput_pairs());
+     }},
+    {"tps_pairing",
+     [](const v1::RankedSchedule& r) -> std::string {
+       return r.throughput_pairing() == v1::THROUGHPUT_PAIRING_UNSPECIFIED
+                  ? ""
+                  : EnumValueName(r.throughput_pairing());
+     }},
+    {"tps_hardware",
+     [](const v1::RankedSchedule& r) { return r.throughput_hardware(); }},
+    {"adj_low",
+     [](const v1::RankedSchedule& r) {
+       return OptionalFixed(r.adjusted_delta().has_low(),
+                            r.adjusted_delta().low(), 6);
+     }},
+    {"adj_high",
+     [](const v1::RankedSchedule& r) {
+       return OptionalFixed(r.adjusted_delta().has_high(),
+                            r.adjusted_delta().high(), 6);
+     }},
+    {"adj_confidence",
+     [](const v1::RankedSchedule& r) {
+       return OptionalFixed(r.adjusted_confidence() > 0,
+                            r.adjusted_confidence(), 6);
+     }},
+    {"delta_sd",
+     [](const v1::RankedSchedule& r) {
+       return OptionalFixed(r.delta_sd() > 0, r.delta_sd(), 6);
+     }},
+    {"dof",
+     [](const v1::RankedSchedule& r) {
+       return OptionalFixed(r.dof() > 0, r.dof(), 2);
+     }},
+    {"seeds_needed",
+     [](const v1::RankedSchedule& r) {
+       return absl::StrCat(r.seeds_needed());
+     }},
+    {"decided_at_seeds",
+     [](const v1::RankedSchedule& r) {
+       return absl::StrCat(r.decided_at_seeds());
+     }},
+    {"seeds_excluded",
+     [](const v1::RankedSchedule& r) {
+       return absl::StrCat(r.seeds_excluded());
+     }},
+    {"in_best_set",
+     [](const v1::RankedSchedule& r) -> std::string {
+       return r.in_best_set() ? "true" : "false";
+     }},
+};
 
 }  // namespace
 
@@ -207,84 +427,15 @@ std::string VerdictMethod(const v1::RankResponse& response) {
   return text;
 }
 
+absl::Span<const Column<v1::RankedSchedule>> RankingColumns(Format format,
+                                                            bool wide) {
+  if (format == Format::kCsv) return kCsvColumns;
+  if (format == Format::kText && !wide) return kDefaultColumns;
+  return kWideColumns;
+}
+
 Table RankingTable(const v1::RankResponse& response, Format format, bool wide) {
-  if (format == Format::kText && !wide) return NarrowRankingTable(response);
-  const bool csv = format == Format::kCsv;
-  std::vector<std::string> columns = {
-      "rank",         "schedule", "baseline",   "principles", "val_loss",
-      "val_ci95",     "delta",    "delta_ci95", "verdict",    "adj_p",
-      "min_val_loss", "speedup",  "tps_ratio",  "seeds",      "paired",
-      "diverged",     "failed"};
-  if (csv) {
-    columns.insert(
-        columns.end(),
-        {"speedup_low", "speedup_high", "speedup_reached", "speedup_seeds",
-         "tps_ratio_low", "tps_ratio_high", "tps_pairs_used", "tps_pairs",
-         "tps_pairing", "tps_hardware", "adj_low", "adj_high", "adj_confidence",
-         "delta_sd", "dof", "seeds_needed", "decided_at_seeds",
-         "seeds_excluded", "in_best_set"});
-  } else {
-    columns.insert(columns.end(), {"adj_ci95", "to_settle", "best_set"});
-  }
-  Table table(std::move(columns));
-  for (const v1::RankedSchedule& r : response.schedules()) {
-    const bool has_delta = !r.is_baseline() && r.delta_vs_baseline().n() > 0;
-    const bool has_loss = r.final_val_loss().n() > 0;
-    const v1::Interval& speedup = r.speedup();
-    const v1::Interval& tps = r.throughput_ratio();
-    std::vector<std::string> cells = {
-        absl::StrCat(r.rank()),
-        r.schedule(),
-        r.is_baseline() ? "true" : "false",
-        PrincipleFlags(r.principles()),
-        has_loss ? Fixed(r.final_val_loss().mean(), 4) : "",
-        HalfWidth(r.final_val_loss()),
-        has_delta ? fmt::format("{:+.4f}", r.delta_vs_baseline().mean()) : "",
-        has_delta ? HalfWidth(r.delta_vs_baseline()) : "",
-        csv ? (r.verdict() == v1::VERDICT_UNSPECIFIED
-                   ? ""
-                   : EnumValueName(r.verdict()))
-            : VerdictWord(r.verdict()),
-        r.has_adjusted_p_value() ? PValue(r.adjusted_p_value()) : "",
-        has_loss ? Fixed(r.min_val_loss(), 4) : "",
-        csv ? OptionalFixed(speedup.n() > 0, speedup.mean(), 3)
-            : SpeedupCell(r),
-        csv ? OptionalFixed(tps.n() > 0, tps.mean(), 3) : ThroughputCell(r),
-        absl::StrCat(r.seeds_completed()),
-        absl::StrCat(r.paired_seeds()),
-        absl::StrCat(r.seeds_diverged()),
-        absl::StrCat(r.seeds_failed())};
-    if (!csv) {
-      cells.insert(cells.end(), {AdjustedCell(r), ToSettleCell(r),
-                                 r.in_best_set() ? "yes" : ""});
-    } else {
-      cells.insert(
-          cells.end(),
-          {OptionalFixed(speedup.has_low(), speedup.low(), 3),
-           OptionalFixed(speedup.has_high(), speedup.high(), 3),
-           absl::StrCat(speedup.n()), absl::StrCat(r.speedup_seeds()),
-           OptionalFixed(tps.has_low(), tps.low(), 3),
-           OptionalFixed(tps.has_high(), tps.high(), 3), absl::StrCat(tps.n()),
-           absl::StrCat(r.throughput_pairs()),
-           r.throughput_pairing() == v1::THROUGHPUT_PAIRING_UNSPECIFIED
-               ? ""
-               : EnumValueName(r.throughput_pairing()),
-           r.throughput_hardware(),
-           OptionalFixed(r.adjusted_delta().has_low(), r.adjusted_delta().low(),
-                         6),
-           OptionalFixed(r.adjusted_delta().has_high(),
-                         r.adjusted_delta().high(), 6),
-           OptionalFixed(r.adjusted_confidence() > 0, r.adjusted_confidence(),
-                         6),
-           OptionalFixed(r.delta_sd() > 0, r.delta_sd(), 6),
-           OptionalFixed(r.dof() > 0, r.dof(), 2),
-           absl::StrCat(r.seeds_needed()), absl::StrCat(r.decided_at_seeds()),
-           absl::StrCat(r.seeds_excluded()),
-           r.in_best_set() ? "true" : "false"});
-    }
-    table.AddRow(std::move(cells));
-  }
-  return table;
+  return TableOf(RankingColumns(format, wide), response.schedules());
 }
 
 namespace {

@@ -10,6 +10,7 @@
 #include <ostream>
 #include <string>
 
+#include "absl/types/span.h"
 #include "cli/output.h"
 #include "cli/views/summary.h"
 #include "prism/v1/prism.pb.h"
@@ -30,6 +31,9 @@ namespace prism::cli {
 // CSV the raw numbers at the end).
 Table RankingTable(const v1::RankResponse& response,
                    Format format = Format::kText, bool wide = false);
+// RankingColumns are RankingTable's columns for `format` and `wide`.
+absl::Span<const Column<v1::RankedSchedule>> RankingColumns(Format format,
+                                                            bool wide);
 
 // MissingValuesNote says why ranking cells are "-" ("speedup - = never
 // reached the baseline's final val loss; ci95, adj_p - = fewer than 2

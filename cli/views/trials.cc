@@ -23,34 +23,59 @@ std::string MfuText(const v1::TrialMetrics& metrics) {
                      peak / 1e9);
 }
 
+namespace {
+
+// IsFinished: a trial stopped at an ASHA rung shows its val loss there too.
+bool IsFinished(const v1::Trial& t) {
+  return t.state() == v1::TRIAL_COMPLETED || t.state() == v1::TRIAL_DIVERGED ||
+         t.state() == v1::TRIAL_STOPPED_AT_RUNG;
+}
+
+constexpr Column<v1::Trial> kTrialColumns[] = {
+    {"id", [](const v1::Trial& t) { return absl::StrCat(t.id()); }},
+    {"schedule", [](const v1::Trial& t) { return t.schedule(); }},
+    {"seed", [](const v1::Trial& t) { return absl::StrCat(t.seed()); }},
+    {"baseline",
+     [](const v1::Trial& t) -> std::string {
+       return t.is_baseline() ? "true" : "false";
+     }},
+    {"state", [](const v1::Trial& t) { return EnumValueName(t.state()); }},
+    {"attempt", [](const v1::Trial& t) { return absl::StrCat(t.attempt()); }},
+    {"step", [](const v1::Trial& t) { return absl::StrCat(t.last_step()); }},
+    {"total_steps",
+     [](const v1::Trial& t) { return absl::StrCat(t.total_steps()); }},
+    {"val_loss",
+     [](const v1::Trial& t) -> std::string {
+       return IsFinished(t) ? Fixed(t.metrics().final_val_loss(), 4) : "";
+     }},
+    {"worker", [](const v1::Trial& t) { return t.worker_id(); }},
+};
+
+constexpr Column<v1::LossPoint> kPointColumns[] = {
+    {"split",
+     [](const v1::LossPoint& p) -> std::string {
+       return p.split() == v1::SPLIT_VAL ? "val" : "train";
+     }},
+    {"step", [](const v1::LossPoint& p) { return absl::StrCat(p.step()); }},
+    {"loss", [](const v1::LossPoint& p) { return Fixed(p.loss(), 4); }},
+    {"learning_rate",
+     [](const v1::LossPoint& p) {
+       return fmt::format("{:.3g}", p.learning_rate());
+     }},
+    {"tokens_per_s",
+     [](const v1::LossPoint& p) { return Fixed(p.tokens_per_second(), 0); }},
+    {"elapsed_s",
+     [](const v1::LossPoint& p) { return Fixed(p.elapsed_seconds(), 1); }},
+};
+
+}  // namespace
+
 Table TrialsTable(const v1::ListTrialsResponse& response) {
-  Table table({"id", "schedule", "seed", "baseline", "state", "attempt", "step",
-               "total_steps", "val_loss", "worker"});
-  for (const v1::Trial& t : response.trials()) {
-    // A trial stopped at an ASHA rung shows its val loss there.
-    const bool finished = t.state() == v1::TRIAL_COMPLETED ||
-                          t.state() == v1::TRIAL_DIVERGED ||
-                          t.state() == v1::TRIAL_STOPPED_AT_RUNG;
-    table.AddRow({absl::StrCat(t.id()), t.schedule(), absl::StrCat(t.seed()),
-                  t.is_baseline() ? "true" : "false", EnumValueName(t.state()),
-                  absl::StrCat(t.attempt()), absl::StrCat(t.last_step()),
-                  absl::StrCat(t.total_steps()),
-                  finished ? Fixed(t.metrics().final_val_loss(), 4) : "",
-                  t.worker_id()});
-  }
-  return table;
+  return TableOf<v1::Trial>(kTrialColumns, response.trials());
 }
 
 Table PointsTable(const v1::GetTrialResponse& response) {
-  Table table(
-      {"split", "step", "loss", "learning_rate", "tokens_per_s", "elapsed_s"});
-  for (const v1::LossPoint& p : response.points()) {
-    table.AddRow(
-        {p.split() == v1::SPLIT_VAL ? "val" : "train", absl::StrCat(p.step()),
-         Fixed(p.loss(), 4), fmt::format("{:.3g}", p.learning_rate()),
-         Fixed(p.tokens_per_second(), 0), Fixed(p.elapsed_seconds(), 1)});
-  }
-  return table;
+  return TableOf<v1::LossPoint>(kPointColumns, response.points());
 }
 
 }  // namespace prism::cli
