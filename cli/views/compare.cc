@@ -3,22 +3,39 @@
 #include <string>
 
 #include "absl/strings/str_cat.h"
+#include "absl/types/span.h"
 #include "cli/views/format.h"
 #include "fmt/format.h"
 #include "proto/enum_names.h"
 
 namespace prism::cli {
 
+namespace {
+
+// The table's one row is the response.
+constexpr Column<v1::CompareResponse> kCompareColumns[] = {
+    {"a", [](const v1::CompareResponse& c) { return c.a().schedule(); }},
+    {"b", [](const v1::CompareResponse& c) { return c.b().schedule(); }},
+    {"common_seeds",
+     [](const v1::CompareResponse& c) { return absl::StrCat(c.delta().n()); }},
+    {"delta_b_minus_a",
+     [](const v1::CompareResponse& c) -> std::string {
+       return c.delta().n() > 0 ? fmt::format("{:+.4f}", c.delta().mean()) : "";
+     }},
+    {"ci95", [](const v1::CompareResponse& c) { return HalfWidth(c.delta()); }},
+    {"verdict_b",
+     [](const v1::CompareResponse& c) { return EnumValueName(c.verdict()); }},
+    {"p",
+     [](const v1::CompareResponse& c) -> std::string {
+       return c.has_p_value() ? PValue(c.p_value()) : "";
+     }},
+};
+
+}  // namespace
+
 Table CompareTable(const v1::CompareResponse& response) {
-  Table table(
-      {"a", "b", "common_seeds", "delta_b_minus_a", "ci95", "verdict_b", "p"});
-  const v1::Interval& d = response.delta();
-  table.AddRow({response.a().schedule(), response.b().schedule(),
-                absl::StrCat(d.n()),
-                d.n() > 0 ? fmt::format("{:+.4f}", d.mean()) : "", HalfWidth(d),
-                EnumValueName(response.verdict()),
-                response.has_p_value() ? PValue(response.p_value()) : ""});
-  return table;
+  return TableOf<v1::CompareResponse>(kCompareColumns,
+                                      absl::MakeConstSpan(&response, 1));
 }
 
 std::string CompareMethod() {

@@ -87,40 +87,83 @@ std::vector<std::string> PrincipleLongNotes(const v1::RankResponse& response) {
   return lines;
 }
 
+namespace {
+
+using EffectColumn = Column<v1::PrincipleEffect>;
+
+// Signed is a mean delta to 4 decimals with its sign, "" when `present` is
+// false.
+std::string Signed(bool present, double value) {
+  return present ? fmt::format("{:+.4f}", value) : "";
+}
+
+constexpr EffectColumn kPrinciple = {
+    "principle",
+    [](const v1::PrincipleEffect& e) { return EnumValueName(e.principle()); }};
+constexpr EffectColumn kSatisfied = {
+    "satisfied",
+    [](const v1::PrincipleEffect& e) { return absl::StrCat(e.satisfied()); }};
+constexpr EffectColumn kViolated = {
+    "violated",
+    [](const v1::PrincipleEffect& e) { return absl::StrCat(e.violated()); }};
+constexpr EffectColumn kEffect = {"effect", [](const v1::PrincipleEffect& e) {
+                                    return Signed(e.has_effect(),
+                                                  e.effect().mean());
+                                  }};
+constexpr EffectColumn kEffectCi95 = {
+    "effect_ci95", [](const v1::PrincipleEffect& e) -> std::string {
+      return e.has_effect() ? HalfWidth(e.effect()) : "";
+    }};
+constexpr EffectColumn kP = {
+    "p", [](const v1::PrincipleEffect& e) -> std::string {
+      return e.has_p_value() ? PValue(e.p_value()) : "";
+    }};
+
+// kWideColumns add the plain means and keep the notes whole.
+constexpr EffectColumn kWideColumns[] = {
+    kPrinciple,
+    kSatisfied,
+    kViolated,
+    kEffect,
+    kEffectCi95,
+    kP,
+    {"mean_delta_satisfied",
+     [](const v1::PrincipleEffect& e) {
+       return Signed(e.satisfied() > 0, e.mean_delta_satisfied());
+     }},
+    {"mean_delta_violated",
+     [](const v1::PrincipleEffect& e) {
+       return Signed(e.violated() > 0, e.mean_delta_violated());
+     }},
+    {"note", PrincipleEffectNote},
+};
+
+// kDefaultColumns keep the table within 100 columns: a longer note goes
+// under the table (PrincipleLongNotes).
+constexpr EffectColumn kDefaultColumns[] = {
+    kPrinciple,
+    kSatisfied,
+    kViolated,
+    kEffect,
+    kEffectCi95,
+    kP,
+    {"note",
+     [](const v1::PrincipleEffect& e) {
+       std::string note = PrincipleEffectNote(e);
+       return note.size() > kNarrowNoteWidth ? "see below" : note;
+     }},
+};
+
+}  // namespace
+
+absl::Span<const Column<v1::PrincipleEffect>> PrincipleEffectColumns(
+    bool wide) {
+  if (wide) return kWideColumns;
+  return kDefaultColumns;
+}
+
 Table PrincipleEffectsTable(const v1::RankResponse& response, bool wide) {
-  std::vector<std::string> columns = {"principle", "satisfied",   "violated",
-                                      "effect",    "effect_ci95", "p"};
-  if (wide) {
-    columns.insert(columns.end(),
-                   {"mean_delta_satisfied", "mean_delta_violated"});
-  }
-  columns.push_back("note");
-  Table table(std::move(columns));
-  for (const v1::PrincipleEffect& e : response.principle_effects()) {
-    const bool estimated = e.has_effect();
-    std::vector<std::string> cells = {
-        EnumValueName(e.principle()),
-        absl::StrCat(e.satisfied()),
-        absl::StrCat(e.violated()),
-        estimated ? fmt::format("{:+.4f}", e.effect().mean()) : "",
-        estimated ? HalfWidth(e.effect()) : "",
-        e.has_p_value() ? PValue(e.p_value()) : ""};
-    if (wide) {
-      cells.push_back(e.satisfied() > 0
-                          ? fmt::format("{:+.4f}", e.mean_delta_satisfied())
-                          : "");
-      cells.push_back(e.violated() > 0
-                          ? fmt::format("{:+.4f}", e.mean_delta_violated())
-                          : "");
-    }
-    std::string note = PrincipleEffectNote(e);
-    // The default view keeps the table within 100 columns: a longer note
-    // goes under the table (PrincipleLongNotes).
-    if (!wide && note.size() > kNarrowNoteWidth) note = "see below";
-    cells.push_back(std::move(note));
-    table.AddRow(std::move(cells));
-  }
-  return table;
+  return TableOf(PrincipleEffectColumns(wide), response.principle_effects());
 }
 
 }  // namespace prism::cli

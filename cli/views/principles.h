@@ -8,6 +8,7 @@
 #include <string>
 #include <vector>
 
+#include "absl/types/span.h"
 #include "cli/output.h"
 #include "prism/v1/prism.pb.h"
 
@@ -19,6 +20,8 @@ namespace prism::cli {
 // (nothing violates it)".
 // Without `wide`, the plain means (mean_delta_*) are left out.
 Table PrincipleEffectsTable(const v1::RankResponse& response, bool wide = true);
+// PrincipleEffectColumns are PrincipleEffectsTable's columns.
+absl::Span<const Column<v1::PrincipleEffect>> PrincipleEffectColumns(bool wide);
 // PrincipleEffectNote is that note; "" from a coordinator that sends no
 // status.
 std::string PrincipleEffectNote(const v1::PrincipleEffect& effect);

@@ -1,6 +1,7 @@
 #include "cli/views/suggestions.h"
 
 #include <string>
+#include <vector>
 
 #include "absl/strings/str_cat.h"
 #include "cli/views/format.h"
@@ -8,17 +9,44 @@
 
 namespace prism::cli {
 
+namespace {
+
+// SuggestionRow is a suggestion and its rank (1 first).
+struct SuggestionRow {
+  int rank;
+  const v1::Suggestion& suggestion;
+};
+
+constexpr Column<SuggestionRow> kSuggestionColumns[] = {
+    {"rank", [](const SuggestionRow& r) { return absl::StrCat(r.rank); }},
+    {"schedule",
+     [](const SuggestionRow& r) { return r.suggestion.schedule(); }},
+    {"principles",
+     [](const SuggestionRow& r) {
+       return PrincipleFlags(r.suggestion.principles());
+     }},
+    {"predicted_delta",
+     [](const SuggestionRow& r) {
+       return fmt::format("{:+.4f}", r.suggestion.predicted_delta());
+     }},
+    {"uncertainty",
+     [](const SuggestionRow& r) {
+       return Fixed(r.suggestion.uncertainty(), 4);
+     }},
+    {"lcb",
+     [](const SuggestionRow& r) {
+       return fmt::format("{:+.4f}", r.suggestion.acquisition());
+     }},
+};
+
+}  // namespace
+
 Table SuggestionsTable(const v1::SuggestResponse& response) {
-  Table table({"rank", "schedule", "principles", "predicted_delta",
-               "uncertainty", "lcb"});
-  int rank = 0;
+  std::vector<SuggestionRow> rows;
   for (const v1::Suggestion& x : response.suggestions()) {
-    table.AddRow(
-        {absl::StrCat(++rank), x.schedule(), PrincipleFlags(x.principles()),
-         fmt::format("{:+.4f}", x.predicted_delta()), Fixed(x.uncertainty(), 4),
-         fmt::format("{:+.4f}", x.acquisition())});
+    rows.push_back({static_cast<int>(rows.size()) + 1, x});
   }
-  return table;
+  return TableOf<SuggestionRow>(kSuggestionColumns, rows);
 }
 
 void PrintSuggestions(const v1::SuggestResponse& response, Format format,
