@@ -11,9 +11,6 @@
 
 namespace prism::cli {
 
-// PrincipleSummaryLine condenses the principle table into one line:
-// "principles (effect of violating, 95% CI, p): smooth +0.0040 ±0.0100 p
-// 0.420, ..."; "" when the ranking has no principle analysis.
 std::string PrincipleSummaryLine(const v1::RankResponse& response) {
   std::vector<std::string> estimated, not_estimable;
   for (const v1::PrincipleEffect& e : response.principle_effects()) {
@@ -74,8 +71,6 @@ constexpr size_t kNarrowNoteWidth = 39;
 
 }  // namespace
 
-// PrincipleLongNotes are the notes the default principle table moved out:
-// "pow2: not estimable (...)".
 std::vector<std::string> PrincipleLongNotes(const v1::RankResponse& response) {
   std::vector<std::string> lines;
   for (const v1::PrincipleEffect& e : response.principle_effects()) {
