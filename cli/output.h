@@ -18,11 +18,13 @@
 #include <cstdint>
 #include <ostream>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
+#include "absl/types/span.h"
 
 namespace prism::cli {
 
@@ -68,6 +70,40 @@ class Table {
   std::vector<std::string> columns_;
   std::vector<std::vector<std::string>> rows_;
 };
+
+// Column is one column of a table whose rows are `Row`s: its name and the
+// function that renders a row's cell, declared together so that a header
+// cannot drift from its cells. A view declares each column once; a column
+// set (the default view, --wide, CSV) is a list of them. Widths and
+// alignment are the Table's: a column of numbers aligns right.
+//
+//   constexpr Column<v1::Trial> kTrialColumns[] = {
+//       {"id", [](const v1::Trial& t) { return absl::StrCat(t.id()); }},
+//       {"schedule", [](const v1::Trial& t) { return t.schedule(); }},
+//   };
+//   Table table = TableOf<v1::Trial>(kTrialColumns, response.trials());
+template <typename Row>
+struct Column {
+  const char* name;
+  std::string (*cell)(const Row& row);
+};
+
+// TableOf returns a Table of `columns` with a row per element of `rows`,
+// each cell its column's cell of that element.
+template <typename Row, typename Rows>
+Table TableOf(absl::Span<const Column<Row>> columns, const Rows& rows) {
+  std::vector<std::string> names;
+  names.reserve(columns.size());
+  for (const Column<Row>& column : columns) names.push_back(column.name);
+  Table table(std::move(names));
+  for (const Row& row : rows) {
+    std::vector<std::string> cells;
+    cells.reserve(columns.size());
+    for (const Column<Row>& column : columns) cells.push_back(column.cell(row));
+    table.AddRow(std::move(cells));
+  }
+  return table;
+}
 
 // IsTerminal is true when the stream's file descriptor is a TTY.
 bool IsTerminal(int fd);

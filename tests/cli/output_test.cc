@@ -2,6 +2,7 @@
 
 #include <sstream>
 #include <string>
+#include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
@@ -109,6 +110,19 @@ TEST(TableTest, AlignsColumnsByCharactersNotBytes) {
             "  delta  ci       verdict\n"
             "-0.0142  ±0.0130  better\n"
             "+0.0008  -        needs seeds\n");
+}
+
+TEST(TableTest, TableOfPrintsADeclaredColumnPerNameAndACellPerRow) {
+  constexpr Column<int> kColumns[] = {
+      {"n", [](const int& n) { return std::to_string(n); }},
+      {"square", [](const int& n) { return std::to_string(n * n); }},
+      {"odd", [](const int& n) -> std::string { return n % 2 ? "yes" : ""; }},
+  };
+  const std::vector<int> rows = {1, 2, 3};
+  EXPECT_EQ(Printed(TableOf<int>(kColumns, rows), Format::kCsv),
+            "n,square,odd\n1,1,yes\n2,4,\n3,9,yes\n");
+  EXPECT_EQ(Printed(TableOf<int>(kColumns, std::vector<int>()), Format::kCsv),
+            "n,square,odd\n");
 }
 
 TEST(CutToWidthTest, KeepsWhatFitsAndCutsWholeCharacters) {

@@ -1,7 +1,7 @@
 // `prism seeds add` and the ranking's "next:" lines against a real
 // coordinator and a replay worker (cli/experiment_commands.cc,
-// cli/views.cc): the next line of a one-seed grid is one command, which the
-// test parses and runs as printed; it queues only the new seeds' trials and
+// cli/views/summary.cc): the next line of a one-seed grid is one command, which
+// the test parses and runs as printed; it queues only the new seeds' trials and
 // every finished one is reused; bad input exits 2 naming the problem with
 // nothing added; a dry run stores nothing; `prism results`, `compare` and
 // `suggest` take the experiment id positionally as with --experiment.

@@ -4,9 +4,12 @@
 #include <string>
 #include <vector>
 
+#include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
+#include "absl/strings/str_join.h"
 #include "absl/strings/str_replace.h"
 #include "absl/strings/str_split.h"
+#include "absl/types/span.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 
@@ -725,6 +728,98 @@ TEST(PlanViewTest, TheLineSaysTheBillAndCountsTheWarnings) {
   EXPECT_EQ(Thousands(999), "999");
   EXPECT_EQ(Scaled(999), "999");
   EXPECT_EQ(Scaled(1.5e12), "1.5T");
+}
+
+// Names are a column set's names, in order; each column must have a name
+// and a cell, and no two the same name (JSON keys a row's cells by name).
+template <typename Row>
+std::vector<std::string> Names(absl::Span<const Column<Row>> columns) {
+  std::vector<std::string> names;
+  for (const Column<Row>& column : columns) {
+    EXPECT_NE(column.name, nullptr);
+    if (column.name == nullptr) continue;
+    EXPECT_NE(column.cell, nullptr) << column.name;
+    EXPECT_THAT(names, Not(::testing::Contains(column.name))) << column.name;
+    names.push_back(column.name);
+  }
+  return names;
+}
+
+TEST(ColumnsTest, EveryDeclaredColumnHasANameACellAndNoTwinInItsSet) {
+  for (Format format : {Format::kText, Format::kCsv, Format::kJson}) {
+    for (bool wide : {false, true}) {
+      EXPECT_FALSE(Names(RankingColumns(format, wide)).empty());
+    }
+  }
+  for (bool wide : {false, true}) {
+    EXPECT_FALSE(Names(ExperimentsColumns(wide)).empty());
+    EXPECT_FALSE(Names(PrincipleEffectColumns(wide)).empty());
+  }
+}
+
+TEST(ColumnsTest, TheTablesPrintTheDeclaredColumns) {
+  const v1::RankResponse ranking = TwoSeedRanking();
+  for (Format format : {Format::kText, Format::kCsv}) {
+    for (bool wide : {false, true}) {
+      std::ostringstream csv;
+      RankingTable(ranking, format, wide).Print(csv, Format::kCsv);
+      const std::vector<std::string> lines = absl::StrSplit(csv.str(), '\n');
+      EXPECT_EQ(lines[0],
+                absl::StrJoin(Names(RankingColumns(format, wide)), ","));
+    }
+  }
+}
+
+TEST(ColumnsTest, WidePrincipleEffectsHoldTheDefaultColumnsInOrder) {
+  const std::vector<std::string> wide = Names(PrincipleEffectColumns(true));
+  const std::vector<std::string> narrow = Names(PrincipleEffectColumns(false));
+  std::vector<std::string> common;
+  for (const std::string& name : wide) {
+    if (!absl::StartsWith(name, "mean_delta_")) common.push_back(name);
+  }
+  EXPECT_EQ(common, narrow);
+  EXPECT_EQ(wide.size(), narrow.size() + 2);
+}
+
+TEST(ColumnsTest, RankingCsvHoldsTheWideColumnsButTheTextSummaries) {
+  const std::vector<std::string> wide =
+      Names(RankingColumns(Format::kText, /*wide=*/true));
+  const std::vector<std::string> csv =
+      Names(RankingColumns(Format::kCsv, /*wide=*/true));
+  // adj_ci95, to_settle and best_set summarize CSV's adj_low/adj_high,
+  // seeds_needed and in_best_set.
+  std::vector<std::string> shared;
+  for (const std::string& name : wide) {
+    if (name != "adj_ci95" && name != "to_settle" && name != "best_set") {
+      shared.push_back(name);
+    }
+  }
+  ASSERT_LE(shared.size(), csv.size());
+  EXPECT_EQ(shared,
+            std::vector<std::string>(csv.begin(), csv.begin() + shared.size()));
+  EXPECT_THAT(csv, ::testing::IsSupersetOf(
+                       {"adj_low", "adj_high", "seeds_needed", "in_best_set"}));
+  // --wide and CSV are the same set whatever `wide` says; JSON is --wide's.
+  EXPECT_EQ(Names(RankingColumns(Format::kCsv, false)), csv);
+  EXPECT_EQ(Names(RankingColumns(Format::kJson, false)), wide);
+}
+
+TEST(ColumnsTest, DefaultViewsShowWideColumnsOrTheirShortForms) {
+  // The default ranking's short forms are in its legend (PrintRanking).
+  const std::vector<std::string> wide_ranking =
+      Names(RankingColumns(Format::kText, /*wide=*/true));
+  for (const std::string& name :
+       Names(RankingColumns(Format::kText, /*wide=*/false))) {
+    if (name == "sbp" || name == "best" || name == "tps") continue;
+    EXPECT_THAT(wide_ranking, ::testing::Contains(name));
+  }
+  const std::vector<std::string> wide_experiments =
+      Names(ExperimentsColumns(/*wide=*/true));
+  for (const std::string& name : Names(ExperimentsColumns(/*wide=*/false))) {
+    // pri, done and pos: priority, completed/total and position.
+    if (name == "pri" || name == "done" || name == "pos") continue;
+    EXPECT_THAT(wide_experiments, ::testing::Contains(name));
+  }
 }
 
 }  // namespace
