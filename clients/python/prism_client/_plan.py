@@ -101,7 +101,7 @@ def estimate_rows(estimate):
 
 
 def headroom_line(h):
-    """As `prism submit` prints it (cli/views.cc HeadroomLine)."""
+    """As `prism submit` prints it (cli/views/plan.cc HeadroomLine)."""
     def of(value, limit):
         return f"{value} of {limit}" if limit > 0 else f"{value} (no limit)"
     return (f"limits: {of(h['trials'], h['max_trials_per_experiment'])} "
