@@ -52,6 +52,11 @@ int main(int argc, char** argv) {
       shard_index < 0 || shard_index >= shard_count) {
     return Fail("--shard must be i/n with 0 <= i < n");
   }
+  absl::StatusOr<prism::model::AttentionMode> attention_mode =
+      prism::model::ParseAttentionMode(attention);
+  if (!attention_mode.ok()) {
+    return Fail(std::string(attention_mode.status().message()));
+  }
 
   std::ifstream spec_file(spec_path);
   if (!spec_file) return Fail("cannot read " + spec_path);
@@ -83,7 +88,7 @@ int main(int argc, char** argv) {
   prism::worker::WorkerResources resources;
   resources.device = "cpu";
   resources.threads = threads;
-  resources.attention = attention;
+  resources.attention = *attention_mode;
   std::ofstream out(out_path, std::ios::app);
   int index = -1, recorded = 0;
   const int total = static_cast<int>(plan->trials.size());

@@ -162,8 +162,8 @@ absl::StatusOr<std::vector<std::pair<std::string, std::string>>> HostLevelEnv(
 struct Config {
   std::string name;
   std::string schedule;
-  std::string attention = "auto";
-  std::string threading = "shards";
+  prism::model::AttentionMode attention = prism::model::AttentionMode::kAuto;
+  prism::model::CpuThreading threading = prism::model::CpuThreading::kShards;
   std::string isa;  // PRISM_ISA for this configuration; "" leaves it unset
   // Reference configurations run the Python script instead.
   bool reference = false;
@@ -515,13 +515,15 @@ int main(int argc, char** argv) {
   }
   const std::string threads = std::to_string(o.threads);
 
-  auto ours = [&](std::string name, std::string schedule, std::string attention,
-                  std::string threading) {
+  using prism::model::AttentionMode;
+  using prism::model::CpuThreading;
+  auto ours = [&](std::string name, std::string schedule,
+                  AttentionMode attention, CpuThreading threading) {
     Config c;
     c.name = std::move(name);
     c.schedule = std::move(schedule);
-    c.attention = std::move(attention);
-    c.threading = std::move(threading);
+    c.attention = attention;
+    c.threading = threading;
     c.isa = o.host_level;
     return c;
   };
@@ -536,27 +538,28 @@ int main(int argc, char** argv) {
   };
   std::vector<Config> configs;
   for (const std::string& s : o.schedules) {
-    configs.push_back(ours(absl::StrCat("prism ", s), s, "auto", "shards"));
+    configs.push_back(ours(absl::StrCat("prism ", s), s, AttentionMode::kAuto,
+                           CpuThreading::kShards));
   }
   if (o.isa_levels) {
     for (const std::string& isa : IsaNames(o.host_level)) {
       // What a host with only this level would run: auto chooses between
       // the fused kernel at this level and masked softmax.
       Config c = ours(absl::StrCat("prism auto, PRISM_ISA=", isa), uniform,
-                      "auto", "shards");
+                      AttentionMode::kAuto, CpuThreading::kShards);
       c.isa = isa;
       configs.push_back(c);
     }
   }
   if (o.ablations) {
-    configs.push_back(
-        ours("prism masked-softmax attention", uniform, "masked", "shards"));
-    configs.push_back(
-        ours("prism fused, blas threading", uniform, "fused", "blas"));
+    configs.push_back(ours("prism masked-softmax attention", uniform,
+                           AttentionMode::kMasked, CpuThreading::kShards));
+    configs.push_back(ours("prism fused, blas threading", uniform,
+                           AttentionMode::kFused, CpuThreading::kBlas));
     configs.push_back(ours("prism masked-softmax, blas threading", uniform,
-                           "masked", "blas"));
-    configs.push_back(
-        ours("prism fused, both threading", uniform, "fused", "both"));
+                           AttentionMode::kMasked, CpuThreading::kBlas));
+    configs.push_back(ours("prism fused, both threading", uniform,
+                           AttentionMode::kFused, CpuThreading::kBoth));
   }
   if (!o.reference.empty()) {
     // The reference at the thread settings a PyTorch user would pick, and

@@ -28,6 +28,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/time/time.h"
 #include "base/log.h"
+#include "base/status_macros.h"
 #include "cli/client.h"
 #include "cli/command.h"
 #include "cli/output.h"
@@ -211,13 +212,15 @@ absl::Status WriteReadyFile(const std::string& path, const std::string& grpc,
   return absl::OkStatus();
 }
 
-int RunCoordinator(CoordinatorFlags flags) {
+// ApplyFlags sets the log level and completes the options from the flags
+// and the environment (admin token, web root, job backend, auth
+// durations). InvalidArgument naming the flag.
+absl::Status ApplyFlags(CoordinatorFlags& flags) {
   LogLevel level;
   if (!ParseLogLevel(flags.log_level, &level)) {
-    return ReportError("coordinator",
-                       absl::InvalidArgumentError(absl::StrCat(
-                           "unknown --log-level '", flags.log_level,
-                           "' (use debug, info, warning or error)")));
+    return absl::InvalidArgumentError(
+        absl::StrCat("unknown --log-level '", flags.log_level,
+                     "' (use debug, info, warning or error)"));
   }
   SetLogLevel(level);
   RouteGrpcLogs(LogLevel::kWarning);
@@ -226,19 +229,15 @@ int RunCoordinator(CoordinatorFlags flags) {
     o.admin_token_env = env;
   }
   if (o.web_root.empty()) o.web_root = DefaultWebRoot();
-  if (absl::Status s = AddJobBackend(flags); !s.ok()) {
-    return ReportError("coordinator", s);
-  }
-  if (absl::Status s = ApplyAuthFlags(flags); !s.ok()) {
-    return ReportError("coordinator", s);
-  }
+  PRISM_RETURN_IF_ERROR(AddJobBackend(flags));
+  return ApplyAuthFlags(flags);
+}
 
-  // Installed before anything starts, so a signal during start-up is kept
-  // and ends the run right after it.
-  if (absl::Status s = InstallStopHandlers(); !s.ok()) {
-    return ReportError("coordinator", s);
-  }
-
+// OpenWaitingForDisk creates the coordinator, waiting (and serving the
+// probes) while the disk is full or failing; null when a stop signal came
+// first, any other failure returned.
+absl::StatusOr<std::unique_ptr<server::Coordinator>> OpenWaitingForDisk(
+    server::CoordinatorOptions& o, SystemdNotifier& notify) {
   // A database on a full (or failing) disk cannot even open: SQLite needs
   // room for its shared-memory index. Wait for the disk, saying so once,
   // rather than exit and be restarted in a loop, and meanwhile answer the
@@ -246,9 +245,6 @@ int RunCoordinator(CoordinatorFlags flags) {
   // cause), so a readiness probe learns why instead of "connection
   // refused". Any other failure (a bad path, a file that is not a
   // database) is one clear line and exit 1.
-  // Under systemd (Type=notify) STATUS= follows the readiness and READY=1
-  // comes once gRPC and HTTP serve (deploy/systemd/prism-coordinator.service).
-  SystemdNotifier notify = SystemdNotifier::FromEnvironment();
   absl::StatusOr<std::unique_ptr<server::Coordinator>> coordinator =
       server::Coordinator::Create(o);
   std::unique_ptr<server::OpeningProbes> probes;
@@ -257,12 +253,12 @@ int RunCoordinator(CoordinatorFlags flags) {
         storage::StorageFaultOf(coordinator.status());
     if (fault != storage::StorageFault::kDiskFull &&
         fault != storage::StorageFault::kIoError) {
-      return ReportError("coordinator", coordinator.status());
+      return coordinator.status();
     }
     if (probes == nullptr) {
       absl::StatusOr<std::unique_ptr<server::OpeningProbes>> started =
           server::OpeningProbes::Start(o);
-      if (!started.ok()) return ReportError("coordinator", started.status());
+      if (!started.ok()) return started.status();
       probes = *std::move(started);
       // The coordinator takes over this very port once the database opens.
       o.http_address = probes->http_address();
@@ -284,7 +280,7 @@ int RunCoordinator(CoordinatorFlags flags) {
         signal_number != 0) {
       Log(LogLevel::kInfo, "stopping before the database opened")
           .Kv("signal", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
-      return kExitOk;
+      return nullptr;
     }
     coordinator = server::Coordinator::Create(o);
     if (coordinator.ok()) {
@@ -292,27 +288,36 @@ int RunCoordinator(CoordinatorFlags flags) {
       Log(LogLevel::kInfo, "database opened after waiting for the disk");
     }
   }
-  if (absl::Status started = (*coordinator)->Start(); !started.ok()) {
-    return ReportError("coordinator", started);
-  }
-  const std::string grpc = (*coordinator)->grpc_address();
-  const std::string http = (*coordinator)->http_address();
+  return coordinator;
+}
+
+// AnnounceReady writes the ready file (shutting the coordinator down when
+// it cannot), then prints a generated admin token and the ready line.
+absl::Status AnnounceReady(server::Coordinator& coordinator,
+                           const std::string& ready_file) {
+  const std::string grpc = coordinator.grpc_address();
+  const std::string http = coordinator.http_address();
   // The ready file exists before the readiness line is printed, so a reader
   // of either may rely on both.
-  if (!flags.ready_file.empty()) {
-    if (absl::Status s = WriteReadyFile(flags.ready_file, grpc, http);
-        !s.ok()) {
-      (*coordinator)->Shutdown();
-      return ReportError("coordinator", s);
+  if (!ready_file.empty()) {
+    if (absl::Status s = WriteReadyFile(ready_file, grpc, http); !s.ok()) {
+      coordinator.Shutdown();
+      return s;
     }
   }
-  if ((*coordinator)->admin_token().has_value()) {
+  if (coordinator.admin_token().has_value()) {
     std::cout << "prism coordinator: admin token (shown once): "
-              << *(*coordinator)->admin_token() << "\n";
+              << *coordinator.admin_token() << "\n";
   }
   std::cout << "prism coordinator: ready grpc=" << grpc << " http=" << http
             << std::endl;
-  const server::StorageHealth& health = (*coordinator)->storage_health();
+  return absl::OkStatus();
+}
+
+// ServeUntilStopped tells systemd the coordinator is ready and waits for a
+// stop signal, returning its number.
+int ServeUntilStopped(SystemdNotifier& notify,
+                      const server::StorageHealth& health) {
   Notify(notify.Status(ReadinessText(health.Ready())));
   Notify(notify.Send("READY=1"));
 
@@ -327,6 +332,37 @@ int RunCoordinator(CoordinatorFlags flags) {
     signal_number = WaitForStopSignalFor(absl::Seconds(2));
     Notify(notify.Status(ReadinessText(health.Ready())));
   }
+  return signal_number;
+}
+
+int RunCoordinator(CoordinatorFlags flags) {
+  if (absl::Status s = ApplyFlags(flags); !s.ok()) {
+    return ReportError("coordinator", s);
+  }
+
+  // Installed before anything starts, so a signal during start-up is kept
+  // and ends the run right after it.
+  if (absl::Status s = InstallStopHandlers(); !s.ok()) {
+    return ReportError("coordinator", s);
+  }
+
+  // Under systemd (Type=notify) STATUS= follows the readiness and READY=1
+  // comes once gRPC and HTTP serve (deploy/systemd/prism-coordinator.service).
+  SystemdNotifier notify = SystemdNotifier::FromEnvironment();
+  absl::StatusOr<std::unique_ptr<server::Coordinator>> coordinator =
+      OpenWaitingForDisk(flags.options, notify);
+  if (!coordinator.ok())
+    return ReportError("coordinator", coordinator.status());
+  if (*coordinator == nullptr) return kExitOk;
+  if (absl::Status started = (*coordinator)->Start(); !started.ok()) {
+    return ReportError("coordinator", started);
+  }
+  if (absl::Status s = AnnounceReady(**coordinator, flags.ready_file);
+      !s.ok()) {
+    return ReportError("coordinator", s);
+  }
+  const int signal_number =
+      ServeUntilStopped(notify, (*coordinator)->storage_health());
   Log(LogLevel::kInfo, "stopping")
       .Kv("signal", signal_number == SIGINT ? "SIGINT" : "SIGTERM");
   Notify(notify.Send("STOPPING=1"));
@@ -335,17 +371,10 @@ int RunCoordinator(CoordinatorFlags flags) {
   return kExitOk;
 }
 
-}  // namespace
-
-void RegisterCoordinatorCommands(CLI::App& app, Action* action) {
-  auto flags = std::make_shared<CoordinatorFlags>();
+// AddServingFlags adds the database, the addresses, the lease and the
+// fair share flags.
+void AddServingFlags(CLI::App* cmd, CoordinatorFlags* flags) {
   server::CoordinatorOptions& o = flags->options;
-  o.grpc_address = "127.0.0.1:50051";
-  o.http_address = "127.0.0.1:8080";
-  CLI::App* cmd = app.add_subcommand(
-      "coordinator",
-      "Run the coordinator: gRPC for workers and clients, HTTP for the "
-      "dashboard, JSON API and /metrics, all state in one SQLite file");
   cmd->add_option("--db", o.db_path, "SQLite database file (created if new)")
       ->required();
   cmd->add_option("--listen", o.grpc_address,
@@ -374,9 +403,13 @@ void RegisterCoordinatorCommands(CLI::App& app, Action* action) {
                   "Fair share: a user's past worker time counts half after "
                   "this long, e.g. 12h, 7d (positive)")
       ->capture_default_str();
-  // Limits: one flag per bound on client input (server/core/limits.h; README,
-  // "Limits"). Past a limit a request is refused naming the flag.
-  server::Limits& l = o.limits;
+}
+
+// AddLimitFlags adds the Limits group: one flag per bound on client input
+// (server/core/limits.h; README, "Limits"). Past a limit a request is
+// refused naming the flag.
+void AddLimitFlags(CLI::App* cmd, server::Limits* bounds) {
+  server::Limits& l = *bounds;
   const std::string limits = "Limits";
   auto limit = [cmd, &limits](const std::string& name, auto& value,
                               const std::string& help) {
@@ -464,6 +497,13 @@ void RegisterCoordinatorCommands(CLI::App& app, Action* action) {
   limit("--max-heads", l.max_heads, "Model base heads");
   limit("--max-context", l.max_context, "Model context (sequence length)");
   limit("--max-parameters", l.max_parameters, "Model parameters");
+}
+
+// AddStorageAndAuthFlags adds durability, the admin token, the token and
+// authentication-failure limits, /metrics access, the data roots and the
+// web root.
+void AddStorageAndAuthFlags(CLI::App* cmd, CoordinatorFlags* flags) {
+  server::CoordinatorOptions& o = flags->options;
   cmd->add_option("--durability", o.durability,
                   "normal: an acknowledged write survives a crash of the "
                   "coordinator, and power loss may take the last moments' "
@@ -500,28 +540,32 @@ void RegisterCoordinatorCommands(CLI::App& app, Action* action) {
   cmd->add_option("--web-root", o.web_root,
                   "Dashboard assets directory (default: web/ beside the "
                   "build, else the source tree's)");
-  // TLS (proto/tls.h; deploy/README.md, "TLS"). Files are checked before
-  // anything starts; a bad one is one line naming it, exit 2.
+}
+
+// AddTlsFlags adds the TLS group (proto/tls.h; deploy/README.md, "TLS").
+// Files are checked before anything starts; a bad one is one line naming
+// it, exit 2.
+void AddTlsFlags(CLI::App* cmd, TlsFiles* files) {
   const std::string tls = "TLS";
-  cmd->add_option("--tls-cert", o.tls.cert,
+  cmd->add_option("--tls-cert", files->cert,
                   "Certificate (PEM, chain) for gRPC and the dashboard: both "
                   "serve TLS only (HTTPS); needs --tls-key")
       ->group(tls);
-  cmd->add_option("--tls-key", o.tls.key,
+  cmd->add_option("--tls-key", files->key,
                   "The certificate's private key (PEM, unencrypted)")
       ->group(tls);
-  cmd->add_option("--tls-client-ca", o.tls.ca,
+  cmd->add_option("--tls-client-ca", files->ca,
                   "Mutual TLS: every gRPC client (workers, the CLI) must "
                   "present a certificate this CA (PEM) signed; the "
                   "dashboard asks for none. Needs --tls-cert")
       ->group(tls);
-  cmd->add_option("--ready-file", flags->ready_file,
-                  "Write {\"grpc\":..., \"http\":...} here once serving");
-  cmd->add_option("--log-level", flags->log_level,
-                  "debug (logs every request), info, warning or error")
-      ->capture_default_str();
-  // Scaling: worker jobs on Slurm while trials wait (server/core/scaler.h;
-  // deploy/README.md, "Queue-driven workers on Slurm").
+}
+
+// AddScalingFlags adds the Scaling group: worker jobs on Slurm while trials
+// wait (server/core/scaler.h; deploy/README.md, "Queue-driven workers on
+// Slurm").
+void AddScalingFlags(CLI::App* cmd, CoordinatorFlags* flags) {
+  server::CoordinatorOptions& o = flags->options;
   const std::string scaling = "Scaling";
   CLI::Option* scale =
       cmd->add_option("--scale", flags->scale,
@@ -562,6 +606,30 @@ void RegisterCoordinatorCommands(CLI::App& app, Action* action) {
   scaling_option("--scale-coordinator-address", o.scaler_coordinator_address,
                  "HOST:PORT the jobs' workers dial (default: --listen, a "
                  "wildcard host replaced by this host's name)");
+}
+
+}  // namespace
+
+void RegisterCoordinatorCommands(CLI::App& app, Action* action) {
+  auto flags = std::make_shared<CoordinatorFlags>();
+  server::CoordinatorOptions& o = flags->options;
+  o.grpc_address = "127.0.0.1:50051";
+  o.http_address = "127.0.0.1:8080";
+  CLI::App* cmd = app.add_subcommand(
+      "coordinator",
+      "Run the coordinator: gRPC for workers and clients, HTTP for the "
+      "dashboard, JSON API and /metrics, all state in one SQLite file");
+  // The order of these calls is the order of --help.
+  AddServingFlags(cmd, flags.get());
+  AddLimitFlags(cmd, &o.limits);
+  AddStorageAndAuthFlags(cmd, flags.get());
+  AddTlsFlags(cmd, &o.tls);
+  cmd->add_option("--ready-file", flags->ready_file,
+                  "Write {\"grpc\":..., \"http\":...} here once serving");
+  cmd->add_option("--log-level", flags->log_level,
+                  "debug (logs every request), info, warning or error")
+      ->capture_default_str();
+  AddScalingFlags(cmd, flags.get());
   cmd->footer(
       "The first admin token comes from --admin-token-file, else env "
       "PRISM_ADMIN_TOKEN, else is generated and printed once. Without "

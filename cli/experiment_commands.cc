@@ -12,6 +12,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "absl/strings/strip.h"
+#include "base/status_macros.h"
 #include "cli/client.h"
 #include "cli/command.h"
 #include "cli/output.h"
@@ -144,159 +145,199 @@ int ListExperiments(RpcClient& client, Format format, bool wide) {
   return kExitOk;
 }
 
-int ShowExperiment(RpcClient& client, int64_t id, Format format) {
+// FetchExperiment reads experiment `id` and every page of its trials
+// (total set to their count); the first failed call's error.
+absl::Status FetchExperiment(RpcClient& client, int64_t id,
+                             v1::Experiment* experiment,
+                             v1::ListTrialsResponse* trials) {
   v1::GetExperimentRequest get;
   get.set_id(id);
-  v1::Experiment experiment;
-  absl::Status status = client.Call(&v1::ExperimentService::Stub::Get,
-                                    client.experiments(), get, &experiment);
-  if (!status.ok()) return ReportError("status", status);
-  v1::ListTrialsResponse trials;
+  PRISM_RETURN_IF_ERROR(client.Call(&v1::ExperimentService::Stub::Get,
+                                    client.experiments(), get, experiment));
   v1::ListTrialsRequest request;
   request.set_experiment_id(id);
   do {
     v1::ListTrialsResponse page;
-    status = client.Call(&v1::ExperimentService::Stub::ListTrials,
-                         client.experiments(), request, &page);
-    if (!status.ok()) return ReportError("status", status);
+    PRISM_RETURN_IF_ERROR(client.Call(&v1::ExperimentService::Stub::ListTrials,
+                                      client.experiments(), request, &page));
     for (v1::Trial& t : *page.mutable_trials()) {
-      *trials.add_trials() = std::move(t);
+      *trials->add_trials() = std::move(t);
     }
     request.set_page_token(page.next_page_token());
   } while (!request.page_token().empty());
-  trials.set_total(trials.trials_size());
+  trials->set_total(trials->trials_size());
+  return absl::OkStatus();
+}
 
+// RankSummary reads the ranking's first row of experiment `id`, for the
+// summaries that come with it (the rungs' counts, racing's word).
+absl::Status RankSummary(RpcClient& client, int64_t id,
+                         v1::RankResponse* ranked) {
+  v1::RankRequest rank;
+  rank.set_experiment_id(id);
+  rank.set_page_size(1);
+  return client.Call(&v1::ResultsService::Stub::Rank, client.results(), rank,
+                     ranked);
+}
+
+// PrintExperimentSummary prints the experiment's state and counts, why it
+// waits, its cost, its queue order, its ladder rung and adaptive seeds.
+void PrintExperimentSummary(const v1::Experiment& experiment) {
+  const v1::TrialCounts& c = experiment.counts();
+  std::cout << WrapText(absl::StrCat(
+                            "experiment ", experiment.id(), " ",
+                            Printable(experiment.name()), " (",
+                            Printable(experiment.owner()),
+                            "): ", EnumValueName(experiment.state()),
+                            ", priority ", experiment.priority(), ", ",
+                            c.completed(), "/", c.total(), " completed, ",
+                            c.leased() + c.running(), " running, ", c.queued(),
+                            " queued, ", c.failed() + c.diverged(), " failed, ",
+                            static_cast<int>(experiment.progress() * 100 + 0.5),
+                            "% of steps"),
+                        100, 2)
+            << "\n";
+  if (!experiment.queue_reason().empty()) {
+    std::cout << "waiting: "
+              << (experiment.queue_position() > 0
+                      ? absl::StrCat("position ", experiment.queue_position(),
+                                     " in the queue; ")
+                      : "")
+              << Printable(experiment.queue_reason()) << "\n";
+  }
+  const std::string cost = SearchCostLine(experiment);
+  if (!cost.empty()) std::cout << cost << "\n";
+  std::cout << "queue order: shuffled by sample_seed "
+            << experiment.spec().sample_seed() << "\n";
+  if (experiment.ladder_id() != 0) {
+    std::cout << "ladder " << experiment.ladder_id() << ": rung "
+              << experiment.ladder_rung() + 1 << " of "
+              << experiment.spec().ladder().rungs_size();
+    if (!experiment.ladder_note().empty()) {
+      std::cout << "; " << Printable(experiment.ladder_note());
+    }
+    std::cout << " (prism results --ladder " << experiment.id() << ")\n";
+  }
+  if (experiment.spec().has_seeds_policy()) {
+    std::cout << "adaptive seeds " << experiment.spec().seeds_policy().min()
+              << ".." << experiment.spec().seeds_policy().max()
+              << " per schedule: " << experiment.seeds_added()
+              << " trials added";
+    if (!experiment.seeds_note().empty()) {
+      std::cout << "; last decision: " << experiment.seeds_note();
+    }
+    std::cout << "\n";
+  }
+}
+
+// PrintAshaLines prints ASHA's (or guided screening's) rungs, staged seeds,
+// last decision and the rungs' counts (from the ranking of `id`).
+absl::Status PrintAshaLines(RpcClient& client, int64_t id,
+                            const v1::Experiment& experiment, bool screening) {
+  const v1::TrialCounts& c = experiment.counts();
+  const v1::AshaPolicy& a = experiment.spec().asha();
+  std::cout << (screening ? "each bracket's rungs" : "asha: rungs")
+            << " at steps " << absl::StrJoin(a.rungs(), ", ") << " (eta "
+            << a.eta() << ", "
+            << (a.mode() == v1::ASHA_MODE_UNSPECIFIED
+                    ? std::string("ASHA_MODE_ASYNCHRONOUS")
+                    : v1::AshaMode_Name(a.mode()))
+            << "); " << c.stopped_at_rung() << " trials stopped at a rung\n";
+  if (!screening && a.screen_seeds() > 0 &&
+      a.screen_seeds() < experiment.spec().seeds_size()) {
+    // Staged: the other seeds start with the promotions.
+    std::cout << "  screened on " << a.screen_seeds() << " of "
+              << experiment.spec().seeds_size() << " seeds, "
+              << experiment.seeds_added() << " trials added on the rest\n";
+  }
+  // The decision lists every promotion: wrapped to the terminal's 100.
+  if (!experiment.seeds_note().empty()) {
+    std::cout << WrapText(absl::StrCat("  last decision: ",
+                                       Printable(experiment.seeds_note())),
+                          100, 4)
+              << "\n";
+  }
+  // The rungs' counts come with the ranking.
+  v1::RankResponse ranked;
+  PRISM_RETURN_IF_ERROR(RankSummary(client, id, &ranked));
+  for (const v1::AshaRung& rung : ranked.asha_rungs()) {
+    std::cout << "  " << AshaRungLine(rung) << "\n";
+  }
+  return absl::OkStatus();
+}
+
+// PrintRacingLine prints racing's policy and word (from the ranking of
+// `id`), or that it is off.
+absl::Status PrintRacingLine(RpcClient& client, int64_t id,
+                             const v1::Experiment& experiment) {
+  const v1::RacingPolicy& r = experiment.spec().racing();
+  if (r.off()) {
+    std::cout << "racing: off\n";
+  } else {
+    v1::RankResponse ranked;
+    PRISM_RETURN_IF_ERROR(RankSummary(client, id, &ranked));
+    std::cout << WrapText(
+                     fmt::format(
+                         "racing: at most {} seeds each, {} contenders a "
+                         "round, budget {:g}% of the grid's steps; {}",
+                         r.max_seeds(), r.racers(), 100.0 * r.budget(),
+                         ranked.has_race() ? Printable(ranked.race().note())
+                                           : std::string("not started")),
+                     100, 4)
+              << "\n";
+  }
+  return absl::OkStatus();
+}
+
+// PrintStrategyLines prints what the spec's strategy does: guided
+// screening, ASHA, racing, guided search.
+absl::Status PrintStrategyLines(RpcClient& client, int64_t id,
+                                const v1::Experiment& experiment) {
+  const bool screening =
+      experiment.spec().strategy() == v1::STRATEGY_GUIDED_SCREENING;
+  if (screening) {
+    const v1::ScreeningPolicy& p = experiment.spec().screening();
+    std::cout << fmt::format(
+        "guided screening: brackets of {}, explore {:.2f}, budget {:.0f}% "
+        "of the grid's steps; {} trials added\n",
+        p.bracket_size(), p.explore(), 100.0 * p.grid_fraction(),
+        experiment.seeds_added());
+  }
+  if (experiment.spec().strategy() == v1::STRATEGY_ASHA || screening) {
+    PRISM_RETURN_IF_ERROR(PrintAshaLines(client, id, experiment, screening));
+  }
+  if (experiment.spec().has_racing()) {
+    PRISM_RETURN_IF_ERROR(PrintRacingLine(client, id, experiment));
+  }
+  if (experiment.spec().strategy() == v1::STRATEGY_GUIDED) {
+    const v1::GuidedPolicy& g = experiment.spec().guided();
+    std::cout << "guided search: " << experiment.spec().samples()
+              << " schedules, initial design " << g.initial() << ", "
+              << g.parallel() << " in flight; " << experiment.seeds_added()
+              << " trials added";
+    if (!experiment.seeds_note().empty()) {
+      std::cout << "; last decision: " << Printable(experiment.seeds_note());
+    }
+    std::cout << "\n";
+  }
+  return absl::OkStatus();
+}
+
+int ShowExperiment(RpcClient& client, int64_t id, Format format) {
+  v1::Experiment experiment;
+  v1::ListTrialsResponse trials;
+  if (absl::Status s = FetchExperiment(client, id, &experiment, &trials);
+      !s.ok()) {
+    return ReportError("status", s);
+  }
   if (format == Format::kJson) {
     std::cout << ProtoJson(trials);
     return kExitOk;
   }
   if (format == Format::kText) {
-    // The ranking's first row, for the summaries that come with it (the
-    // rungs' counts, racing's word).
-    const auto rank_summary = [&](v1::RankResponse* ranked) {
-      v1::RankRequest rank;
-      rank.set_experiment_id(id);
-      rank.set_page_size(1);
-      return client.Call(&v1::ResultsService::Stub::Rank, client.results(),
-                         rank, ranked);
-    };
-    const v1::TrialCounts& c = experiment.counts();
-    std::cout << WrapText(
-                     absl::StrCat(
-                         "experiment ", experiment.id(), " ",
-                         Printable(experiment.name()), " (",
-                         Printable(experiment.owner()),
-                         "): ", EnumValueName(experiment.state()),
-                         ", priority ", experiment.priority(), ", ",
-                         c.completed(), "/", c.total(), " completed, ",
-                         c.leased() + c.running(), " running, ", c.queued(),
-                         " queued, ", c.failed() + c.diverged(), " failed, ",
-                         static_cast<int>(experiment.progress() * 100 + 0.5),
-                         "% of steps"),
-                     100, 2)
-              << "\n";
-    if (!experiment.queue_reason().empty()) {
-      std::cout << "waiting: "
-                << (experiment.queue_position() > 0
-                        ? absl::StrCat("position ", experiment.queue_position(),
-                                       " in the queue; ")
-                        : "")
-                << Printable(experiment.queue_reason()) << "\n";
-    }
-    const std::string cost = SearchCostLine(experiment);
-    if (!cost.empty()) std::cout << cost << "\n";
-    std::cout << "queue order: shuffled by sample_seed "
-              << experiment.spec().sample_seed() << "\n";
-    if (experiment.ladder_id() != 0) {
-      std::cout << "ladder " << experiment.ladder_id() << ": rung "
-                << experiment.ladder_rung() + 1 << " of "
-                << experiment.spec().ladder().rungs_size();
-      if (!experiment.ladder_note().empty()) {
-        std::cout << "; " << Printable(experiment.ladder_note());
-      }
-      std::cout << " (prism results --ladder " << experiment.id() << ")\n";
-    }
-    if (experiment.spec().has_seeds_policy()) {
-      std::cout << "adaptive seeds " << experiment.spec().seeds_policy().min()
-                << ".." << experiment.spec().seeds_policy().max()
-                << " per schedule: " << experiment.seeds_added()
-                << " trials added";
-      if (!experiment.seeds_note().empty()) {
-        std::cout << "; last decision: " << experiment.seeds_note();
-      }
-      std::cout << "\n";
-    }
-    const bool screening =
-        experiment.spec().strategy() == v1::STRATEGY_GUIDED_SCREENING;
-    if (screening) {
-      const v1::ScreeningPolicy& p = experiment.spec().screening();
-      std::cout << fmt::format(
-          "guided screening: brackets of {}, explore {:.2f}, budget {:.0f}% "
-          "of the grid's steps; {} trials added\n",
-          p.bracket_size(), p.explore(), 100.0 * p.grid_fraction(),
-          experiment.seeds_added());
-    }
-    if (experiment.spec().strategy() == v1::STRATEGY_ASHA || screening) {
-      const v1::AshaPolicy& a = experiment.spec().asha();
-      std::cout << (screening ? "each bracket's rungs" : "asha: rungs")
-                << " at steps " << absl::StrJoin(a.rungs(), ", ") << " (eta "
-                << a.eta() << ", "
-                << (a.mode() == v1::ASHA_MODE_UNSPECIFIED
-                        ? std::string("ASHA_MODE_ASYNCHRONOUS")
-                        : v1::AshaMode_Name(a.mode()))
-                << "); " << c.stopped_at_rung()
-                << " trials stopped at a rung\n";
-      if (!screening && a.screen_seeds() > 0 &&
-          a.screen_seeds() < experiment.spec().seeds_size()) {
-        // Staged: the other seeds start with the promotions.
-        std::cout << "  screened on " << a.screen_seeds() << " of "
-                  << experiment.spec().seeds_size() << " seeds, "
-                  << experiment.seeds_added() << " trials added on the rest\n";
-      }
-      // The decision lists every promotion: wrapped to the terminal's 100.
-      if (!experiment.seeds_note().empty()) {
-        std::cout << WrapText(absl::StrCat("  last decision: ",
-                                           Printable(experiment.seeds_note())),
-                              100, 4)
-                  << "\n";
-      }
-      // The rungs' counts come with the ranking.
-      v1::RankResponse ranked;
-      status = rank_summary(&ranked);
-      if (!status.ok()) return ReportError("status", status);
-      for (const v1::AshaRung& rung : ranked.asha_rungs()) {
-        std::cout << "  " << AshaRungLine(rung) << "\n";
-      }
-    }
-    if (experiment.spec().has_racing()) {
-      const v1::RacingPolicy& r = experiment.spec().racing();
-      if (r.off()) {
-        std::cout << "racing: off\n";
-      } else {
-        v1::RankResponse ranked;
-        status = rank_summary(&ranked);
-        if (!status.ok()) return ReportError("status", status);
-        std::cout << WrapText(
-                         fmt::format(
-                             "racing: at most {} seeds each, {} contenders a "
-                             "round, budget {:g}% of the grid's steps; {}",
-                             r.max_seeds(), r.racers(), 100.0 * r.budget(),
-                             ranked.has_race() ? Printable(ranked.race().note())
-                                               : std::string("not started")),
-                         100, 4)
-                  << "\n";
-      }
-    }
-    if (experiment.spec().strategy() == v1::STRATEGY_GUIDED) {
-      const v1::GuidedPolicy& g = experiment.spec().guided();
-      std::cout << "guided search: " << experiment.spec().samples()
-                << " schedules, initial design " << g.initial() << ", "
-                << g.parallel() << " in flight; " << experiment.seeds_added()
-                << " trials added";
-      if (!experiment.seeds_note().empty()) {
-        std::cout << "; last decision: " << Printable(experiment.seeds_note());
-      }
-      std::cout << "\n";
+    PrintExperimentSummary(experiment);
+    if (absl::Status s = PrintStrategyLines(client, id, experiment); !s.ok()) {
+      return ReportError("status", s);
     }
     std::cout << "\n";
   }
@@ -487,50 +528,117 @@ void AddChangeCommand(CLI::App& app, Action* action, const std::string& name,
   });
 }
 
+// RegisterSubmit adds `prism submit`.
+void RegisterSubmit(CLI::App& app, Action* action) {
+  CLI::App* cmd = app.add_subcommand(
+      "submit", "Submit an experiment spec (textproto) to the coordinator");
+  auto o = std::make_shared<SubmitOptions>();
+  cmd->add_option("spec", o->spec_path, "ExperimentSpec textproto file")
+      ->required();
+  cmd->add_option("--priority", o->priority,
+                  "Priority (higher leases first; overrides the spec's)")
+      ->each([o](const std::string&) { o->priority_set = true; });
+  cmd->add_option("--format", o->format, "text or json");
+  cmd->add_flag("--dry-run", o->dry_run,
+                "Plan and check every limit as a submit would; store "
+                "nothing (as `prism plan`)");
+  AddClientOptions(cmd, &o->client);
+  cmd->callback([o, action] { *action = [o] { return Submit(*o); }; });
+}
+
+// RegisterPlan adds `prism plan` (a dry-run submit).
+void RegisterPlan(CLI::App& app, Action* action) {
+  CLI::App* cmd = app.add_subcommand(
+      "plan",
+      "Show what a spec would queue (trials, steps) and where it leaves you "
+      "against the coordinator's limits, without submitting it");
+  auto o = std::make_shared<SubmitOptions>();
+  o->dry_run = true;
+  cmd->add_option("spec", o->spec_path, "ExperimentSpec textproto file")
+      ->required();
+  cmd->add_option("--format", o->format, "text or json");
+  AddClientOptions(cmd, &o->client);
+  cmd->callback([o, action] { *action = [o] { return Submit(*o); }; });
+}
+
+// RegisterStatus adds `prism status`.
+void RegisterStatus(CLI::App& app, Action* action) {
+  CLI::App* cmd = app.add_subcommand(
+      "status", "List experiments, or show one experiment's trials");
+  auto o = std::make_shared<StatusOptions>();
+  cmd->add_option("id", o->id, "Experiment id (omit to list all)");
+  cmd->add_option("--format", o->format, "text, json or csv");
+  cmd->add_flag("--wide", o->wide,
+                "List every column (full names, cancelled, total, the queue "
+                "reason) instead of fitting 100 columns");
+  AddClientOptions(cmd, &o->client);
+  cmd->callback([o, action] { *action = [o] { return Status(*o); }; });
+}
+
+// RegisterDelete adds `prism delete`.
+void RegisterDelete(CLI::App& app, Action* action) {
+  CLI::App* cmd = app.add_subcommand(
+      "delete",
+      "Delete a done or cancelled experiment and everything stored for it "
+      "(trials, attempts, curves); asks on a terminal first");
+  auto o = std::make_shared<DeleteOptions>();
+  cmd->add_option("id", o->id, "Experiment id")->required();
+  cmd->add_flag("--yes", o->yes,
+                "Delete without asking (required when stdin is not a "
+                "terminal)");
+  AddClientOptions(cmd, &o->client);
+  cmd->callback([o, action] { *action = [o] { return Delete(*o); }; });
+}
+
+// RegisterSeedsAdd adds `prism seeds add`.
+void RegisterSeedsAdd(CLI::App& app, Action* action) {
+  CLI::App* seeds = app.add_subcommand(
+      "seeds", "Add seeds to an experiment, reusing every trial it has");
+  seeds->require_subcommand(1);
+  CLI::App* cmd = seeds->add_subcommand(
+      "add",
+      "Train an experiment's ranked schedules (and the baseline) on more "
+      "seeds: only the missing (schedule, seed) trials are queued, every "
+      "finished one is reused, and a done experiment is active again until "
+      "they finish");
+  auto o = std::make_shared<SeedsAddOptions>();
+  cmd->add_option("id", o->id, "Experiment id")->required();
+  cmd->add_option("--count", o->count,
+                  "Add N seeds (continuing the experiment's sequence)");
+  cmd->add_option("--to", o->to,
+                  "Make it N seeds in all (the experiment's first N)");
+  cmd->add_option("--seeds", o->seeds, "Add these seeds (e.g. 4,5)")
+      ->delimiter(',');
+  cmd->add_option("--schedules", o->schedules,
+                  "Only these schedules get the seeds (and the baseline); "
+                  "space-separated, e.g. --schedules 8x2,4x2 4x4")
+      ->expected(1, -1);
+  cmd->add_flag("--dry-run", o->dry_run,
+                "Check every limit and say what would be queued; store "
+                "nothing");
+  cmd->add_option("--format", o->format, "text or json");
+  AddClientOptions(cmd, &o->client);
+  cmd->callback([o, action] { *action = [o] { return SeedsAdd(*o); }; });
+}
+
+// RegisterPriority adds `prism priority`.
+void RegisterPriority(CLI::App& app, Action* action) {
+  CLI::App* cmd =
+      app.add_subcommand("priority", "Set an experiment's priority");
+  auto o = std::make_shared<ChangeOptions>();
+  cmd->add_option("id", o->id, "Experiment id")->required();
+  cmd->add_option("priority", o->priority, "New priority (higher first)")
+      ->required();
+  AddClientOptions(cmd, &o->client);
+  cmd->callback([o, action] { *action = [o] { return SetPriority(*o); }; });
+}
+
 }  // namespace
 
 void RegisterExperimentCommands(CLI::App& app, Action* action) {
-  {
-    CLI::App* cmd = app.add_subcommand(
-        "submit", "Submit an experiment spec (textproto) to the coordinator");
-    auto o = std::make_shared<SubmitOptions>();
-    cmd->add_option("spec", o->spec_path, "ExperimentSpec textproto file")
-        ->required();
-    cmd->add_option("--priority", o->priority,
-                    "Priority (higher leases first; overrides the spec's)")
-        ->each([o](const std::string&) { o->priority_set = true; });
-    cmd->add_option("--format", o->format, "text or json");
-    cmd->add_flag("--dry-run", o->dry_run,
-                  "Plan and check every limit as a submit would; store "
-                  "nothing (as `prism plan`)");
-    AddClientOptions(cmd, &o->client);
-    cmd->callback([o, action] { *action = [o] { return Submit(*o); }; });
-  }
-  {
-    CLI::App* cmd = app.add_subcommand(
-        "plan",
-        "Show what a spec would queue (trials, steps) and where it leaves you "
-        "against the coordinator's limits, without submitting it");
-    auto o = std::make_shared<SubmitOptions>();
-    o->dry_run = true;
-    cmd->add_option("spec", o->spec_path, "ExperimentSpec textproto file")
-        ->required();
-    cmd->add_option("--format", o->format, "text or json");
-    AddClientOptions(cmd, &o->client);
-    cmd->callback([o, action] { *action = [o] { return Submit(*o); }; });
-  }
-  {
-    CLI::App* cmd = app.add_subcommand(
-        "status", "List experiments, or show one experiment's trials");
-    auto o = std::make_shared<StatusOptions>();
-    cmd->add_option("id", o->id, "Experiment id (omit to list all)");
-    cmd->add_option("--format", o->format, "text, json or csv");
-    cmd->add_flag("--wide", o->wide,
-                  "List every column (full names, cancelled, total, the queue "
-                  "reason) instead of fitting 100 columns");
-    AddClientOptions(cmd, &o->client);
-    cmd->callback([o, action] { *action = [o] { return Status(*o); }; });
-  }
+  RegisterSubmit(app, action);
+  RegisterPlan(app, action);
+  RegisterStatus(app, action);
   AddChangeCommand(app, action, "cancel",
                    "Cancel an experiment: queued trials are dropped and "
                    "running ones stopped",
@@ -540,58 +648,9 @@ void RegisterExperimentCommands(CLI::App& app, Action* action) {
                    &v1::ExperimentService::Stub::Pause);
   AddChangeCommand(app, action, "resume", "Resume a paused experiment",
                    &v1::ExperimentService::Stub::Resume);
-  {
-    CLI::App* cmd = app.add_subcommand(
-        "delete",
-        "Delete a done or cancelled experiment and everything stored for it "
-        "(trials, attempts, curves); asks on a terminal first");
-    auto o = std::make_shared<DeleteOptions>();
-    cmd->add_option("id", o->id, "Experiment id")->required();
-    cmd->add_flag("--yes", o->yes,
-                  "Delete without asking (required when stdin is not a "
-                  "terminal)");
-    AddClientOptions(cmd, &o->client);
-    cmd->callback([o, action] { *action = [o] { return Delete(*o); }; });
-  }
-  {
-    CLI::App* seeds = app.add_subcommand(
-        "seeds", "Add seeds to an experiment, reusing every trial it has");
-    seeds->require_subcommand(1);
-    CLI::App* cmd = seeds->add_subcommand(
-        "add",
-        "Train an experiment's ranked schedules (and the baseline) on more "
-        "seeds: only the missing (schedule, seed) trials are queued, every "
-        "finished one is reused, and a done experiment is active again until "
-        "they finish");
-    auto o = std::make_shared<SeedsAddOptions>();
-    cmd->add_option("id", o->id, "Experiment id")->required();
-    cmd->add_option("--count", o->count,
-                    "Add N seeds (continuing the experiment's sequence)");
-    cmd->add_option("--to", o->to,
-                    "Make it N seeds in all (the experiment's first N)");
-    cmd->add_option("--seeds", o->seeds, "Add these seeds (e.g. 4,5)")
-        ->delimiter(',');
-    cmd->add_option("--schedules", o->schedules,
-                    "Only these schedules get the seeds (and the baseline); "
-                    "space-separated, e.g. --schedules 8x2,4x2 4x4")
-        ->expected(1, -1);
-    cmd->add_flag("--dry-run", o->dry_run,
-                  "Check every limit and say what would be queued; store "
-                  "nothing");
-    cmd->add_option("--format", o->format, "text or json");
-    AddClientOptions(cmd, &o->client);
-    cmd->callback([o, action] { *action = [o] { return SeedsAdd(*o); }; });
-  }
-  {
-    CLI::App* cmd =
-        app.add_subcommand("priority", "Set an experiment's priority");
-    auto o = std::make_shared<ChangeOptions>();
-    cmd->add_option("id", o->id, "Experiment id")->required();
-    cmd->add_option("priority", o->priority, "New priority (higher first)")
-        ->required();
-    AddClientOptions(cmd, &o->client);
-    cmd->callback([o, action] { *action = [o] { return SetPriority(*o); }; });
-  }
+  RegisterDelete(app, action);
+  RegisterSeedsAdd(app, action);
+  RegisterPriority(app, action);
 }
 
 }  // namespace prism::cli

@@ -35,6 +35,7 @@
 #include "absl/strings/str_replace.h"
 #include "absl/time/clock.h"
 #include "base/private_files.h"
+#include "base/status_macros.h"
 #include "cli/client.h"
 #include "cli/command.h"
 #include "cli/launcher.h"
@@ -525,33 +526,119 @@ std::string LookAgain(const fs::path& data, int64_t experiment_id) {
       experiment_id, " --token-file ", ShellPath(data / "admin.token"), "\n");
 }
 
-int Run(const RunOptions& o) {
-  absl::StatusOr<ModelShape> preset = FindPreset(o.preset);
-  if (!preset.ok()) return ReportError("run", preset.status());
-  absl::StatusOr<RunGrid> grid = PlanGrid(o, *preset);
-  if (!grid.ok()) return ReportError("run", grid.status());
-  if (absl::Status s = model::CheckAttentionKernel(o.attention); !s.ok()) {
-    return ReportError("run", s);
-  }
-  StopSignals signals;
-
-  std::error_code error;
-  const fs::path data = fs::absolute(o.data_dir, error).lexically_normal();
+// LockDataDir creates the data dir and its private sub-directories and
+// takes the run's lock on it: InvalidArgument when a directory cannot be
+// made, FailedPrecondition while another prism run holds it.
+absl::Status LockDataDir(const fs::path& data) {
   // The data dir holds the database, the admin token and checkpoints:
   // what prism run creates there is private (base/private_files.h).
   for (const char* sub : {"", "logs", "run", "checkpoints"}) {
     if (absl::Status s = CreatePrivateDirectories((data / sub).string());
         !s.ok()) {
-      return ReportError("run", absl::InvalidArgumentError(s.message()));
+      return absl::InvalidArgumentError(s.message());
     }
   }
-  // One run per data dir: two coordinators must not share a database.
+  // One run per data dir: two coordinators must not share a database. The
+  // descriptor stays open, holding the lock, until the process ends.
   const int lock_fd = open((data / "run" / "lock").c_str(),
                            O_RDWR | O_CREAT | O_CLOEXEC, kPrivateFileMode);
   if (lock_fd < 0 || flock(lock_fd, LOCK_EX | LOCK_NB) != 0) {
-    return ReportError(
-        "run", absl::FailedPreconditionError(
-                   absl::StrCat("another prism run is using ", data.string())));
+    return absl::FailedPreconditionError(
+        absl::StrCat("another prism run is using ", data.string()));
+  }
+  return absl::OkStatus();
+}
+
+// RunSpec is the run's experiment: the grid's schedules (or the principles'
+// when it lists none) on the demo corpus, `steps` steps, seeds 1..o.seeds.
+v1::ExperimentSpec RunSpec(const RunOptions& o, const ModelShape& preset,
+                           const RunGrid& grid,
+                           const model::CorpusFiles& corpus, int64_t steps) {
+  v1::ExperimentSpec spec;
+  spec.set_name(RunName(o, steps));
+  spec.mutable_model()->set_preset(preset.name);
+  spec.mutable_model()->set_d_model(grid.d_model);
+  spec.mutable_model()->set_base_heads(grid.base_heads);
+  for (const std::string& schedule : grid.schedules) {
+    spec.add_schedules(schedule);
+  }
+  spec.mutable_data()->add_train(corpus.train);
+  spec.mutable_data()->add_val(corpus.val);
+  spec.mutable_budget()->set_steps(steps);
+  if (grid.schedules.empty()) {
+    for (v1::Principle p :
+         {v1::PRINCIPLE_SMOOTH, v1::PRINCIPLE_BASELINE, v1::PRINCIPLE_POW2}) {
+      spec.add_principles(p);
+    }
+  }
+  // No max_attempts: a trial handed back by a Ctrl-C is released, which
+  // uses up none of the coordinator's default attempts.
+  for (int seed = 1; seed <= o.seeds; ++seed) spec.add_seeds(seed);
+  return spec;
+}
+
+// StartRunWorkers creates the workers' token and starts o.workers workers.
+absl::Status StartRunWorkers(RpcClient& client, const RunOptions& o,
+                             const fs::path& data, Local& local) {
+  v1::CreateTokenRequest request;
+  request.set_user("prism-run-worker");
+  request.set_role(v1::ROLE_WORKER);
+  v1::CreateTokenResponse worker_token;
+  PRISM_RETURN_IF_ERROR(client.Call(&v1::AuthService::Stub::CreateToken,
+                                    client.auth(), request, &worker_token));
+  return StartWorkers(o, data, worker_token.token(), local);
+}
+
+// Conclude prints the results (then serves on with --keep-serving, else
+// says how to look again), or that the run was interrupted, or the error;
+// returns the exit status.
+int Conclude(const absl::Status& status, const RunOptions& o,
+             const fs::path& data, const Endpoints& endpoints,
+             RpcClient* client, int64_t experiment_id, StopSignals& signals,
+             Local& local) {
+  if (status.code() == absl::StatusCode::kCancelled) {
+    std::cerr << "\nprism run: interrupted; stopping workers (trials are "
+                 "checkpointed; run the same command again to continue)\n";
+    return 128 + signals.received();
+  }
+  if (!status.ok()) return ReportError("run", status);
+  const int exit_status =
+      PrintResults(*client, experiment_id,
+                   [&o, &data](int n) { return RunAgain(o, data, n); });
+  if (o.keep_serving && exit_status == kExitOk) {
+    std::cout << "\ndashboard http://" << endpoints.http
+              << "/ (serving; Ctrl-C stops)\n"
+              << ShellPath(SelfExecutable()) << " results " << experiment_id
+              << " --coordinator " << endpoints.grpc << " --token-file "
+              << ShellPath(data / "admin.token") << "\n";
+    std::cout.flush();
+    while (!Stopped(signals, absl::Seconds(1)) &&
+           local.coordinator->process.Running()) {
+    }
+  } else {
+    std::cout << "\n" << LookAgain(data, experiment_id);
+  }
+  return exit_status;
+}
+
+int Run(const RunOptions& o) {
+  absl::StatusOr<ModelShape> preset = FindPreset(o.preset);
+  if (!preset.ok()) return ReportError("run", preset.status());
+  absl::StatusOr<RunGrid> grid = PlanGrid(o, *preset);
+  if (!grid.ok()) return ReportError("run", grid.status());
+  // Checked before anything starts; the workers get the name on their
+  // command line and parse it at their own edge.
+  if (absl::StatusOr<model::AttentionMode> attention =
+          model::ParseAttentionMode(o.attention);
+      !attention.ok()) {
+    return ReportError("run", attention.status());
+  }
+  StopSignals signals;
+
+  std::error_code error;
+  const fs::path data = fs::absolute(o.data_dir, error).lexically_normal();
+  if (absl::Status s = LockDataDir(data); !s.ok()) {
+    return ReportError("run", s);
   }
 
   std::cerr << "prism run: " << grid->description << "\n";
@@ -583,28 +670,9 @@ int Run(const RunOptions& o) {
   RunExperiment run;
   if (status.ok()) {
     const int64_t steps = o.steps > 0 ? o.steps : preset->steps;
-    v1::ExperimentSpec spec;
-    spec.set_name(RunName(o, steps));
-    spec.mutable_model()->set_preset(preset->name);
-    spec.mutable_model()->set_d_model(grid->d_model);
-    spec.mutable_model()->set_base_heads(grid->base_heads);
-    for (const std::string& schedule : grid->schedules) {
-      spec.add_schedules(schedule);
-    }
-    spec.mutable_data()->add_train(corpus->train);
-    spec.mutable_data()->add_val(corpus->val);
-    spec.mutable_budget()->set_steps(steps);
-    if (grid->schedules.empty()) {
-      for (v1::Principle p :
-           {v1::PRINCIPLE_SMOOTH, v1::PRINCIPLE_BASELINE, v1::PRINCIPLE_POW2}) {
-        spec.add_principles(p);
-      }
-    }
-    // No max_attempts: a trial handed back by a Ctrl-C is released, which
-    // uses up none of the coordinator's default attempts.
-    for (int seed = 1; seed <= o.seeds; ++seed) spec.add_seeds(seed);
     absl::StatusOr<RunExperiment> found =
-        FindOrSubmit(*client, spec, LegacyRunName(o, steps));
+        FindOrSubmit(*client, RunSpec(o, *preset, *grid, *corpus, steps),
+                     LegacyRunName(o, steps));
     status = found.status();
     if (found.ok()) {
       run = *found;
@@ -612,15 +680,7 @@ int Run(const RunOptions& o) {
     }
   }
   if (status.ok() && run.train) {
-    v1::CreateTokenRequest request;
-    request.set_user("prism-run-worker");
-    request.set_role(v1::ROLE_WORKER);
-    v1::CreateTokenResponse worker_token;
-    status = client->Call(&v1::AuthService::Stub::CreateToken, client->auth(),
-                          request, &worker_token);
-    if (status.ok()) {
-      status = StartWorkers(o, data, worker_token.token(), local);
-    }
+    status = StartRunWorkers(*client, o, data, local);
   }
   std::cerr << "prism run: coordinator " << endpoints.grpc << ", "
             << local.workers.size() << " worker(s); logs in "
@@ -629,31 +689,8 @@ int Run(const RunOptions& o) {
     status = Follow(*client, experiment_id, signals, local);
   }
 
-  int exit_status = kExitOk;
-  if (status.ok()) {
-    exit_status = PrintResults(*client, experiment_id, [&o, &data](int n) {
-      return RunAgain(o, data, n);
-    });
-    if (o.keep_serving && exit_status == kExitOk) {
-      std::cout << "\ndashboard http://" << endpoints.http
-                << "/ (serving; Ctrl-C stops)\n"
-                << ShellPath(SelfExecutable()) << " results " << experiment_id
-                << " --coordinator " << endpoints.grpc << " --token-file "
-                << ShellPath(data / "admin.token") << "\n";
-      std::cout.flush();
-      while (!Stopped(signals, absl::Seconds(1)) &&
-             local.coordinator->process.Running()) {
-      }
-    } else {
-      std::cout << "\n" << LookAgain(data, experiment_id);
-    }
-  } else if (status.code() == absl::StatusCode::kCancelled) {
-    std::cerr << "\nprism run: interrupted; stopping workers (trials are "
-                 "checkpointed; run the same command again to continue)\n";
-    exit_status = 128 + signals.received();
-  } else {
-    exit_status = ReportError("run", status);
-  }
+  const int exit_status = Conclude(status, o, data, endpoints, client.get(),
+                                   experiment_id, signals, local);
   local.Stop();
   return exit_status;
 }

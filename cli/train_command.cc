@@ -277,6 +277,45 @@ void PrintSummary(const model::TrainConfig& config, const model::TrainResult& r,
   table.Print(std::cout, format);
 }
 
+// TrainConfigFor builds the trainer's config from the flags (zero: the
+// preset's value); InvalidArgument for --resume without --checkpoint-dir
+// or an unknown --attention.
+absl::StatusOr<model::TrainConfig> TrainConfigFor(const TrainOptions& o,
+                                                  const ModelShape& shape,
+                                                  const Schedule& schedule) {
+  model::TrainConfig config;
+  config.shape = shape;
+  config.schedule = schedule;
+  config.train_paths = o.data;
+  config.val_paths = o.val;
+  config.steps = o.steps > 0 ? o.steps : shape.steps;
+  config.batch_size = o.batch_size > 0 ? o.batch_size : shape.batch_size;
+  config.grad_accum = o.grad_accum;
+  config.context = o.context;
+  config.learning_rate =
+      o.learning_rate > 0 ? o.learning_rate : shape.learning_rate;
+  config.warmup_steps =
+      o.warmup_steps >= 0 ? o.warmup_steps : shape.warmup_steps;
+  if (o.eval_every > 0) config.eval_every = o.eval_every;
+  if (o.eval_batches > 0) config.eval_batches = o.eval_batches;
+  if (o.log_every > 0) config.log_every = o.log_every;
+  config.loss_targets = o.loss_targets;
+  config.seed = o.seed;
+  config.device = o.device;
+  config.threads = o.threads;
+  config.checkpoint_dir = o.checkpoint_dir;
+  config.checkpoint_every = o.checkpoint_every;
+  config.resume = o.resume;
+  if (o.resume && o.checkpoint_dir.empty()) {
+    return absl::InvalidArgumentError("--resume needs --checkpoint-dir");
+  }
+  absl::StatusOr<model::AttentionMode> attention =
+      model::ParseAttentionMode(o.attention);
+  if (!attention.ok()) return attention.status();
+  config.attention = *attention;
+  return config;
+}
+
 int Train(const TrainOptions& o) {
   constexpr char kCommand[] = "train";
   absl::StatusOr<Format> format = ParseFormat(o.format, /*allow_csv=*/false);
@@ -285,35 +324,9 @@ int Train(const TrainOptions& o) {
   if (!shape.ok()) return ReportError(kCommand, shape.status());
   absl::StatusOr<Schedule> schedule = ScheduleFor(*shape, o.schedule);
   if (!schedule.ok()) return ReportError(kCommand, schedule.status());
-
-  model::TrainConfig config;
-  config.shape = *shape;
-  config.schedule = *schedule;
-  config.train_paths = o.data;
-  config.val_paths = o.val;
-  config.steps = o.steps > 0 ? o.steps : shape->steps;
-  config.batch_size = o.batch_size > 0 ? o.batch_size : shape->batch_size;
-  config.grad_accum = o.grad_accum;
-  config.context = o.context;
-  config.learning_rate =
-      o.learning_rate > 0 ? o.learning_rate : shape->learning_rate;
-  config.warmup_steps =
-      o.warmup_steps >= 0 ? o.warmup_steps : shape->warmup_steps;
-  if (o.eval_every > 0) config.eval_every = o.eval_every;
-  if (o.eval_batches > 0) config.eval_batches = o.eval_batches;
-  if (o.log_every > 0) config.log_every = o.log_every;
-  config.loss_targets = o.loss_targets;
-  config.seed = o.seed;
-  config.device = o.device;
-  config.threads = o.threads;
-  config.attention = o.attention;
-  config.checkpoint_dir = o.checkpoint_dir;
-  config.checkpoint_every = o.checkpoint_every;
-  config.resume = o.resume;
-  if (o.resume && o.checkpoint_dir.empty()) {
-    return ReportError(kCommand, absl::InvalidArgumentError(
-                                     "--resume needs --checkpoint-dir"));
-  }
+  absl::StatusOr<model::TrainConfig> config =
+      TrainConfigFor(o, *shape, *schedule);
+  if (!config.ok()) return ReportError(kCommand, config.status());
 
   ProgressObserver observer;
   stop_requested.store(false);
@@ -323,7 +336,7 @@ int Train(const TrainOptions& o) {
   // A second Ctrl-C kills as usual; interrupted writes are restarted.
   action.sa_flags = SA_RESETHAND | SA_RESTART;
   sigaction(SIGINT, &action, &previous);
-  absl::StatusOr<model::TrainResult> result = model::Train(config, &observer);
+  absl::StatusOr<model::TrainResult> result = model::Train(*config, &observer);
   sigaction(SIGINT, &previous, nullptr);
   if (!result.ok()) {
     observer.Finish("failed");
@@ -333,7 +346,7 @@ int Train(const TrainOptions& o) {
                   : result->stopped ? "stopped"
                                     : "done");
 
-  const v1::GetTrialResponse response = ToResponse(config, *result);
+  const v1::GetTrialResponse response = ToResponse(*config, *result);
   std::string json;
   google::protobuf::util::JsonPrintOptions json_options;
   json_options.add_whitespace = true;
@@ -355,7 +368,7 @@ int Train(const TrainOptions& o) {
   if (*format == Format::kJson) {
     std::cout << json;
   } else {
-    PrintSummary(config, *result, *format);
+    PrintSummary(*config, *result, *format);
   }
   if (result->diverged) {
     return ReportError(kCommand,
@@ -432,114 +445,123 @@ void AddFormatFlag(CLI::App* command, std::string* format, bool csv) {
       ->capture_default_str();
 }
 
+// RegisterPresets adds `prism presets`.
+void RegisterPresets(CLI::App& app, Action* action) {
+  auto o = std::make_shared<PresetsOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "presets", "List the model presets with their parameter counts");
+  AddFormatFlag(cmd, &o->format, true);
+  cmd->callback([o, action] { *action = [o] { return ListPresets(*o); }; });
+}
+
+// RegisterTrain adds `prism train`.
+void RegisterTrain(CLI::App& app, Action* action) {
+  auto o = std::make_shared<TrainOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "train", "Train one Prism decoder locally and report its metrics");
+  cmd->add_option("--preset", o->preset, "Model preset (see prism presets)")
+      ->capture_default_str();
+  cmd->add_option("--schedule", o->schedule,
+                  "Head schedule, HEADSxLAYERS blocks (default: uniform)");
+  cmd->add_option("--steps", o->steps, "Optimizer steps (default: preset)");
+  cmd->add_option("--batch-size", o->batch_size,
+                  "Sequences per micro-batch (default: preset)");
+  cmd->add_option("--grad-accum", o->grad_accum, "Micro-batches per step")
+      ->capture_default_str();
+  cmd->add_option("--context", o->context,
+                  "Sequence length (default: the preset's context)");
+  cmd->add_option("--lr", o->learning_rate,
+                  "Peak learning rate (default: preset)");
+  cmd->add_option("--warmup", o->warmup_steps,
+                  "Warmup steps (default: preset)");
+  cmd->add_option("--eval-every", o->eval_every, "Steps between val losses");
+  cmd->add_option("--eval-batches", o->eval_batches,
+                  "Fixed val batches per evaluation");
+  cmd->add_option("--log-every", o->log_every,
+                  "Steps between train-loss points");
+  cmd->add_option("--data", o->data,
+                  "Token shard files or directories (default: the fortunes "
+                  "demo corpus under $PRISM_DATA_DIR or ./prism-data)");
+  cmd->add_option("--val", o->val, "Val shard (default: from --data)");
+  cmd->add_option("--seed", o->seed, "Seed for init and data order")
+      ->capture_default_str();
+  cmd->add_option("--device", o->device, "auto, cpu, cuda or cuda:N")
+      ->capture_default_str();
+  cmd->add_option("--threads", o->threads, "CPU threads (0: all cores)")
+      ->capture_default_str();
+  cmd->add_option("--attention", o->attention,
+                  "Attention kernel: auto (on the CPU, time the fused "
+                  "kernel at each instruction set and masked softmax, and "
+                  "use the fastest), fused, masked or sdpa. PRISM_ISA="
+                  "baseline|avx2|avx512 forces the fused kernel's level")
+      ->envname("PRISM_ATTENTION")
+      ->capture_default_str();
+  cmd->add_option("--positions", o->positions,
+                  "learned or rotary (default: the preset's, learned)");
+  cmd->add_option("--checkpoint-dir", o->checkpoint_dir,
+                  "Write checkpoints here (and resume from it)");
+  cmd->add_option("--checkpoint-every", o->checkpoint_every,
+                  "Steps between checkpoints (0: only at the end)");
+  cmd->add_flag("--resume", o->resume,
+                "Continue from --checkpoint-dir's checkpoint (written with "
+                "the same training flags)");
+  cmd->add_option("--loss-targets", o->loss_targets,
+                  "Val losses whose first step to report")
+      ->delimiter(',');
+  cmd->add_option("--json-out", o->json_out,
+                  "Write the result (metrics and curve) as JSON here");
+  AddFormatFlag(cmd, &o->format, false);
+  cmd->callback([o, action] { *action = [o] { return Train(*o); }; });
+}
+
+// RegisterDataPrepare adds `prism data prepare`.
+void RegisterDataPrepare(CLI::App& app, Action* action) {
+  CLI::App* data = app.add_subcommand("data", "Token data tools");
+  data->require_subcommand(1);
+  auto o = std::make_shared<PrepareCommandOptions>();
+  CLI::App* cmd = data->add_subcommand(
+      "prepare",
+      "Byte-tokenize text files into llm.c token shards (train + val)");
+  cmd->add_option("--input", o->inputs, "Text files or directories")
+      ->required();
+  cmd->add_option("--out", o->out, "Output directory")->required();
+  cmd->add_option("--val-fraction", o->val_fraction,
+                  "Fraction of the text held out for val")
+      ->capture_default_str();
+  AddFormatFlag(cmd, &o->format, true);
+  cmd->callback([o, action] { *action = [o] { return Prepare(*o); }; });
+}
+
+// RegisterEval adds `prism eval`.
+void RegisterEval(CLI::App& app, Action* action) {
+  auto o = std::make_shared<EvalOptions>();
+  CLI::App* cmd = app.add_subcommand(
+      "eval",
+      "Zero-shot multiple-choice accuracy of a trained checkpoint "
+      "(llm.c's HellaSwag file format)");
+  cmd->add_option("--preset", o->preset, "Model preset")->capture_default_str();
+  cmd->add_option("--schedule", o->schedule,
+                  "Head schedule (default: uniform)");
+  cmd->add_option("--positions", o->positions, "learned or rotary");
+  cmd->add_option("--checkpoint-dir", o->checkpoint_dir,
+                  "Directory with the checkpoint from prism train")
+      ->required();
+  cmd->add_option("--eval-file", o->eval_file, "Eval file (.bin)")->required();
+  cmd->add_option("--device", o->device, "auto, cpu, cuda or cuda:N")
+      ->capture_default_str();
+  cmd->add_option("--threads", o->threads, "CPU threads (0: all cores)")
+      ->capture_default_str();
+  cmd->add_option("--limit", o->limit, "Evaluate only the first N examples");
+  AddFormatFlag(cmd, &o->format, true);
+  cmd->callback([o, action] { *action = [o] { return Eval(*o); }; });
+}
+
 }  // namespace
 
 void RegisterModelCommands(CLI::App& app, Action* action) {
-  {
-    auto o = std::make_shared<PresetsOptions>();
-    CLI::App* cmd = app.add_subcommand(
-        "presets", "List the model presets with their parameter counts");
-    AddFormatFlag(cmd, &o->format, true);
-    cmd->callback([o, action] { *action = [o] { return ListPresets(*o); }; });
-  }
-  {
-    auto o = std::make_shared<TrainOptions>();
-    CLI::App* cmd = app.add_subcommand(
-        "train", "Train one Prism decoder locally and report its metrics");
-    cmd->add_option("--preset", o->preset, "Model preset (see prism presets)")
-        ->capture_default_str();
-    cmd->add_option("--schedule", o->schedule,
-                    "Head schedule, HEADSxLAYERS blocks (default: uniform)");
-    cmd->add_option("--steps", o->steps, "Optimizer steps (default: preset)");
-    cmd->add_option("--batch-size", o->batch_size,
-                    "Sequences per micro-batch (default: preset)");
-    cmd->add_option("--grad-accum", o->grad_accum, "Micro-batches per step")
-        ->capture_default_str();
-    cmd->add_option("--context", o->context,
-                    "Sequence length (default: the preset's context)");
-    cmd->add_option("--lr", o->learning_rate,
-                    "Peak learning rate (default: preset)");
-    cmd->add_option("--warmup", o->warmup_steps,
-                    "Warmup steps (default: preset)");
-    cmd->add_option("--eval-every", o->eval_every, "Steps between val losses");
-    cmd->add_option("--eval-batches", o->eval_batches,
-                    "Fixed val batches per evaluation");
-    cmd->add_option("--log-every", o->log_every,
-                    "Steps between train-loss points");
-    cmd->add_option("--data", o->data,
-                    "Token shard files or directories (default: the fortunes "
-                    "demo corpus under $PRISM_DATA_DIR or ./prism-data)");
-    cmd->add_option("--val", o->val, "Val shard (default: from --data)");
-    cmd->add_option("--seed", o->seed, "Seed for init and data order")
-        ->capture_default_str();
-    cmd->add_option("--device", o->device, "auto, cpu, cuda or cuda:N")
-        ->capture_default_str();
-    cmd->add_option("--threads", o->threads, "CPU threads (0: all cores)")
-        ->capture_default_str();
-    cmd->add_option("--attention", o->attention,
-                    "Attention kernel: auto (on the CPU, time the fused "
-                    "kernel at each instruction set and masked softmax, and "
-                    "use the fastest), fused, masked or sdpa. PRISM_ISA="
-                    "baseline|avx2|avx512 forces the fused kernel's level")
-        ->envname("PRISM_ATTENTION")
-        ->capture_default_str();
-    cmd->add_option("--positions", o->positions,
-                    "learned or rotary (default: the preset's, learned)");
-    cmd->add_option("--checkpoint-dir", o->checkpoint_dir,
-                    "Write checkpoints here (and resume from it)");
-    cmd->add_option("--checkpoint-every", o->checkpoint_every,
-                    "Steps between checkpoints (0: only at the end)");
-    cmd->add_flag("--resume", o->resume,
-                  "Continue from --checkpoint-dir's checkpoint (written with "
-                  "the same training flags)");
-    cmd->add_option("--loss-targets", o->loss_targets,
-                    "Val losses whose first step to report")
-        ->delimiter(',');
-    cmd->add_option("--json-out", o->json_out,
-                    "Write the result (metrics and curve) as JSON here");
-    AddFormatFlag(cmd, &o->format, false);
-    cmd->callback([o, action] { *action = [o] { return Train(*o); }; });
-  }
-  {
-    CLI::App* data = app.add_subcommand("data", "Token data tools");
-    data->require_subcommand(1);
-    auto o = std::make_shared<PrepareCommandOptions>();
-    CLI::App* cmd = data->add_subcommand(
-        "prepare",
-        "Byte-tokenize text files into llm.c token shards (train + val)");
-    cmd->add_option("--input", o->inputs, "Text files or directories")
-        ->required();
-    cmd->add_option("--out", o->out, "Output directory")->required();
-    cmd->add_option("--val-fraction", o->val_fraction,
-                    "Fraction of the text held out for val")
-        ->capture_default_str();
-    AddFormatFlag(cmd, &o->format, true);
-    cmd->callback([o, action] { *action = [o] { return Prepare(*o); }; });
-  }
-  {
-    auto o = std::make_shared<EvalOptions>();
-    CLI::App* cmd = app.add_subcommand(
-        "eval",
-        "Zero-shot multiple-choice accuracy of a trained checkpoint "
-        "(llm.c's HellaSwag file format)");
-    cmd->add_option("--preset", o->preset, "Model preset")
-        ->capture_default_str();
-    cmd->add_option("--schedule", o->schedule,
-                    "Head schedule (default: uniform)");
-    cmd->add_option("--positions", o->positions, "learned or rotary");
-    cmd->add_option("--checkpoint-dir", o->checkpoint_dir,
-                    "Directory with the checkpoint from prism train")
-        ->required();
-    cmd->add_option("--eval-file", o->eval_file, "Eval file (.bin)")
-        ->required();
-    cmd->add_option("--device", o->device, "auto, cpu, cuda or cuda:N")
-        ->capture_default_str();
-    cmd->add_option("--threads", o->threads, "CPU threads (0: all cores)")
-        ->capture_default_str();
-    cmd->add_option("--limit", o->limit, "Evaluate only the first N examples");
-    AddFormatFlag(cmd, &o->format, true);
-    cmd->callback([o, action] { *action = [o] { return Eval(*o); }; });
-  }
+  RegisterPresets(app, action);
+  RegisterTrain(app, action);
+  RegisterDataPrepare(app, action);
+  RegisterEval(app, action);
 }
-
 }  // namespace prism::cli

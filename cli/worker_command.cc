@@ -53,85 +53,39 @@ std::string HostName() {
   return name;
 }
 
-int RunWorker(const WorkerCommandOptions& o) {
-  // Every line says it came from a worker, so fleet logs mixed with the
-  // coordinator's stay greppable.
-  SetLogComponent("worker");
-  RouteGrpcLogs(LogLevel::kWarning);
-  absl::StatusOr<std::string> token = ResolveToken(o.client);
-  if (!token.ok()) return ReportError("worker", token.status());
-  absl::StatusOr<TlsPem> tls = ResolveTls(o.client);
-  if (!tls.ok()) return ReportError("worker", tls.status());
-  absl::StatusOr<std::string> device = model::ResolveDevice(o.device);
-  if (!device.ok()) return ReportError("worker", device.status());
-  if (absl::Status s = model::CheckAttentionKernel(o.attention); !s.ok()) {
-    return ReportError("worker", s);
-  }
-  absl::StatusOr<std::vector<std::string>> data_roots = ResolveDataRoots(
-      o.data_roots.empty() ? std::vector<std::string>{DefaultDataRoot()}
-                           : o.data_roots);
-  if (!data_roots.ok()) return ReportError("worker", data_roots.status());
+// CheckReplayFlags refuses a --replay-speed that is negative or not
+// finite, or given without --replay (InvalidArgument naming the flag).
+absl::Status CheckReplayFlags(const WorkerCommandOptions& o) {
   if (!(std::isfinite(o.replay_speed) && o.replay_speed >= 0)) {
-    return ReportError("worker", absl::InvalidArgumentError(absl::StrCat(
-                                     "--replay-speed must be 0 or positive "
-                                     "steps per second (got ",
-                                     o.replay_speed, ")")));
+    return absl::InvalidArgumentError(
+        absl::StrCat("--replay-speed must be 0 or positive "
+                     "steps per second (got ",
+                     o.replay_speed, ")"));
   }
   if (o.replay_speed > 0 && o.replay.empty()) {
-    return ReportError("worker", absl::InvalidArgumentError(
-                                     "--replay-speed needs --replay FIXTURE"));
+    return absl::InvalidArgumentError("--replay-speed needs --replay FIXTURE");
   }
-  std::unique_ptr<worker::TrainerLauncher> launcher;
-  if (o.replay.empty()) {
-    launcher = worker::NewModelTrainerLauncher();
-  } else {
-    std::vector<worker::ReplayFixture> fixtures;
-    for (const std::string& path : o.replay) {
-      absl::StatusOr<worker::ReplayFixture> fixture =
-          worker::LoadReplayFixture(path);
-      if (!fixture.ok()) return ReportError("worker", fixture.status());
-      fixtures.push_back(*std::move(fixture));
-    }
-    launcher =
-        worker::NewReplayTrainerLauncher(std::move(fixtures), o.replay_speed);
+  return absl::OkStatus();
+}
+
+// NewLauncher is the trainer the worker runs: the model's, or with --replay
+// one serving the fixtures' recorded curves (a fixture's load error).
+absl::StatusOr<std::unique_ptr<worker::TrainerLauncher>> NewLauncher(
+    const WorkerCommandOptions& o) {
+  if (o.replay.empty()) return worker::NewModelTrainerLauncher();
+  std::vector<worker::ReplayFixture> fixtures;
+  for (const std::string& path : o.replay) {
+    absl::StatusOr<worker::ReplayFixture> fixture =
+        worker::LoadReplayFixture(path);
+    if (!fixture.ok()) return fixture.status();
+    fixtures.push_back(*std::move(fixture));
   }
+  return worker::NewReplayTrainerLauncher(std::move(fixtures), o.replay_speed);
+}
 
-  worker::WorkerOptions options;
-  options.host = HostName();
-  options.resources.device = *device;
-  options.resources.threads =
-      o.threads > 0
-          ? o.threads
-          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
-  options.resources.checkpoint_root = o.checkpoint_dir;
-  options.resources.attention = o.attention;
-  options.resources.data_roots = *data_roots;
-  options.keep_checkpoints = o.keep_checkpoints;
-  options.max_trials = o.max_trials;
-  options.idle_exit = absl::Seconds(o.idle_exit_seconds);
-  options.worker_id = o.worker_id;
-  if (!o.replay.empty()) {
-    // A replayed trial emits its whole curve at once: report it at once
-    // rather than once a second, so a search runs at the coordinator's pace.
-    options.report_interval = absl::Milliseconds(5);
-  }
-
-  StopSignals signals;
-  const std::string address = ResolveCoordinator(o.client);
-  std::unique_ptr<worker::CoordinatorClient> client =
-      worker::NewGrpcCoordinatorClient(address, *token, *tls);
-  worker::Worker worker(options, client.get(), launcher.get());
-  Log(LogLevel::kInfo, "start")
-      .Kv("coordinator", address)
-      .Kv("tls", tls->empty() ? "off" : "on")
-      .Kv("device", options.resources.device)
-      .Kv("threads", options.resources.threads)
-      .Kv("attention", options.resources.attention)
-      .Kv("checkpoint_dir", options.resources.checkpoint_root)
-      .Kv("data_roots", absl::StrJoin(options.resources.data_roots, ","))
-      .Kv("replay", o.replay.empty() ? "off" : absl::StrJoin(o.replay, ","))
-      .Kv("pid", static_cast<int64_t>(getpid()));
-
+// RunUntilSignalled runs the worker while a thread watches for signals: the
+// first shuts it down cleanly, another exits at once. Returns Run's status.
+absl::Status RunUntilSignalled(worker::Worker& worker, StopSignals& signals) {
   std::atomic<bool> done{false};
   std::thread signal_thread([&] {
     int received = 0;
@@ -152,7 +106,71 @@ int RunWorker(const WorkerCommandOptions& o) {
   const absl::Status status = worker.Run();
   done.store(true);
   signal_thread.join();
+  return status;
+}
 
+int RunWorker(const WorkerCommandOptions& o) {
+  // Every line says it came from a worker, so fleet logs mixed with the
+  // coordinator's stay greppable.
+  SetLogComponent("worker");
+  RouteGrpcLogs(LogLevel::kWarning);
+  absl::StatusOr<std::string> token = ResolveToken(o.client);
+  if (!token.ok()) return ReportError("worker", token.status());
+  absl::StatusOr<TlsPem> tls = ResolveTls(o.client);
+  if (!tls.ok()) return ReportError("worker", tls.status());
+  absl::StatusOr<std::string> device = model::ResolveDevice(o.device);
+  if (!device.ok()) return ReportError("worker", device.status());
+  absl::StatusOr<model::AttentionMode> attention =
+      model::ParseAttentionMode(o.attention);
+  if (!attention.ok()) return ReportError("worker", attention.status());
+  absl::StatusOr<std::vector<std::string>> data_roots = ResolveDataRoots(
+      o.data_roots.empty() ? std::vector<std::string>{DefaultDataRoot()}
+                           : o.data_roots);
+  if (!data_roots.ok()) return ReportError("worker", data_roots.status());
+  if (absl::Status s = CheckReplayFlags(o); !s.ok()) {
+    return ReportError("worker", s);
+  }
+  absl::StatusOr<std::unique_ptr<worker::TrainerLauncher>> launcher =
+      NewLauncher(o);
+  if (!launcher.ok()) return ReportError("worker", launcher.status());
+
+  worker::WorkerOptions options;
+  options.host = HostName();
+  options.resources.device = *device;
+  options.resources.threads =
+      o.threads > 0
+          ? o.threads
+          : std::max(1, static_cast<int>(std::thread::hardware_concurrency()));
+  options.resources.checkpoint_root = o.checkpoint_dir;
+  options.resources.attention = *attention;
+  options.resources.data_roots = *data_roots;
+  options.keep_checkpoints = o.keep_checkpoints;
+  options.max_trials = o.max_trials;
+  options.idle_exit = absl::Seconds(o.idle_exit_seconds);
+  options.worker_id = o.worker_id;
+  if (!o.replay.empty()) {
+    // A replayed trial emits its whole curve at once: report it at once
+    // rather than once a second, so a search runs at the coordinator's pace.
+    options.report_interval = absl::Milliseconds(5);
+  }
+
+  StopSignals signals;
+  const std::string address = ResolveCoordinator(o.client);
+  std::unique_ptr<worker::CoordinatorClient> client =
+      worker::NewGrpcCoordinatorClient(address, *token, *tls);
+  worker::Worker worker(options, client.get(), launcher->get());
+  Log(LogLevel::kInfo, "start")
+      .Kv("coordinator", address)
+      .Kv("tls", tls->empty() ? "off" : "on")
+      .Kv("device", options.resources.device)
+      .Kv("threads", options.resources.threads)
+      .Kv("attention", model::AttentionModeName(options.resources.attention))
+      .Kv("checkpoint_dir", options.resources.checkpoint_root)
+      .Kv("data_roots", absl::StrJoin(options.resources.data_roots, ","))
+      .Kv("replay", o.replay.empty() ? "off" : absl::StrJoin(o.replay, ","))
+      .Kv("pid", static_cast<int64_t>(getpid()));
+
+  const absl::Status status = RunUntilSignalled(worker, signals);
   const worker::WorkerStats stats = worker.stats();
   Log(status.ok() ? LogLevel::kInfo : LogLevel::kError, "exit")
       .Kv("trials_completed", stats.trials_completed)

@@ -100,13 +100,6 @@ absl::Status ValidateConfig(const TrainConfig& c) {
         absl::StrCat("must be 0 or a multiple of eval_every (", c.eval_every,
                      ") below steps (", c.steps, "), got ", c.stop_at_step));
   }
-  if (absl::Status s = CheckAttentionKernel(c.attention); !s.ok()) return s;
-  if (c.cpu_threading != "shards" && c.cpu_threading != "blas" &&
-      c.cpu_threading != "both") {
-    return Invalid("cpu_threading", absl::StrCat("'", c.cpu_threading,
-                                                 "' is not shards, blas or "
-                                                 "both"));
-  }
   if (c.resume && c.checkpoint_dir.empty()) {
     return Invalid("resume", "needs a checkpoint_dir");
   }
@@ -175,7 +168,7 @@ class TrainingRun {
  private:
   absl::Status Setup();
   // ChooseAttention sets kernel_ from config_.attention (timing the
-  // candidates for "auto" on the CPU) and records the choice in result_.
+  // candidates for kAuto on the CPU) and records the choice in result_.
   absl::Status ChooseAttention();
   absl::Status Resume();
   // AdoptKernel switches an auto-chosen kernel to the one a checkpoint was
@@ -252,14 +245,15 @@ absl::Status TrainingRun::Setup() {
     internal::RetainFreedHeapMemory();
     internal::UseCachingCpuAllocator();
   }
-  if (device_.is_cpu() && config_.cpu_threading == "shards") {
+  if (device_.is_cpu() && config_.cpu_threading == CpuThreading::kShards) {
     internal::SetBlasThreads(1);
     at::set_num_threads(1);
     pool_ = std::make_unique<ShardPool>(std::min(threads, config_.batch_size));
     cpu_threads_ = pool_->size();
   } else if (device_.is_cpu()) {
     internal::SetBlasThreads(threads);
-    at::set_num_threads(config_.cpu_threading == "both" ? threads : 1);
+    at::set_num_threads(config_.cpu_threading == CpuThreading::kBoth ? threads
+                                                                     : 1);
     pool_ = std::make_unique<ShardPool>(1);
     blas_threads_ = threads;
     cpu_threads_ = threads;
@@ -323,15 +317,15 @@ absl::Status TrainingRun::ChooseAttention() {
   absl::StatusOr<internal::Isa> isa = internal::IsaFromEnvironment();
   if (!isa.ok()) return isa.status();
   const bool cpu32 = device_.is_cpu();
-  if (config_.attention == "fused") {
+  if (config_.attention == AttentionMode::kFused) {
     if (!cpu32) {
       return Invalid("attention",
                      "'fused' is the CPU kernel; use auto or sdpa");
     }
     kernel_ = internal::FusedAt(*isa);
-  } else if (config_.attention == "masked") {
+  } else if (config_.attention == AttentionMode::kMasked) {
     kernel_ = internal::AttentionKernel::kMaskedSoftmax;
-  } else if (config_.attention == "sdpa") {
+  } else if (config_.attention == AttentionMode::kSdpa) {
     kernel_ = internal::AttentionKernel::kSdpa;
   } else if (!cpu32) {
     kernel_ = internal::kHaveSdpa ? internal::AttentionKernel::kSdpa
@@ -427,8 +421,8 @@ absl::Status TrainingRun::Resume() {
 
 void TrainingRun::AdoptKernel(const std::string& key) {
   // Only a measured choice gives way: a kernel the caller named stays.
-  if (key.empty() || config_.attention != "auto" || !device_.is_cpu() ||
-      key == internal::AttentionKernelKey(kernel_)) {
+  if (key.empty() || config_.attention != AttentionMode::kAuto ||
+      !device_.is_cpu() || key == internal::AttentionKernelKey(kernel_)) {
     return;
   }
   absl::StatusOr<internal::Isa> isa = internal::IsaFromEnvironment();
@@ -771,14 +765,36 @@ absl::StatusOr<double> MeasurePeakMatmulFlops(const std::string& device,
   }
 }
 
-absl::Status CheckAttentionKernel(const std::string& attention) {
-  if (attention != "auto" && attention != "fused" && attention != "masked" &&
-      attention != "sdpa") {
-    return Invalid("attention", absl::StrCat("'", attention,
-                                             "' is not auto, fused, masked or "
-                                             "sdpa"));
+absl::StatusOr<AttentionMode> ParseAttentionMode(absl::string_view name) {
+  for (AttentionMode mode : {AttentionMode::kAuto, AttentionMode::kFused,
+                             AttentionMode::kMasked, AttentionMode::kSdpa}) {
+    if (name == AttentionModeName(mode)) return mode;
   }
-  return absl::OkStatus();
+  return Invalid(
+      "attention",
+      absl::StrCat("'", name, "' is not auto, fused, masked or sdpa"));
+}
+
+absl::string_view AttentionModeName(AttentionMode mode) {
+  switch (mode) {
+    case AttentionMode::kAuto:
+      return "auto";
+    case AttentionMode::kFused:
+      return "fused";
+    case AttentionMode::kMasked:
+      return "masked";
+    case AttentionMode::kSdpa:
+      return "sdpa";
+  }
+  return "auto";
+}
+
+absl::StatusOr<CpuThreading> ParseCpuThreading(absl::string_view name) {
+  if (name == "shards") return CpuThreading::kShards;
+  if (name == "blas") return CpuThreading::kBlas;
+  if (name == "both") return CpuThreading::kBoth;
+  return Invalid("cpu_threading",
+                 absl::StrCat("'", name, "' is not shards, blas or both"));
 }
 
 absl::StatusOr<TrainResult> Train(const TrainConfig& config,

@@ -26,7 +26,7 @@
 // attention distance) as the uninterrupted run does.
 //
 // Threads: on the CPU, Train sets LibTorch's and OpenBLAS's thread counts for
-// the process (see cpu_threading); with "shards" it runs its own threads.
+// the process (see cpu_threading); with kShards it runs its own threads.
 //
 // Thread-safety: Train may run on any thread; the observer is called from
 // that thread only.
@@ -38,10 +38,32 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
+#include "absl/strings/string_view.h"
 #include "scheduler/presets.h"
 #include "scheduler/schedule.h"
 
 namespace prism::model {
+
+// AttentionMode is the attention kernel a run asks for (TrainConfig's
+// attention): kAuto times the candidates on the CPU and takes the fastest.
+enum class AttentionMode { kAuto, kFused, kMasked, kSdpa };
+
+// ParseAttentionMode reads "auto", "fused", "masked" or "sdpa"; anything
+// else is InvalidArgument naming the value and the accepted ones.
+absl::StatusOr<AttentionMode> ParseAttentionMode(absl::string_view name);
+
+// AttentionModeName is the name ParseAttentionMode reads for `mode`.
+absl::string_view AttentionModeName(AttentionMode mode);
+
+// CpuThreading is how a CPU run uses its threads: kShards splits each
+// micro-batch over that many single-threaded shards (fastest here, see
+// bench/RESULTS.md); kBlas runs one shard with OpenBLAS on every thread and
+// LibTorch on one; kBoth gives every thread to both.
+enum class CpuThreading { kShards, kBlas, kBoth };
+
+// ParseCpuThreading reads "shards", "blas" or "both"; anything else is
+// InvalidArgument naming the value and the accepted ones.
+absl::StatusOr<CpuThreading> ParseCpuThreading(absl::string_view name);
 
 struct TrainConfig {
   ModelShape shape;
@@ -86,20 +108,18 @@ struct TrainConfig {
   int64_t stop_at_step = 0;
   bool measure_attention = true;
   bool measure_mfu = true;
-  // Attention kernel: "auto", "fused", "masked" (explicit masked softmax)
-  // or "sdpa". On the CPU, "auto" times the fused kernel at every
+  // Attention kernel: auto, fused, masked (explicit masked softmax) or sdpa
+  // (see AttentionMode; ParseAttentionMode reads the names). On the CPU,
+  // auto times the fused kernel at every
   // instruction set the CPU has and the masked path for this run's shape and
   // threads (a fraction of a second at start) and trains with the fastest;
   // on CUDA it is SDPA with LibTorch 2.x, else masked. "fused" runs the
   // fused kernel at the widest instruction set. The PRISM_ISA environment
   // variable (baseline, avx2, avx512) forces the fused kernel's level for
-  // "auto" and "fused" alike (see model/internal/kernels.h).
-  std::string attention = "auto";
-  // How the CPU uses `threads`: "shards" splits each micro-batch over that
-  // many single-threaded shards (fastest here, see bench/RESULTS.md);
-  // "blas" runs one shard with OpenBLAS on every thread and LibTorch on one;
-  // "both" gives every thread to both. Ignored on CUDA.
-  std::string cpu_threading = "shards";
+  // auto and fused alike (see model/internal/kernels.h).
+  AttentionMode attention = AttentionMode::kAuto;
+  // How the CPU uses `threads` (see CpuThreading). Ignored on CUDA.
+  CpuThreading cpu_threading = CpuThreading::kShards;
 };
 
 // AttentionTiming is one candidate's forward + backward time over every
@@ -213,10 +233,6 @@ class TrainObserver {
 // bf16 on CUDA) and returns FLOP/s, measured afresh on every call (about a
 // quarter second on the CPU). InvalidArgument / FailedPrecondition for a bad
 // device, as Train.
-// CheckAttentionKernel returns OK for "auto", "fused", "masked" and "sdpa",
-// else InvalidArgument naming the value and the accepted ones.
-absl::Status CheckAttentionKernel(const std::string& attention);
-
 absl::StatusOr<double> MeasurePeakMatmulFlops(const std::string& device,
                                               int threads);
 

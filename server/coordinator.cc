@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <chrono>
 #include <utility>
+#include <vector>
 
 #include "absl/strings/match.h"
 #include "absl/strings/numbers.h"
@@ -43,6 +44,148 @@ void SampleStorage(const StorageHealth& health, Metrics::Snapshot* s) {
   s->storage_disruptions = health.disruptions();
   if (absl::StatusOr<int64_t> free = health.FreeBytes(); free.ok()) {
     s->db_free_bytes = *free;
+  }
+}
+
+// ReconcileAfterRestart runs the seeds rounds and ladder advances a crash
+// left undone (both idempotent); with writes already failing it logs and
+// lets the coordinator serve, else a failure is returned.
+absl::Status ReconcileAfterRestart(SeedPlanner& seeds, LadderPlanner& ladder,
+                                   const StorageHealth& health) {
+  // A crash between a trial's finish and its seeds decision left the
+  // decision undone; rounds are idempotent, so run every open one again.
+  // On a filesystem that refuses writes the rounds wait for the next start
+  // (or their experiment's next finished trial); the coordinator serves.
+  absl::StatusOr<int> seeds_added = seeds.ReconcileAll();
+  if (!seeds_added.ok()) {
+    if (health.Ready().ok()) return seeds_added.status();
+    Log(LogLevel::kError, "open seeds rounds not run: writes fail")
+        .Kv("error", seeds_added.status().ToString());
+  } else if (*seeds_added > 0) {
+    Log(LogLevel::kInfo, "added seeds after start").Kv("trials", *seeds_added);
+  }
+
+  // Likewise a crash between a ladder's rung ending and the next rung being
+  // stored: the advance is idempotent, so run it for every done rung.
+  absl::StatusOr<int> rungs = ladder.ReconcileAll();
+  if (!rungs.ok()) {
+    if (health.Ready().ok()) return rungs.status();
+    Log(LogLevel::kError, "open ladder advances not run: writes fail")
+        .Kv("error", rungs.status().ToString());
+  } else if (*rungs > 0) {
+    Log(LogLevel::kInfo, "ladder rungs submitted after start")
+        .Kv("rungs", *rungs);
+  }
+  return absl::OkStatus();
+}
+
+// BuildGrpcServer starts the gRPC server with `services` and its limits,
+// setting *port to the bound port; null (or *port 0) when it cannot listen.
+std::unique_ptr<grpc::Server> BuildGrpcServer(
+    const CoordinatorOptions& options, const TlsPem& tls,
+    const std::vector<grpc::Service*>& services, Metrics* metrics, int* port) {
+  grpc::ServerBuilder builder;
+  builder.AddListeningPort(options.grpc_address, ServerCredentialsFor(tls),
+                           port);
+  // Without this gRPC sets SO_REUSEPORT, and a second coordinator given the
+  // same port would silently share it instead of failing to start.
+  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
+  // Answers (whole curves in GetTrial, pages) may be as big as
+  // --max-message-bytes; a request only as big as the largest legitimate
+  // one (MaxRequestBytes): a bigger one is refused from its length prefix,
+  // before it is read.
+  builder.SetMaxReceiveMessageSize(
+      static_cast<int>(MaxRequestBytes(options.limits)));
+  builder.SetMaxSendMessageSize(
+      static_cast<int>(options.limits.max_message_bytes));
+  // Each stream on a connection may buffer a message: bound how many one
+  // connection runs at once (gRPC's default is unlimited).
+  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
+                             options.limits.grpc_max_streams_per_connection);
+  // gRPC 1.51 assembles a whole message before it checks its size, so the
+  // limit above alone still let parallel oversized calls fill memory. The
+  // memory quota bounds what all connections buffer: past it gRPC cancels
+  // streams (RESOURCE_EXHAUSTED) and stops reading.
+  grpc::ResourceQuota quota("prism-grpc");
+  quota.Resize(static_cast<size_t>(options.limits.grpc_max_buffered_bytes));
+  builder.SetResourceQuota(quota);
+  for (grpc::Service* service : services) builder.RegisterService(service);
+  builder.experimental().SetInterceptorCreators(MakeRpcObservers(metrics));
+  return builder.BuildAndStart();
+}
+
+// ExtendLeasesAfterStart gives every live lease its restart grace and
+// returns health.disruptions() then, or -1 when writes fail and the
+// coordinator serves anyway (not ready); a failure on a healthy store is
+// returned.
+absl::StatusOr<int64_t> ExtendLeasesAfterStart(
+    QueueManager& queue, const StorageHealth& health,
+    const CoordinatorOptions& options) {
+  // The grace counts from the moment the servers accept calls (the
+  // contract in worker_protocol.h), not from before they were built: a
+  // start slowed by a loaded host must not eat into a worker's time to
+  // reconnect. Nothing expires leases before the expiry thread runs.
+  // On a filesystem that refuses writes this fails: serve anyway, not
+  // ready (health has the fault), and let the expiry loop extend the
+  // leases once a write succeeds (it sees the disruption).
+  absl::StatusOr<int> extended = queue.ExtendLeasesAfterRestart();
+  if (!extended.ok()) {
+    if (health.Ready().ok()) return extended.status();
+    Log(LogLevel::kError, "serving without write access to the database")
+        .Kv("error", extended.status().ToString());
+    return -1;
+  }
+  const int64_t disruptions = health.disruptions();
+  if (*extended > 0) {
+    Log(LogLevel::kInfo, "extended live leases after the servers started")
+        .Kv("leases", *extended)
+        .Kv("grace_ms", v1::RestartGraceMs(options.lease_seconds,
+                                           options.heartbeat_seconds));
+  }
+  return disruptions;
+}
+
+// ScalerDialAddress is the address the scaler's workers dial: the option,
+// else the gRPC address, with this host's name for a wildcard host.
+std::string ScalerDialAddress(const CoordinatorOptions& options,
+                              const std::string& grpc_address,
+                              const std::string& grpc_host, int grpc_port) {
+  if (!options.scaler_coordinator_address.empty()) {
+    return options.scaler_coordinator_address;
+  }
+  if (grpc_host == "0.0.0.0" || grpc_host == "[::]" || grpc_host.empty()) {
+    char host[256] = {};
+    gethostname(host, sizeof(host) - 1);
+    return absl::StrCat(host, ":", grpc_port);
+  }
+  return grpc_address;
+}
+
+// LogServing logs where the coordinator serves, and warns once when it
+// serves without TLS on a non-loopback host.
+void LogServing(const CoordinatorOptions& options, const TlsPem& tls,
+                const std::string& grpc_address,
+                const std::string& http_address,
+                const std::vector<std::string>& hosts) {
+  const char* tls_mode = tls.cert.empty() ? "off"
+                         : tls.ca.empty() ? "on"
+                                          : "mutual";
+  Log(LogLevel::kInfo, "coordinator serving")
+      .Kv("grpc", grpc_address)
+      .Kv("http", http_address)
+      .Kv("tls", tls_mode)
+      .Kv("db", options.db_path)
+      .Kv("data_roots", absl::StrJoin(options.data_roots, ","));
+  if (tls.cert.empty()) {
+    for (const std::string& host : hosts) {
+      if (!IsLoopbackHost(host)) {
+        Log(LogLevel::kWarning,
+            "serving without TLS on a non-loopback address: tokens and "
+            "results cross the network in the clear (--tls-cert, --tls-key)")
+            .Kv("host", host);
+        break;
+      }
+    }
   }
 }
 
@@ -327,65 +470,15 @@ absl::Status Coordinator::Bootstrap() {
 }
 
 absl::Status Coordinator::Start() {
-  // A crash between a trial's finish and its seeds decision left the
-  // decision undone; rounds are idempotent, so run every open one again.
-  // On a filesystem that refuses writes the rounds wait for the next start
-  // (or their experiment's next finished trial); the coordinator serves.
-  absl::StatusOr<int> seeds_added = seeds_->ReconcileAll();
-  if (!seeds_added.ok()) {
-    if (health_.Ready().ok()) return seeds_added.status();
-    Log(LogLevel::kError, "open seeds rounds not run: writes fail")
-        .Kv("error", seeds_added.status().ToString());
-  } else if (*seeds_added > 0) {
-    Log(LogLevel::kInfo, "added seeds after start").Kv("trials", *seeds_added);
-  }
-
-  // Likewise a crash between a ladder's rung ending and the next rung being
-  // stored: the advance is idempotent, so run it for every done rung.
-  absl::StatusOr<int> rungs = ladder_->ReconcileAll();
-  if (!rungs.ok()) {
-    if (health_.Ready().ok()) return rungs.status();
-    Log(LogLevel::kError, "open ladder advances not run: writes fail")
-        .Kv("error", rungs.status().ToString());
-  } else if (*rungs > 0) {
-    Log(LogLevel::kInfo, "ladder rungs submitted after start")
-        .Kv("rungs", *rungs);
-  }
+  PRISM_RETURN_IF_ERROR(ReconcileAfterRestart(*seeds_, *ladder_, health_));
 
   PRISM_ASSIGN_OR_RETURN(auto grpc_host, SplitHostPort(options_.grpc_address));
-  grpc::ServerBuilder builder;
   int grpc_port = 0;
-  builder.AddListeningPort(options_.grpc_address, ServerCredentialsFor(tls_),
-                           &grpc_port);
-  // Without this gRPC sets SO_REUSEPORT, and a second coordinator given the
-  // same port would silently share it instead of failing to start.
-  builder.AddChannelArgument(GRPC_ARG_ALLOW_REUSEPORT, 0);
-  // Answers (whole curves in GetTrial, pages) may be as big as
-  // --max-message-bytes; a request only as big as the largest legitimate
-  // one (MaxRequestBytes): a bigger one is refused from its length prefix,
-  // before it is read.
-  builder.SetMaxReceiveMessageSize(
-      static_cast<int>(MaxRequestBytes(options_.limits)));
-  builder.SetMaxSendMessageSize(
-      static_cast<int>(options_.limits.max_message_bytes));
-  // Each stream on a connection may buffer a message: bound how many one
-  // connection runs at once (gRPC's default is unlimited).
-  builder.AddChannelArgument(GRPC_ARG_MAX_CONCURRENT_STREAMS,
-                             options_.limits.grpc_max_streams_per_connection);
-  // gRPC 1.51 assembles a whole message before it checks its size, so the
-  // limit above alone still let parallel oversized calls fill memory. The
-  // memory quota bounds what all connections buffer: past it gRPC cancels
-  // streams (RESOURCE_EXHAUSTED) and stops reading.
-  grpc::ResourceQuota quota("prism-grpc");
-  quota.Resize(static_cast<size_t>(options_.limits.grpc_max_buffered_bytes));
-  builder.SetResourceQuota(quota);
-  builder.RegisterService(experiment_service_.get());
-  builder.RegisterService(worker_service_.get());
-  builder.RegisterService(results_service_.get());
-  builder.RegisterService(schedule_service_.get());
-  builder.RegisterService(auth_service_.get());
-  builder.experimental().SetInterceptorCreators(MakeRpcObservers(&metrics_));
-  grpc_server_ = builder.BuildAndStart();
+  grpc_server_ = BuildGrpcServer(
+      options_, tls_,
+      {experiment_service_.get(), worker_service_.get(), results_service_.get(),
+       schedule_service_.get(), auth_service_.get()},
+      &metrics_, &grpc_port);
   if (grpc_server_ == nullptr || grpc_port == 0) {
     return absl::UnavailableError(
         absl::StrCat("cannot listen for gRPC on ", options_.grpc_address));
@@ -398,42 +491,14 @@ absl::Status Coordinator::Start() {
   http_address_ = absl::StrCat(http_host.first, ":", http_port);
   http_->Start();
 
-  // The grace counts from the moment the servers accept calls (the
-  // contract in worker_protocol.h), not from before they were built: a
-  // start slowed by a loaded host must not eat into a worker's time to
-  // reconnect. Nothing expires leases before the expiry thread runs.
-  // On a filesystem that refuses writes this fails: serve anyway, not
-  // ready (health_ has the fault), and let the expiry loop extend the
-  // leases once a write succeeds (it sees the disruption).
-  if (absl::StatusOr<int> extended = queue_->ExtendLeasesAfterRestart();
-      !extended.ok()) {
-    if (health_.Ready().ok()) return extended.status();
-    Log(LogLevel::kError, "serving without write access to the database")
-        .Kv("error", extended.status().ToString());
-    disruptions_at_extension_ = -1;
-  } else {
-    disruptions_at_extension_ = health_.disruptions();
-    if (*extended > 0) {
-      Log(LogLevel::kInfo, "extended live leases after the servers started")
-          .Kv("leases", *extended)
-          .Kv("grace_ms", v1::RestartGraceMs(options_.lease_seconds,
-                                             options_.heartbeat_seconds));
-    }
-  }
+  PRISM_ASSIGN_OR_RETURN(disruptions_at_extension_,
+                         ExtendLeasesAfterStart(*queue_, health_, options_));
 
   expiry_thread_ = std::thread([this] { ExpiryLoop(); });
   if (scaler_ != nullptr) {
     PRISM_RETURN_IF_ERROR(scaler_->Init());
-    std::string dial = options_.scaler_coordinator_address;
-    if (dial.empty()) {
-      dial = grpc_address_;
-      if (grpc_host.first == "0.0.0.0" || grpc_host.first == "[::]" ||
-          grpc_host.first.empty()) {
-        char host[256] = {};
-        gethostname(host, sizeof(host) - 1);
-        dial = absl::StrCat(host, ":", grpc_port);
-      }
-    }
+    const std::string dial =
+        ScalerDialAddress(options_, grpc_address_, grpc_host.first, grpc_port);
     scaler_->Start(dial);
     Log(LogLevel::kInfo, "scaler started")
         .Kv("backend", options_.job_backend->name())
@@ -444,26 +509,8 @@ absl::Status Coordinator::Start() {
   // The first Rank after a start should not pay for reading every trial.
   results_->WarmUp();
   started_ = true;
-  const char* tls = tls_.cert.empty() ? "off"
-                    : tls_.ca.empty() ? "on"
-                                      : "mutual";
-  Log(LogLevel::kInfo, "coordinator serving")
-      .Kv("grpc", grpc_address_)
-      .Kv("http", http_address_)
-      .Kv("tls", tls)
-      .Kv("db", options_.db_path)
-      .Kv("data_roots", absl::StrJoin(options_.data_roots, ","));
-  if (tls_.cert.empty()) {
-    for (const std::string& host : {grpc_host.first, http_host.first}) {
-      if (!IsLoopbackHost(host)) {
-        Log(LogLevel::kWarning,
-            "serving without TLS on a non-loopback address: tokens and "
-            "results cross the network in the clear (--tls-cert, --tls-key)")
-            .Kv("host", host);
-        break;
-      }
-    }
-  }
+  LogServing(options_, tls_, grpc_address_, http_address_,
+             {grpc_host.first, http_host.first});
   return absl::OkStatus();
 }
 

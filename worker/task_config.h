@@ -20,9 +20,9 @@ struct WorkerResources {
   std::string device = "cpu";   // "cpu", "cuda:N", or "auto"
   int threads = 0;              // 0: all cores
   std::string checkpoint_root;  // "" disables checkpoints
-  // The attention kernel: "auto" (timed at each trial's start on the CPU),
-  // "fused", "masked" or "sdpa"; see model::TrainConfig::attention.
-  std::string attention = "auto";
+  // The attention kernel (kAuto: timed at each trial's start on the CPU);
+  // see model::TrainConfig::attention.
+  model::AttentionMode attention = model::AttentionMode::kAuto;
   // Resolved directories a task's data paths must lie in (the worker's
   // --data-root; base/data_roots.h); empty: not checked.
   std::vector<std::string> data_roots;

@@ -262,7 +262,20 @@ class HostileClients {
   }
 
  private:
+  // StartThreads starts every kind of client below, in this order.
   void StartThreads();
+  // StartWatchers opens o_.watch_streams Watch streams on the experiment
+  // the workers report into.
+  void StartWatchers();
+  // StartListPages asks for maximal List pages: the largest page size over
+  // a 64-layer space.
+  void StartListPages();
+  // StartOversizedSpecs submits oversized specs over gRPC.
+  void StartOversizedSpecs();
+  // StartOversizedBodies posts 32 MiB bodies over HTTP.
+  void StartOversizedBodies();
+  // StartSlowConnections drips a byte a second into headers it never ends.
+  void StartSlowConnections();
 
   const HostileOptions o_;
   const HostileTarget t_;
@@ -274,6 +287,14 @@ class HostileClients {
 };
 
 void HostileClients::StartThreads() {
+  StartWatchers();
+  StartListPages();
+  StartOversizedSpecs();
+  StartOversizedBodies();
+  StartSlowConnections();
+}
+
+void HostileClients::StartWatchers() {
   // Watchers: one channel each, spread over the users, on the experiment
   // the workers report into (every report is an event). They are callback
   // streams driven by gRPC's few threads, not a thread each: 1,000 client
@@ -304,7 +325,9 @@ void HostileClients::StartThreads() {
       for (auto& w : watchers) w->WaitDone();
     }
   });
-  // Maximal List pages: the largest page size over a 64-layer space.
+}
+
+void HostileClients::StartListPages() {
   for (int i = 0; i < o_.list_threads; ++i) {
     threads_.emplace_back([this, i] {
       auto stub = v1::ScheduleService::NewStub(
@@ -334,7 +357,9 @@ void HostileClients::StartThreads() {
       }
     });
   }
-  // Oversized specs over gRPC and oversized bodies over HTTP.
+}
+
+void HostileClients::StartOversizedSpecs() {
   for (int i = 0; i < o_.oversized_threads; ++i) {
     threads_.emplace_back([this, i] {
       auto stub = v1::ExperimentService::NewStub(
@@ -349,6 +374,9 @@ void HostileClients::StartThreads() {
       }
     });
   }
+}
+
+void HostileClients::StartOversizedBodies() {
   for (int i = 0; i < o_.body_threads; ++i) {
     threads_.emplace_back([this] {
       const std::string body(int64_t{32} << 20, 'x');
@@ -367,8 +395,9 @@ void HostileClients::StartThreads() {
       }
     });
   }
-  // Slow connections: each drips a byte a second into headers it never
-  // ends.
+}
+
+void HostileClients::StartSlowConnections() {
   threads_.emplace_back([this] {
     std::vector<std::unique_ptr<SlowConnection>> slow;
     ++ready_;
@@ -522,17 +551,14 @@ absl::StatusOr<double> CollectHostileClients(cli::Subprocess* p,
   return cpu;
 }
 
-}  // namespace
-
-int Hostile(const HostileOptions& o) {
-  TempDir dir;
-  const std::string db = dir.File("prism.db");
-  // The coordinator runs as its own process, with its default limits, so
-  // its RSS is its own and not the clients'.
+// StartHostileCoordinator starts the coordinator as its own process, with
+// its default limits, so its RSS is its own and not the clients'.
+absl::StatusOr<cli::LocalCoordinator> StartHostileCoordinator(
+    const HostileOptions& o, const TempDir& dir) {
   cli::CoordinatorLaunch launch;
   launch.binary = o.prism;
   launch.args = {"--db",
-                 db,
+                 dir.File("prism.db"),
                  "--listen",
                  "127.0.0.1:0",
                  "--http",
@@ -559,21 +585,29 @@ int Hostile(const HostileOptions& o) {
   launch.env = {absl::StrCat("PRISM_ADMIN_TOKEN=", kAdminToken)};
   launch.log_path = dir.File("coordinator.log");
   launch.ready_file = dir.File("ready.json");
-  absl::StatusOr<cli::LocalCoordinator> c = cli::StartCoordinator(launch);
-  if (!c.ok()) {
-    std::cerr << "coordinator_bench: " << c.status() << "\n";
-    return 1;
-  }
-  const std::string grpc_address = c->endpoints.grpc;
-  const std::string pid = std::to_string(c->process.pid());
-  auto auth = v1::AuthService::NewStub(NewChannel(grpc_address, -1));
-  const std::string worker_token =
-      CreateTokenOver(auth.get(), "farm", v1::ROLE_WORKER);
-  const std::string user_token =
-      CreateTokenOver(auth.get(), "mallory", v1::ROLE_USER);
+  return cli::StartCoordinator(launch);
+}
+
+// HostileSetup is what SetUpHostileRun made: the tokens and the experiment
+// the workers report into.
+struct HostileSetup {
+  std::string worker_token;
+  std::string user_token;
   std::vector<std::string> viewer_tokens;
+  int64_t ingest_id = 0;
+};
+
+// SetUpHostileRun creates a worker's token, mallory's (a user) and
+// o.watch_users viewers', and submits the experiment the workers report
+// into; Internal("Submit: ...") when the submit fails.
+absl::StatusOr<HostileSetup> SetUpHostileRun(const HostileOptions& o,
+                                             const std::string& grpc_address) {
+  HostileSetup setup;
+  auto auth = v1::AuthService::NewStub(NewChannel(grpc_address, -1));
+  setup.worker_token = CreateTokenOver(auth.get(), "farm", v1::ROLE_WORKER);
+  setup.user_token = CreateTokenOver(auth.get(), "mallory", v1::ROLE_USER);
   for (int u = 0; u < o.watch_users; ++u) {
-    viewer_tokens.push_back(CreateTokenOver(
+    setup.viewer_tokens.push_back(CreateTokenOver(
         auth.get(), absl::StrCat("viewer", u), v1::ROLE_VIEWER));
   }
   auto experiments =
@@ -589,86 +623,66 @@ int Hostile(const HostileOptions& o) {
   }
   v1::SubmitResponse submitted;
   grpc::Status submit_status =
-      experiments->Submit(SetupCtx(user_token).get(), ingest, &submitted);
+      experiments->Submit(SetupCtx(setup.user_token).get(), ingest, &submitted);
   if (!submit_status.ok()) {
-    std::cerr << "coordinator_bench: Submit: " << submit_status.error_message()
-              << "\n";
-    return 1;
+    return absl::InternalError(
+        absl::StrCat("Submit: ", submit_status.error_message()));
   }
-  const int64_t ingest_id = submitted.experiment().id();
-  const std::string http = c->endpoints.http;
-  const std::string http_host = http.substr(0, http.rfind(':'));
-  const int http_port = std::stoi(http.substr(http.rfind(':') + 1));
+  setup.ingest_id = submitted.experiment().id();
+  return setup;
+}
 
-  HostileCounters k;
-  std::vector<int64_t> acked(o.workers), trial_ids(o.workers);
-  std::atomic<int> ready{0};
-  std::atomic<bool> go{false}, stop{false}, failed_setup{false};
-  std::vector<std::thread> threads;
-  const ReportLoop fleet{
-      grpc_address,  worker_token, o.workers, o.points_per_report,
-      o.interval_ms, &ready,       &go,       &stop,
-      &failed_setup, &k.report_ms, &k.points, &k.report_errors,
-      &acked,        &trial_ids};
-  for (int w = 0; w < o.workers; ++w) {
-    threads.emplace_back([&fleet, w] { fleet.Run(w); });
-  }
-  // The dashboard as a person uses it meanwhile: one API call a second.
-  threads.emplace_back([&] {
-    ++ready;
-    while (!go) std::this_thread::yield();
-    while (!stop) {
-      httplib::Client client(http_host, http_port);
-      client.set_connection_timeout(10);
-      client.set_read_timeout(10);
-      const Clock::time_point t0 = Clock::now();
-      httplib::Result r = client.Get(
-          "/api/v1/experiments",
-          httplib::Headers{{"Authorization", "Bearer " + viewer_tokens[0]}});
-      if (r && r->status == 200) {
-        k.dashboard_ms.Record(Ms(Clock::now() - t0));
-      } else {
-        ++k.dashboard_errors;
-      }
-      std::this_thread::sleep_for(std::chrono::seconds(1));
+// ProbeDashboard is the dashboard as a person uses it meanwhile: one API
+// call a second from `go` until `stop`, timed into k->dashboard_ms.
+void ProbeDashboard(const std::string& host, int port, const std::string& token,
+                    std::atomic<int>* ready, const std::atomic<bool>* go,
+                    const std::atomic<bool>* stop, HostileCounters* k) {
+  ++*ready;
+  while (!*go) std::this_thread::yield();
+  while (!*stop) {
+    httplib::Client client(host, port);
+    client.set_connection_timeout(10);
+    client.set_read_timeout(10);
+    const Clock::time_point t0 = Clock::now();
+    httplib::Result r =
+        client.Get("/api/v1/experiments",
+                   httplib::Headers{{"Authorization", "Bearer " + token}});
+    if (r && r->status == 200) {
+      k->dashboard_ms.Record(Ms(Clock::now() - t0));
+    } else {
+      ++k->dashboard_errors;
     }
-  });
-
-  const int clients = static_cast<int>(threads.size());
-  while (ready < clients)
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  if (failed_setup) {
-    stop = go = true;
-    for (std::thread& t : threads) t.join();
-    return 1;
+    std::this_thread::sleep_for(std::chrono::seconds(1));
   }
-  const HostileTarget target{grpc_address, http_host,     http_port,
-                             user_token,   viewer_tokens, ingest_id};
-  const int w = o.window_seconds;
-  const int windows = std::max(1, o.seconds / w);
-  const bool clients_apart = o.clients_nice >= 0;
-  const std::string clients_sched =
-      o.clients_idle ? std::string("SCHED_IDLE")
-                     : fmt::format("nice {}", o.clients_nice);
-  std::optional<HostileClients> local_clients;
-  std::optional<cli::Subprocess> clients_process;
-  if (clients_apart) {
+}
+
+// StartHostileClients starts the hostile clients for `seconds`: apart, a
+// process of their own (SpawnHostileClients), else threads of this one
+// counting into `k`.
+absl::Status StartHostileClients(const HostileOptions& o,
+                                 const HostileTarget& target, int seconds,
+                                 const TempDir& dir, bool apart,
+                                 HostileCounters* k,
+                                 std::optional<HostileClients>* local,
+                                 std::optional<cli::Subprocess>* process) {
+  if (apart) {
     absl::StatusOr<cli::Subprocess> p =
-        SpawnHostileClients(o, target, w * windows, dir);
-    if (!p.ok()) {
-      std::cerr << "coordinator_bench: hostile clients: " << p.status() << "\n";
-      stop = go = true;
-      for (std::thread& t : threads) t.join();
-      return 1;
-    }
-    clients_process.emplace(std::move(*p));
+        SpawnHostileClients(o, target, seconds, dir);
+    if (!p.ok()) return p.status();
+    process->emplace(std::move(*p));
   } else {
-    local_clients.emplace(o, target, &k);
-    local_clients->Start();
+    local->emplace(o, target, k);
+    (*local)->Start();
   }
-  const Rss before = Rss::Read(pid);
-  const double coordinator_cpu_before = CpuSeconds(pid);
-  const double clients_cpu_before = CpuSeconds();
+  return absl::OkStatus();
+}
+
+// PrintHostileHeader says what the run does, where the RSS comes from, and
+// the window table's header (and where the clients run, when apart).
+void PrintHostileHeader(const HostileOptions& o, int64_t ingest_id,
+                        const std::string& pid, const Rss& before,
+                        const std::optional<cli::Subprocess>& clients_process,
+                        const std::string& clients_sched) {
   std::cout << fmt::format(
       "hostile: {} s; {} workers each reporting {} points every {} ms into "
       "experiment {}; at once: {} Watch streams attempted on it by {} "
@@ -687,33 +701,38 @@ int Hostile(const HostileOptions& o) {
   std::cout << fmt::format("{:>5} {:>9} {:>19} {:>7} {:>9} {:>9} {:>22}\n", "s",
                            "points/s", "report p50 / p99 ms", "watches",
                            "events/s", "msgs/s", "RSS (anon + file)");
-  if (clients_apart) {
+  if (clients_process) {
     std::cout << fmt::format(
         "the hostile clients run in process {} ({}; watch figures below "
         "come at the end)\n",
         clients_process->pid(), clients_sched);
   }
-  const Clock::time_point start = Clock::now();
-  go = true;
-  if (local_clients) local_clients->Go();
-  LatencyCounts report_total;
-  double rss_max = before.total;
+}
+
+// PrintWindows prints a row per window of `w` seconds from `start` until
+// `windows` have passed, adds each window's report latencies to
+// *report_total, and returns the coordinator's peak RSS (at least
+// `rss_before`).
+double PrintWindows(int w, int windows, Clock::time_point start,
+                    const std::string& pid, double rss_before,
+                    HostileCounters* k, LatencyCounts* report_total) {
+  double rss_max = rss_before;
   int64_t events_last = 0, rounds_last = 0, points_last = 0;
   for (int wnd = 1; wnd <= windows; ++wnd) {
     std::this_thread::sleep_until(start + std::chrono::seconds(w * wnd));
-    const LatencyCounts window = k.report_ms.Take();
-    report_total.Add(window);
+    const LatencyCounts window = k->report_ms.Take();
+    report_total->Add(window);
     const Rss rss = Rss::Read(pid);
     rss_max = std::max(rss_max, rss.total);
-    const int64_t events = k.watch_events.load(), points = k.points.load();
-    const int64_t rounds = k.watch_rounds.load();
+    const int64_t events = k->watch_events.load(), points = k->points.load();
+    const int64_t rounds = k->watch_rounds.load();
     std::cout
         << fmt::format(
                "{:>5} {:>9.0f} {:>8.3f} / {:<8.3f} {:>7} {:>9.0f} {:>9.0f} "
                "{:>22}",
                w * wnd, (points - points_last) / double(w),
                window.Percentile(50), window.Percentile(99),
-               k.watch_open.load() - k.watch_cut.load(),
+               k->watch_open.load() - k->watch_cut.load(),
                (events - events_last) / double(w),
                (rounds - rounds_last) / double(w), rss.ToString())
         << std::endl;
@@ -721,25 +740,13 @@ int Hostile(const HostileOptions& o) {
     rounds_last = rounds;
     points_last = points;
   }
-  const double seconds_run = Ms(Clock::now() - start) / 1000.0;
-  const double coordinator_cpu = CpuSeconds(pid) - coordinator_cpu_before;
-  const double bench_cpu = CpuSeconds() - clients_cpu_before;
-  double clients_cpu = 0;
-  if (local_clients) local_clients->Stop();
-  stop = true;
-  for (std::thread& t : threads) t.join();
-  if (clients_process) {
-    absl::StatusOr<double> cpu =
-        CollectHostileClients(&*clients_process, dir.File("clients.out"), &k);
-    if (!cpu.ok()) {
-      std::cerr << "coordinator_bench: hostile clients: " << cpu.status()
-                << "\n";
-      return 1;
-    }
-    clients_cpu = *cpu;
-  }
-  report_total.Add(k.report_ms.Take());
-  const LatencyCounts dashboard = k.dashboard_ms.Take();
+  return rss_max;
+}
+
+// PrintHostileTotals prints what each kind of client got over the run.
+void PrintHostileTotals(const HostileCounters& k,
+                        const LatencyCounts& report_total,
+                        const LatencyCounts& dashboard) {
   std::cout << fmt::format(
       "reports: {} points acknowledged, p50 {:.3f} ms, p99 {:.3f} ms, max "
       "{:.1f} ms, {} failed\n",
@@ -764,30 +771,52 @@ int Hostile(const HostileOptions& o) {
       "calls: {} answered (p50 {:.1f} ms, max {:.1f} ms), {} failed\n",
       k.slow_open.load(), k.slow_closed_by_server.load(), dashboard.n,
       dashboard.Percentile(50), dashboard.max_ms, k.dashboard_errors.load());
+}
 
+// PrintHostileCpu prints the CPU each process used over the run;
+// `clients_sched` is set when the hostile clients ran in a process apart.
+void PrintHostileCpu(double seconds_run, double coordinator_cpu,
+                     double bench_cpu,
+                     const std::optional<std::string>& clients_sched,
+                     double clients_cpu) {
   std::cout << fmt::format(
       "CPU over the run ({:.0f} s, {} cores = {:.0f} core-seconds): "
       "coordinator {:.1f} s, {}\n",
       seconds_run, std::thread::hardware_concurrency(),
       seconds_run * std::thread::hardware_concurrency(), coordinator_cpu,
-      clients_apart
+      clients_sched
           ? fmt::format("this process (workers) {:.1f} s, the hostile "
                         "clients' process ({}) {:.1f} s",
-                        bench_cpu, clients_sched, clients_cpu)
+                        bench_cpu, *clients_sched, clients_cpu)
           : fmt::format("this process (workers and hostile clients) {:.1f} s",
                         bench_cpu));
-  const Rss after = Rss::Read(pid);
+}
+
+// StoredPoints returns how many points the coordinator stored for the
+// workers' trials (read back with the admin token).
+int64_t StoredPoints(const std::string& grpc_address,
+                     const std::vector<int64_t>& trial_ids) {
   auto results = v1::ResultsService::NewStub(NewChannel(grpc_address, -3));
-  int64_t acked_points = 0, stored = 0;
-  for (int w = 0; w < o.workers; ++w) {
-    acked_points += acked[w];
+  int64_t stored = 0;
+  for (int64_t trial_id : trial_ids) {
     v1::GetTrialRequest req;
-    req.set_trial_id(trial_ids[w]);
+    req.set_trial_id(trial_id);
     v1::GetTrialResponse resp;
     grpc::ClientContext ctx;
     ctx.AddMetadata("authorization", absl::StrCat("Bearer ", kAdminToken));
     if (results->GetTrial(&ctx, req, &resp).ok()) stored += resp.points_size();
   }
+  return stored;
+}
+
+// BoundsHeld prints the RSS and the points acknowledged against those
+// stored, stops the coordinator, and prints and returns whether every bound
+// held: peak RSS under o.rss_bound_mib, report p99 under 50 ms, no
+// oversized spec accepted, no acknowledged point lost.
+bool BoundsHeld(const HostileOptions& o, const Rss& before, double rss_max,
+                const Rss& after, const LatencyCounts& report_total,
+                const HostileCounters& k, int64_t acked_points, int64_t stored,
+                cli::LocalCoordinator* c) {
   std::cout << fmt::format(
       "RSS: {} before, peak {:.1f}, {} at the end (bound {} MiB); "
       "acknowledged {} points, in the database {}: lost {}\n",
@@ -799,6 +828,117 @@ int Hostile(const HostileOptions& o) {
                     k.specs_accepted == 0 && acked_points == stored;
   std::cout << (held ? "hostile: every bound held\n"
                      : "hostile: a bound did not hold\n");
+  return held;
+}
+
+}  // namespace
+
+int Hostile(const HostileOptions& o) {
+  TempDir dir;
+  absl::StatusOr<cli::LocalCoordinator> c = StartHostileCoordinator(o, dir);
+  if (!c.ok()) {
+    std::cerr << "coordinator_bench: " << c.status() << "\n";
+    return 1;
+  }
+  const std::string grpc_address = c->endpoints.grpc;
+  const std::string pid = std::to_string(c->process.pid());
+  absl::StatusOr<HostileSetup> setup = SetUpHostileRun(o, grpc_address);
+  if (!setup.ok()) {
+    std::cerr << "coordinator_bench: " << setup.status().message() << "\n";
+    return 1;
+  }
+  const std::string http = c->endpoints.http;
+  const std::string http_host = http.substr(0, http.rfind(':'));
+  const int http_port = std::stoi(http.substr(http.rfind(':') + 1));
+
+  HostileCounters k;
+  std::vector<int64_t> acked(o.workers), trial_ids(o.workers);
+  std::atomic<int> ready{0};
+  std::atomic<bool> go{false}, stop{false}, failed_setup{false};
+  std::vector<std::thread> threads;
+  const ReportLoop fleet{grpc_address,  setup->worker_token,
+                         o.workers,     o.points_per_report,
+                         o.interval_ms, &ready,
+                         &go,           &stop,
+                         &failed_setup, &k.report_ms,
+                         &k.points,     &k.report_errors,
+                         &acked,        &trial_ids};
+  for (int w = 0; w < o.workers; ++w) {
+    threads.emplace_back([&fleet, w] { fleet.Run(w); });
+  }
+  threads.emplace_back([&] {
+    ProbeDashboard(http_host, http_port, setup->viewer_tokens[0], &ready, &go,
+                   &stop, &k);
+  });
+  // abandon ends the workers and the dashboard probe after a failed setup.
+  auto abandon = [&] {
+    stop = go = true;
+    for (std::thread& t : threads) t.join();
+    return 1;
+  };
+
+  const int clients = static_cast<int>(threads.size());
+  while (ready < clients)
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  if (failed_setup) return abandon();
+  const HostileTarget target{
+      grpc_address,         http_host,       http_port, setup->user_token,
+      setup->viewer_tokens, setup->ingest_id};
+  const int w = o.window_seconds;
+  const int windows = std::max(1, o.seconds / w);
+  const bool clients_apart = o.clients_nice >= 0;
+  const std::string clients_sched =
+      o.clients_idle ? std::string("SCHED_IDLE")
+                     : fmt::format("nice {}", o.clients_nice);
+  std::optional<HostileClients> local_clients;
+  std::optional<cli::Subprocess> clients_process;
+  if (absl::Status s =
+          StartHostileClients(o, target, w * windows, dir, clients_apart, &k,
+                              &local_clients, &clients_process);
+      !s.ok()) {
+    std::cerr << "coordinator_bench: hostile clients: " << s << "\n";
+    return abandon();
+  }
+  const Rss before = Rss::Read(pid);
+  const double coordinator_cpu_before = CpuSeconds(pid);
+  const double clients_cpu_before = CpuSeconds();
+  PrintHostileHeader(o, setup->ingest_id, pid, before, clients_process,
+                     clients_sched);
+  const Clock::time_point start = Clock::now();
+  go = true;
+  if (local_clients) local_clients->Go();
+  LatencyCounts report_total;
+  const double rss_max =
+      PrintWindows(w, windows, start, pid, before.total, &k, &report_total);
+  const double seconds_run = Ms(Clock::now() - start) / 1000.0;
+  const double coordinator_cpu = CpuSeconds(pid) - coordinator_cpu_before;
+  const double bench_cpu = CpuSeconds() - clients_cpu_before;
+  double clients_cpu = 0;
+  if (local_clients) local_clients->Stop();
+  stop = true;
+  for (std::thread& t : threads) t.join();
+  if (clients_process) {
+    absl::StatusOr<double> cpu =
+        CollectHostileClients(&*clients_process, dir.File("clients.out"), &k);
+    if (!cpu.ok()) {
+      std::cerr << "coordinator_bench: hostile clients: " << cpu.status()
+                << "\n";
+      return 1;
+    }
+    clients_cpu = *cpu;
+  }
+  report_total.Add(k.report_ms.Take());
+  PrintHostileTotals(k, report_total, k.dashboard_ms.Take());
+
+  PrintHostileCpu(
+      seconds_run, coordinator_cpu, bench_cpu,
+      clients_apart ? std::optional<std::string>(clients_sched) : std::nullopt,
+      clients_cpu);
+  int64_t acked_points = 0;
+  for (int64_t n : acked) acked_points += n;
+  const bool held =
+      BoundsHeld(o, before, rss_max, Rss::Read(pid), report_total, k,
+                 acked_points, StoredPoints(grpc_address, trial_ids), &*c);
   return held ? 0 : 1;
 }
 

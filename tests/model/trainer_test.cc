@@ -191,14 +191,14 @@ TEST_F(TrainerTest, ExplicitAttentionKernelIsHonouredWithoutTiming) {
   TrainConfig config = SmallRun();
   config.steps = 2;
   config.measure_attention = false;
-  config.attention = "masked";
+  config.attention = AttentionMode::kMasked;
   absl::StatusOr<TrainResult> masked = Train(config, nullptr);
   ASSERT_TRUE(masked.ok()) << masked.status();
   EXPECT_EQ(masked->attention_kernel, "masked");
   EXPECT_EQ(masked->isa, "");
   EXPECT_TRUE(masked->attention_timings.empty());
 
-  config.attention = "fused";
+  config.attention = AttentionMode::kFused;
   absl::StatusOr<TrainResult> fused = Train(config, nullptr);
   ASSERT_TRUE(fused.ok()) << fused.status();
   EXPECT_EQ(fused->attention_kernel, "fused");
@@ -212,7 +212,7 @@ TEST_F(TrainerTest, PrismIsaForcesTheFusedKernelsLevel) {
   TrainConfig config = SmallRun();
   config.steps = 1;
   config.measure_attention = false;
-  config.attention = "fused";
+  config.attention = AttentionMode::kFused;
   ASSERT_EQ(setenv("PRISM_ISA", "baseline", 1), 0);
   absl::StatusOr<TrainResult> forced = Train(config, nullptr);
   ASSERT_EQ(setenv("PRISM_ISA", "sse9", 1), 0);
@@ -557,10 +557,10 @@ TEST_F(TrainerTest, BadConfigsNameTheProblem) {
   EXPECT_THAT(Train(config, nullptr).status().message(),
               HasSubstr("context must be in [0, 128]"));
 
-  config = SmallRun();
-  config.attention = "flash";
-  EXPECT_THAT(Train(config, nullptr).status().message(),
+  EXPECT_THAT(ParseAttentionMode("flash").status().message(),
               HasSubstr("attention 'flash'"));
+  EXPECT_THAT(ParseCpuThreading("all").status().message(),
+              HasSubstr("cpu_threading 'all'"));
 
   config = SmallRun();
   config.train_paths = {Path("nowhere")};

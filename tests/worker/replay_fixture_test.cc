@@ -49,7 +49,7 @@ TEST_P(CommittedFixtureTest, HoldsEveryPlannedTrialWithItsWholeCurve) {
   WorkerResources resources;
   resources.device = "cpu";
   resources.threads = 1;
-  resources.attention = "fused";
+  resources.attention = model::AttentionMode::kFused;
   const int64_t steps = plan->spec.budget().steps();
   const int64_t eval_every = plan->spec.budget().eval_every();
   for (const storage::NewTrial& trial : plan->trials) {

@@ -110,7 +110,7 @@ TEST(TaskConfigTest, BudgetAndResourcesOverrideDefaults) {
   resources.device = "cuda:1";
   resources.threads = 6;
   resources.checkpoint_root = "/shared/ckpt";
-  resources.attention = "masked";
+  resources.attention = model::AttentionMode::kMasked;
 
   absl::StatusOr<model::TrainConfig> config =
       TrainConfigForTask(task, resources);
@@ -126,7 +126,7 @@ TEST(TaskConfigTest, BudgetAndResourcesOverrideDefaults) {
   EXPECT_THAT(config->val_paths, ElementsAre("/data/val.bin"));
   EXPECT_EQ(config->device, "cuda:1");
   EXPECT_EQ(config->threads, 6);
-  EXPECT_EQ(config->attention, "masked");
+  EXPECT_EQ(config->attention, model::AttentionMode::kMasked);
   EXPECT_EQ(config->checkpoint_dir, "/shared/ckpt/e1-t12");
   EXPECT_TRUE(config->resume);
 }
