@@ -45,10 +45,10 @@
 #include "fmt/format.h"
 #include "model/data.h"
 #include "model/trainer.h"
-#include "scheduler/contrast.h"
-#include "scheduler/presets.h"
-#include "scheduler/principles.h"
-#include "scheduler/space.h"
+#include "scheduler/space/contrast.h"
+#include "scheduler/space/presets.h"
+#include "scheduler/space/principles.h"
+#include "scheduler/space/space.h"
 
 namespace prism::cli {
 namespace {
@@ -521,9 +521,8 @@ std::string LookAgain(const fs::path& data, int64_t experiment_id) {
       "dashboard stopped (prism run --keep-serving keeps it up). To look "
       "again, in two shells:\n  ",
       prism, " coordinator --db ", ShellPath(data / "prism.db"),
-      "    # dashboard http://127.0.0.1:8080/\n  ", prism,
-      " results ", experiment_id, " --token-file ",
-      ShellPath(data / "admin.token"), "\n");
+      "    # dashboard http://127.0.0.1:8080/\n  ", prism, " results ",
+      experiment_id, " --token-file ", ShellPath(data / "admin.token"), "\n");
 }
 
 int Run(const RunOptions& o) {
@@ -638,9 +637,9 @@ int Run(const RunOptions& o) {
     if (o.keep_serving && exit_status == kExitOk) {
       std::cout << "\ndashboard http://" << endpoints.http
                 << "/ (serving; Ctrl-C stops)\n"
-                << ShellPath(SelfExecutable()) << " results "
-                << experiment_id << " --coordinator " << endpoints.grpc
-                << " --token-file " << ShellPath(data / "admin.token") << "\n";
+                << ShellPath(SelfExecutable()) << " results " << experiment_id
+                << " --coordinator " << endpoints.grpc << " --token-file "
+                << ShellPath(data / "admin.token") << "\n";
       std::cout.flush();
       while (!Stopped(signals, absl::Seconds(1)) &&
              local.coordinator->process.Running()) {

@@ -38,8 +38,8 @@
 #include <vector>
 
 #include "absl/status/statusor.h"
-#include "scheduler/presets.h"
-#include "scheduler/schedule.h"
+#include "scheduler/space/presets.h"
+#include "scheduler/space/schedule.h"
 
 namespace prism::model {
 
