@@ -1,7 +1,7 @@
-// Known-truth replay fixtures: a scheduler/known_truth.h experiment written
-// as a replay fixture (worker/replay_launcher.h), so a whole search runs
-// through the real coordinator and `prism worker --replay` workers on curves
-// whose answer is known. The end-to-end verdict test and the search
+// Known-truth replay fixtures: a scheduler/simulate/known_truth.h experiment
+// written as a replay fixture (worker/replay_launcher.h), so a whole search
+// runs through the real coordinator and `prism worker --replay` workers on
+// curves whose answer is known. The end-to-end verdict test and the search
 // benchmarks use it; bench/known_truth_fixture writes one to disk.
 //
 //   KnownTruth truth = *GenerateKnownTruth(spec);
@@ -15,7 +15,7 @@
 #include <string>
 
 #include "absl/status/statusor.h"
-#include "scheduler/known_truth.h"
+#include "scheduler/simulate/known_truth.h"
 
 namespace prism::bench {
 

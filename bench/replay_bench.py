@@ -17,7 +17,7 @@ launch costs seconds.
 The reference is the full grid, run the same way first: its best schedule,
 and the schedules statistically tied with it by the project's paired
 statistics: a two-sided paired t-test over the seeds of the per-seed final
-val loss difference (scheduler/statistics.h PairedTTestP, unadjusted, as
+val loss difference (scheduler/stats/statistics.h PairedTTestP, unadjusted, as
 `prism compare` decides better / worse / tied), p >= 0.05 is "tied". The
 driver computes it here (3 seeds: 2 degrees of freedom, p = 1 - |t| /
 sqrt(2 + t^2) exactly) and checks its verdicts against `prism compare` on a

@@ -11,9 +11,9 @@
 #include <vector>
 
 #include "benchmark/benchmark.h"
-#include "scheduler/ranking.h"
-#include "scheduler/space.h"
-#include "scheduler/suggest.h"
+#include "scheduler/analysis/ranking.h"
+#include "scheduler/space/space.h"
+#include "scheduler/strategy/suggest.h"
 
 namespace prism {
 namespace {

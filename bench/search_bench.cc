@@ -1,13 +1,13 @@
 // search_bench: the known-truth search benchmark of issue #27 (results in
 // bench/RESULTS.md, "Search on known truth"). For each structure of
-// scheduler/known_truth.h and each search seed it generates an experiment
-// whose best schedule is known, then runs every strategy over the generated
-// curves on a simulated fleet, in three dispatch orders (the enumeration's,
-// reversed, shuffled), and reports per structure, strategy and order: the
-// exact-best rate, the regret (true delta of the choice minus the best's,
-// in noise sd), the share of searches within 1 noise sd, the steps trained
-// as a fraction of the grid's, and (for the no-effect structure) how often
-// the search named a winner (any verdict "better" among the schedules it
+// scheduler/simulate/known_truth.h and each search seed it generates an
+// experiment whose best schedule is known, then runs every strategy over the
+// generated curves on a simulated fleet, in three dispatch orders (the
+// enumeration's, reversed, shuffled), and reports per structure, strategy and
+// order: the exact-best rate, the regret (true delta of the choice minus the
+// best's, in noise sd), the share of searches within 1 noise sd, the steps
+// trained as a fraction of the grid's, and (for the no-effect structure) how
+// often the search named a winner (any verdict "better" among the schedules it
 // trained to the end).
 //
 // The strategies drive the same pure rules the coordinator applies
@@ -40,13 +40,13 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
-#include "scheduler/asha.h"
-#include "scheduler/guided.h"
-#include "scheduler/known_truth.h"
-#include "scheduler/racing.h"
-#include "scheduler/ranking.h"
-#include "scheduler/screening.h"
-#include "scheduler/surrogate.h"
+#include "scheduler/analysis/ranking.h"
+#include "scheduler/simulate/known_truth.h"
+#include "scheduler/strategy/asha.h"
+#include "scheduler/strategy/guided.h"
+#include "scheduler/strategy/racing.h"
+#include "scheduler/strategy/screening.h"
+#include "scheduler/strategy/surrogate.h"
 
 namespace prism {
 namespace {
@@ -287,7 +287,7 @@ std::vector<std::string> Dispatch(const KnownTruth& truth, Order order,
   return out;
 }
 
-// Race runs racing after a search (scheduler/racing.h) until it adds
+// Race runs racing after a search (scheduler/strategy/racing.h) until it adds
 // nothing, and chooses the contender with the lowest mean paired delta
 // (the search's choice when the baseline is the only one left).
 SearchResult Race(const KnownTruth& truth, Fleet& fleet) {
@@ -409,8 +409,8 @@ SearchResult RunGuided(const KnownTruth& truth, int budget, uint64_t seed,
 
 // RunScreening is the guided search that screens, by the rule the
 // coordinator applies to STRATEGY_GUIDED_SCREENING (DecideScreening,
-// scheduler/screening.h): brackets of `size` schedules enter at the first
-// rung, each decided by the synchronous rule on its own; the next bracket
+// scheduler/strategy/screening.h): brackets of `size` schedules enter at the
+// first rung, each decided by the synchronous rule on its own; the next bracket
 // opens (surrogate on every complete rung's scores, a third explored at
 // random) once the latest one has completed its first rung, while the
 // projected cost stays within `fraction` of the grid's steps.

@@ -58,9 +58,9 @@
 #include "fmt/format.h"
 #include "model/internal/kernels.h"
 #include "model/trainer.h"
-#include "scheduler/presets.h"
-#include "scheduler/schedule.h"
-#include "scheduler/statistics.h"
+#include "scheduler/space/presets.h"
+#include "scheduler/space/schedule.h"
+#include "scheduler/stats/statistics.h"
 
 namespace {
 

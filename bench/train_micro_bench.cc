@@ -21,8 +21,8 @@
 #include "model/internal/optimizer.h"
 #include "model/internal/runtime.h"
 #include "model/internal/shard_pool.h"
-#include "scheduler/presets.h"
-#include "scheduler/schedule.h"
+#include "scheduler/space/presets.h"
+#include "scheduler/space/schedule.h"
 
 namespace {
 

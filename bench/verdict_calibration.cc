@@ -1,5 +1,6 @@
-// verdict_calibration: the verdicts on known truth (scheduler/calibration.h),
-// the table in bench/RESULTS.md "Verdicts on known truth". Each row runs
+// verdict_calibration: the verdicts on known truth
+// (scheduler/simulate/calibration.h), the table in bench/RESULTS.md "Verdicts
+// on known truth". Each row runs
 // --experiments simulated experiments of 120 schedules (d_model 64, 8 layers,
 // 8 heads; the uniform baseline among them) through RankSchedules and
 // reports, against the truth: the share of experiments with any false
@@ -23,7 +24,7 @@
 #include "CLI/CLI.hpp"
 #include "absl/strings/match.h"
 #include "absl/strings/str_cat.h"
-#include "scheduler/calibration.h"
+#include "scheduler/simulate/calibration.h"
 
 namespace {
 

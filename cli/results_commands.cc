@@ -17,7 +17,7 @@
 #include "fmt/format.h"
 #include "google/protobuf/util/json_util.h"
 #include "proto/enum_names.h"
-#include "scheduler/principles.h"
+#include "scheduler/space/principles.h"
 
 namespace prism::cli {
 namespace {

@@ -46,10 +46,10 @@
 #include "fmt/format.h"
 #include "model/data.h"
 #include "model/trainer.h"
-#include "scheduler/contrast.h"
-#include "scheduler/presets.h"
-#include "scheduler/principles.h"
-#include "scheduler/space.h"
+#include "scheduler/space/contrast.h"
+#include "scheduler/space/presets.h"
+#include "scheduler/space/principles.h"
+#include "scheduler/space/space.h"
 
 namespace prism::cli {
 namespace {

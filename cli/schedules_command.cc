@@ -1,5 +1,5 @@
 // `prism schedules count|list|check|map`: the schedule space of one model
-// shape, and a schedule carried to another shape (scheduler/profile.h),
+// shape, and a schedule carried to another shape (scheduler/space/profile.h),
 // computed locally by scheduler/ (no coordinator needed).
 //
 //   prism schedules count --d-model 768 --layers 12 --base-heads 12
@@ -21,11 +21,11 @@
 #include "base/json.h"
 #include "cli/command.h"
 #include "cli/output.h"
-#include "scheduler/presets.h"
-#include "scheduler/principles.h"
-#include "scheduler/profile.h"
-#include "scheduler/schedule.h"
-#include "scheduler/space.h"
+#include "scheduler/space/presets.h"
+#include "scheduler/space/principles.h"
+#include "scheduler/space/profile.h"
+#include "scheduler/space/schedule.h"
+#include "scheduler/space/space.h"
 
 namespace prism::cli {
 namespace {

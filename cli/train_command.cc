@@ -38,10 +38,10 @@
 #include "model/eval.h"
 #include "model/trainer.h"
 #include "prism/v1/prism.pb.h"
-#include "scheduler/presets.h"
-#include "scheduler/principles.h"
-#include "scheduler/schedule.h"
-#include "scheduler/space.h"
+#include "scheduler/space/presets.h"
+#include "scheduler/space/principles.h"
+#include "scheduler/space/schedule.h"
+#include "scheduler/space/space.h"
 #include "worker/task_config.h"
 
 namespace prism::cli {

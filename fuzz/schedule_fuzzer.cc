@@ -1,7 +1,7 @@
-// Fuzzes ParseSchedule (scheduler/schedule.h) with arbitrary text. A parsed
-// schedule must be within bounds and round-trip through its canonical form;
-// a refusal must be InvalidArgument with a short message, however long the
-// input.
+// Fuzzes ParseSchedule (scheduler/space/schedule.h) with arbitrary text. A
+// parsed schedule must be within bounds and round-trip through its canonical
+// form; a refusal must be InvalidArgument with a short message, however long
+// the input.
 #include <cstddef>
 #include <cstdint>
 #include <string>
@@ -10,7 +10,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "fuzz/fuzz_check.h"
-#include "scheduler/schedule.h"
+#include "scheduler/space/schedule.h"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const absl::string_view text(reinterpret_cast<const char*>(data), size);

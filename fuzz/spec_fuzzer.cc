@@ -17,7 +17,7 @@
 #include "absl/strings/string_view.h"
 #include "fuzz/fuzz_check.h"
 #include "google/protobuf/util/message_differencer.h"
-#include "scheduler/schedule.h"
+#include "scheduler/space/schedule.h"
 #include "server/core/spec.h"
 
 namespace {

@@ -15,7 +15,7 @@
 #include "model/internal/checkpoint.h"
 #include "model/internal/decoder.h"
 #include "model/internal/runtime.h"
-#include "scheduler/space.h"
+#include "scheduler/space/space.h"
 
 namespace prism::model {
 namespace {

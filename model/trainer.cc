@@ -32,8 +32,8 @@
 #include "model/internal/optimizer.h"
 #include "model/internal/runtime.h"
 #include "model/internal/shard_pool.h"
-#include "scheduler/presets.h"
-#include "scheduler/space.h"
+#include "scheduler/space/presets.h"
+#include "scheduler/space/space.h"
 
 namespace prism::model {
 namespace {

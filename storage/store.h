@@ -45,8 +45,7 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "prism/v1/prism.pb.h"
-#include "scheduler/asha.h"
-#include "scheduler/ranking.h"
+#include "scheduler/records.h"
 #include "storage/write_observer.h"
 
 namespace prism::storage {
@@ -390,7 +389,7 @@ class Store {
   virtual absl::StatusOr<std::vector<ThroughputSample>> ListThroughputSamples(
       int limit) = 0;
   // ListAshaTrials returns every trial of the experiment as ASHA decides on
-  // it (scheduler/asha.h): at_rung for TRIAL_STOPPED_AT_RUNG, its target
+  // it (scheduler/records.h): at_rung for TRIAL_STOPPED_AT_RUNG, its target
   // steps, and its stored val loss at each of `rungs` it has a point for.
   virtual absl::StatusOr<std::vector<AshaTrial>> ListAshaTrials(
       int64_t experiment_id, const std::vector<int64_t>& rungs) = 0;

@@ -15,7 +15,7 @@
 #include "absl/strings/string_view.h"
 #include "absl/time/clock.h"
 #include "absl/time/time.h"
-#include "scheduler/schedule.h"
+#include "scheduler/space/schedule.h"
 
 namespace prism::worker {
 namespace {

@@ -5,8 +5,8 @@
 #include "absl/strings/str_cat.h"
 #include "base/data_roots.h"
 #include "model/data.h"
-#include "scheduler/presets.h"
-#include "scheduler/schedule.h"
+#include "scheduler/space/presets.h"
+#include "scheduler/space/schedule.h"
 
 namespace prism::worker {
 namespace {

@@ -13,8 +13,8 @@
 
 #include "fmt/format.h"
 #include "prism/v1/prism.grpc.pb.h"
-#include "scheduler/schedule.h"
-#include "scheduler/space.h"
+#include "scheduler/space/schedule.h"
+#include "scheduler/space/space.h"
 #include "server/coordinator.h"
 #include "storage/sqlite_store.h"
 

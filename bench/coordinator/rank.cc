@@ -15,9 +15,9 @@
 #include "bench/coordinator/scenarios.h"
 #include "fmt/format.h"
 #include "prism/v1/prism.grpc.pb.h"
-#include "scheduler/ranking.h"
-#include "scheduler/schedule.h"
-#include "scheduler/space.h"
+#include "scheduler/analysis/ranking.h"
+#include "scheduler/space/schedule.h"
+#include "scheduler/space/space.h"
 #include "server/coordinator.h"
 #include "server/core/convert.h"
 

@@ -36,7 +36,8 @@ SeedsCommand SeedsAddCommand(int64_t experiment_id) {
 }
 
 int SeedLimit(const v1::ExperimentSpec& spec) {
-  constexpr int kMaxSeedsPerSchedule = 64;  // scheduler/adaptive_seeds.h
+  constexpr int kMaxSeedsPerSchedule =
+      64;  // scheduler/strategy/adaptive_seeds.h
   if (spec.has_seeds_policy() && spec.seeds_policy().max() > 0) {
     return std::min(kMaxSeedsPerSchedule, spec.seeds_policy().max());
   }

@@ -23,8 +23,8 @@
 #include <vector>
 
 #include "model/internal/kernels.h"
-#include "scheduler/presets.h"
-#include "scheduler/schedule.h"
+#include "scheduler/space/presets.h"
+#include "scheduler/space/schedule.h"
 
 namespace prism::model::internal {
 

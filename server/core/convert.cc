@@ -287,7 +287,8 @@ VerdictOptions VerdictOptionsOf(const v1::ExperimentSpec& resolved) {
     options.looks = LooksForSeeds(resolved.seeds_policy().min(),
                                   resolved.seeds_policy().max());
   } else if (RacingOn(resolved)) {
-    // Every seed count racing may reach is a look (scheduler/racing.h).
+    // Every seed count racing may reach is a look
+    // (scheduler/strategy/racing.h).
     options.seed_sequence = RacingSequence(resolved);
     options.looks =
         LooksForSeeds(resolved.seeds_size(), resolved.racing().max_seeds());

@@ -14,13 +14,13 @@
 #include "absl/strings/string_view.h"
 #include "google/protobuf/repeated_field.h"
 #include "prism/v1/prism.pb.h"
-#include "scheduler/asha.h"
-#include "scheduler/principles.h"
-#include "scheduler/racing.h"
-#include "scheduler/ranking.h"
-#include "scheduler/schedule.h"
-#include "scheduler/screening.h"
-#include "scheduler/space.h"
+#include "scheduler/analysis/ranking.h"
+#include "scheduler/space/principles.h"
+#include "scheduler/space/schedule.h"
+#include "scheduler/space/space.h"
+#include "scheduler/strategy/asha.h"
+#include "scheduler/strategy/racing.h"
+#include "scheduler/strategy/screening.h"
 
 namespace prism::server {
 
@@ -68,8 +68,8 @@ v1::PrincipleEffect PrincipleEffectToProto(const PrincipleEffect& e);
 VerdictOptions VerdictOptionsOf(const v1::ExperimentSpec& resolved);
 
 // RacingOn is whether a resolved spec races for the best (RacingPolicy);
-// RacingPlanOf is its plan (scheduler/racing.h), the verdicts' screened
-// schedules left to the caller.
+// RacingPlanOf is its plan (scheduler/strategy/racing.h), the verdicts'
+// screened schedules left to the caller.
 bool RacingOn(const v1::ExperimentSpec& resolved);
 // RacingSequence is a racing spec's seed sequence: its seeds, then
 // racing.seeds (the sequence continued, for specs stored without them).

@@ -11,7 +11,7 @@
 #include "base/failpoint.h"
 #include "base/log.h"
 #include "base/status_macros.h"
-#include "scheduler/adaptive_seeds.h"
+#include "scheduler/strategy/adaptive_seeds.h"
 #include "server/core/convert.h"
 #include "server/core/ladder.h"
 #include "server/core/plan.h"

@@ -9,7 +9,7 @@
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_join.h"
 #include "base/status_macros.h"
-#include "scheduler/schedule.h"
+#include "scheduler/space/schedule.h"
 #include "server/core/convert.h"
 #include "server/core/spec.h"
 

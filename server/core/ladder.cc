@@ -10,10 +10,10 @@
 #include "base/failpoint.h"
 #include "base/log.h"
 #include "base/status_macros.h"
-#include "scheduler/profile.h"
-#include "scheduler/ranking.h"
-#include "scheduler/schedule.h"
-#include "scheduler/transfer.h"
+#include "scheduler/analysis/ranking.h"
+#include "scheduler/analysis/transfer.h"
+#include "scheduler/space/profile.h"
+#include "scheduler/space/schedule.h"
 #include "server/core/convert.h"
 
 namespace prism::server {

@@ -9,8 +9,8 @@
 // experiment is done, LadderPlanner::ExperimentChanged takes its best-set
 // (Hsu's MCB; the top_k by mean paired delta when larger), the worst and the
 // median ranked schedule and the baseline, maps each onto the next rung's
-// shape (scheduler/profile.h) and stores the next rung's experiment, a grid
-// over exactly those. Storage refuses a second copy of a rung (a unique
+// shape (scheduler/space/profile.h) and stores the next rung's experiment, a
+// grid over exactly those. Storage refuses a second copy of a rung (a unique
 // index on the tag), so the advance runs again harmlessly; ReconcileAll, at
 // coordinator start, runs it for every done rung, so a crash between "rung
 // done" and "next stored" submits the next rung exactly once. An empty
@@ -18,7 +18,7 @@
 // ladder_note says why, naming the size and the schedule.
 //
 // MeasureLadder measures each pair of consecutive rungs with
-// scheduler/transfer.h's MeasureTransfer over the carried schedules.
+// scheduler/analysis/transfer.h's MeasureTransfer over the carried schedules.
 //
 //   LadderPlanner ladder(store, clock, plan_options);
 //   ladder.ReconcileAll();              // at start
@@ -35,7 +35,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "prism/v1/prism.pb.h"
-#include "scheduler/presets.h"
+#include "scheduler/space/presets.h"
 #include "server/core/clock.h"
 #include "server/core/spec.h"
 #include "storage/store.h"

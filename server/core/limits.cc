@@ -6,7 +6,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "base/status_macros.h"
-#include "scheduler/presets.h"
+#include "scheduler/space/presets.h"
 
 namespace prism::server {
 namespace {

@@ -19,10 +19,10 @@
 #include "absl/strings/str_join.h"
 #include "base/data_roots.h"
 #include "base/status_macros.h"
-#include "scheduler/asha.h"
-#include "scheduler/presets.h"
-#include "scheduler/racing.h"
-#include "scheduler/screening.h"
+#include "scheduler/space/presets.h"
+#include "scheduler/strategy/asha.h"
+#include "scheduler/strategy/racing.h"
+#include "scheduler/strategy/screening.h"
 #include "server/core/convert.h"
 #include "server/core/spec.h"
 
@@ -112,7 +112,8 @@ StepsEstimate AshaEstimate(const v1::ExperimentSpec& r, int64_t schedules) {
                 ", screened on ", asha.first_rung_seeds.size(),
                 asha.first_rung_seeds.size() == 1 ? " seed" : " seeds"));
   if (asha.mode == AshaMode::kAsynchronous) {
-    // The published rule may promote every schedule (scheduler/asha.h).
+    // The published rule may promote every schedule
+    // (scheduler/strategy/asha.h).
     e.max = static_cast<double>(schedules) * seeds * steps;
     e.source = absl::StrCat("ASHA asynchronous (", plan,
                             "): expected counted at the synchronous quotas; "
@@ -126,8 +127,8 @@ StepsEstimate AshaEstimate(const v1::ExperimentSpec& r, int64_t schedules) {
 }
 
 // IsStagedDefault is whether a resolved ASHA spec runs the staged default
-// plan the benchmark measured (scheduler/asha.h's DefaultAshaPlan on 3 or
-// more seeds) under a rule that keeps its quotas.
+// plan the benchmark measured (scheduler/strategy/asha.h's DefaultAshaPlan on 3
+// or more seeds) under a rule that keeps its quotas.
 bool IsStagedDefault(const v1::ExperimentSpec& r) {
   const AshaSettings asha = AshaSettingsOf(r);
   const AshaPlan staged = DefaultAshaPlan(

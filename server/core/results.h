@@ -1,9 +1,9 @@
 // ResultsManager: the analysis face — rank an experiment's schedules against
-// the uniform baseline (scheduler/ranking.h over storage's finished
+// the uniform baseline (scheduler/analysis/ranking.h over storage's finished
 // trials: completed ones in the statistics, diverged and failed counted), a
 // trial with its curves and its same-seed baseline's, two schedules
 // compared side by side, and untried schedules suggested by a surrogate
-// fitted on the ranking (scheduler/suggest.h).
+// fitted on the ranking (scheduler/strategy/suggest.h).
 //
 // Rankings are cached per experiment and versioned by the number of
 // finished trials (which grows as trials end), so a finished trial invalidates
@@ -43,7 +43,7 @@
 #include "absl/synchronization/mutex.h"
 #include "absl/time/time.h"
 #include "prism/v1/prism.pb.h"
-#include "scheduler/ranking.h"
+#include "scheduler/analysis/ranking.h"
 #include "storage/store.h"
 
 namespace prism::server {
@@ -80,7 +80,7 @@ class ResultsManager {
 
   // Rank returns the experiment's ranked schedules filtered by required
   // principles, sorted (default: by rank, the paired-delta order of
-  // scheduler/ranking.h) and paged.
+  // scheduler/analysis/ranking.h) and paged.
   // NotFound for an unknown experiment; InvalidArgument for a bad filter,
   // sort or page token.
   absl::StatusOr<v1::RankResponse> Rank(const v1::RankRequest& request);
@@ -97,11 +97,12 @@ class ResultsManager {
       const v1::CompareRequest& request);
   // Suggest returns the n untried schedules the surrogate ranks best, from
   // the cached ranking and the experiment's trials (see SuggestRequest and
-  // scheduler/suggest.h). InvalidArgument for n outside 1..kMaxSuggestions;
-  // NotFound for an unknown experiment; FailedPrecondition "experiment 7:
-  // the surrogate needs at least 5 finished schedules ... (there are 2)".
-  // LadderTransfer measures the experiment's ladder (server/core/ladder.h's
-  // MeasureLadder): NotFound; FailedPrecondition when it is not a ladder's.
+  // scheduler/strategy/suggest.h). InvalidArgument for n
+  // outside 1..kMaxSuggestions; NotFound for an unknown experiment;
+  // FailedPrecondition "experiment 7: the surrogate needs at least 5 finished
+  // schedules ... (there are 2)". LadderTransfer measures the experiment's
+  // ladder (server/core/ladder.h's MeasureLadder): NotFound; FailedPrecondition
+  // when it is not a ladder's.
   absl::StatusOr<v1::LadderTransferResponse> LadderTransfer(
       const v1::LadderTransferRequest& request);
   absl::StatusOr<v1::SuggestResponse> Suggest(

@@ -9,13 +9,13 @@
 #include "base/failpoint.h"
 #include "base/log.h"
 #include "base/status_macros.h"
-#include "scheduler/adaptive_seeds.h"
-#include "scheduler/asha.h"
-#include "scheduler/guided.h"
-#include "scheduler/racing.h"
-#include "scheduler/ranking.h"
-#include "scheduler/schedule.h"
-#include "scheduler/screening.h"
+#include "scheduler/analysis/ranking.h"
+#include "scheduler/space/schedule.h"
+#include "scheduler/strategy/adaptive_seeds.h"
+#include "scheduler/strategy/asha.h"
+#include "scheduler/strategy/guided.h"
+#include "scheduler/strategy/racing.h"
+#include "scheduler/strategy/screening.h"
 #include "server/core/convert.h"
 
 namespace prism::server {
@@ -193,7 +193,7 @@ absl::StatusOr<int> SeedPlanner::Round(const v1::Experiment& experiment) {
                                          VerdictOptionsOf(experiment.spec()))));
     }
     // The search is done: racing for the best decides what comes next
-    // (scheduler/racing.h).
+    // (scheduler/strategy/racing.h).
     if (decision.trials.empty() && decision.promotions.empty() &&
         !any_pending && RacingOn(experiment.spec())) {
       RacingPlan racing = RacingPlanOf(experiment.spec());

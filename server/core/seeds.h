@@ -1,18 +1,18 @@
 // SeedPlanner: the coordinator's own trial decisions — adaptive seeds
 // (ExperimentSpec.seeds_policy), guided search (STRATEGY_GUIDED), ASHA's
-// promotions (STRATEGY_ASHA, scheduler/asha.h: a promoted schedule's trials
-// waiting at a rung are queued again with their next target) and guided
+// promotions (STRATEGY_ASHA, scheduler/strategy/asha.h: a promoted schedule's
+// trials waiting at a rung are queued again with their next target) and guided
 // screening's promotions and brackets (STRATEGY_GUIDED_SCREENING,
-// scheduler/screening.h: a bracket's schedules are stored in one round, so
-// the order of the stored trials says which bracket each is in).
-// When a trial of such an experiment finishes (or stops at a rung), it ranks
-// the experiment's finished trials (scheduler/ranking.h, as
+// scheduler/strategy/screening.h: a bracket's schedules are stored in one
+// round, so the order of the stored trials says which bracket each is in). When
+// a trial of such an experiment finishes (or stops at a rung), it ranks the
+// experiment's finished trials (scheduler/analysis/ranking.h, as
 // ResultsService.Rank does), decides which schedules get their next seed
-// (scheduler/adaptive_seeds.h), which new schedules to train on every seed
-// (scheduler/guided.h), or which schedules go on past a rung (from their
-// val losses at the rungs, Store::ListAshaTrials), and applies the decision
-// with Store::ApplySeedRound, which also ends the experiment when nothing is
-// pending and nothing was added or promoted.
+// (scheduler/strategy/adaptive_seeds.h), which new schedules to train on every
+// seed (scheduler/strategy/guided.h), or which schedules go on past a rung
+// (from their val losses at the rungs, Store::ListAshaTrials), and applies the
+// decision with Store::ApplySeedRound, which also ends the experiment when
+// nothing is pending and nothing was added or promoted.
 //
 // A decision is a function of stored trials only and is applied in one
 // transaction, compare-and-set on the trial counts it was made from (a trial
@@ -37,7 +37,7 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "prism/v1/prism.pb.h"
-#include "scheduler/asha.h"
+#include "scheduler/strategy/asha.h"
 #include "server/core/clock.h"
 #include "storage/store.h"
 

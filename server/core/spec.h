@@ -4,8 +4,9 @@
 // random sample or explicit list) with the uniform baseline always added, and
 // one trial per (schedule, seed) — under a seeds policy, per (schedule, seed
 // of the first round): the resolved spec then lists the policy's whole seed
-// sequence (scheduler/adaptive_seeds.h) and the coordinator adds the rest.
-// Nothing here touches storage: a spec that fails validation never reaches it.
+// sequence (scheduler/strategy/adaptive_seeds.h) and the coordinator adds the
+// rest. Nothing here touches storage: a spec that fails validation never
+// reaches it.
 //
 //   absl::StatusOr<v1::ExperimentSpec> spec = ParseSpecText(text);
 //   absl::StatusOr<ExperimentPlan> plan = PlanExperiment(*spec, {});
@@ -21,9 +22,9 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "prism/v1/prism.pb.h"
-#include "scheduler/presets.h"
-#include "scheduler/schedule.h"
-#include "scheduler/space.h"
+#include "scheduler/space/presets.h"
+#include "scheduler/space/schedule.h"
+#include "scheduler/space/space.h"
 #include "storage/store.h"
 
 namespace prism::server {

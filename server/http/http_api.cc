@@ -14,7 +14,7 @@
 #include "base/status_macros.h"
 #include "google/protobuf/util/json_util.h"
 #include "proto/enum_names.h"
-#include "scheduler/principles.h"
+#include "scheduler/space/principles.h"
 #include "server/core/convert.h"
 
 namespace prism::server {

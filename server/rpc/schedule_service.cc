@@ -3,8 +3,8 @@
 #include <algorithm>
 
 #include "base/status_macros.h"
-#include "scheduler/schedule.h"
-#include "scheduler/space.h"
+#include "scheduler/space/schedule.h"
+#include "scheduler/space/space.h"
 #include "server/core/convert.h"
 #include "server/rpc/grpc_edge.h"
 

@@ -15,7 +15,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/string_view.h"
 #include "prism/v1/prism.pb.h"
-#include "scheduler/ranking.h"
+#include "scheduler/records.h"
 #include "storage/internal/sqlite.h"
 
 namespace prism::storage::internal {

@@ -17,7 +17,7 @@
 #include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "bench/known_truth_replay.h"
-#include "scheduler/known_truth.h"
+#include "scheduler/simulate/known_truth.h"
 #include "tests/cli/cluster.h"
 
 namespace prism::testing {

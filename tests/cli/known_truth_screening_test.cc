@@ -14,7 +14,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "scheduler/known_truth.h"
+#include "scheduler/simulate/known_truth.h"
 #include "tests/cli/cluster.h"
 #include "tests/cli/known_truth_cluster.h"
 

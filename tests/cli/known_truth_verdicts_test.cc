@@ -3,14 +3,14 @@
 // more) replayed through a real coordinator and two `prism worker --replay`
 // workers; the ranking `prism results` reads over RPC must find the planted
 // effects, call nothing worse, put the true best in the best-set, and name
-// its method. scheduler/calibration.h measures the same through the ranking
-// code alone, over hundreds of experiments.
+// its method. scheduler/simulate/calibration.h measures the same through the
+// ranking code alone, over hundreds of experiments.
 #include <string>
 
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "scheduler/known_truth.h"
+#include "scheduler/simulate/known_truth.h"
 #include "tests/cli/cluster.h"
 #include "tests/cli/known_truth_cluster.h"
 

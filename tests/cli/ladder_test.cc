@@ -1,6 +1,6 @@
 // The ladder strategy end to end (issue #30): a known-truth experiment at
-// two sizes (scheduler/known_truth.h's GenerateSecondSize, with a chosen
-// transfer correlation) replayed through a real coordinator and `prism
+// two sizes (scheduler/simulate/known_truth.h's GenerateSecondSize, with a
+// chosen transfer correlation) replayed through a real coordinator and `prism
 // worker --replay` workers holding both sizes' fixtures. Rung 1 runs its
 // grid, the coordinator carries the best-set and the controls up, rung 2
 // trains exactly those, and `prism results --ladder` measures the transfer.
@@ -15,10 +15,10 @@
 #include "gmock/gmock.h"
 #include "google/protobuf/util/json_util.h"
 #include "gtest/gtest.h"
-#include "scheduler/known_truth.h"
-#include "scheduler/presets.h"
-#include "scheduler/profile.h"
-#include "scheduler/schedule.h"
+#include "scheduler/simulate/known_truth.h"
+#include "scheduler/space/presets.h"
+#include "scheduler/space/profile.h"
+#include "scheduler/space/schedule.h"
 #include "tests/cli/cluster.h"
 
 namespace prism::testing {

@@ -11,7 +11,7 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/trainer.h"
-#include "scheduler/presets.h"
+#include "scheduler/space/presets.h"
 #include "tests/testing/scoped_umask.h"
 #include "tests/testing/temp_dir.h"
 

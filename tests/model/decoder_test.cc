@@ -8,9 +8,9 @@
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "scheduler/presets.h"
-#include "scheduler/schedule.h"
-#include "scheduler/space.h"
+#include "scheduler/space/presets.h"
+#include "scheduler/space/schedule.h"
+#include "scheduler/space/space.h"
 
 namespace prism::model::internal {
 namespace {

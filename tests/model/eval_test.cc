@@ -16,8 +16,8 @@
 #include "gtest/gtest.h"
 #include "model/data.h"
 #include "model/trainer.h"
-#include "scheduler/presets.h"
-#include "scheduler/schedule.h"
+#include "scheduler/space/presets.h"
+#include "scheduler/space/schedule.h"
 #include "tests/testing/temp_dir.h"
 
 namespace prism::model {

@@ -13,8 +13,8 @@
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
 #include "model/data.h"
-#include "scheduler/presets.h"
-#include "scheduler/schedule.h"
+#include "scheduler/space/presets.h"
+#include "scheduler/space/schedule.h"
 #include "tests/testing/temp_dir.h"
 
 namespace prism::model {

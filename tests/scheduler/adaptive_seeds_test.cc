@@ -1,11 +1,11 @@
-#include "scheduler/adaptive_seeds.h"
+#include "scheduler/strategy/adaptive_seeds.h"
 
 #include <map>
 #include <string>
 #include <vector>
 
 #include "gtest/gtest.h"
-#include "scheduler/ranking.h"
+#include "scheduler/analysis/ranking.h"
 
 namespace prism {
 namespace {

@@ -1,4 +1,4 @@
-#include "scheduler/asha.h"
+#include "scheduler/strategy/asha.h"
 
 #include <algorithm>
 #include <deque>

@@ -1,10 +1,10 @@
-// The verdicts on known truth (scheduler/calibration.h): 200 simulated
+// The verdicts on known truth (scheduler/simulate/calibration.h): 200 simulated
 // experiments of 120 schedules at 3 seeds per case, on generator seeds that
 // none of the method's choices were made on (the bench's table uses
 // 100001+, the tuning runs used 1+; these use 200001+). Each case states the
 // issue's target; bench/RESULTS.md "Verdicts on known truth" has the whole
 // table with the command that makes it.
-#include "scheduler/calibration.h"
+#include "scheduler/simulate/calibration.h"
 
 #include <iostream>
 #include <string>

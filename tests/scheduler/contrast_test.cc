@@ -1,11 +1,11 @@
-#include "scheduler/contrast.h"
+#include "scheduler/space/contrast.h"
 
 #include <string>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "scheduler/principle_analysis.h"
+#include "scheduler/analysis/principle_analysis.h"
 
 namespace prism {
 namespace {

@@ -1,4 +1,4 @@
-#include "scheduler/guided.h"
+#include "scheduler/strategy/guided.h"
 
 #include <set>
 #include <string>

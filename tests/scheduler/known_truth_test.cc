@@ -1,4 +1,4 @@
-#include "scheduler/known_truth.h"
+#include "scheduler/simulate/known_truth.h"
 
 #include <algorithm>
 #include <cmath>

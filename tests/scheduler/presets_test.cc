@@ -1,4 +1,4 @@
-#include "scheduler/presets.h"
+#include "scheduler/space/presets.h"
 
 #include <cmath>
 #include <string>

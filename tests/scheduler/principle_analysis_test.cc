@@ -1,4 +1,4 @@
-#include "scheduler/principle_analysis.h"
+#include "scheduler/analysis/principle_analysis.h"
 
 #include <cmath>
 #include <optional>

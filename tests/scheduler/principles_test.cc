@@ -1,4 +1,4 @@
-#include "scheduler/principles.h"
+#include "scheduler/space/principles.h"
 
 #include <string>
 

@@ -1,4 +1,4 @@
-#include "scheduler/profile.h"
+#include "scheduler/space/profile.h"
 
 #include <algorithm>
 #include <cmath>
@@ -10,8 +10,8 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "scheduler/presets.h"
-#include "scheduler/space.h"
+#include "scheduler/space/presets.h"
+#include "scheduler/space/space.h"
 
 namespace prism {
 namespace {

@@ -1,4 +1,4 @@
-#include "scheduler/racing.h"
+#include "scheduler/strategy/racing.h"
 
 #include <cmath>
 #include <cstdint>
@@ -9,7 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "scheduler/known_truth.h"
+#include "scheduler/simulate/known_truth.h"
 
 namespace prism {
 namespace {

@@ -1,4 +1,4 @@
-#include "scheduler/ranking.h"
+#include "scheduler/analysis/ranking.h"
 
 #include <cmath>
 #include <limits>
@@ -9,7 +9,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "scheduler/known_truth.h"
+#include "scheduler/simulate/known_truth.h"
 
 namespace prism {
 namespace {

@@ -1,4 +1,4 @@
-#include "scheduler/schedule.h"
+#include "scheduler/space/schedule.h"
 
 #include <string>
 #include <vector>

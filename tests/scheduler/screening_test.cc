@@ -1,4 +1,4 @@
-#include "scheduler/screening.h"
+#include "scheduler/strategy/screening.h"
 
 #include <algorithm>
 #include <set>
@@ -7,8 +7,8 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "scheduler/schedule.h"
-#include "scheduler/space.h"
+#include "scheduler/space/schedule.h"
+#include "scheduler/space/space.h"
 
 namespace prism {
 namespace {

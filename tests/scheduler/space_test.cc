@@ -1,4 +1,4 @@
-#include "scheduler/space.h"
+#include "scheduler/space/space.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "scheduler/statistics.h"
+#include "scheduler/stats/statistics.h"
 
 #include <cmath>
 #include <limits>

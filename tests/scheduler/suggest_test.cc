@@ -1,4 +1,4 @@
-#include "scheduler/suggest.h"
+#include "scheduler/strategy/suggest.h"
 
 #include <algorithm>
 #include <set>

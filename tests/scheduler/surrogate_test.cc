@@ -1,11 +1,11 @@
-#include "scheduler/surrogate.h"
+#include "scheduler/strategy/surrogate.h"
 
 #include <cmath>
 #include <vector>
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "scheduler/least_squares.h"
+#include "scheduler/stats/least_squares.h"
 
 namespace prism {
 namespace {

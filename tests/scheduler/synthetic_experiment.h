@@ -11,10 +11,10 @@
 #include <string>
 #include <vector>
 
-#include "scheduler/adaptive_seeds.h"
-#include "scheduler/ranking.h"
-#include "scheduler/space.h"
-#include "scheduler/surrogate.h"
+#include "scheduler/analysis/ranking.h"
+#include "scheduler/space/space.h"
+#include "scheduler/strategy/adaptive_seeds.h"
+#include "scheduler/strategy/surrogate.h"
 
 namespace prism::testing {
 

@@ -1,4 +1,4 @@
-#include "scheduler/transfer.h"
+#include "scheduler/analysis/transfer.h"
 
 #include <cmath>
 #include <fstream>
@@ -13,8 +13,8 @@
 #include "absl/strings/str_split.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "scheduler/known_truth.h"
-#include "scheduler/ranking.h"
+#include "scheduler/analysis/ranking.h"
+#include "scheduler/simulate/known_truth.h"
 
 namespace prism {
 namespace {

@@ -1,7 +1,7 @@
 #include "server/core/convert.h"
 
 #include "gtest/gtest.h"
-#include "scheduler/principle_analysis.h"
+#include "scheduler/analysis/principle_analysis.h"
 
 namespace prism::server {
 namespace {

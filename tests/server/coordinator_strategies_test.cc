@@ -13,7 +13,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "scheduler/schedule.h"
+#include "scheduler/space/schedule.h"
 #include "tests/server/service_fixture.h"
 
 namespace prism::server::testing {

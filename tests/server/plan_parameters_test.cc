@@ -7,7 +7,7 @@
 
 #include "gtest/gtest.h"
 #include "model/internal/decoder.h"
-#include "scheduler/schedule.h"
+#include "scheduler/space/schedule.h"
 #include "server/core/plan.h"
 #include "server/core/spec.h"
 

@@ -8,7 +8,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "scheduler/screening.h"
+#include "scheduler/strategy/screening.h"
 
 namespace prism::server {
 namespace {
