@@ -110,8 +110,7 @@ const char kSpec[] = R"pb(
   principles: [ PRINCIPLE_SMOOTH, PRINCIPLE_BASELINE, PRINCIPLE_POW2 ]
   seeds: [ 1 ]
 )pb";
-const std::vector<std::string> kSchedules = {"4x6", "1x2,4x4", "2x2,4x4",
-                                             "1x3,4x3", "2x3,4x3"};
+const std::vector<std::string>& kSchedules = kTinyPrincipledSchedules;
 
 // A replay worker paced at kStepsPerSecond trains kTokensPerStep (tiny: 16
 // sequences of 128 tokens) each step, so it reports what it took.

@@ -20,6 +20,11 @@
 
 namespace prism::testing {
 
+// kTinyPrincipledSchedules: the tiny preset's principled grid, the baseline
+// 4x6 first, then the four schedules that hold all three principles.
+inline const std::vector<std::string> kTinyPrincipledSchedules = {
+    "4x6", "1x2,4x4", "2x2,4x4", "1x3,4x3", "2x3,4x3"};
+
 inline std::string TinyReplayFixture(
     const std::vector<std::string>& schedules,
     const std::vector<int64_t>& seeds,

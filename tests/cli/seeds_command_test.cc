@@ -38,8 +38,7 @@ const char kSpec[] = R"pb(
   principles: [ PRINCIPLE_SMOOTH, PRINCIPLE_BASELINE, PRINCIPLE_POW2 ]
   seeds: [ 1 ]
 )pb";
-const std::vector<std::string> kSchedules = {"4x6", "1x2,4x4", "2x2,4x4",
-                                             "1x3,4x3", "2x3,4x3"};
+const std::vector<std::string>& kSchedules = kTinyPrincipledSchedules;
 // The fixture holds seeds up to kFixtureSeeds: a trial past it would fail.
 constexpr int64_t kFixtureSeeds = 8;
 

@@ -63,21 +63,6 @@ class AdaptiveSeedsTest : public ServiceTest {
             .ok());
   }
 
-  // SeedsBySchedule returns every trial's seed, by schedule.
-  std::map<std::string, std::vector<int64_t>> SeedsBySchedule(int64_t id) {
-    v1::ListTrialsRequest req;
-    req.set_experiment_id(id);
-    req.set_page_size(1000);
-    v1::ListTrialsResponse resp;
-    auto ctx = Ctx(viewer_);
-    EXPECT_TRUE(experiments_->ListTrials(ctx.get(), req, &resp).ok());
-    std::map<std::string, std::vector<int64_t>> out;
-    for (const v1::Trial& t : resp.trials()) {
-      out[t.schedule()].push_back(t.seed());
-    }
-    return out;
-  }
-
   v1::CompareResponse CompareWithBaseline(int64_t id,
                                           const std::string& schedule) {
     v1::CompareRequest req;

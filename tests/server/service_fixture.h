@@ -9,7 +9,9 @@
 #include <grpcpp/grpcpp.h>
 
 #include <cstdint>
+#include <map>
 #include <string>
+#include <vector>
 
 #include "gtest/gtest.h"
 #include "prism/v1/prism.grpc.pb.h"
@@ -52,6 +54,21 @@ class ServiceTest : public CoordinatorTest {
     auto ctx = Ctx(viewer_);
     EXPECT_TRUE(results_->Rank(ctx.get(), req, &resp).ok());
     return resp;
+  }
+
+  // SeedsBySchedule returns every trial's seed, by schedule, in trial order.
+  std::map<std::string, std::vector<int64_t>> SeedsBySchedule(int64_t id) {
+    v1::ListTrialsRequest req;
+    req.set_experiment_id(id);
+    req.set_page_size(1000);
+    v1::ListTrialsResponse resp;
+    auto ctx = Ctx(viewer_);
+    EXPECT_TRUE(experiments_->ListTrials(ctx.get(), req, &resp).ok());
+    std::map<std::string, std::vector<int64_t>> out;
+    for (const v1::Trial& t : resp.trials()) {
+      out[t.schedule()].push_back(t.seed());
+    }
+    return out;
   }
 
   v1::Trial GetTrial(int64_t id) {
