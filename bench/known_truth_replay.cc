@@ -4,7 +4,7 @@
 
 #include "absl/strings/str_cat.h"
 #include "model/trainer.h"
-#include "server/core/spec.h"
+#include "server/core/experiments/spec.h"
 #include "worker/replay_launcher.h"
 #include "worker/task_config.h"
 

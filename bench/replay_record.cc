@@ -20,7 +20,7 @@
 #include "absl/strings/numbers.h"
 #include "absl/strings/str_split.h"
 #include "model/trainer.h"
-#include "server/core/spec.h"
+#include "server/core/experiments/spec.h"
 #include "worker/replay_launcher.h"
 #include "worker/task_config.h"
 

@@ -595,7 +595,7 @@ int main(int argc, char** argv) {
         std::fprintf(stderr, "%s\n", truth.status().ToString().c_str());
         return 2;
       }
-      // As the coordinator resolves a spec (server/core/spec.cc).
+      // As the coordinator resolves a spec (server/core/experiments/spec.cc).
       const AshaPlan plan =
           ResolveAshaPlan(AshaPlan{rungs, eta, screen_seeds}, spec.steps,
                           static_cast<int>(spec.eval_every), seeds);

@@ -406,8 +406,8 @@ void AddServingFlags(CLI::App* cmd, CoordinatorFlags* flags) {
 }
 
 // AddLimitFlags adds the Limits group: one flag per bound on client input
-// (server/core/limits.h; README, "Limits"). Past a limit a request is
-// refused naming the flag.
+// (server/core/experiments/limits.h; README, "Limits"). Past a limit a request
+// is refused naming the flag.
 void AddLimitFlags(CLI::App* cmd, server::Limits* bounds) {
   server::Limits& l = *bounds;
   const std::string limits = "Limits";
@@ -562,7 +562,7 @@ void AddTlsFlags(CLI::App* cmd, TlsFiles* files) {
 }
 
 // AddScalingFlags adds the Scaling group: worker jobs on Slurm while trials
-// wait (server/core/scaler.h; deploy/README.md, "Queue-driven workers on
+// wait (server/core/queue/scaler.h; deploy/README.md, "Queue-driven workers on
 // Slurm").
 void AddScalingFlags(CLI::App* cmd, CoordinatorFlags* flags) {
   server::CoordinatorOptions& o = flags->options;

@@ -1,5 +1,5 @@
-// SlurmJobs: the scaler's job backend on Slurm (server/core/scaler.h), through
-// Slurm's own clients: `sbatch --parsable --job-name=NAME` with the
+// SlurmJobs: the scaler's job backend on Slurm (server/core/queue/scaler.h),
+// through Slurm's own clients: `sbatch --parsable --job-name=NAME` with the
 // partition, account and extra options, then the batch template (by default
 // deploy/slurm/prism-workers.sbatch); `squeue -h --name=NAME -o "%i %t"`;
 // `scancel ID`. Each runs as a child process (cli/subprocess.h) with a
@@ -17,7 +17,7 @@
 
 #include "absl/status/statusor.h"
 #include "absl/time/time.h"
-#include "server/core/scaler.h"
+#include "server/core/queue/scaler.h"
 
 namespace prism::cli {
 

@@ -1,4 +1,4 @@
-// Fuzzes the spec path of Submit (server/core/spec.h): textproto ->
+// Fuzzes the spec path of Submit (server/core/experiments/spec.h): textproto ->
 // ExperimentSpec
 // -> validation -> planning into trials. A plan must be self-consistent and
 // storable, and planning its resolved spec again must give the same resolved
@@ -18,7 +18,7 @@
 #include "fuzz/fuzz_check.h"
 #include "google/protobuf/util/message_differencer.h"
 #include "scheduler/space/schedule.h"
-#include "server/core/spec.h"
+#include "server/core/experiments/spec.h"
 
 namespace {
 

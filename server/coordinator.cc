@@ -397,29 +397,15 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
   plan_options.max_trials = limits.max_trials_per_experiment;
   plan_options.data_roots = options.data_roots;
   ladder_ = std::make_unique<LadderPlanner>(store_.get(), clock_, plan_options);
-  // Each finished trial refreshes the experiment's ranking in the
-  // background, so the next Rank finds it warm, and, under a seeds policy
-  // or the guided strategy, decides at once which trials to add (before the
-  // worker's next Lease, which then finds them queued).
-  queue_ = std::make_unique<QueueManager>(
-      store_.get(), clock_, &events_, ingest_.get(), queue_options,
-      [results = results_.get(), seeds = seeds_.get(),
-       ladder = ladder_.get()](int64_t experiment_id) {
-        results->TrialCompleted(experiment_id);
-        absl::StatusOr<int> added = seeds->TrialFinished(experiment_id);
-        if (!added.ok()) {
-          Log(LogLevel::kWarning, "seeds decision failed")
-              .Kv("experiment", experiment_id)
-              .Kv("error", added.status().ToString());
-        }
-        // A ladder's rung that just ended submits the next rung.
-        absl::StatusOr<int64_t> next = ladder->ExperimentChanged(experiment_id);
-        if (!next.ok()) {
-          Log(LogLevel::kWarning, "ladder advance failed")
-              .Kv("experiment", experiment_id)
-              .Kv("error", next.status().ToString());
-        }
-      });
+  // The reactions to a finished trial live with the managers that react
+  // (server/core/infra/finish_signal.h), in this order: the ranking is
+  // refreshed, the seeds round runs, then the ladder advances.
+  results_->SubscribeTo(&finish_signal_);
+  seeds_->SubscribeTo(&finish_signal_);
+  ladder_->SubscribeTo(&finish_signal_);
+  queue_ = std::make_unique<QueueManager>(store_.get(), clock_, &events_,
+                                          ingest_.get(), queue_options,
+                                          &finish_signal_);
   experiments_ = std::make_unique<ExperimentManager>(
       store_.get(), clock_, &events_, plan_options, limits, queue_.get());
   experiment_service_ = std::make_unique<ExperimentServiceImpl>(
@@ -439,17 +425,7 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
   if (options.job_backend != nullptr) {
     scaler_ = std::make_unique<Scaler>(
         options.scaler, options.job_backend.get(), store_.get(),
-        [this]() -> absl::StatusOr<QueueSnapshot> {
-          QueueSnapshot snapshot;
-          PRISM_ASSIGN_OR_RETURN(snapshot.waiting, store_->CountQueued());
-          PRISM_ASSIGN_OR_RETURN(v1::ListWorkersResponse workers,
-                                 queue_->ListWorkers());
-          for (const v1::Worker& w : workers.workers()) {
-            snapshot.workers[w.id()] = w.state();
-          }
-          return snapshot;
-        },
-        clock_);
+        [queue = queue_.get()] { return SnapshotOf(queue); }, clock_);
   }
 }
 

@@ -19,8 +19,8 @@
 // Shutdown.
 //
 // Storage faults (a full disk, an I/O error, a busy or read-only file) go
-// through one StorageHealth (server/core/storage_health.h): logged once per
-// change, /readyz answers 503 while writes fail, /metrics counts them and
+// through one StorageHealth (server/core/infra/storage_health.h): logged once
+// per change, /readyz answers 503 while writes fail, /metrics counts them and
 // `prism status` shows them to an admin. While writes fail or commits stall
 // the expiry loop expires nothing; after, it first extends every live lease
 // (as after a restart: workers could not heartbeat meanwhile). A start on a
@@ -41,8 +41,8 @@
 // (Start extends every live lease, as after any restart).
 //
 // Start runs every open adaptive-seeds or guided round again
-// (server/core/seeds.h), extends every live lease by a full lease period
-// (workers could not heartbeat while the coordinator was down) before it
+// (server/core/experiments/seeds.h), extends every live lease by a full lease
+// period (workers could not heartbeat while the coordinator was down) before it
 // serves. Shutdown ends watch streams, stops both servers, lets the report
 // writer commit what it holds, and closes the database.
 //
@@ -61,20 +61,21 @@
 #include "absl/status/statusor.h"
 #include "absl/synchronization/mutex.h"
 #include "proto/tls.h"
-#include "server/core/auth.h"
-#include "server/core/clock.h"
-#include "server/core/events.h"
-#include "server/core/experiments.h"
-#include "server/core/ingest.h"
-#include "server/core/ladder.h"
-#include "server/core/limits.h"
-#include "server/core/metrics.h"
-#include "server/core/queue.h"
-#include "server/core/read_gate.h"
-#include "server/core/results.h"
-#include "server/core/scaler.h"
-#include "server/core/seeds.h"
-#include "server/core/storage_health.h"
+#include "server/core/auth/auth.h"
+#include "server/core/experiments/experiments.h"
+#include "server/core/experiments/ladder.h"
+#include "server/core/experiments/limits.h"
+#include "server/core/experiments/results.h"
+#include "server/core/experiments/seeds.h"
+#include "server/core/infra/clock.h"
+#include "server/core/infra/events.h"
+#include "server/core/infra/finish_signal.h"
+#include "server/core/infra/metrics.h"
+#include "server/core/infra/read_gate.h"
+#include "server/core/infra/storage_health.h"
+#include "server/core/queue/ingest.h"
+#include "server/core/queue/queue.h"
+#include "server/core/queue/scaler.h"
 #include "server/http/http_server.h"
 #include "storage/store.h"
 
@@ -99,7 +100,7 @@ struct CoordinatorOptions {
   int heartbeat_seconds = kDefaultHeartbeatSeconds;
   int max_attempts = kDefaultMaxAttempts;
   int max_running_per_user = 0;  // 0: no limit
-  // Fair share's usage decay (server/core/fair_share.h); > 0.
+  // Fair share's usage decay (server/core/queue/fair_share.h); > 0.
   int64_t fair_share_half_life_ms = kDefaultFairShareHalfLifeMs;
   std::string admin_token_file;
   std::string admin_token_env;  // PRISM_ADMIN_TOKEN's value, if any
@@ -107,14 +108,15 @@ struct CoordinatorOptions {
   // Token lifetimes, last-use recording and failed-auth throttling.
   AuthOptions auth;
   bool metrics_open = false;  // serve /metrics without a token
-  // The bounds on every input (server/core/limits.h): message size, trials,
-  // seeds, strings, pages, streams, experiments per user, priorities...
+  // The bounds on every input (server/core/experiments/limits.h): message size,
+  // trials, seeds, strings, pages, streams, experiments per user, priorities...
   Limits limits;
   int expiry_interval_ms = 1000;
   // "normal" or "full": what an acknowledged write survives (see
   // storage::SqliteStoreOptions::Durability).
   std::string durability = "normal";
-  // Queue-driven worker jobs (server/core/scaler.h); nullptr submits none.
+  // Queue-driven worker jobs (server/core/queue/scaler.h); nullptr submits
+  // none.
   std::shared_ptr<JobBackend> job_backend;
   ScalerOptions scaler;
   // The address the jobs' workers dial; "": the gRPC address it listens
@@ -242,7 +244,8 @@ class Coordinator {
   std::unique_ptr<storage::Store> store_;
   Metrics metrics_;
   EventBus events_;
-  ReadGate reads_;  // expensive reads, over gRPC and HTTP
+  FinishSignal finish_signal_;  // the queue publishes, managers react
+  ReadGate reads_;              // expensive reads, over gRPC and HTTP
   std::unique_ptr<AuthManager> auth_;
   std::unique_ptr<IngestWriter> ingest_;
   std::unique_ptr<QueueManager> queue_;

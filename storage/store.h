@@ -97,9 +97,9 @@ struct NewExperiment {
   std::string config_fingerprint;
   std::vector<NewTrial> trials;
   int64_t now_ms = 0;
-  // A scale ladder's rung (server/core/ladder.h): a spec with a ladder and rung
-  // 0 starts a ladder whose id is the new experiment's; a later rung names its
-  // ladder. 0 and 0: not a ladder's.
+  // A scale ladder's rung (server/core/experiments/ladder.h): a spec with a
+  // ladder and rung 0 starts a ladder whose id is the new experiment's; a later
+  // rung names its ladder. 0 and 0: not a ladder's.
   int64_t ladder_id = 0;
   int ladder_rung = 0;
   // The steps a grid search of the same space trains (Experiment.grid_steps),
@@ -147,7 +147,7 @@ struct UserPolicy {
   double share = 1.0;   // relative weight; > 0
   int max_running = 0;  // leased + running trials; 0: no quota
   // Queued trials and active (or paused) experiments at submit; 0: the
-  // coordinator's default (server/core/limits.h).
+  // coordinator's default (server/core/experiments/limits.h).
   int max_queued = 0;
   int max_active = 0;
 };
@@ -216,7 +216,7 @@ struct TrialKey {
 
 // ThroughputSample is one completed trial's training speed with the model and
 // budget of its experiment's resolved spec, what a plan's measured
-// throughput is drawn from (server/core/plan.h).
+// throughput is drawn from (server/core/experiments/plan.h).
 struct ThroughputSample {
   int64_t experiment_id = 0;
   double tokens_per_second = 0.0;
@@ -226,10 +226,10 @@ struct ThroughputSample {
 };
 
 // SeedRound is one adaptive-seeds, guided or ASHA decision to apply
-// (server/core/seeds.h). It was made from a snapshot with `seen_trials` trials
-// of which `seen_finished` had finished (completed, diverged or failed) or
-// stopped at a rung, and holds only while the experiment still has exactly
-// those counts.
+// (server/core/experiments/seeds.h). It was made from a snapshot with
+// `seen_trials` trials of which `seen_finished` had finished (completed,
+// diverged or failed) or stopped at a rung, and holds only while the experiment
+// still has exactly those counts.
 struct SeedRound {
   int64_t experiment_id = 0;
   int64_t seen_trials = 0;
@@ -571,9 +571,10 @@ class Store {
   // derive from last_heartbeat_unix_ms and stopped_unix_ms).
   virtual absl::StatusOr<std::vector<v1::Worker>> ListWorkers() = 0;
 
-  // --- scaler (server/core/scaler.h) -----------------------------------------
-  // ScalerTag returns the tag `backend`'s worker jobs carry for this
-  // database, storing `proposed` first when there is none yet.
+  // --- scaler (server/core/queue/scaler.h)
+  // ----------------------------------------- ScalerTag returns the tag
+  // `backend`'s worker jobs carry for this database, storing `proposed` first
+  // when there is none yet.
   virtual absl::StatusOr<std::string> ScalerTag(const std::string& backend,
                                                 const std::string& proposed,
                                                 int64_t now_ms) = 0;

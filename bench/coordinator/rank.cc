@@ -19,7 +19,7 @@
 #include "scheduler/space/schedule.h"
 #include "scheduler/space/space.h"
 #include "server/coordinator.h"
-#include "server/core/convert.h"
+#include "server/core/infra/convert.h"
 
 namespace prism::bench {
 

@@ -17,10 +17,10 @@ namespace prism::cli {
 // none holds).
 std::string HeadroomLine(const v1::Headroom& headroom);
 
-// PlanBlock is `prism plan`'s bill (server/core/plan.h), lines within 100
-// columns: schedules, trials, steps expected and at most with their share of
-// the grid's and its source, tokens, parameters, FLOPs, worker-hours with
-// the throughput and where it comes from, the corpus, then each warning.
+// PlanBlock is `prism plan`'s bill (server/core/experiments/plan.h), lines
+// within 100 columns: schedules, trials, steps expected and at most with their
+// share of the grid's and its source, tokens, parameters, FLOPs, worker-hours
+// with the throughput and where it comes from, the corpus, then each warning.
 std::string PlanBlock(const v1::PlanEstimate& plan);
 // PlanLine is the bill in one line (wrapped past 100 columns), as a real
 // submit prints it: "bill: 195,000 steps (100.0% of the grid's), 102.2G

@@ -1,8 +1,8 @@
 // Adaptive seeds: which schedules of an experiment get one more seed, given
 // its trials so far and their ranking (scheduler/analysis/ranking.h). The
-// coordinator applies the decision (server/core/seeds.h); this is the pure
-// rule, so it can be tested on synthetic outcomes and re-run on stored state
-// with the same answer.
+// coordinator applies the decision (server/core/experiments/seeds.h); this is
+// the pure rule, so it can be tested on synthetic outcomes and re-run on stored
+// state with the same answer.
 //
 // A schedule is *settled* when none of its trials is pending and neither is
 // any baseline trial with one of its seeds. A settled schedule below the

@@ -48,8 +48,9 @@
 // still finishing it is promoted by a later decision.
 //
 // This is the pure rule: the coordinator reads the trials from storage,
-// decides, and applies the promotions in one transaction (server/core/seeds.h),
-// so a decision re-run on the same state promotes nothing twice.
+// decides, and applies the promotions in one transaction
+// (server/core/experiments/seeds.h), so a decision re-run on the same state
+// promotes nothing twice.
 //
 //   AshaDecision d = DecideAsha(rungs, eta, AshaMode::kSynchronous, trials);
 //   for (const AshaPromotion& p : d.promotions) Requeue(p);

@@ -3,8 +3,9 @@
 // (scheduler/strategy/suggest.h) with a uniformly random exploration schedule.
 // The coordinator plants the initial design at submit (the baseline plus
 // GuidedInitialDesign) and applies each decision with all the spec's seeds per
-// schedule (server/core/seeds.h); this is the pure rule, so it can be tested on
-// synthetic outcomes and re-run on stored state with the same answer.
+// schedule (server/core/experiments/seeds.h); this is the pure rule, so it can
+// be tested on synthetic outcomes and re-run on stored state with the same
+// answer.
 //
 // A schedule is *settled* when none of its trials is pending and neither is
 // any baseline trial with one of its seeds; *in flight* otherwise. Nothing is

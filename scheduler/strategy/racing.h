@@ -2,8 +2,8 @@
 // on the spec's seeds, the schedules still contending for the best get more
 // paired seeds (the baseline too, for the same seeds) until one remains, a
 // per-schedule maximum, or a step budget is reached. This is the pure rule;
-// the coordinator applies its additions (server/core/seeds.h) and the
-// search benchmark drives it on known truth (bench/search_bench.cc).
+// the coordinator applies its additions (server/core/experiments/seeds.h) and
+// the search benchmark drives it on known truth (bench/search_bench.cc).
 //
 // The race is a sequence of looks at n = first, first + 1, ..., max paired
 // seeds, on the seed sequence (SeedSequence: the spec's seeds, then the

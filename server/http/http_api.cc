@@ -15,7 +15,7 @@
 #include "google/protobuf/util/json_util.h"
 #include "proto/enum_names.h"
 #include "scheduler/space/principles.h"
-#include "server/core/convert.h"
+#include "server/core/infra/convert.h"
 
 namespace prism::server {
 namespace {

@@ -97,14 +97,14 @@
 #include <thread>
 
 #include "absl/status/statusor.h"
-#include "server/core/auth.h"
-#include "server/core/events.h"
-#include "server/core/experiments.h"
-#include "server/core/metrics.h"
-#include "server/core/queue.h"
-#include "server/core/read_gate.h"
-#include "server/core/results.h"
-#include "server/core/storage_health.h"
+#include "server/core/auth/auth.h"
+#include "server/core/experiments/experiments.h"
+#include "server/core/experiments/results.h"
+#include "server/core/infra/events.h"
+#include "server/core/infra/metrics.h"
+#include "server/core/infra/read_gate.h"
+#include "server/core/infra/storage_health.h"
+#include "server/core/queue/queue.h"
 #include "server/http/http_api.h"
 #include "server/http/http_head.h"
 

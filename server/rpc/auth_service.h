@@ -7,7 +7,7 @@
 #define PRISM_SERVER_RPC_AUTH_SERVICE_H_
 
 #include "prism/v1/prism.grpc.pb.h"
-#include "server/core/auth.h"
+#include "server/core/auth/auth.h"
 
 namespace prism::server {
 

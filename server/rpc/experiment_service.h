@@ -8,10 +8,10 @@
 #define PRISM_SERVER_RPC_EXPERIMENT_SERVICE_H_
 
 #include "prism/v1/prism.grpc.pb.h"
-#include "server/core/auth.h"
-#include "server/core/experiments.h"
-#include "server/core/read_gate.h"
-#include "server/core/storage_health.h"
+#include "server/core/auth/auth.h"
+#include "server/core/experiments/experiments.h"
+#include "server/core/infra/read_gate.h"
+#include "server/core/infra/storage_health.h"
 
 namespace prism::server {
 

@@ -20,8 +20,8 @@
 #include "absl/status/status.h"
 #include "absl/status/statusor.h"
 #include "proto/grpc_status.h"
-#include "server/core/auth.h"
-#include "server/core/read_gate.h"
+#include "server/core/auth/auth.h"
+#include "server/core/infra/read_gate.h"
 
 namespace prism::server {
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "absl/container/flat_hash_set.h"
-#include "server/core/metrics.h"
+#include "server/core/infra/metrics.h"
 
 namespace prism::server {
 

@@ -5,7 +5,7 @@
 #include "base/status_macros.h"
 #include "scheduler/space/schedule.h"
 #include "scheduler/space/space.h"
-#include "server/core/convert.h"
+#include "server/core/infra/convert.h"
 #include "server/rpc/grpc_edge.h"
 
 namespace prism::server {

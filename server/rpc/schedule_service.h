@@ -10,9 +10,9 @@
 #define PRISM_SERVER_RPC_SCHEDULE_SERVICE_H_
 
 #include "prism/v1/prism.grpc.pb.h"
-#include "server/core/auth.h"
-#include "server/core/limits.h"
-#include "server/core/read_gate.h"
+#include "server/core/auth/auth.h"
+#include "server/core/experiments/limits.h"
+#include "server/core/infra/read_gate.h"
 
 namespace prism::server {
 

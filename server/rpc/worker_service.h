@@ -14,8 +14,8 @@
 #define PRISM_SERVER_RPC_WORKER_SERVICE_H_
 
 #include "prism/v1/prism.grpc.pb.h"
-#include "server/core/auth.h"
-#include "server/core/queue.h"
+#include "server/core/auth/auth.h"
+#include "server/core/queue/queue.h"
 
 namespace prism::server {
 

@@ -185,9 +185,9 @@ constexpr char kSchemaV7[] = R"sql(
 ALTER TABLE trials ADD COLUMN cpu_share REAL;
 )sql";
 
-// v8: the scaler's state (server/core/scaler.h). scalers keeps the tag in every
-// worker job's name, so a restarted coordinator finds the jobs its earlier
-// run submitted; scaler_jobs records each job from its submission (or
+// v8: the scaler's state (server/core/queue/scaler.h). scalers keeps the tag in
+// every worker job's name, so a restarted coordinator finds the jobs its
+// earlier run submitted; scaler_jobs records each job from its submission (or
 // adoption) until the scheduler no longer lists it.
 constexpr char kSchemaV8[] = R"sql(
 CREATE TABLE scalers (
@@ -207,7 +207,8 @@ CREATE TABLE scaler_jobs (
 // v9: token lifecycle. id names a token in `prism token list/revoke`
 // without its secret (the hash's first 12 hex digits, unique so a revoke
 // can never hit two tokens); expires_ms and revoked_ms are 0 for never;
-// last_used_ms is written at most once a minute per token (server/core/auth.h).
+// last_used_ms is written at most once a minute per token
+// (server/core/auth/auth.h).
 constexpr char kSchemaV9[] = R"sql(
 ALTER TABLE tokens ADD COLUMN id TEXT NOT NULL DEFAULT '';
 UPDATE tokens SET id = substr(hash, 1, 12);
@@ -223,9 +224,9 @@ constexpr char kSchemaV10[] = R"sql(
 ALTER TABLE trials ADD COLUMN target_steps INTEGER NOT NULL DEFAULT 0;
 )sql";
 
-// v11: fair share and quotas (server/core/fair_share.h). users.share weighs a
-// user's usage (default 1: equal shares); max_running and max_queued are
-// per-user quotas (0: none). Usage itself is derived from trial_attempts
+// v11: fair share and quotas (server/core/queue/fair_share.h). users.share
+// weighs a user's usage (default 1: equal shares); max_running and max_queued
+// are per-user quotas (0: none). Usage itself is derived from trial_attempts
 // (each attempt's lease to its end), so it needs no column of its own and
 // survives a restart with the attempts; the index serves the recent ones.
 constexpr char kSchemaV11[] = R"sql(
@@ -235,9 +236,9 @@ ALTER TABLE users ADD COLUMN max_queued INTEGER NOT NULL DEFAULT 0;
 CREATE INDEX trial_attempts_by_ended ON trial_attempts(ended_ms);
 )sql";
 
-// v12: a scale ladder's rungs (server/core/ladder.h). ladder_id is the ladder's
-// first rung's experiment id (0: not a ladder's), ladder_rung the rung's
-// index; the unique index is what makes submitting a rung happen once.
+// v12: a scale ladder's rungs (server/core/experiments/ladder.h). ladder_id is
+// the ladder's first rung's experiment id (0: not a ladder's), ladder_rung the
+// rung's index; the unique index is what makes submitting a rung happen once.
 // ladder_note is the ladder's word on the rung once it is done.
 constexpr char kSchemaV12[] = R"sql(
 ALTER TABLE experiments ADD COLUMN ladder_id INTEGER NOT NULL DEFAULT 0;

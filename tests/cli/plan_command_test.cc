@@ -1,7 +1,7 @@
-// `prism plan`: the bill before the spend (server/core/plan.h). The paper's
-// 124M example is 39 trials and 195,000 steps and, on the byte-level demo
-// corpus, warns about its vocabulary; and a plan made after a finished replay
-// experiment matches what that experiment trained and the worker time it
+// `prism plan`: the bill before the spend (server/core/experiments/plan.h). The
+// paper's 124M example is 39 trials and 195,000 steps and, on the byte-level
+// demo corpus, warns about its vocabulary; and a plan made after a finished
+// replay experiment matches what that experiment trained and the worker time it
 // took, within 25%, from the throughput the coordinator measured.
 #include <filesystem>
 #include <string>

@@ -6,7 +6,7 @@
 // would give on the command line (sbatch options beat #SBATCH lines) and in
 // the environment (PRISM_DEVICE, PRISM_IDLE_EXIT_SECONDS): once by hand as
 // an array, once by `prism coordinator --scale slurm` itself (the scaler,
-// server/core/scaler.h), job by job.
+// server/core/queue/scaler.h), job by job.
 //
 // No root needed: munged, slurmctld and slurmd all run as the test's own user
 // (SlurmUser and SlurmdUser are that user, munged has a key of its own), and

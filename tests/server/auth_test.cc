@@ -1,4 +1,4 @@
-#include "server/core/auth.h"
+#include "server/core/auth/auth.h"
 
 #include <sys/stat.h>
 #include <unistd.h>

@@ -1,4 +1,4 @@
-#include "server/core/auth_throttle.h"
+#include "server/core/auth/auth_throttle.h"
 
 #include <string>
 

@@ -50,7 +50,7 @@ constexpr int INVALID = grpc::StatusCode::INVALID_ARGUMENT;
 constexpr int NOT_FOUND = grpc::StatusCode::NOT_FOUND;
 constexpr int PRECONDITION = grpc::StatusCode::FAILED_PRECONDITION;
 
-// The rules of server/core/auth.h, as rows of expected codes.
+// The rules of server/core/auth/auth.h, as rows of expected codes.
 constexpr Expect kReadRule = {UNAUTH, UNAUTH, OK, OK, OK, OK, OK};
 constexpr Expect kSubmitRule = {UNAUTH, UNAUTH, DENIED, DENIED, OK, OK, OK};
 constexpr Expect kOwnerRule = {UNAUTH, UNAUTH, DENIED, DENIED, OK, DENIED, OK};

@@ -1,6 +1,6 @@
 // The system clock's two readings: NowMs follows the wall clock, steps and
 // all; LeaseMs, anchored at construction, follows only the monotonic clock.
-#include "server/core/clock.h"
+#include "server/core/infra/clock.h"
 
 #include <atomic>
 #include <memory>

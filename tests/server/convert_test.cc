@@ -1,4 +1,4 @@
-#include "server/core/convert.h"
+#include "server/core/infra/convert.h"
 
 #include "gtest/gtest.h"
 #include "scheduler/analysis/principle_analysis.h"

@@ -15,7 +15,7 @@
 #include "gtest/gtest.h"
 #include "prism/v1/prism.grpc.pb.h"
 #include "server/coordinator.h"
-#include "server/core/clock.h"
+#include "server/core/infra/clock.h"
 #include "tests/testing/temp_dir.h"
 
 namespace prism::server::testing {

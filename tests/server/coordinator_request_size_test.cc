@@ -20,7 +20,7 @@
 #include "absl/strings/str_cat.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/core/limits.h"
+#include "server/core/experiments/limits.h"
 #include "tests/server/coordinator_fixture.h"
 
 namespace prism::server::testing {

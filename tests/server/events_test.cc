@@ -1,6 +1,6 @@
 // The EventBus's pacing: events are merged per trial within a round,
 // delivered in the order of their latest update, thinned, and shared.
-#include "server/core/events.h"
+#include "server/core/infra/events.h"
 
 #include <atomic>
 #include <memory>

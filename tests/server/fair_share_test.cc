@@ -1,4 +1,4 @@
-#include "server/core/fair_share.h"
+#include "server/core/queue/fair_share.h"
 
 #include <cmath>
 

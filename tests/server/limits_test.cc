@@ -1,8 +1,8 @@
-// Every limit of server/core/limits.h, exceeded through the real RPCs of a real
-// coordinator: the call gets the right code and a message naming the flag
-// and the value, and nothing is stored. Also the non-finite values a worker
-// may send, which are refused, never dropped.
-#include "server/core/limits.h"
+// Every limit of server/core/experiments/limits.h, exceeded through the real
+// RPCs of a real coordinator: the call gets the right code and a message naming
+// the flag and the value, and nothing is stored. Also the non-finite values a
+// worker may send, which are refused, never dropped.
+#include "server/core/experiments/limits.h"
 
 #include <cmath>
 #include <limits>
@@ -14,8 +14,8 @@
 #include "absl/time/clock.h"
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/core/events.h"
-#include "server/core/ladder.h"
+#include "server/core/experiments/ladder.h"
+#include "server/core/infra/events.h"
 #include "server/rpc/schedule_service.h"
 #include "storage/sqlite_store.h"
 #include "tests/server/coordinator_fixture.h"

@@ -1,4 +1,4 @@
-#include "server/core/metrics.h"
+#include "server/core/infra/metrics.h"
 
 #include <algorithm>
 #include <string>

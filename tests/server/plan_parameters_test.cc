@@ -1,5 +1,5 @@
-// The bill's parameter count (server/core/plan.h) against the LibTorch
-// decoder the workers train, built for each preset's uniform baseline.
+// The bill's parameter count (server/core/experiments/plan.h) against the
+// LibTorch decoder the workers train, built for each preset's uniform baseline.
 #include <torch/torch.h>
 
 #include <cstdint>
@@ -8,8 +8,8 @@
 #include "gtest/gtest.h"
 #include "model/internal/decoder.h"
 #include "scheduler/space/schedule.h"
-#include "server/core/plan.h"
-#include "server/core/spec.h"
+#include "server/core/experiments/plan.h"
+#include "server/core/experiments/spec.h"
 
 namespace prism::server {
 namespace {

@@ -1,7 +1,7 @@
-// The bill (server/core/plan.h): steps and shares per strategy counted by
-// hand, FLOPs per token from the formula, tokens from the budget, the
-// throughput measured or assumed, and the corpus warnings.
-#include "server/core/plan.h"
+// The bill (server/core/experiments/plan.h): steps and shares per strategy
+// counted by hand, FLOPs per token from the formula, tokens from the budget,
+// the throughput measured or assumed, and the corpus warnings.
+#include "server/core/experiments/plan.h"
 
 #include <sys/stat.h>
 
@@ -13,7 +13,7 @@
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"
-#include "server/core/spec.h"
+#include "server/core/experiments/spec.h"
 #include "tests/testing/temp_dir.h"
 
 namespace prism::server {

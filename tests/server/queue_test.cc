@@ -1,4 +1,4 @@
-#include "server/core/queue.h"
+#include "server/core/queue/queue.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

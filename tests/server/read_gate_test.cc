@@ -1,7 +1,7 @@
 // The read gate: a bounded number of expensive reads run, each on one of the
 // gate's lanes at the lanes' priority, the rest wait in line first come
 // first served, a full line or a passed deadline refuses.
-#include "server/core/read_gate.h"
+#include "server/core/infra/read_gate.h"
 
 #include <sys/resource.h>
 #include <sys/syscall.h>

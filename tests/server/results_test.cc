@@ -1,7 +1,7 @@
 // ResultsManager's ranking cache in a real coordinator: completions rebuild
 // it in the background (a burst costs one rebuild), a restart warms it, and
 // Rank never answers from a ranking older than storage.
-#include "server/core/results.h"
+#include "server/core/experiments/results.h"
 
 #include "gmock/gmock.h"
 #include "gtest/gtest.h"

@@ -1,7 +1,7 @@
 // The scaler against a fake batch scheduler and a real SQLite store: the
 // cap, spare jobs, cancelling what nothing waits for, adopting an earlier
 // run's jobs after a restart, and backing off a failing sbatch.
-#include "server/core/scaler.h"
+#include "server/core/queue/scaler.h"
 
 #include <map>
 #include <memory>

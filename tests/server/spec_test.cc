@@ -1,4 +1,4 @@
-#include "server/core/spec.h"
+#include "server/core/experiments/spec.h"
 
 #include <algorithm>
 #include <set>

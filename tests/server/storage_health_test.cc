@@ -2,7 +2,7 @@
 // one log line per change of state, the counts per fault, the disruptions
 // the lease-expiry loop acts on, and free space of the database's
 // filesystem.
-#include "server/core/storage_health.h"
+#include "server/core/infra/storage_health.h"
 
 #include <filesystem>
 #include <string>

@@ -10,7 +10,7 @@
 #include <utility>
 
 #include "gtest/gtest.h"
-#include "server/core/spec.h"
+#include "server/core/experiments/spec.h"
 #include "worker/replay_launcher.h"
 #include "worker/task_config.h"
 
