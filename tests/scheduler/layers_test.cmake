@@ -24,23 +24,7 @@ function(write_tree root)
        "#include \"scheduler/analysis/ranking.h\"\n")
 endfunction()
 
-# check runs the check on `root`; sets `rc` and `out` in the caller.
-function(check root)
-  execute_process(
-    COMMAND ${CMAKE_COMMAND} -DPRISM_LAYERS_ROOT=${root} -P ${LAYERS}
-    RESULT_VARIABLE result OUTPUT_VARIABLE stdout ERROR_VARIABLE stderr)
-  set(rc ${result} PARENT_SCOPE)
-  # CMake wraps its messages: compare with the line breaks taken out.
-  string(REGEX REPLACE "[ \t\n]+" " " joined "${stdout}${stderr}")
-  set(out "${joined}" PARENT_SCOPE)
-endfunction()
-
-set(root ${WORK}/tree)
-write_tree(${root})
-check(${root})
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "the clean tree failed the check:\n${out}")
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/../testing/layers_cases.cmake)
 
 # Each case: a file and the include that breaks the layering.
 set(cases
@@ -51,21 +35,4 @@ set(cases
   "scheduler/records.h|scheduler/space/schedule.h"
   "storage/store.h|scheduler/analysis/ranking.h"
   "server/results.cc|scheduler/simulate/known_truth.h")
-foreach(case ${cases})
-  string(REPLACE "|" ";" parts "${case}")
-  list(GET parts 0 file)
-  list(GET parts 1 include)
-  write_tree(${root})
-  file(APPEND ${root}/${file} "#include \"${include}\"\n")
-  check(${root})
-  if(rc EQUAL 0)
-    message(FATAL_ERROR "${file} including ${include} passed the check")
-  endif()
-  if(NOT out MATCHES "${file}: includes ${include}")
-    message(FATAL_ERROR "${file} including ${include}: the failure does not "
-                        "name it:\n${out}")
-  endif()
-endforeach()
-file(REMOVE_RECURSE ${root})
-list(LENGTH cases count)
-message(STATUS "layers: the clean tree passes, ${count} upward includes fail")
+layers_cases(write_tree ${cases})

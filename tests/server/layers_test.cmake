@@ -25,23 +25,7 @@ function(write_tree root)
   file(WRITE ${root}/storage/store.h "#include \"scheduler/records.h\"\n")
 endfunction()
 
-# check runs the check on `root`; sets `rc` and `out` in the caller.
-function(check root)
-  execute_process(
-    COMMAND ${CMAKE_COMMAND} -DPRISM_LAYERS_ROOT=${root} -P ${LAYERS}
-    RESULT_VARIABLE result OUTPUT_VARIABLE stdout ERROR_VARIABLE stderr)
-  set(rc ${result} PARENT_SCOPE)
-  # CMake wraps its messages: compare with the line breaks taken out.
-  string(REGEX REPLACE "[ \t\n]+" " " joined "${stdout}${stderr}")
-  set(out "${joined}" PARENT_SCOPE)
-endfunction()
-
-set(root ${WORK}/tree)
-write_tree(${root})
-check(${root})
-if(NOT rc EQUAL 0)
-  message(FATAL_ERROR "the clean tree failed the check:\n${out}")
-endif()
+include(${CMAKE_CURRENT_LIST_DIR}/../testing/layers_cases.cmake)
 
 # Each case: a file and the include that breaks the layering.
 set(c "server/core")
@@ -55,21 +39,4 @@ set(cases
   "server/http/http_server.h|server/rpc/grpc_edge.h"
   "server/http/http_server.h|server/coordinator.h"
   "storage/store.h|${c}/infra/clock.h")
-foreach(case ${cases})
-  string(REPLACE "|" ";" parts "${case}")
-  list(GET parts 0 file)
-  list(GET parts 1 include)
-  write_tree(${root})
-  file(APPEND ${root}/${file} "#include \"${include}\"\n")
-  check(${root})
-  if(rc EQUAL 0)
-    message(FATAL_ERROR "${file} including ${include} passed the check")
-  endif()
-  if(NOT out MATCHES "${file}: includes ${include}")
-    message(FATAL_ERROR "${file} including ${include}: the failure does not "
-                        "name it:\n${out}")
-  endif()
-endforeach()
-file(REMOVE_RECURSE ${root})
-list(LENGTH cases count)
-message(STATUS "layers: the clean tree passes, ${count} upward includes fail")
+layers_cases(write_tree ${cases})
