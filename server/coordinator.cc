@@ -390,7 +390,8 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
   queue_options.fair_share_half_life_ms = options.fair_share_half_life_ms;
   ResultsOptions results_options;
   results_options.max_page_bytes = limits.max_page_bytes;
-  results_ = std::make_unique<ResultsManager>(store_.get(), results_options);
+  results_ = std::make_unique<ResultsManager>(store_.get(), store_.get(),
+                                              results_options);
   seeds_ = std::make_unique<SeedPlanner>(store_.get(), clock_);
   PlanOptions plan_options;
   plan_options.default_max_attempts = options.max_attempts;
@@ -402,7 +403,8 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
   // or the guided strategy, decides at once which trials to add (before the
   // worker's next Lease, which then finds them queued).
   queue_ = std::make_unique<QueueManager>(
-      store_.get(), clock_, &events_, ingest_.get(), queue_options,
+      store_.get(), store_.get(), store_.get(), store_.get(), store_.get(),
+      clock_, &events_, ingest_.get(), queue_options,
       [results = results_.get(), seeds = seeds_.get(),
        ladder = ladder_.get()](int64_t experiment_id) {
         results->TrialCompleted(experiment_id);
@@ -421,7 +423,8 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
         }
       });
   experiments_ = std::make_unique<ExperimentManager>(
-      store_.get(), clock_, &events_, plan_options, limits, queue_.get());
+      store_.get(), store_.get(), store_.get(), clock_, &events_, plan_options,
+      limits, queue_.get());
   experiment_service_ = std::make_unique<ExperimentServiceImpl>(
       auth_.get(), &reads_, experiments_.get(), &health_);
   worker_service_ =

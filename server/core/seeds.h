@@ -39,7 +39,7 @@
 #include "prism/v1/prism.pb.h"
 #include "scheduler/strategy/asha.h"
 #include "server/core/clock.h"
-#include "storage/store.h"
+#include "storage/experiment_store.h"
 
 namespace prism::server {
 
@@ -50,7 +50,7 @@ int ScreenedSchedules(const std::vector<AshaTrial>& trials);
 
 class SeedPlanner {
  public:
-  SeedPlanner(storage::Store* store, const Clock* clock);
+  SeedPlanner(storage::ExperimentStore* experiments, const Clock* clock);
 
   // TrialFinished runs a round for the experiment when its spec has a seeds
   // policy, the guided or the ASHA strategy and it is active or paused (a
@@ -69,7 +69,7 @@ class SeedPlanner {
  private:
   absl::StatusOr<int> Round(const v1::Experiment& experiment);
 
-  storage::Store* const store_;
+  storage::ExperimentStore* const experiments_;
   const Clock* const clock_;
   absl::Mutex mu_;  // held for a whole round: rounds never interleave
 };
