@@ -390,7 +390,8 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
   queue_options.fair_share_half_life_ms = options.fair_share_half_life_ms;
   ResultsOptions results_options;
   results_options.max_page_bytes = limits.max_page_bytes;
-  results_ = std::make_unique<ResultsManager>(store_.get(), results_options);
+  results_ = std::make_unique<ResultsManager>(store_.get(), store_.get(),
+                                              results_options);
   seeds_ = std::make_unique<SeedPlanner>(store_.get(), clock_);
   PlanOptions plan_options;
   plan_options.default_max_attempts = options.max_attempts;
@@ -403,11 +404,12 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
   results_->SubscribeTo(&finish_signal_);
   seeds_->SubscribeTo(&finish_signal_);
   ladder_->SubscribeTo(&finish_signal_);
-  queue_ = std::make_unique<QueueManager>(store_.get(), clock_, &events_,
-                                          ingest_.get(), queue_options,
-                                          &finish_signal_);
+  queue_ = std::make_unique<QueueManager>(
+      store_.get(), store_.get(), store_.get(), store_.get(), store_.get(),
+      clock_, &events_, ingest_.get(), queue_options, &finish_signal_);
   experiments_ = std::make_unique<ExperimentManager>(
-      store_.get(), clock_, &events_, plan_options, limits, queue_.get());
+      store_.get(), store_.get(), store_.get(), clock_, &events_, plan_options,
+      limits, queue_.get());
   experiment_service_ = std::make_unique<ExperimentServiceImpl>(
       auth_.get(), &reads_, experiments_.get(), &health_);
   worker_service_ =

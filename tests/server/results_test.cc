@@ -68,7 +68,7 @@ TEST_F(ResultsTest, ABurstOfCompletionsCostsOneRebuild) {
   results->WaitIdle();
   ResultsOptions options;
   options.rebuild_delay = absl::Seconds(2);
-  ResultsManager fresh(coordinator_->store(), options);
+  ResultsManager fresh(coordinator_->store(), coordinator_->store(), options);
   for (int i = 0; i < 50; ++i) fresh.TrialCompleted(id);
   fresh.WaitIdle();
   EXPECT_EQ(fresh.builds(), 1);

@@ -168,9 +168,9 @@ absl::StatusOr<std::string> GenerateToken() {
                     reinterpret_cast<const char*>(bytes), sizeof(bytes))));
 }
 
-AuthManager::AuthManager(storage::Store* store, const Clock* clock,
+AuthManager::AuthManager(storage::TokenStore* tokens, const Clock* clock,
                          AuthOptions options)
-    : store_(store),
+    : tokens_(tokens),
       clock_(clock),
       options_(options),
       throttle_(clock, options.throttle) {}
@@ -218,7 +218,7 @@ absl::StatusOr<Caller> AuthManager::Resolve(const std::string& hash,
     // the row is cached only when none happened, else read again.
     const int64_t revocations = revocations_;
     mu_.Unlock();
-    absl::StatusOr<storage::TokenInfo> info = store_->LookupToken(hash);
+    absl::StatusOr<storage::TokenInfo> info = tokens_->LookupToken(hash);
     mu_.Lock();
     if (absl::IsNotFound(info.status())) {
       return absl::UnauthenticatedError("the token is not valid");
@@ -280,7 +280,7 @@ absl::StatusOr<v1::CreateTokenResponse> AuthManager::CreateToken(
   const int64_t expires_ms = lifetime > 0 ? now_ms + lifetime * 1000 : 0;
   PRISM_ASSIGN_OR_RETURN(std::string token, GenerateToken());
   const std::string hash = Sha256Hex(token);
-  PRISM_RETURN_IF_ERROR(store_->CreateToken(
+  PRISM_RETURN_IF_ERROR(tokens_->CreateToken(
       hash, request.user(), request.role(), now_ms, expires_ms));
   v1::CreateTokenResponse response;
   response.set_token(token);
@@ -297,7 +297,7 @@ absl::StatusOr<v1::ListTokensResponse> AuthManager::ListTokens(
   PRISM_RETURN_IF_ERROR(FlushLastUsed());
   PRISM_ASSIGN_OR_RETURN(
       std::vector<v1::TokenInfo> tokens,
-      store_->ListTokens(caller.role == v1::ROLE_ADMIN ? "" : caller.user));
+      tokens_->ListTokens(caller.role == v1::ROLE_ADMIN ? "" : caller.user));
   v1::ListTokensResponse response;
   for (v1::TokenInfo& t : tokens) *response.add_tokens() = std::move(t);
   return response;
@@ -315,14 +315,14 @@ absl::StatusOr<v1::RevokeTokenResponse> AuthManager::RevokeToken(
   }
   const absl::Status not_found =
       absl::NotFoundError(absl::StrCat("no token with id ", id));
-  absl::StatusOr<v1::TokenInfo> token = store_->GetToken(id);
+  absl::StatusOr<v1::TokenInfo> token = tokens_->GetToken(id);
   if (absl::IsNotFound(token.status())) return not_found;
   if (!token.ok()) return token.status();
   if (caller.role != v1::ROLE_ADMIN && token->user() != caller.user) {
     return not_found;
   }
   PRISM_ASSIGN_OR_RETURN(v1::TokenInfo revoked,
-                         store_->RevokeToken(id, clock_->NowMs()));
+                         tokens_->RevokeToken(id, clock_->NowMs()));
   {
     absl::MutexLock lock(&mu_);
     absl::erase_if(cache_,
@@ -341,7 +341,7 @@ absl::Status AuthManager::FlushLastUsed() {
     used.assign(unflushed_.begin(), unflushed_.end());
     unflushed_.clear();
   }
-  absl::Status status = store_->RecordTokensUsed(used);
+  absl::Status status = tokens_->RecordTokensUsed(used);
   if (!status.ok()) {
     absl::MutexLock lock(&mu_);
     for (const auto& [hash, ms] : used) {
@@ -355,7 +355,7 @@ absl::Status AuthManager::FlushLastUsed() {
 absl::StatusOr<BootstrapResult> AuthManager::Bootstrap(
     const BootstrapOptions& options) {
   BootstrapResult result;
-  PRISM_ASSIGN_OR_RETURN(int64_t tokens, store_->CountTokens());
+  PRISM_ASSIGN_OR_RETURN(int64_t tokens, tokens_->CountTokens());
   if (tokens > 0) return result;
 
   std::string token;
@@ -395,9 +395,9 @@ absl::StatusOr<BootstrapResult> AuthManager::Bootstrap(
         absl::StrCat("the admin token (from ", result.source, ") is ",
                      token.size(), " bytes; limit ", kMaxTokenBytes));
   }
-  PRISM_RETURN_IF_ERROR(store_->CreateToken(Sha256Hex(token), kAdminUser,
-                                            v1::ROLE_ADMIN, clock_->NowMs(),
-                                            /*expires_ms=*/0));
+  PRISM_RETURN_IF_ERROR(tokens_->CreateToken(Sha256Hex(token), kAdminUser,
+                                             v1::ROLE_ADMIN, clock_->NowMs(),
+                                             /*expires_ms=*/0));
   result.created = true;
   return result;
 }

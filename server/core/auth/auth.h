@@ -46,7 +46,7 @@
 #include "prism/v1/prism.pb.h"
 #include "server/core/auth/auth_throttle.h"
 #include "server/core/infra/clock.h"
-#include "storage/store.h"
+#include "storage/token_store.h"
 
 namespace prism::server {
 
@@ -109,7 +109,7 @@ struct AuthOptions {
 
 class AuthManager {
  public:
-  AuthManager(storage::Store* store, const Clock* clock,
+  AuthManager(storage::TokenStore* tokens, const Clock* clock,
               AuthOptions options = AuthOptions());
 
   // Authenticate resolves an authorization value ("Bearer <token>") sent
@@ -161,7 +161,7 @@ class AuthManager {
   // usable token), and records its use.
   absl::StatusOr<Caller> Resolve(const std::string& hash, int64_t now_ms);
 
-  storage::Store* const store_;
+  storage::TokenStore* const tokens_;
   const Clock* const clock_;
   const AuthOptions options_;
   AuthThrottle throttle_;

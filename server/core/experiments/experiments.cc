@@ -18,10 +18,15 @@
 
 namespace prism::server {
 
-ExperimentManager::ExperimentManager(storage::Store* store, const Clock* clock,
-                                     EventBus* events, PlanOptions plan_options,
-                                     Limits limits, QueueManager* queue)
-    : store_(store),
+ExperimentManager::ExperimentManager(storage::ExperimentStore* experiments,
+                                     storage::TokenStore* tokens,
+                                     storage::WorkerStore* workers,
+                                     const Clock* clock, EventBus* events,
+                                     PlanOptions plan_options, Limits limits,
+                                     QueueManager* queue)
+    : experiments_(experiments),
+      tokens_(tokens),
+      workers_(workers),
       clock_(clock),
       events_(events),
       plan_options_(plan_options),
@@ -69,14 +74,14 @@ UserLimits ExperimentManager::LimitsFor(
 absl::StatusOr<v1::Headroom> ExperimentManager::CheckHeadroom(
     const Caller& caller, int64_t adding, int64_t spec_bytes,
     int new_experiments) {
-  PRISM_ASSIGN_OR_RETURN(auto policies, store_->ListUserPolicies());
+  PRISM_ASSIGN_OR_RETURN(auto policies, tokens_->ListUserPolicies());
   auto it = policies.find(caller.user);
   const UserLimits user_limits = LimitsFor(
       caller, it == policies.end() ? storage::UserPolicy{} : it->second);
   PRISM_ASSIGN_OR_RETURN(int64_t active,
-                         store_->CountActiveExperiments(caller.user));
+                         experiments_->CountActiveExperiments(caller.user));
   PRISM_ASSIGN_OR_RETURN(int64_t queued,
-                         store_->CountQueuedTrialsOf(caller.user));
+                         experiments_->CountQueuedTrialsOf(caller.user));
   // How to get past a limit: a user asks an admin.
   const auto raise = [&](absl::string_view flag) {
     return caller.role == v1::ROLE_ADMIN
@@ -152,7 +157,8 @@ absl::StatusOr<v1::SubmitResponse> ExperimentManager::Submit(
     // The bill, before anything is stored (a dry run's whole answer).
     absl::flat_hash_set<std::string> schedules;
     for (const storage::NewTrial& t : e.trials) schedules.insert(t.schedule);
-    PRISM_ASSIGN_OR_RETURN(PlanContext context, LoadPlanContext(store_));
+    PRISM_ASSIGN_OR_RETURN(PlanContext context,
+                           LoadPlanContext(experiments_, workers_));
     *response.mutable_plan() = EstimatePlan(
         e.spec, adding, static_cast<int64_t>(schedules.size()), context);
   }
@@ -175,12 +181,12 @@ absl::StatusOr<v1::SubmitResponse> ExperimentManager::Submit(
       response.set_trials_created(static_cast<int32_t>(adding));
       return response;
     }
-    created = store_->CreateExperiment(e);
+    created = experiments_->CreateExperiment(e);
   }
   if (!created.ok()) return created.status();
   Failpoint("submit.committed");
   PRISM_ASSIGN_OR_RETURN(v1::Experiment experiment,
-                         store_->GetExperiment(created->id));
+                         experiments_->GetExperiment(created->id));
   FillSearchCost(&experiment);
   Log(LogLevel::kInfo, "experiment submitted")
       .Kv("experiment", created->id)
@@ -193,7 +199,7 @@ absl::StatusOr<v1::SubmitResponse> ExperimentManager::Submit(
 }
 
 absl::StatusOr<v1::Experiment> ExperimentManager::Get(int64_t id) {
-  PRISM_ASSIGN_OR_RETURN(v1::Experiment e, store_->GetExperiment(id));
+  PRISM_ASSIGN_OR_RETURN(v1::Experiment e, experiments_->GetExperiment(id));
   FillSearchCost(&e);
   PRISM_RETURN_IF_ERROR(FillStandings({&e}));
   return e;
@@ -208,7 +214,7 @@ absl::StatusOr<v1::ListExperimentsResponse> ExperimentManager::List(
                          DecodePageToken("experiments", request.page_token()));
   PRISM_ASSIGN_OR_RETURN(
       storage::ExperimentPage page,
-      store_->ListExperimentSummaries(request.owner(), limit, after));
+      experiments_->ListExperimentSummaries(request.owner(), limit, after));
   v1::ListExperimentsResponse response;
   // Summaries (no spec) whatever the specs hold; the page also stops at
   // max_page_bytes (at least one experiment).
@@ -218,7 +224,7 @@ absl::StatusOr<v1::ListExperimentsResponse> ExperimentManager::List(
   for (v1::Experiment& e : page.experiments) {
     if (e.grid_steps() < 0) {
       // Stored before summaries had their own columns: read it whole once.
-      PRISM_ASSIGN_OR_RETURN(e, store_->GetExperiment(e.id()));
+      PRISM_ASSIGN_OR_RETURN(e, experiments_->GetExperiment(e.id()));
       FillSearchCost(&e);
       e.clear_spec();
     }
@@ -243,7 +249,7 @@ absl::StatusOr<v1::ListExperimentsResponse> ExperimentManager::List(
 }
 
 absl::Status ExperimentManager::CheckOwner(const Caller& caller, int64_t id) {
-  PRISM_ASSIGN_OR_RETURN(v1::Experiment e, store_->GetExperiment(id));
+  PRISM_ASSIGN_OR_RETURN(v1::Experiment e, experiments_->GetExperiment(id));
   return AuthorizeOwner(caller, e.owner());
 }
 
@@ -259,7 +265,7 @@ absl::StatusOr<v1::Experiment> ExperimentManager::Cancel(const Caller& caller,
                                                          int64_t id) {
   PRISM_RETURN_IF_ERROR(CheckOwner(caller, id));
   PRISM_ASSIGN_OR_RETURN(v1::Experiment e,
-                         store_->CancelExperiment(id, clock_->NowMs()));
+                         experiments_->CancelExperiment(id, clock_->NowMs()));
   Log(LogLevel::kInfo, "experiment cancelled")
       .Kv("experiment", id)
       .Kv("by", caller.user);
@@ -271,7 +277,7 @@ absl::Status ExperimentManager::CheckLadderDeletable(
     const v1::Experiment& experiment) {
   if (experiment.ladder_id() == 0) return absl::OkStatus();
   PRISM_ASSIGN_OR_RETURN(std::vector<v1::Experiment> rungs,
-                         store_->ListLadder(experiment.ladder_id()));
+                         experiments_->ListLadder(experiment.ladder_id()));
   const std::string self = absl::StrCat(
       "experiment ", experiment.id(), " is rung ", experiment.ladder_rung() + 1,
       " of ladder ", experiment.ladder_id(), ", whose rung ");
@@ -299,11 +305,11 @@ absl::Status ExperimentManager::CheckLadderDeletable(
 
 absl::StatusOr<v1::DeleteExperimentResponse> ExperimentManager::Delete(
     const Caller& caller, int64_t id) {
-  PRISM_ASSIGN_OR_RETURN(v1::Experiment e, store_->GetExperiment(id));
+  PRISM_ASSIGN_OR_RETURN(v1::Experiment e, experiments_->GetExperiment(id));
   PRISM_RETURN_IF_ERROR(AuthorizeOwner(caller, e.owner()));
   PRISM_RETURN_IF_ERROR(CheckLadderDeletable(e));
   PRISM_ASSIGN_OR_RETURN(storage::DeletedExperiment deleted,
-                         store_->DeleteExperiment(id));
+                         experiments_->DeleteExperiment(id));
   Log(LogLevel::kInfo, "experiment deleted")
       .Kv("experiment", id)
       .Kv("name", deleted.experiment.name())
@@ -371,10 +377,11 @@ absl::StatusOr<v1::ExtendResponse> ExperimentManager::Extend(
   // A trial finishing between the read and the write makes the plan stale:
   // plan again (the store refuses a stale one).
   constexpr int kMaxPlanAttempts = 8;
-  PRISM_ASSIGN_OR_RETURN(const PlanContext context, LoadPlanContext(store_));
+  PRISM_ASSIGN_OR_RETURN(const PlanContext context,
+                         LoadPlanContext(experiments_, workers_));
   for (int attempt = 0; attempt < kMaxPlanAttempts; ++attempt) {
     PRISM_ASSIGN_OR_RETURN(v1::Experiment e,
-                           store_->GetExperiment(request.id()));
+                           experiments_->GetExperiment(request.id()));
     PRISM_RETURN_IF_ERROR(AuthorizeOwner(caller, e.owner()));
     if (e.state() == v1::EXPERIMENT_CANCELLED) {
       return absl::FailedPreconditionError(absl::StrCat(
@@ -388,7 +395,7 @@ absl::StatusOr<v1::ExtendResponse> ExperimentManager::Extend(
           "submitting it with more seeds"));
     }
     PRISM_ASSIGN_OR_RETURN(std::vector<storage::TrialKey> keys,
-                           store_->ListTrialKeys(e.id()));
+                           experiments_->ListTrialKeys(e.id()));
     PRISM_ASSIGN_OR_RETURN(ExtensionPlan plan, PlanExtension(e, keys, request));
     PRISM_RETURN_IF_ERROR(CheckExtensionLimits(e.spec(), plan));
     const auto spec_bytes = static_cast<int64_t>(plan.spec.ByteSizeLong());
@@ -430,7 +437,7 @@ absl::StatusOr<v1::ExtendResponse> ExperimentManager::Extend(
       x.trials = plan.trials;
       x.seen_trials = static_cast<int64_t>(keys.size());
       x.now_ms = clock_->NowMs();
-      extended = store_->ExtendExperiment(x);
+      extended = experiments_->ExtendExperiment(x);
     }
     if (absl::IsAborted(extended.status())) continue;
     if (!extended.ok()) return extended.status();
@@ -458,9 +465,9 @@ absl::StatusOr<v1::ExtendResponse> ExperimentManager::Extend(
 absl::StatusOr<v1::Experiment> ExperimentManager::Pause(const Caller& caller,
                                                         int64_t id) {
   PRISM_RETURN_IF_ERROR(CheckOwner(caller, id));
-  PRISM_ASSIGN_OR_RETURN(
-      v1::Experiment e,
-      store_->SetExperimentState(id, v1::EXPERIMENT_PAUSED, clock_->NowMs()));
+  PRISM_ASSIGN_OR_RETURN(v1::Experiment e,
+                         experiments_->SetExperimentState(
+                             id, v1::EXPERIMENT_PAUSED, clock_->NowMs()));
   Log(LogLevel::kInfo, "experiment paused")
       .Kv("experiment", id)
       .Kv("by", caller.user);
@@ -471,9 +478,9 @@ absl::StatusOr<v1::Experiment> ExperimentManager::Pause(const Caller& caller,
 absl::StatusOr<v1::Experiment> ExperimentManager::Resume(const Caller& caller,
                                                          int64_t id) {
   PRISM_RETURN_IF_ERROR(CheckOwner(caller, id));
-  PRISM_ASSIGN_OR_RETURN(
-      v1::Experiment e,
-      store_->SetExperimentState(id, v1::EXPERIMENT_ACTIVE, clock_->NowMs()));
+  PRISM_ASSIGN_OR_RETURN(v1::Experiment e,
+                         experiments_->SetExperimentState(
+                             id, v1::EXPERIMENT_ACTIVE, clock_->NowMs()));
   Log(LogLevel::kInfo, "experiment resumed")
       .Kv("experiment", id)
       .Kv("by", caller.user);
@@ -486,7 +493,7 @@ absl::StatusOr<v1::Experiment> ExperimentManager::SetPriority(
   PRISM_RETURN_IF_ERROR(CheckOwner(caller, request.id()));
   PRISM_RETURN_IF_ERROR(CheckPriority(caller, request.priority(), limits_));
   PRISM_ASSIGN_OR_RETURN(
-      v1::Experiment e, store_->SetExperimentPriority(
+      v1::Experiment e, experiments_->SetExperimentPriority(
                             request.id(), request.priority(), clock_->NowMs()));
   Log(LogLevel::kInfo, "experiment priority set")
       .Kv("experiment", request.id())
@@ -548,14 +555,14 @@ absl::StatusOr<v1::UserPolicy> ExperimentManager::SetUserPolicy(
           queued_limit));
     }
   }
-  PRISM_ASSIGN_OR_RETURN(auto policies, store_->ListUserPolicies());
+  PRISM_ASSIGN_OR_RETURN(auto policies, tokens_->ListUserPolicies());
   storage::UserPolicy policy = policies[request.user()];
   if (request.has_share()) policy.share = request.share();
   if (request.has_max_running()) policy.max_running = request.max_running();
   if (request.has_max_queued()) policy.max_queued = request.max_queued();
   if (request.has_max_active()) policy.max_active = request.max_active();
   PRISM_RETURN_IF_ERROR(
-      store_->SetUserPolicy(request.user(), policy, clock_->NowMs()));
+      tokens_->SetUserPolicy(request.user(), policy, clock_->NowMs()));
   Log(LogLevel::kInfo, "user policy set")
       .Kv("user", request.user())
       .Kv("share", policy.share)
@@ -571,7 +578,7 @@ absl::StatusOr<v1::UserPolicy> ExperimentManager::SetUserPolicy(
 }
 
 absl::StatusOr<v1::ListUsersResponse> ExperimentManager::ListUsers() {
-  PRISM_ASSIGN_OR_RETURN(auto policies, store_->ListUserPolicies());
+  PRISM_ASSIGN_OR_RETURN(auto policies, tokens_->ListUserPolicies());
   std::map<std::string, UserStanding> standings;
   v1::ListUsersResponse response;
   if (queue_ != nullptr) {
@@ -582,7 +589,7 @@ absl::StatusOr<v1::ListUsersResponse> ExperimentManager::ListUsers() {
   }
   // Users whose live tokens are all admin tokens.
   PRISM_ASSIGN_OR_RETURN(std::vector<v1::TokenInfo> tokens,
-                         store_->ListTokens(""));
+                         tokens_->ListTokens(""));
   const int64_t now = clock_->NowMs();
   absl::flat_hash_set<std::string> admins_only, not_admin;
   for (const v1::TokenInfo& t : tokens) {
@@ -610,7 +617,7 @@ absl::StatusOr<v1::ListUsersResponse> ExperimentManager::ListUsers() {
     u->set_effective_max_queued(static_cast<int32_t>(in_force.max_queued));
     u->set_effective_max_active(in_force.max_active);
     PRISM_ASSIGN_OR_RETURN(int64_t active,
-                           store_->CountActiveExperiments(user));
+                           experiments_->CountActiveExperiments(user));
     u->set_active(static_cast<int32_t>(active));
     auto it = standings.find(user);
     if (it != standings.end()) {
@@ -618,7 +625,8 @@ absl::StatusOr<v1::ListUsersResponse> ExperimentManager::ListUsers() {
       u->set_usage_per_share(it->second.usage_seconds / policy.share);
       u->set_running(it->second.live);
     }
-    PRISM_ASSIGN_OR_RETURN(int64_t queued, store_->CountQueuedTrialsOf(user));
+    PRISM_ASSIGN_OR_RETURN(int64_t queued,
+                           experiments_->CountQueuedTrialsOf(user));
     u->set_queued(static_cast<int32_t>(queued));
   }
   return response;
@@ -636,10 +644,11 @@ absl::StatusOr<v1::ListTrialsResponse> ExperimentManager::ListTrials(
   PRISM_ASSIGN_OR_RETURN(int64_t after,
                          DecodePageToken("trials", request.page_token()));
   PRISM_ASSIGN_OR_RETURN(v1::Experiment e,
-                         store_->GetExperiment(request.experiment_id()));
-  PRISM_ASSIGN_OR_RETURN(storage::TrialPage page,
-                         store_->ListTrials(request.experiment_id(),
-                                            request.state(), limit, after));
+                         experiments_->GetExperiment(request.experiment_id()));
+  PRISM_ASSIGN_OR_RETURN(
+      storage::TrialPage page,
+      experiments_->ListTrials(request.experiment_id(), request.state(), limit,
+                               after));
   const SpaceSpec space = SpaceForSpec(e.spec());
   v1::ListTrialsResponse response;
   // The page also stops at max_page_bytes (at least one trial): deep models'

@@ -27,7 +27,9 @@
 #include "server/core/infra/clock.h"
 #include "server/core/infra/events.h"
 #include "server/core/queue/queue.h"
-#include "storage/store.h"
+#include "storage/experiment_store.h"
+#include "storage/token_store.h"
+#include "storage/worker_store.h"
 
 namespace prism::server {
 
@@ -44,7 +46,9 @@ struct UserLimits {
 
 class ExperimentManager {
  public:
-  ExperimentManager(storage::Store* store, const Clock* clock, EventBus* events,
+  ExperimentManager(storage::ExperimentStore* experiments,
+                    storage::TokenStore* tokens, storage::WorkerStore* workers,
+                    const Clock* clock, EventBus* events,
                     PlanOptions plan_options, Limits limits = {},
                     QueueManager* queue = nullptr);
 
@@ -141,7 +145,9 @@ class ExperimentManager {
   absl::Status CheckExtensionLimits(const v1::ExperimentSpec& spec,
                                     const ExtensionPlan& plan) const;
 
-  storage::Store* const store_;
+  storage::ExperimentStore* const experiments_;
+  storage::TokenStore* const tokens_;
+  storage::WorkerStore* const workers_;
   const Clock* const clock_;
   EventBus* const events_;
   const PlanOptions plan_options_;

@@ -24,7 +24,7 @@
 
 #include "absl/status/statusor.h"
 #include "prism/v1/prism.pb.h"
-#include "storage/store.h"
+#include "storage/experiment_store.h"
 
 namespace prism::server {
 

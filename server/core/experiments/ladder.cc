@@ -234,9 +234,11 @@ v1::ExperimentSpec RungSpec(const v1::ExperimentSpec& spec, int rung) {
   return out;
 }
 
-LadderPlanner::LadderPlanner(storage::Store* store, const Clock* clock,
-                             PlanOptions plan_options)
-    : store_(store), clock_(clock), plan_options_(std::move(plan_options)) {}
+LadderPlanner::LadderPlanner(storage::ExperimentStore* experiments,
+                             const Clock* clock, PlanOptions plan_options)
+    : experiments_(experiments),
+      clock_(clock),
+      plan_options_(std::move(plan_options)) {}
 
 void LadderPlanner::SubscribeTo(FinishSignal* finished) {
   finished->Subscribe("ladder", [this](int64_t experiment_id) {
@@ -253,7 +255,7 @@ absl::StatusOr<int64_t> LadderPlanner::ExperimentChanged(
     int64_t experiment_id) {
   absl::MutexLock lock(&mu_);
   PRISM_ASSIGN_OR_RETURN(v1::Experiment e,
-                         store_->GetExperiment(experiment_id));
+                         experiments_->GetExperiment(experiment_id));
   if (e.ladder_id() == 0 || !e.spec().has_ladder() ||
       e.state() != v1::EXPERIMENT_DONE) {
     return 0;
@@ -262,10 +264,10 @@ absl::StatusOr<int64_t> LadderPlanner::ExperimentChanged(
   const v1::LadderPolicy& ladder = e.spec().ladder();
   if (next >= ladder.rungs_size()) return 0;
   PRISM_ASSIGN_OR_RETURN(int64_t existing,
-                         store_->FindLadderRung(e.ladder_id(), next));
+                         experiments_->FindLadderRung(e.ladder_id(), next));
   if (existing != 0) {
     if (e.ladder_note().empty()) {
-      PRISM_RETURN_IF_ERROR(store_->SetLadderNote(
+      PRISM_RETURN_IF_ERROR(experiments_->SetLadderNote(
           e.id(),
           absl::StrCat("rung ", next + 1, " submitted as experiment ",
                        existing),
@@ -288,7 +290,8 @@ absl::StatusOr<int64_t> LadderPlanner::ExperimentChanged(
         .Kv("experiment", e.id())
         .Kv("ladder", e.ladder_id())
         .Kv("why", note);
-    PRISM_RETURN_IF_ERROR(store_->SetLadderNote(e.id(), note, clock_->NowMs()));
+    PRISM_RETURN_IF_ERROR(
+        experiments_->SetLadderNote(e.id(), note, clock_->NowMs()));
     return 0;
   };
 
@@ -296,7 +299,7 @@ absl::StatusOr<int64_t> LadderPlanner::ExperimentChanged(
   const std::string baseline =
       Schedule::Uniform(space.base_heads, space.layers).ToString();
   PRISM_ASSIGN_OR_RETURN(std::vector<TrialOutcome> outcomes,
-                         store_->ListFinishedOutcomes(e.id()));
+                         experiments_->ListFinishedOutcomes(e.id()));
   const Ranking ranking =
       RankSchedules(space, baseline, outcomes, VerdictOptionsOf(e.spec()));
   const int top_k = ladder.has_top_k() ? ladder.top_k() : kDefaultLadderTopK;
@@ -349,14 +352,14 @@ absl::StatusOr<int64_t> LadderPlanner::ExperimentChanged(
   created.ladder_rung = next;
   Failpoint("ladder.rung_done");
   absl::StatusOr<storage::CreatedExperiment> stored =
-      store_->CreateExperiment(created);
+      experiments_->CreateExperiment(created);
   if (absl::IsAlreadyExists(stored.status())) {
-    return store_->FindLadderRung(e.ladder_id(), next);
+    return experiments_->FindLadderRung(e.ladder_id(), next);
   }
   if (!stored.ok()) return stored.status();
   Failpoint("ladder.submitted");
   const int carried = spec.ladder_carried_size() - 1;
-  PRISM_RETURN_IF_ERROR(store_->SetLadderNote(
+  PRISM_RETURN_IF_ERROR(experiments_->SetLadderNote(
       e.id(),
       absl::StrCat("rung ", next + 1, " submitted as experiment ", stored->id),
       clock_->NowMs()));
@@ -374,13 +377,13 @@ absl::StatusOr<int> LadderPlanner::ReconcileAll() {
   int64_t after = 0;
   do {
     PRISM_ASSIGN_OR_RETURN(storage::ExperimentPage page,
-                           store_->ListExperiments("", 100, after));
+                           experiments_->ListExperiments("", 100, after));
     for (const v1::Experiment& e : page.experiments) {
       if (e.ladder_id() == 0 || e.state() != v1::EXPERIMENT_DONE) continue;
       if (e.ladder_rung() + 1 >= e.spec().ladder().rungs_size()) continue;
       PRISM_ASSIGN_OR_RETURN(
           int64_t before,
-          store_->FindLadderRung(e.ladder_id(), e.ladder_rung() + 1));
+          experiments_->FindLadderRung(e.ladder_id(), e.ladder_rung() + 1));
       absl::StatusOr<int64_t> next = ExperimentChanged(e.id());
       if (!next.ok()) {
         Log(LogLevel::kWarning, "ladder advance failed")
@@ -396,8 +399,9 @@ absl::StatusOr<int> LadderPlanner::ReconcileAll() {
 }
 
 absl::StatusOr<v1::LadderTransferResponse> MeasureLadder(
-    storage::Store* store, int64_t experiment_id) {
-  PRISM_ASSIGN_OR_RETURN(v1::Experiment e, store->GetExperiment(experiment_id));
+    storage::ExperimentStore* experiments, int64_t experiment_id) {
+  PRISM_ASSIGN_OR_RETURN(v1::Experiment e,
+                         experiments->GetExperiment(experiment_id));
   if (e.ladder_id() == 0) {
     return absl::FailedPreconditionError(
         absl::StrCat("experiment ", experiment_id,
@@ -405,7 +409,7 @@ absl::StatusOr<v1::LadderTransferResponse> MeasureLadder(
                      "ladder)"));
   }
   PRISM_ASSIGN_OR_RETURN(std::vector<v1::Experiment> rungs,
-                         store->ListLadder(e.ladder_id()));
+                         experiments->ListLadder(e.ladder_id()));
   v1::LadderTransferResponse response;
   response.set_ladder_id(e.ladder_id());
   response.set_planned_rungs(e.spec().ladder().rungs_size());
@@ -445,9 +449,9 @@ absl::StatusOr<v1::LadderTransferResponse> MeasureLadder(
       roles.push_back(c.role());
     }
     PRISM_ASSIGN_OR_RETURN(std::vector<TrialOutcome> small_trials,
-                           store->ListFinishedOutcomes(a.id()));
+                           experiments->ListFinishedOutcomes(a.id()));
     PRISM_ASSIGN_OR_RETURN(std::vector<TrialOutcome> large_trials,
-                           store->ListFinishedOutcomes(b.id()));
+                           experiments->ListFinishedOutcomes(b.id()));
     const Ranking small_ranking = RankSchedules(
         space_a, baseline_a, small_trials, VerdictOptionsOf(a.spec()));
     const std::set<std::string> matched(input.schedules.begin(),

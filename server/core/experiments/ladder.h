@@ -39,7 +39,7 @@
 #include "server/core/experiments/spec.h"
 #include "server/core/infra/clock.h"
 #include "server/core/infra/finish_signal.h"
-#include "storage/store.h"
+#include "storage/experiment_store.h"
 
 namespace prism::server {
 
@@ -73,12 +73,12 @@ v1::ExperimentSpec RungSpec(const v1::ExperimentSpec& spec, int rung);
 // MeasureLadder measures the ladder of `experiment_id` (any of its rungs):
 // ResultsService.LadderTransfer's answer. NotFound; FailedPrecondition when
 // it is not a ladder's.
-absl::StatusOr<v1::LadderTransferResponse> MeasureLadder(storage::Store* store,
-                                                         int64_t experiment_id);
+absl::StatusOr<v1::LadderTransferResponse> MeasureLadder(
+    storage::ExperimentStore* experiments, int64_t experiment_id);
 
 class LadderPlanner {
  public:
-  LadderPlanner(storage::Store* store, const Clock* clock,
+  LadderPlanner(storage::ExperimentStore* experiments, const Clock* clock,
                 PlanOptions plan_options);
 
   // SubscribeTo makes every trial that finishes run ExperimentChanged, so a
@@ -96,7 +96,7 @@ class LadderPlanner {
   absl::StatusOr<int> ReconcileAll();
 
  private:
-  storage::Store* const store_;
+  storage::ExperimentStore* const experiments_;
   const Clock* const clock_;
   const PlanOptions plan_options_;
   absl::Mutex mu_;  // held for a whole advance

@@ -559,12 +559,14 @@ Throughput AssumedThroughput(const v1::ExperimentSpec& resolved,
   return t;
 }
 
-absl::StatusOr<PlanContext> LoadPlanContext(storage::Store* store) {
+absl::StatusOr<PlanContext> LoadPlanContext(
+    storage::ExperimentStore* experiments, storage::WorkerStore* workers) {
   PlanContext context;
-  PRISM_ASSIGN_OR_RETURN(context.samples,
-                         store->ListThroughputSamples(kThroughputSamples));
-  PRISM_ASSIGN_OR_RETURN(std::vector<v1::Worker> workers, store->ListWorkers());
-  for (v1::Worker& w : workers) {
+  PRISM_ASSIGN_OR_RETURN(
+      context.samples, experiments->ListThroughputSamples(kThroughputSamples));
+  PRISM_ASSIGN_OR_RETURN(std::vector<v1::Worker> listed,
+                         workers->ListWorkers());
+  for (v1::Worker& w : listed) {
     if (w.state() != v1::WORKER_STOPPED && w.stopped_unix_ms() == 0) {
       context.live_workers.push_back(std::move(w));
     }

@@ -11,7 +11,7 @@
 // bounded sample of tokens (kCorpusSampleTokens from each of the first
 // kCorpusSampleFiles shards), never whole.
 //
-//   PRISM_ASSIGN_OR_RETURN(PlanContext context, LoadPlanContext(store));
+//   PRISM_ASSIGN_OR_RETURN(PlanContext context, LoadPlanContext(store, store));
 //   v1::PlanEstimate bill = EstimatePlan(plan.spec, trials, schedules,
 //                                        context);
 //
@@ -27,7 +27,8 @@
 
 #include "absl/status/statusor.h"
 #include "prism/v1/prism.pb.h"
-#include "storage/store.h"
+#include "storage/experiment_store.h"
+#include "storage/worker_store.h"
 
 namespace prism::server {
 
@@ -59,8 +60,10 @@ struct PlanContext {
 };
 
 // LoadPlanContext reads the throughput samples (at most kThroughputSamples)
-// and the live workers from `store`; the store's errors.
-absl::StatusOr<PlanContext> LoadPlanContext(storage::Store* store);
+// from `experiments` and the live workers from `workers`; the store's
+// errors.
+absl::StatusOr<PlanContext> LoadPlanContext(
+    storage::ExperimentStore* experiments, storage::WorkerStore* workers);
 
 // EstimatePlan is the bill of a resolved spec (PlanExperiment's plan.spec)
 // whose submit queues `trials` trials over `schedules` distinct schedules

@@ -67,8 +67,13 @@ v1::Verdict PairVerdict(const std::vector<double>& deltas,
 
 }  // namespace
 
-ResultsManager::ResultsManager(storage::Store* store, ResultsOptions options)
-    : store_(store), options_(options), thread_([this] { RebuildLoop(); }) {}
+ResultsManager::ResultsManager(storage::ExperimentStore* experiments,
+                               storage::CurveStore* curves,
+                               ResultsOptions options)
+    : experiments_(experiments),
+      curves_(curves),
+      options_(options),
+      thread_([this] { RebuildLoop(); }) {}
 
 ResultsManager::~ResultsManager() {
   {
@@ -149,7 +154,7 @@ void ResultsManager::RebuildLoop() {
 
 void ResultsManager::Rebuild(int64_t experiment_id) {
   absl::StatusOr<v1::Experiment> experiment =
-      store_->GetExperiment(experiment_id);
+      experiments_->GetExperiment(experiment_id);
   absl::Status status = experiment.status();
   if (experiment.ok()) status = Analyze(*experiment).status();
   if (!status.ok()) {
@@ -164,7 +169,7 @@ void ResultsManager::WarmUpNow() {
   int64_t after = 0;
   do {
     absl::StatusOr<storage::ExperimentPage> page =
-        store_->ListExperiments("", 100, after);
+        experiments_->ListExperiments("", 100, after);
     if (!page.ok()) {
       Log(LogLevel::kWarning, "ranking warm-up failed")
           .Kv("error", page.status().ToString());
@@ -205,7 +210,7 @@ void ResultsManager::WarmUpNow() {
 absl::StatusOr<std::shared_ptr<const ResultsManager::Analysis>>
 ResultsManager::Analyze(const v1::Experiment& experiment) {
   const int64_t id = experiment.id();
-  PRISM_ASSIGN_OR_RETURN(int64_t finished, store_->CountFinished(id));
+  PRISM_ASSIGN_OR_RETURN(int64_t finished, experiments_->CountFinished(id));
   {
     absl::MutexLock lock(&mu_);
     while (true) {
@@ -238,7 +243,7 @@ ResultsManager::Analyze(const v1::Experiment& experiment) {
 absl::StatusOr<std::shared_ptr<const ResultsManager::Analysis>>
 ResultsManager::Build(const v1::Experiment& experiment) {
   PRISM_ASSIGN_OR_RETURN(std::vector<TrialOutcome> outcomes,
-                         store_->ListFinishedOutcomes(experiment.id()));
+                         experiments_->ListFinishedOutcomes(experiment.id()));
   const SpaceSpec space = SpaceForSpec(experiment.spec());
   const std::string baseline =
       Schedule::Uniform(space.base_heads, space.layers).ToString();
@@ -248,8 +253,9 @@ ResultsManager::Build(const v1::Experiment& experiment) {
     // Every schedule tried at a first rung was screened; the finalists were
     // chosen among them (VerdictOptions::screened_schedules).
     const AshaSettings asha = AshaSettingsOf(experiment.spec());
-    PRISM_ASSIGN_OR_RETURN(std::vector<AshaTrial> trials,
-                           store_->ListAshaTrials(experiment.id(), asha.rungs));
+    PRISM_ASSIGN_OR_RETURN(
+        std::vector<AshaTrial> trials,
+        experiments_->ListAshaTrials(experiment.id(), asha.rungs));
     verdicts.screened_schedules = ScreenedSchedules(trials);
   }
   Ranking ranking = RankSchedules(space, baseline, outcomes, verdicts);
@@ -257,7 +263,7 @@ ResultsManager::Build(const v1::Experiment& experiment) {
   auto analysis = std::make_shared<Analysis>();
   if (RacingOn(experiment.spec())) {
     PRISM_ASSIGN_OR_RETURN(std::vector<storage::TrialKey> keys,
-                           store_->ListTrialKeys(experiment.id()));
+                           experiments_->ListTrialKeys(experiment.id()));
     std::vector<SeedTrial> trials;
     trials.reserve(keys.size());
     for (const storage::TrialKey& k : keys) {
@@ -309,7 +315,7 @@ absl::StatusOr<v1::RankResponse> ResultsManager::Rank(
     return absl::InvalidArgumentError("page_size must not be negative");
   }
   PRISM_ASSIGN_OR_RETURN(v1::Experiment experiment,
-                         store_->GetExperiment(request.experiment_id()));
+                         experiments_->GetExperiment(request.experiment_id()));
   PRISM_ASSIGN_OR_RETURN(std::shared_ptr<const Analysis> analysis,
                          Analyze(experiment));
 
@@ -380,8 +386,9 @@ absl::StatusOr<v1::RankResponse> ResultsManager::Rank(
     // The rungs as the coordinator's next decision would see them; trials
     // stopped at a rung are not in the ranking above.
     const AshaSettings asha = AshaSettingsOf(experiment.spec());
-    PRISM_ASSIGN_OR_RETURN(std::vector<AshaTrial> trials,
-                           store_->ListAshaTrials(experiment.id(), asha.rungs));
+    PRISM_ASSIGN_OR_RETURN(
+        std::vector<AshaTrial> trials,
+        experiments_->ListAshaTrials(experiment.id(), asha.rungs));
     for (const AshaRungView& rung :
          DecideAsha(asha.rungs, asha.eta, asha.mode, trials,
                     asha.first_rung_seeds, asha.all_seeds)
@@ -392,7 +399,7 @@ absl::StatusOr<v1::RankResponse> ResultsManager::Rank(
     const ScreeningSearch search = ScreeningSearchOf(experiment.spec());
     PRISM_ASSIGN_OR_RETURN(
         std::vector<AshaTrial> trials,
-        store_->ListAshaTrials(experiment.id(), search.rungs));
+        experiments_->ListAshaTrials(experiment.id(), search.rungs));
     PRISM_ASSIGN_OR_RETURN(ScreeningDecision d,
                            DecideScreening(search, trials));
     for (const AshaRungView& rung : d.rungs) {
@@ -406,23 +413,24 @@ absl::StatusOr<v1::RankResponse> ResultsManager::Rank(
 
 absl::StatusOr<v1::GetTrialResponse> ResultsManager::GetTrial(
     const v1::GetTrialRequest& request) {
-  PRISM_ASSIGN_OR_RETURN(v1::Trial trial, store_->GetTrial(request.trial_id()));
+  PRISM_ASSIGN_OR_RETURN(v1::Trial trial,
+                         experiments_->GetTrial(request.trial_id()));
   PRISM_ASSIGN_OR_RETURN(v1::Experiment experiment,
-                         store_->GetExperiment(trial.experiment_id()));
+                         experiments_->GetExperiment(trial.experiment_id()));
   const SpaceSpec space = SpaceForSpec(experiment.spec());
   *trial.mutable_principles() = ReportSchedule(space, trial.schedule());
   v1::GetTrialResponse response;
   PRISM_ASSIGN_OR_RETURN(std::vector<v1::LossPoint> points,
-                         store_->GetPoints(trial.id()));
+                         curves_->GetPoints(trial.id()));
   for (v1::LossPoint& p : points) *response.add_points() = std::move(p);
   if (request.with_baseline() && !trial.is_baseline()) {
     absl::StatusOr<v1::Trial> baseline =
-        store_->FindBaselineTrial(trial.experiment_id(), trial.seed());
+        experiments_->FindBaselineTrial(trial.experiment_id(), trial.seed());
     if (baseline.ok()) {
       *baseline->mutable_principles() =
           ReportSchedule(space, baseline->schedule());
       PRISM_ASSIGN_OR_RETURN(std::vector<v1::LossPoint> baseline_points,
-                             store_->GetPoints(baseline->id()));
+                             curves_->GetPoints(baseline->id()));
       for (v1::LossPoint& p : baseline_points) {
         *response.add_baseline_points() = std::move(p);
       }
@@ -440,7 +448,7 @@ absl::StatusOr<v1::CompareResponse> ResultsManager::Compare(
   PRISM_ASSIGN_OR_RETURN(Schedule a, ParseSchedule(request.schedule_a()));
   PRISM_ASSIGN_OR_RETURN(Schedule b, ParseSchedule(request.schedule_b()));
   PRISM_ASSIGN_OR_RETURN(v1::Experiment experiment,
-                         store_->GetExperiment(request.experiment_id()));
+                         experiments_->GetExperiment(request.experiment_id()));
   PRISM_ASSIGN_OR_RETURN(std::shared_ptr<const Analysis> analysis,
                          Analyze(experiment));
   auto find = [&](const Schedule& s) -> absl::StatusOr<const RankedRow*> {
@@ -480,11 +488,11 @@ absl::StatusOr<v1::SuggestResponse> ResultsManager::Suggest(
                                                    request.n(), ")"));
   }
   PRISM_ASSIGN_OR_RETURN(v1::Experiment experiment,
-                         store_->GetExperiment(request.experiment_id()));
+                         experiments_->GetExperiment(request.experiment_id()));
   PRISM_ASSIGN_OR_RETURN(std::shared_ptr<const Analysis> analysis,
                          Analyze(experiment));
   PRISM_ASSIGN_OR_RETURN(std::vector<storage::TrialKey> keys,
-                         store_->ListTrialKeys(experiment.id()));
+                         experiments_->ListTrialKeys(experiment.id()));
   const SpaceSpec space = SpaceForSpec(experiment.spec());
   std::set<std::string> tried = {
       Schedule::Uniform(space.base_heads, space.layers).ToString()};
@@ -524,7 +532,7 @@ absl::StatusOr<v1::SuggestResponse> ResultsManager::Suggest(
 
 absl::StatusOr<v1::LadderTransferResponse> ResultsManager::LadderTransfer(
     const v1::LadderTransferRequest& request) {
-  return MeasureLadder(store_, request.experiment_id());
+  return MeasureLadder(experiments_, request.experiment_id());
 }
 
 }  // namespace prism::server

@@ -18,7 +18,7 @@
 // rankings. Rank never answers from an outdated ranking: when the cache is
 // behind storage it waits for a rebuild in flight, or builds one itself.
 //
-//   ResultsManager results(store);
+//   ResultsManager results(store, store);
 //   results.WarmUp();
 //   results.TrialCompleted(7);    // from the queue; returns at once
 //   results.Rank(request);        // warm once the rebuild landed
@@ -45,7 +45,8 @@
 #include "prism/v1/prism.pb.h"
 #include "scheduler/analysis/ranking.h"
 #include "server/core/infra/finish_signal.h"
-#include "storage/store.h"
+#include "storage/curve_store.h"
+#include "storage/experiment_store.h"
 
 namespace prism::server {
 
@@ -62,7 +63,9 @@ struct ResultsOptions {
 
 class ResultsManager {
  public:
-  explicit ResultsManager(storage::Store* store, ResultsOptions options = {});
+  explicit ResultsManager(storage::ExperimentStore* experiments,
+                          storage::CurveStore* curves,
+                          ResultsOptions options = {});
   ~ResultsManager();
   ResultsManager(const ResultsManager&) = delete;
   ResultsManager& operator=(const ResultsManager&) = delete;
@@ -136,7 +139,8 @@ class ResultsManager {
   void WarmUpNow();
   void Rebuild(int64_t experiment_id);
 
-  storage::Store* const store_;
+  storage::ExperimentStore* const experiments_;
+  storage::CurveStore* const curves_;
   const ResultsOptions options_;
   mutable absl::Mutex mu_;
   absl::CondVar built_;  // signalled when a build ends, or work arrives

@@ -93,8 +93,9 @@ int ScreenedSchedules(const std::vector<AshaTrial>& trials) {
   return static_cast<int>(screened.size());
 }
 
-SeedPlanner::SeedPlanner(storage::Store* store, const Clock* clock)
-    : store_(store), clock_(clock) {}
+SeedPlanner::SeedPlanner(storage::ExperimentStore* experiments,
+                         const Clock* clock)
+    : experiments_(experiments), clock_(clock) {}
 
 void SeedPlanner::SubscribeTo(FinishSignal* finished) {
   finished->Subscribe("seeds", [this](int64_t experiment_id) {
@@ -109,7 +110,7 @@ void SeedPlanner::SubscribeTo(FinishSignal* finished) {
 
 absl::StatusOr<int> SeedPlanner::TrialFinished(int64_t experiment_id) {
   PRISM_ASSIGN_OR_RETURN(v1::Experiment e,
-                         store_->GetExperiment(experiment_id));
+                         experiments_->GetExperiment(experiment_id));
   if (!storage::DecidedByCoordinator(e.spec()) || !Unfinished(e)) return 0;
   return Round(e);
 }
@@ -119,7 +120,7 @@ absl::StatusOr<int> SeedPlanner::ReconcileAll() {
   int64_t after = 0;
   do {
     PRISM_ASSIGN_OR_RETURN(storage::ExperimentPage page,
-                           store_->ListExperiments("", 100, after));
+                           experiments_->ListExperiments("", 100, after));
     for (const v1::Experiment& e : page.experiments) {
       if (!storage::DecidedByCoordinator(e.spec()) || !Unfinished(e)) {
         continue;
@@ -148,9 +149,9 @@ absl::StatusOr<int> SeedPlanner::Round(const v1::Experiment& experiment) {
       Schedule::Uniform(space.base_heads, space.layers).ToString();
   for (int attempt = 0; attempt < kMaxRoundAttempts; ++attempt) {
     PRISM_ASSIGN_OR_RETURN(std::vector<storage::TrialKey> keys,
-                           store_->ListTrialKeys(id));
+                           experiments_->ListTrialKeys(id));
     PRISM_ASSIGN_OR_RETURN(std::vector<TrialOutcome> outcomes,
-                           store_->ListFinishedOutcomes(id));
+                           experiments_->ListFinishedOutcomes(id));
     std::vector<SeedTrial> trials;
     trials.reserve(keys.size());
     int64_t finished = 0;
@@ -171,7 +172,7 @@ absl::StatusOr<int> SeedPlanner::Round(const v1::Experiment& experiment) {
     if (experiment.spec().strategy() == v1::STRATEGY_ASHA) {
       const AshaSettings policy = AshaSettingsOf(experiment.spec());
       PRISM_ASSIGN_OR_RETURN(std::vector<AshaTrial> asha,
-                             store_->ListAshaTrials(id, policy.rungs));
+                             experiments_->ListAshaTrials(id, policy.rungs));
       screened = ScreenedSchedules(asha);
       AshaDecision d = DecideAsha(policy.rungs, policy.eta, policy.mode, asha,
                                   policy.first_rung_seeds, policy.all_seeds);
@@ -184,7 +185,7 @@ absl::StatusOr<int> SeedPlanner::Round(const v1::Experiment& experiment) {
     } else if (experiment.spec().strategy() == v1::STRATEGY_GUIDED_SCREENING) {
       const ScreeningSearch search = ScreeningSearchOf(experiment.spec());
       PRISM_ASSIGN_OR_RETURN(std::vector<AshaTrial> stored,
-                             store_->ListAshaTrials(id, search.rungs));
+                             experiments_->ListAshaTrials(id, search.rungs));
       screened = ScreenedSchedules(stored);
       PRISM_ASSIGN_OR_RETURN(ScreeningDecision d,
                              DecideScreening(search, stored));
@@ -236,7 +237,7 @@ absl::StatusOr<int> SeedPlanner::Round(const v1::Experiment& experiment) {
     round.note = std::move(decision.note);
     round.now_ms = clock_->NowMs();
     absl::StatusOr<storage::SeedRoundResult> result =
-        store_->ApplySeedRound(round);
+        experiments_->ApplySeedRound(round);
     if (absl::IsAborted(result.status())) continue;
     if (!result.ok()) return result.status();
     // A racing round is stored; the next decision has not been made.

@@ -40,7 +40,7 @@
 #include "scheduler/strategy/asha.h"
 #include "server/core/infra/clock.h"
 #include "server/core/infra/finish_signal.h"
-#include "storage/store.h"
+#include "storage/experiment_store.h"
 
 namespace prism::server {
 
@@ -51,7 +51,7 @@ int ScreenedSchedules(const std::vector<AshaTrial>& trials);
 
 class SeedPlanner {
  public:
-  SeedPlanner(storage::Store* store, const Clock* clock);
+  SeedPlanner(storage::ExperimentStore* experiments, const Clock* clock);
 
   // SubscribeTo makes every trial that finishes run TrialFinished at once
   // (before the worker's next Lease, which then finds the added trials
@@ -74,7 +74,7 @@ class SeedPlanner {
  private:
   absl::StatusOr<int> Round(const v1::Experiment& experiment);
 
-  storage::Store* const store_;
+  storage::ExperimentStore* const experiments_;
   const Clock* const clock_;
   absl::Mutex mu_;  // held for a whole round: rounds never interleave
 };

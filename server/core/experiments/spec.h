@@ -25,7 +25,7 @@
 #include "scheduler/space/presets.h"
 #include "scheduler/space/schedule.h"
 #include "scheduler/space/space.h"
-#include "storage/store.h"
+#include "storage/experiment_store.h"
 
 namespace prism::server {
 

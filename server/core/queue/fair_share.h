@@ -27,7 +27,7 @@
 #include <string>
 #include <vector>
 
-#include "storage/store.h"
+#include "storage/queue_store.h"
 
 namespace prism::server {
 

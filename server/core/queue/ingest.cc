@@ -8,8 +8,8 @@
 
 namespace prism::server {
 
-IngestWriter::IngestWriter(storage::Store* store, IngestOptions options)
-    : store_(store), options_(options), thread_([this] { Run(); }) {}
+IngestWriter::IngestWriter(storage::CurveStore* curves, IngestOptions options)
+    : curves_(curves), options_(options), thread_([this] { Run(); }) {}
 
 IngestWriter::~IngestWriter() { Shutdown(); }
 
@@ -67,7 +67,7 @@ void IngestWriter::Run() {
     writes.clear();
     for (const Pending& p : batch) writes.push_back(&p.write);
     absl::StatusOr<std::vector<storage::ReportOutcome>> outcomes =
-        store_->WriteReports(writes);
+        curves_->WriteReports(writes);
     if (!outcomes.ok()) {
       // A storage fault (Unavailable) is logged once per change by the
       // store's observer (server/core/infra/storage_health.h), not once per

@@ -21,7 +21,7 @@
 
 #include "absl/base/thread_annotations.h"
 #include "absl/synchronization/mutex.h"
-#include "storage/store.h"
+#include "storage/curve_store.h"
 
 namespace prism::server {
 
@@ -42,7 +42,7 @@ class IngestWriter {
  public:
   using Done = std::function<void(const storage::ReportOutcome&)>;
 
-  IngestWriter(storage::Store* store, IngestOptions options);
+  IngestWriter(storage::CurveStore* curves, IngestOptions options);
   // The destructor drains the queue (as Shutdown).
   ~IngestWriter();
   IngestWriter(const IngestWriter&) = delete;
@@ -63,7 +63,7 @@ class IngestWriter {
   void Run();
   bool HasWorkOrStopping() const ABSL_EXCLUSIVE_LOCKS_REQUIRED(mu_);
 
-  storage::Store* const store_;
+  storage::CurveStore* const curves_;
   const IngestOptions options_;
   mutable absl::Mutex mu_;
   std::deque<Pending> queue_ ABSL_GUARDED_BY(mu_);

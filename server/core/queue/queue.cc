@@ -85,10 +85,18 @@ absl::StatusOr<std::string> NewWorkerId() {
 
 }  // namespace
 
-QueueManager::QueueManager(storage::Store* store, const Clock* clock,
+QueueManager::QueueManager(storage::QueueStore* queue,
+                           storage::ExperimentStore* experiments,
+                           storage::TokenStore* tokens,
+                           storage::WorkerStore* workers,
+                           storage::CurveStore* curves, const Clock* clock,
                            EventBus* events, IngestWriter* ingest,
                            QueueOptions options, const FinishSignal* finished)
-    : store_(store),
+    : queue_(queue),
+      experiments_(experiments),
+      tokens_(tokens),
+      workers_(workers),
+      curves_(curves),
       clock_(clock),
       events_(events),
       ingest_(ingest),
@@ -103,7 +111,7 @@ absl::StatusOr<v1::ExperimentSpec> QueueManager::SpecFor(
     if (it != specs_.end()) return it->second;
   }
   PRISM_ASSIGN_OR_RETURN(v1::Experiment e,
-                         store_->GetExperiment(experiment_id));
+                         experiments_->GetExperiment(experiment_id));
   absl::MutexLock lock(&mu_);
   specs_.emplace(experiment_id, e.spec());
   return e.spec();
@@ -118,7 +126,7 @@ absl::Status QueueManager::CheckWorker(const Caller& caller,
     if (it != worker_users_.end()) owner = it->second;
   }
   if (owner.empty()) {
-    absl::StatusOr<v1::Worker> w = store_->GetWorker(worker_id);
+    absl::StatusOr<v1::Worker> w = workers_->GetWorker(worker_id);
     if (absl::IsNotFound(w.status())) {
       return absl::NotFoundError(absl::StrCat(
           "worker '", worker_id, "' is not registered; call Register first"));
@@ -152,7 +160,7 @@ void QueueManager::PublishTrial(const v1::Trial& trial) {
 
 void QueueManager::PublishExperiment(int64_t experiment_id) {
   if (!events_->HasSubscribers(experiment_id)) return;
-  absl::StatusOr<v1::Experiment> e = store_->GetExperiment(experiment_id);
+  absl::StatusOr<v1::Experiment> e = experiments_->GetExperiment(experiment_id);
   if (!e.ok()) return;
   v1::ExperimentEvent event;
   event.set_unix_ms(clock_->NowMs());
@@ -186,8 +194,8 @@ absl::StatusOr<v1::RegisterResponse> QueueManager::Register(
   // users racing for one id cannot both win. Admins may take an id over.
   PRISM_ASSIGN_OR_RETURN(
       v1::Worker stored,
-      store_->UpsertWorker(worker, clock_->LeaseMs(),
-                           /*take_over=*/caller.role == v1::ROLE_ADMIN));
+      workers_->UpsertWorker(worker, clock_->LeaseMs(),
+                             /*take_over=*/caller.role == v1::ROLE_ADMIN));
   {
     absl::MutexLock lock(&mu_);
     worker_users_[stored.id()] = stored.user();
@@ -234,7 +242,7 @@ absl::StatusOr<v1::LeaseResponse> QueueManager::Lease(
     const int64_t now = clock_->LeaseMs();
     PRISM_ASSIGN_OR_RETURN(
         leased,
-        store_->RedeliverLease(request.worker_id(), now, DeadlineFrom(now)));
+        queue_->RedeliverLease(request.worker_id(), now, DeadlineFrom(now)));
     redelivered = leased.has_value();
     if (!redelivered) {
       PRISM_ASSIGN_OR_RETURN(std::vector<QueueSlot> order, Order());
@@ -243,7 +251,7 @@ absl::StatusOr<v1::LeaseResponse> QueueManager::Lease(
         const int64_t at = clock_->LeaseMs();
         PRISM_ASSIGN_OR_RETURN(
             leased,
-            store_->LeaseNextTrial(slot.candidate.experiment_id,
+            queue_->LeaseNextTrial(slot.candidate.experiment_id,
                                    request.worker_id(), at, DeadlineFrom(at)));
         if (leased.has_value()) break;
       }
@@ -265,7 +273,7 @@ absl::StatusOr<v1::LeaseResponse> QueueManager::Lease(
   task->set_resume_step(leased->last_step());
   task->set_stop_at_step(leased->target_steps());
   PRISM_ASSIGN_OR_RETURN(storage::LastStored stored,
-                         store_->LastStoredSteps(leased->id()));
+                         curves_->LastStoredSteps(leased->id()));
   task->set_stored_step(CurveCompleteThrough(spec.budget(), stored));
   task->set_checkpoint_key(
       absl::StrCat("exp", leased->experiment_id(), "-trial", leased->id()));
@@ -293,7 +301,7 @@ absl::StatusOr<v1::StartResponse> QueueManager::Start(
   const int64_t now = clock_->LeaseMs();
   PRISM_ASSIGN_OR_RETURN(
       int64_t deadline,
-      store_->StartAttempt(
+      queue_->StartAttempt(
           storage::AttemptRef{request.trial_id(), request.attempt(),
                               request.worker_id()},
           request.resumed_from_step(), now, DeadlineFrom(now)));
@@ -320,7 +328,7 @@ absl::StatusOr<v1::HeartbeatResponse> QueueManager::Heartbeat(
   if (request.trial_id() != 0) {
     PRISM_RETURN_IF_ERROR(CheckAttemptRef(request.trial_id(), request.attempt(),
                                           request.worker_id()));
-    absl::StatusOr<storage::HeartbeatResult> hb = store_->Heartbeat(
+    absl::StatusOr<storage::HeartbeatResult> hb = queue_->Heartbeat(
         storage::AttemptRef{request.trial_id(), request.attempt(),
                             request.worker_id()},
         request.step(), now, DeadlineFrom(now));
@@ -338,7 +346,7 @@ absl::StatusOr<v1::HeartbeatResponse> QueueManager::Heartbeat(
           .Kv("worker", request.worker_id());
     }
   }
-  PRISM_RETURN_IF_ERROR(store_->TouchWorker(storage::WorkerUpdate{
+  PRISM_RETURN_IF_ERROR(workers_->TouchWorker(storage::WorkerUpdate{
       request.worker_id(), response.stop() ? 0 : request.trial_id(), now,
       request.tokens_per_second()}));
   return response;
@@ -408,7 +416,7 @@ absl::StatusOr<v1::CompleteResponse> QueueManager::Complete(
                                           request.points().end());
   PRISM_ASSIGN_OR_RETURN(
       v1::Trial trial,
-      store_->CompleteTrial(
+      queue_->CompleteTrial(
           storage::AttemptRef{request.trial_id(), request.attempt(),
                               request.worker_id()},
           request.metrics(), points, clock_->LeaseMs()));
@@ -439,8 +447,8 @@ absl::StatusOr<v1::FailResponse> QueueManager::Fail(
                                 request.worker_id()};
   PRISM_ASSIGN_OR_RETURN(
       v1::Trial trial,
-      request.released() ? store_->ReleaseTrial(ref, message, clock_->LeaseMs())
-                         : store_->FailTrial(ref, message, request.retryable(),
+      request.released() ? queue_->ReleaseTrial(ref, message, clock_->LeaseMs())
+                         : queue_->FailTrial(ref, message, request.retryable(),
                                              clock_->LeaseMs()));
   PRISM_ASSIGN_OR_RETURN(v1::ExperimentSpec spec,
                          SpecFor(trial.experiment_id()));
@@ -475,18 +483,18 @@ absl::StatusOr<v1::DeregisterResponse> QueueManager::Deregister(
   }
   PRISM_RETURN_IF_ERROR(CheckWorker(caller, request.worker_id()));
   PRISM_RETURN_IF_ERROR(
-      store_->StopWorker(request.worker_id(), clock_->LeaseMs()));
+      workers_->StopWorker(request.worker_id(), clock_->LeaseMs()));
   Log(LogLevel::kInfo, "worker stopped").Kv("worker", request.worker_id());
   return v1::DeregisterResponse();
 }
 
 absl::StatusOr<int64_t> QueueManager::CountQueued() {
-  return store_->CountQueued();
+  return queue_->CountQueued();
 }
 
 absl::StatusOr<v1::ListWorkersResponse> QueueManager::ListWorkers() {
   PRISM_ASSIGN_OR_RETURN(std::vector<v1::Worker> workers,
-                         store_->ListWorkers());
+                         workers_->ListWorkers());
   const int64_t lost_before =
       clock_->LeaseMs() - int64_t{options_.lease_seconds} * 1000;
   v1::ListWorkersResponse response;
@@ -508,7 +516,7 @@ absl::StatusOr<v1::ListWorkersResponse> QueueManager::ListWorkers() {
 absl::StatusOr<int> QueueManager::ExpireLeases(
     const std::function<bool()>& proceed) {
   PRISM_ASSIGN_OR_RETURN(std::vector<storage::ExpiredLease> expired,
-                         store_->ExpireLeases(clock_->LeaseMs(), proceed));
+                         queue_->ExpireLeases(clock_->LeaseMs(), proceed));
   for (const storage::ExpiredLease& x : expired) {
     Log(LogLevel::kWarning, "lease expired")
         .Kv("trial", x.trial.id())
@@ -530,9 +538,9 @@ QueueManager::UserStandings() {
   const int64_t half_life = options_.fair_share_half_life_ms;
   PRISM_ASSIGN_OR_RETURN(
       std::vector<storage::UsageSpan> spans,
-      store_->ListUsageSpans(UsageHorizonMs(now, half_life)));
-  PRISM_ASSIGN_OR_RETURN(auto live, store_->CountLiveTrialsByUser());
-  PRISM_ASSIGN_OR_RETURN(auto policies, store_->ListUserPolicies());
+      queue_->ListUsageSpans(UsageHorizonMs(now, half_life)));
+  PRISM_ASSIGN_OR_RETURN(auto live, queue_->CountLiveTrialsByUser());
+  PRISM_ASSIGN_OR_RETURN(auto policies, tokens_->ListUserPolicies());
   std::map<std::string, UserStanding> users;
   for (const auto& [user, seconds] :
        DecayedUsageSeconds(spans, now, half_life)) {
@@ -556,7 +564,7 @@ QueueManager::UserStandings() {
 
 absl::StatusOr<std::vector<QueueSlot>> QueueManager::Order() {
   PRISM_ASSIGN_OR_RETURN(std::vector<storage::LeaseCandidate> candidates,
-                         store_->ListLeaseCandidates());
+                         queue_->ListLeaseCandidates());
   if (candidates.empty()) return std::vector<QueueSlot>();
   PRISM_ASSIGN_OR_RETURN(auto users, UserStandings());
   return OrderQueue(candidates, users);
@@ -577,7 +585,7 @@ absl::StatusOr<std::map<int64_t, QueueStanding>> QueueManager::Standings() {
 }
 
 absl::StatusOr<int> QueueManager::ExtendLeasesAfterRestart() {
-  return store_->ExtendLiveLeases(
+  return queue_->ExtendLiveLeases(
       clock_->LeaseMs() +
       v1::RestartGraceMs(options_.lease_seconds, options_.heartbeat_seconds));
 }

@@ -41,7 +41,11 @@
 #include "server/core/infra/finish_signal.h"
 #include "server/core/queue/fair_share.h"
 #include "server/core/queue/ingest.h"
-#include "storage/store.h"
+#include "storage/curve_store.h"
+#include "storage/experiment_store.h"
+#include "storage/queue_store.h"
+#include "storage/token_store.h"
+#include "storage/worker_store.h"
 
 namespace prism::server {
 
@@ -76,8 +80,11 @@ class QueueManager {
   // failed by Fail or lease expiry) the queue publishes the experiment's id
   // on `finished` (when set), on that call's thread, after the finish is
   // committed and before the experiment's event is published.
-  QueueManager(storage::Store* store, const Clock* clock, EventBus* events,
-               IngestWriter* ingest, QueueOptions options,
+  QueueManager(storage::QueueStore* queue,
+               storage::ExperimentStore* experiments,
+               storage::TokenStore* tokens, storage::WorkerStore* workers,
+               storage::CurveStore* curves, const Clock* clock,
+               EventBus* events, IngestWriter* ingest, QueueOptions options,
                const FinishSignal* finished = nullptr);
 
   // Register creates or re-registers (same worker_id) a worker owned by the
@@ -168,7 +175,11 @@ class QueueManager {
     return now_ms + int64_t{options_.lease_seconds} * 1000;
   }
 
-  storage::Store* const store_;
+  storage::QueueStore* const queue_;
+  storage::ExperimentStore* const experiments_;
+  storage::TokenStore* const tokens_;
+  storage::WorkerStore* const workers_;
+  storage::CurveStore* const curves_;
   const Clock* const clock_;
   EventBus* const events_;
   IngestWriter* const ingest_;

@@ -38,10 +38,11 @@ absl::Status ValidateScalerOptions(const ScalerOptions& o) {
 }
 
 Scaler::Scaler(const ScalerOptions& options, JobBackend* backend,
-               storage::Store* store, SnapshotFn snapshot, const Clock* clock)
+               storage::WorkerStore* workers, SnapshotFn snapshot,
+               const Clock* clock)
     : options_(options),
       backend_(backend),
-      store_(store),
+      workers_(workers),
       snapshot_(std::move(snapshot)),
       clock_(clock) {}
 
@@ -53,8 +54,8 @@ absl::Status Scaler::Init() {
   // scheduler; the name stays short in squeue's columns.
   PRISM_ASSIGN_OR_RETURN(
       std::string tag,
-      store_->ScalerTag(backend_->name(), fresh.substr(fresh.size() - 8),
-                        clock_->NowMs()));
+      workers_->ScalerTag(backend_->name(), fresh.substr(fresh.size() - 8),
+                          clock_->NowMs()));
   job_name_ = absl::StrCat("prism-worker-", tag);
   return absl::OkStatus();
 }
@@ -62,7 +63,7 @@ absl::Status Scaler::Init() {
 absl::Status Scaler::Reconcile(const std::vector<BatchJob>& jobs,
                                int64_t now_ms) {
   PRISM_ASSIGN_OR_RETURN(std::vector<std::string> open,
-                         store_->ListOpenScalerJobs(backend_->name()));
+                         workers_->ListOpenScalerJobs(backend_->name()));
   const std::set<std::string> known(open.begin(), open.end());
   std::set<std::string> listed;
   for (const BatchJob& job : jobs) {
@@ -71,14 +72,14 @@ absl::Status Scaler::Reconcile(const std::vector<BatchJob>& jobs,
     // Submitted by an earlier run of this coordinator (or lost between its
     // sbatch and its write): ours all the same.
     PRISM_RETURN_IF_ERROR(
-        store_->RecordScalerJob(backend_->name(), job.id, now_ms));
+        workers_->RecordScalerJob(backend_->name(), job.id, now_ms));
     Log(LogLevel::kInfo, "scaler adopted worker job")
         .Kv("backend", backend_->name())
         .Kv("job", job.id);
   }
   for (const std::string& id : open) {
     if (listed.count(id) > 0) continue;
-    PRISM_RETURN_IF_ERROR(store_->EndScalerJob(backend_->name(), id, now_ms));
+    PRISM_RETURN_IF_ERROR(workers_->EndScalerJob(backend_->name(), id, now_ms));
     idle_since_ms_.erase(id);
     Log(LogLevel::kInfo, "worker job ended")
         .Kv("backend", backend_->name())
@@ -108,7 +109,8 @@ void Scaler::Submit(int count, int64_t now_ms) {
         .Kv("backend", backend_->name())
         .Kv("job", *id)
         .Kv("name", job_name_);
-    if (absl::Status s = store_->RecordScalerJob(backend_->name(), *id, now_ms);
+    if (absl::Status s =
+            workers_->RecordScalerJob(backend_->name(), *id, now_ms);
         !s.ok()) {
       // The next listing adopts it.
       Log(LogLevel::kWarning, "cannot record worker job")

@@ -44,7 +44,7 @@
 #include "absl/time/time.h"
 #include "prism/v1/prism.pb.h"
 #include "server/core/infra/clock.h"
-#include "storage/store.h"
+#include "storage/worker_store.h"
 
 namespace prism::server {
 
@@ -104,7 +104,8 @@ class Scaler {
   using SnapshotFn = std::function<absl::StatusOr<QueueSnapshot>()>;
 
   Scaler(const ScalerOptions& options, JobBackend* backend,
-         storage::Store* store, SnapshotFn snapshot, const Clock* clock);
+         storage::WorkerStore* workers, SnapshotFn snapshot,
+         const Clock* clock);
   ~Scaler();
 
   // Init reads (or creates) this database's tag. The store's error on
@@ -129,7 +130,7 @@ class Scaler {
 
   const ScalerOptions options_;
   JobBackend* const backend_;
-  storage::Store* const store_;
+  storage::WorkerStore* const workers_;
   const SnapshotFn snapshot_;
   const Clock* const clock_;
   std::string job_name_;
