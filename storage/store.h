@@ -25,8 +25,8 @@
 // while that trial is leased or running under exactly that attempt and
 // worker; otherwise the method returns FailedPrecondition and writes
 // nothing. That is what keeps a stalled worker from double-writing. The
-// lease *policy* (which trial next) is server/core/queue/'s; storage answers its
-// questions and applies its decision.
+// lease *policy* (which trial next) is server/core/queue/'s; storage answers
+// its questions and applies its decision.
 //
 // The curve rule (what keeps a stored curve without gaps; the worker's half
 // is in worker/worker.h): a trial's stored points are always a prefix of the
