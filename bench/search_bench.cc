@@ -38,6 +38,7 @@
 #include <vector>
 
 #include "CLI/CLI.hpp"
+#include "absl/status/statusor.h"
 #include "absl/strings/str_cat.h"
 #include "absl/strings/str_split.h"
 #include "scheduler/analysis/ranking.h"
@@ -464,43 +465,57 @@ struct Cell {
   std::map<int64_t, int> lost_at;  // else: steps the best trained
 };
 
-}  // namespace
-}  // namespace prism
+// Cells holds a structure's tallies by strategy and dispatch order (its
+// index in the --orders list).
+using Cells = std::map<std::pair<std::string, int>, Cell>;
 
-int main(int argc, char** argv) {
-  using namespace prism;
-  CLI::App app{"known-truth search benchmark (issue #27)"};
+// BenchOptions are the command line's settings; racing's and the verdicts'
+// family go to the globals above.
+struct BenchOptions {
   int searches = 20;
   int workers = 8;
   double guided_fraction = 0.3;
   std::string structures = "smooth,isolated-best,fading-trap,null,near-ties";
   std::vector<int64_t> rungs;
   int eta = 0;
-  app.add_option("--searches", searches, "search seeds per structure");
-  app.add_option("--workers", workers, "simulated workers");
-  app.add_option("--structures", structures, "comma-separated");
-  app.add_option("--rungs", rungs,
-                 "ASHA and guided-screen rungs (default: DefaultAshaRungs, "
-                 "DefaultScreeningRungs)");
-  app.add_option("--eta", eta, "ASHA reduction factor (0: the default plan's)");
   bool finalists_family = false;
-  app.add_flag("--finalists-family", finalists_family,
-               "verdicts over the finalists alone, not every screened "
-               "schedule");
   int screen_size = kDefaultScreeningBracketSize;
-  app.add_option("--screen-size", screen_size,
-                 "guided-screen: schedules per bracket");
-  app.add_option("--guided-fraction", guided_fraction,
-                 "random and guided: schedules tried, as a share of the grid");
   std::string strategy_list =
       "grid,random,asha-async,asha-sync,asha-sync-classic,asha-guarded,guided,"
       "guided-screen,grid-race,asha-race,screen-race";
-  app.add_option("--strategies", strategy_list,
+  int race_max = 0;
+  // The generator's shape, for out-of-sample checks of a rule tuned on its
+  // defaults (KnownTruthSpec's fields of the same names).
+  double trap_fade = KnownTruthSpec().trap_fade;
+  double effect_growth = KnownTruthSpec().effect_growth;
+  double noise_sd = KnownTruthSpec().noise_sd;
+  std::string order_list = "enumeration,reversed,shuffled";
+  int screen_seeds = 0;
+  int seeds = KnownTruthSpec().seeds;
+  bool lost_at = false;
+};
+
+void AddOptions(CLI::App& app, BenchOptions* o) {
+  app.add_option("--searches", o->searches, "search seeds per structure");
+  app.add_option("--workers", o->workers, "simulated workers");
+  app.add_option("--structures", o->structures, "comma-separated");
+  app.add_option("--rungs", o->rungs,
+                 "ASHA and guided-screen rungs (default: DefaultAshaRungs, "
+                 "DefaultScreeningRungs)");
+  app.add_option("--eta", o->eta,
+                 "ASHA reduction factor (0: the default plan's)");
+  app.add_flag("--finalists-family", o->finalists_family,
+               "verdicts over the finalists alone, not every screened "
+               "schedule");
+  app.add_option("--screen-size", o->screen_size,
+                 "guided-screen: schedules per bracket");
+  app.add_option("--guided-fraction", o->guided_fraction,
+                 "random and guided: schedules tried, as a share of the grid");
+  app.add_option("--strategies", o->strategy_list,
                  "comma-separated, from the default list (asha-sync-classic: "
                  "the former default plan, every seed from the first rung; "
                  "X-race: grid, asha-sync or guided-screen, then racing)");
-  int race_max = 0;
-  app.add_option("--race-max-seeds", race_max,
+  app.add_option("--race-max-seeds", o->race_max,
                  "racing: seeds per schedule at most (0: "
                  "DefaultRacingMaxSeeds)");
   app.add_option("--race-racers", race_racers,
@@ -509,51 +524,46 @@ int main(int argc, char** argv) {
                "racing: each search's last race note on stderr");
   app.add_option("--race-budget", race_budget,
                  "racing: the steps it may add, as a share of the grid's");
-  // The generator's shape, for out-of-sample checks of a rule tuned on its
-  // defaults (KnownTruthSpec's fields of the same names).
-  const KnownTruthSpec defaults;
-  double trap_fade = defaults.trap_fade;
-  double effect_growth = defaults.effect_growth;
-  double noise_sd = defaults.noise_sd;
-  app.add_option("--trap-fade", trap_fade,
+  app.add_option("--trap-fade", o->trap_fade,
                  "fading-trap: where the trap is gone, as a share of the "
                  "budget");
-  app.add_option("--effect-growth", effect_growth,
+  app.add_option("--effect-growth", o->effect_growth,
                  "the effect grows as (t / steps)^this");
-  app.add_option("--noise-sd", noise_sd, "final val loss noise sd");
-  std::string order_list = "enumeration,reversed,shuffled";
-  app.add_option("--orders", order_list, "comma-separated dispatch orders");
-  int screen_seeds = 0;
-  app.add_option("--screen-seeds", screen_seeds,
+  app.add_option("--noise-sd", o->noise_sd, "final val loss noise sd");
+  app.add_option("--orders", o->order_list, "comma-separated dispatch orders");
+  app.add_option("--screen-seeds", o->screen_seeds,
                  "ASHA: seeds each schedule trains to the first rung (0: the "
                  "default plan's, else every seed)");
-  int seeds = defaults.seeds;
-  app.add_option("--seeds", seeds, "seeds per schedule");
-  bool lost_at = false;
-  app.add_flag("--lost-at", lost_at,
+  app.add_option("--seeds", o->seeds, "seeds per schedule");
+  app.add_flag("--lost-at", o->lost_at,
                "on stderr: where searches stopped training the true best");
-  CLI11_PARSE(app, argc, argv);
-  family_of_screened = !finalists_family;
-  search_seeds = seeds;
-  race_max_seeds = race_max > 0 ? race_max : DefaultRacingMaxSeeds(seeds);
+}
 
-  std::vector<Order> orders;
-  for (absl::string_view word : absl::StrSplit(order_list, ',')) {
+// ParseOrders reads --orders into *orders; false (said on stderr) for an
+// unknown order.
+bool ParseOrders(const std::string& list, std::vector<Order>* orders) {
+  for (absl::string_view word : absl::StrSplit(list, ',')) {
     bool known = false;
     for (Order o : {Order::kEnumeration, Order::kReversed, Order::kShuffled}) {
       if (word == OrderName(o)) {
-        orders.push_back(o);
+        orders->push_back(o);
         known = true;
       }
     }
     if (!known) {
       std::fprintf(stderr, "--orders: unknown order '%s'\n",
                    std::string(word).c_str());
-      return 2;
+      return false;
     }
   }
-  std::vector<std::string> strategies;
-  for (absl::string_view word : absl::StrSplit(strategy_list, ',')) {
+  return true;
+}
+
+// ParseStrategies reads --strategies into *strategies; false (said on
+// stderr) for an unknown strategy.
+bool ParseStrategies(const std::string& list,
+                     std::vector<std::string>* strategies) {
+  for (absl::string_view word : absl::StrSplit(list, ',')) {
     static const std::set<std::string> kKnown = {
         "grid",         "random",    "asha-async",    "asha-sync",
         "asha-guarded", "guided",    "guided-screen", "asha-sync-classic",
@@ -561,139 +571,218 @@ int main(int argc, char** argv) {
     if (kKnown.count(std::string(word)) == 0) {
       std::fprintf(stderr, "--strategies: unknown strategy '%s'\n",
                    std::string(word).c_str());
-      return 2;
+      return false;
     }
-    strategies.emplace_back(word);
+    strategies->emplace_back(word);
   }
+  return true;
+}
+
+// SearchSetup is one search's truth and the plans its strategies run.
+struct SearchSetup {
+  KnownTruthSpec spec;
+  KnownTruth truth;
+  AshaPlan plan;     // as the coordinator resolves a spec
+  AshaPlan classic;  // the former default
+  int screen_eta = 0;
+  std::vector<int64_t> screen_rungs;
+  double grid_steps = 0.0;
+  int tried = 0;  // random and guided: schedules tried
+};
+
+// SetUpSearch generates search `search`'s truth of `structure` and resolves
+// the strategies' plans; the generator's error on failure.
+absl::StatusOr<SearchSetup> SetUpSearch(TruthStructure structure, int search,
+                                        const BenchOptions& o) {
+  SearchSetup setup;
+  KnownTruthSpec& spec = setup.spec;
+  spec.structure = structure;
+  spec.seed = static_cast<uint64_t>(search);
+  spec.trap_fade = o.trap_fade;
+  spec.effect_growth = o.effect_growth;
+  spec.noise_sd = o.noise_sd;
+  // The search's seeds, then every seed racing may add (drawn apart:
+  // the first `seeds` are the experiments of the rounds before racing).
+  spec.seeds = o.seeds;
+  spec.extra_seeds = std::max(0, race_max_seeds - o.seeds);
+  absl::StatusOr<KnownTruth> truth = GenerateKnownTruth(spec);
+  if (!truth.ok()) return truth.status();
+  setup.truth = *std::move(truth);
+  // As the coordinator resolves a spec (server/core/experiments/spec.cc).
+  setup.plan =
+      ResolveAshaPlan(AshaPlan{o.rungs, o.eta, o.screen_seeds}, spec.steps,
+                      static_cast<int>(spec.eval_every), o.seeds);
+  // The former default: DefaultAshaRungs at eta 3 on every seed.
+  setup.classic =
+      AshaPlan{DefaultAshaRungs(spec.steps, kDefaultAshaEta, spec.eval_every),
+               kDefaultAshaEta, o.seeds};
+  setup.screen_eta = o.eta == 0 ? kDefaultAshaEta : o.eta;
+  setup.screen_rungs =
+      o.rungs.empty()
+          ? DefaultScreeningRungs(spec.steps, setup.screen_eta, spec.eval_every)
+          : o.rungs;
+  const int n = static_cast<int>(setup.truth.schedules.size());
+  setup.grid_steps =
+      static_cast<double>(n) * o.seeds * static_cast<double>(spec.steps);
+  setup.tried =
+      std::max(kMinSurrogateSchedules + 1,
+               static_cast<int>(std::lround(o.guided_fraction * (n - 1))));
+  return setup;
+}
+
+// RunStrategy runs one strategy of search `search` over the dispatch order.
+SearchResult RunStrategy(const std::string& strategy, const SearchSetup& setup,
+                         const std::vector<std::string>& order, int search,
+                         const BenchOptions& o) {
+  const KnownTruth& truth = setup.truth;
+  if (strategy == "grid" || strategy == "grid-race") {
+    return RunFull(truth, order, o.workers, strategy == "grid-race");
+  }
+  if (strategy == "random") {
+    // A uniform subset; the dispatch order is irrelevant to it.
+    std::vector<std::string> subset = Dispatch(
+        truth, Order::kShuffled, static_cast<uint64_t>(search) * 7919 + 1);
+    subset.resize(static_cast<size_t>(setup.tried));
+    return RunFull(truth, subset, o.workers);
+  }
+  if (strategy == "asha-sync-classic") {
+    return RunAsha(truth, order, AshaMode::kSynchronous, setup.classic.rungs,
+                   setup.classic.eta, setup.classic.screen_seeds, o.workers);
+  }
+  if (strategy == "guided-screen" || strategy == "screen-race") {
+    return RunScreening(truth, setup.screen_rungs, setup.screen_eta,
+                        o.screen_size, o.guided_fraction,
+                        static_cast<uint64_t>(search), o.workers,
+                        strategy == "screen-race");
+  }
+  if (strategy == "guided") {
+    return RunGuided(truth, setup.tried, static_cast<uint64_t>(search),
+                     o.workers);
+  }
+  const AshaMode mode = strategy == "asha-async" ? AshaMode::kAsynchronous
+                        : strategy == "asha-sync" || strategy == "asha-race"
+                            ? AshaMode::kSynchronous
+                            : AshaMode::kGuarded;
+  return RunAsha(truth, order, mode, setup.plan.rungs, setup.plan.eta,
+                 setup.plan.screen_seeds, o.workers, strategy == "asha-race");
+}
+
+// Tally adds one search's result to its cell.
+void Tally(const SearchResult& r, const SearchSetup& setup, Cell* c) {
+  const KnownTruth& truth = setup.truth;
+  ++c->searches;
+  const double best = truth.true_delta.at(truth.best);
+  const double chosen = r.chosen.empty() ? 0.0 : truth.true_delta.at(r.chosen);
+  const double regret = (chosen - best) / setup.spec.noise_sd;
+  c->exact += r.chosen == truth.best ? 1 : 0;
+  c->within_sd += regret <= 1.0 + 1e-9 ? 1 : 0;
+  c->named += r.named_winner ? 1 : 0;
+  c->regret_sum += regret;
+  c->regret_max = std::max(c->regret_max, regret);
+  c->fraction_sum += r.steps / setup.grid_steps;
+  c->in_set += r.best_in_set ? 1 : 0;
+  c->seeds_added += r.seeds_added;
+  if (r.best_reached >= setup.spec.steps) {
+    ++c->kept;
+  } else {
+    ++c->lost_at[r.best_reached];
+  }
+}
+
+void PrintTableHeader() {
   std::printf(
       "| structure | strategy | order | exact best | regret <= 1 sd | mean "
       "regret (sd) | max regret (sd) | grid steps | named a winner | best "
       "trained to the end | best in best-set | seeds added |\n"
       "| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | "
       "--- |\n");
-  for (const std::string& word :
-       std::vector<std::string>(absl::StrSplit(structures, ','))) {
-    absl::StatusOr<TruthStructure> structure = ParseTruthStructure(word);
-    if (!structure.ok()) {
-      std::fprintf(stderr, "%s\n", structure.status().ToString().c_str());
+}
+
+// PrintCells prints a structure's rows, and with --lost-at where the
+// searches stopped training the true best on stderr.
+void PrintCells(const std::string& word,
+                const std::vector<std::string>& strategies,
+                const std::vector<Order>& orders, bool lost_at, Cells* cells) {
+  for (const std::string& strategy : strategies) {
+    for (size_t o = 0; o < orders.size(); ++o) {
+      const Cell& c = (*cells)[{strategy, static_cast<int>(o)}];
+      std::printf(
+          "| %s | %s | %s | %d/%d | %d/%d | %.2f | %.2f | %.1f%% | %d/%d | "
+          "%d/%d | %d/%d | %.1f |\n",
+          std::string(word).c_str(), strategy.c_str(), OrderName(orders[o]),
+          c.exact, c.searches, c.within_sd, c.searches,
+          c.regret_sum / c.searches, c.regret_max,
+          100.0 * c.fraction_sum / c.searches, c.named, c.searches, c.kept,
+          c.searches, c.in_set, c.searches,
+          static_cast<double>(c.seeds_added) / c.searches);
+      if (lost_at && !c.lost_at.empty()) {
+        std::string where;
+        for (const auto& [step, count] : c.lost_at) {
+          absl::StrAppend(&where, where.empty() ? "" : ", ", count,
+                          " after step ", step);
+        }
+        std::fprintf(stderr, "%s %s %s: the best stopped: %s\n",
+                     std::string(word).c_str(), strategy.c_str(),
+                     OrderName(orders[o]), where.c_str());
+      }
+    }
+  }
+}
+
+// RunStructure runs every search of one truth structure and prints its rows;
+// 0, or 2 (said on stderr) for an unknown structure or a generator error.
+int RunStructure(const std::string& word, const BenchOptions& o,
+                 const std::vector<Order>& orders,
+                 const std::vector<std::string>& strategies) {
+  absl::StatusOr<TruthStructure> structure = ParseTruthStructure(word);
+  if (!structure.ok()) {
+    std::fprintf(stderr, "%s\n", structure.status().ToString().c_str());
+    return 2;
+  }
+  Cells cells;
+  for (int search = 1; search <= o.searches; ++search) {
+    absl::StatusOr<SearchSetup> setup = SetUpSearch(*structure, search, o);
+    if (!setup.ok()) {
+      std::fprintf(stderr, "%s\n", setup.status().ToString().c_str());
       return 2;
     }
-    std::map<std::pair<std::string, int>, Cell> cells;
-    for (int search = 1; search <= searches; ++search) {
-      KnownTruthSpec spec;
-      spec.structure = *structure;
-      spec.seed = static_cast<uint64_t>(search);
-      spec.trap_fade = trap_fade;
-      spec.effect_growth = effect_growth;
-      spec.noise_sd = noise_sd;
-      // The search's seeds, then every seed racing may add (drawn apart:
-      // the first `seeds` are the experiments of the rounds before racing).
-      spec.seeds = seeds;
-      spec.extra_seeds = std::max(0, race_max_seeds - seeds);
-      absl::StatusOr<KnownTruth> truth = GenerateKnownTruth(spec);
-      if (!truth.ok()) {
-        std::fprintf(stderr, "%s\n", truth.status().ToString().c_str());
-        return 2;
-      }
-      // As the coordinator resolves a spec (server/core/experiments/spec.cc).
-      const AshaPlan plan =
-          ResolveAshaPlan(AshaPlan{rungs, eta, screen_seeds}, spec.steps,
-                          static_cast<int>(spec.eval_every), seeds);
-      // The former default: DefaultAshaRungs at eta 3 on every seed.
-      const AshaPlan classic{
-          DefaultAshaRungs(spec.steps, kDefaultAshaEta, spec.eval_every),
-          kDefaultAshaEta, seeds};
-      const int screen_eta = eta == 0 ? kDefaultAshaEta : eta;
-      const std::vector<int64_t> screen_rungs =
-          rungs.empty()
-              ? DefaultScreeningRungs(spec.steps, screen_eta, spec.eval_every)
-              : rungs;
-      const int n = static_cast<int>(truth->schedules.size());
-      const double grid_steps =
-          static_cast<double>(n) * seeds * static_cast<double>(spec.steps);
-      const int tried =
-          std::max(kMinSurrogateSchedules + 1,
-                   static_cast<int>(std::lround(guided_fraction * (n - 1))));
-      for (size_t o = 0; o < orders.size(); ++o) {
-        const std::vector<std::string> order =
-            Dispatch(*truth, orders[o], static_cast<uint64_t>(search));
-        for (const std::string& strategy : strategies) {
-          SearchResult r;
-          if (strategy == "grid" || strategy == "grid-race") {
-            r = RunFull(*truth, order, workers, strategy == "grid-race");
-          } else if (strategy == "random") {
-            // A uniform subset; the dispatch order is irrelevant to it.
-            std::vector<std::string> subset =
-                Dispatch(*truth, Order::kShuffled,
-                         static_cast<uint64_t>(search) * 7919 + 1);
-            subset.resize(static_cast<size_t>(tried));
-            r = RunFull(*truth, subset, workers);
-          } else if (strategy == "asha-sync-classic") {
-            r = RunAsha(*truth, order, AshaMode::kSynchronous, classic.rungs,
-                        classic.eta, classic.screen_seeds, workers);
-          } else if (strategy == "guided-screen" || strategy == "screen-race") {
-            r = RunScreening(*truth, screen_rungs, screen_eta, screen_size,
-                             guided_fraction, static_cast<uint64_t>(search),
-                             workers, strategy == "screen-race");
-          } else if (strategy == "guided") {
-            r = RunGuided(*truth, tried, static_cast<uint64_t>(search),
-                          workers);
-          } else {
-            const AshaMode mode =
-                strategy == "asha-async" ? AshaMode::kAsynchronous
-                : strategy == "asha-sync" || strategy == "asha-race"
-                    ? AshaMode::kSynchronous
-                    : AshaMode::kGuarded;
-            r = RunAsha(*truth, order, mode, plan.rungs, plan.eta,
-                        plan.screen_seeds, workers, strategy == "asha-race");
-          }
-          Cell& c = cells[{strategy, static_cast<int>(o)}];
-          ++c.searches;
-          const double best = truth->true_delta.at(truth->best);
-          const double chosen =
-              r.chosen.empty() ? 0.0 : truth->true_delta.at(r.chosen);
-          const double regret = (chosen - best) / spec.noise_sd;
-          c.exact += r.chosen == truth->best ? 1 : 0;
-          c.within_sd += regret <= 1.0 + 1e-9 ? 1 : 0;
-          c.named += r.named_winner ? 1 : 0;
-          c.regret_sum += regret;
-          c.regret_max = std::max(c.regret_max, regret);
-          c.fraction_sum += r.steps / grid_steps;
-          c.in_set += r.best_in_set ? 1 : 0;
-          c.seeds_added += r.seeds_added;
-          if (r.best_reached >= spec.steps) {
-            ++c.kept;
-          } else {
-            ++c.lost_at[r.best_reached];
-          }
-        }
+    for (size_t k = 0; k < orders.size(); ++k) {
+      const std::vector<std::string> order =
+          Dispatch(setup->truth, orders[k], static_cast<uint64_t>(search));
+      for (const std::string& strategy : strategies) {
+        const SearchResult r = RunStrategy(strategy, *setup, order, search, o);
+        Tally(r, *setup, &cells[{strategy, static_cast<int>(k)}]);
       }
     }
-    for (const std::string& strategy : strategies) {
-      for (size_t o = 0; o < orders.size(); ++o) {
-        const Cell& c = cells[{strategy, static_cast<int>(o)}];
-        std::printf(
-            "| %s | %s | %s | %d/%d | %d/%d | %.2f | %.2f | %.1f%% | %d/%d | "
-            "%d/%d | %d/%d | %.1f |\n",
-            std::string(word).c_str(), strategy.c_str(), OrderName(orders[o]),
-            c.exact, c.searches, c.within_sd, c.searches,
-            c.regret_sum / c.searches, c.regret_max,
-            100.0 * c.fraction_sum / c.searches, c.named, c.searches, c.kept,
-            c.searches, c.in_set, c.searches,
-            static_cast<double>(c.seeds_added) / c.searches);
-        if (lost_at && !c.lost_at.empty()) {
-          std::string where;
-          for (const auto& [step, count] : c.lost_at) {
-            absl::StrAppend(&where, where.empty() ? "" : ", ", count,
-                            " after step ", step);
-          }
-          std::fprintf(stderr, "%s %s %s: the best stopped: %s\n",
-                       std::string(word).c_str(), strategy.c_str(),
-                       OrderName(orders[o]), where.c_str());
-        }
-      }
+  }
+  PrintCells(word, strategies, orders, o.lost_at, &cells);
+  std::fflush(stdout);
+  return 0;
+}
+
+}  // namespace
+}  // namespace prism
+
+int main(int argc, char** argv) {
+  using namespace prism;
+  CLI::App app{"known-truth search benchmark (issue #27)"};
+  BenchOptions o;
+  AddOptions(app, &o);
+  CLI11_PARSE(app, argc, argv);
+  family_of_screened = !o.finalists_family;
+  search_seeds = o.seeds;
+  race_max_seeds = o.race_max > 0 ? o.race_max : DefaultRacingMaxSeeds(o.seeds);
+
+  std::vector<Order> orders;
+  if (!ParseOrders(o.order_list, &orders)) return 2;
+  std::vector<std::string> strategies;
+  if (!ParseStrategies(o.strategy_list, &strategies)) return 2;
+  PrintTableHeader();
+  for (const std::string& word :
+       std::vector<std::string>(absl::StrSplit(o.structures, ','))) {
+    if (int status = RunStructure(word, o, orders, strategies); status != 0) {
+      return status;
     }
-    std::fflush(stdout);
   }
   return 0;
 }

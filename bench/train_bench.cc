@@ -44,6 +44,7 @@
 #include <iostream>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <thread>
 #include <utility>
@@ -422,81 +423,76 @@ std::vector<std::string> IsaNames(const std::string& widest = "") {
   return names;
 }
 
-}  // namespace
-
-int main(int argc, char** argv) {
-  Options o;
-  CLI::App app{"Prism trainer throughput vs the PyTorch eager reference"};
-  app.add_option("--preset", o.preset, "model preset");
-  app.add_option("--steps", o.steps, "timed steps per configuration");
-  app.add_option("--warmup", o.warmup, "untimed steps first");
-  app.add_option("--rounds", o.rounds, "round-robin repetitions");
-  app.add_option("--threads", o.threads, "cores to use");
-  app.add_option("--batch", o.batch, "sequences per step (0: preset)");
-  app.add_option("--schedules", o.schedules,
+void AddOptions(CLI::App& app, Options* o) {
+  app.add_option("--preset", o->preset, "model preset");
+  app.add_option("--steps", o->steps, "timed steps per configuration");
+  app.add_option("--warmup", o->warmup, "untimed steps first");
+  app.add_option("--rounds", o->rounds, "round-robin repetitions");
+  app.add_option("--threads", o->threads, "cores to use");
+  app.add_option("--batch", o->batch, "sequences per step (0: preset)");
+  app.add_option("--schedules", o->schedules,
                  "schedules; the first is the uniform baseline")
       ->delimiter(';');
-  app.add_option("--reference", o.reference,
+  app.add_option("--reference", o->reference,
                  "path of train_reference.py (omit to skip the reference)");
-  app.add_option("--python", o.python, "python with torch");
-  app.add_flag("!--no-ablations", o.ablations, "skip the ablations");
-  app.add_flag("!--no-isa-levels", o.isa_levels,
+  app.add_option("--python", o->python, "python with torch");
+  app.add_flag("!--no-ablations", o->ablations, "skip the ablations");
+  app.add_flag("!--no-isa-levels", o->isa_levels,
                "skip the uniform schedule at each instruction set");
-  app.add_option("--host-level", o.host_level,
+  app.add_option("--host-level", o->host_level,
                  "emulate a whole host of this level (avx512, avx2, "
                  "baseline): BLAS, ATen and our kernels");
-  app.add_flag("--interleave", o.interleave,
+  app.add_flag("--interleave", o->interleave,
                "train the schedules at once, one step each in turn, and time "
                "each step alone (needs --no-isa-levels --no-ablations and no "
                "--reference)");
-  CLI11_PARSE(app, argc, argv);
-  if (o.interleave && (o.isa_levels || o.ablations || !o.reference.empty())) {
-    std::cerr << "train_bench: --interleave compares the schedules only: add "
-                 "--no-isa-levels --no-ablations and drop --reference\n";
-    return 2;
-  }
-  if (!o.host_level.empty()) {
-    absl::StatusOr<std::vector<std::pair<std::string, std::string>>> env =
-        HostLevelEnv(o.host_level);
-    if (!env.ok()) {
-      std::cerr << "train_bench: " << env.status().message() << "\n";
-      return 2;
-    }
-    // OpenBLAS picks its kernels when it is loaded, so the variables take
-    // effect only in a new process: run this one again with them set,
-    // unless every one already has its value (an OPENBLAS_CORETYPE the
-    // caller's environment set alone does not count).
-    const bool already_set =
-        std::all_of(env->begin(), env->end(), [](const auto& variable) {
-          const char* current = std::getenv(variable.first.c_str());
-          return current != nullptr && variable.second == current;
-        });
-    if (!already_set) {
-      for (const auto& [name, value] : *env) {
-        setenv(name.c_str(), value.c_str(), 1);
-      }
-      execv("/proc/self/exe", argv);
-      std::cerr << "train_bench: cannot run itself again\n";
-      return 1;
-    }
-  }
+}
 
-  absl::StatusOr<prism::ModelShape> shape = prism::FindPreset(o.preset);
-  if (!shape.ok()) {
-    std::cerr << shape.status() << "\n";
+// EmulateHostLevel runs this process again with --host-level's environment
+// unless every variable already has its value. Returns the exit code when
+// main must stop (2: a bad level, 1: the re-run failed), nullopt to go on.
+std::optional<int> EmulateHostLevel(const Options& o, char** argv) {
+  if (o.host_level.empty()) return std::nullopt;
+  absl::StatusOr<std::vector<std::pair<std::string, std::string>>> env =
+      HostLevelEnv(o.host_level);
+  if (!env.ok()) {
+    std::cerr << "train_bench: " << env.status().message() << "\n";
     return 2;
   }
-  if (o.schedules.empty()) {
-    const int base = shape->base_heads;
-    o.schedules = {absl::StrCat(base, "x", shape->layers)};
-    if (shape->layers == 8 && base == 8) {
-      o.schedules.push_back("2x2,4x2,8x4");
-      o.schedules.push_back("1x2,2x2,4x2,8x2");
-    } else if (shape->layers == 6 && base == 4) {
-      o.schedules.push_back("1x2,2x2,4x2");
-    }
+  // OpenBLAS picks its kernels when it is loaded, so the variables take
+  // effect only in a new process: run this one again with them set,
+  // unless every one already has its value (an OPENBLAS_CORETYPE the
+  // caller's environment set alone does not count).
+  const bool already_set =
+      std::all_of(env->begin(), env->end(), [](const auto& variable) {
+        const char* current = std::getenv(variable.first.c_str());
+        return current != nullptr && variable.second == current;
+      });
+  if (already_set) return std::nullopt;
+  for (const auto& [name, value] : *env) {
+    setenv(name.c_str(), value.c_str(), 1);
   }
-  const std::string uniform = o.schedules.front();
+  execv("/proc/self/exe", argv);
+  std::cerr << "train_bench: cannot run itself again\n";
+  return 1;
+}
+
+// DefaultSchedules are the uniform baseline and, for the presets that have
+// them, the schedules RESULTS.md compares.
+std::vector<std::string> DefaultSchedules(const prism::ModelShape& shape) {
+  const int base = shape.base_heads;
+  std::vector<std::string> schedules = {absl::StrCat(base, "x", shape.layers)};
+  if (shape.layers == 8 && base == 8) {
+    schedules.push_back("2x2,4x2,8x4");
+    schedules.push_back("1x2,2x2,4x2,8x2");
+  } else if (shape.layers == 6 && base == 4) {
+    schedules.push_back("1x2,2x2,4x2");
+  }
+  return schedules;
+}
+
+// PrintHost says what the CPU runs and which levels the environment forces.
+void PrintHost(const Options& o) {
   std::cout << fmt::format("cpu flags: {}; instruction sets: {}\n",
                            prism::model::internal::CpuFlags(),
                            absl::StrJoin(IsaNames(), " "));
@@ -513,100 +509,120 @@ int main(int argc, char** argv) {
         o.host_level, std::getenv("OPENBLAS_CORETYPE"),
         std::getenv("ATEN_CPU_CAPABILITY"), o.host_level);
   }
-  const std::string threads = std::to_string(o.threads);
+}
 
+Config Ours(const Options& o, std::string name, std::string schedule,
+            prism::model::AttentionMode attention,
+            prism::model::CpuThreading threading) {
+  Config c;
+  c.name = std::move(name);
+  c.schedule = std::move(schedule);
+  c.attention = attention;
+  c.threading = threading;
+  c.isa = o.host_level;
+  return c;
+}
+
+Config Reference(const std::string& uniform, std::string name, std::string env,
+                 std::string args) {
+  Config c;
+  c.name = std::move(name);
+  c.schedule = uniform;
+  c.reference = true;
+  c.env = std::move(env);
+  c.args = std::move(args);
+  return c;
+}
+
+// BuildConfigs lists the rows: each schedule, the uniform one at each
+// instruction set, the ablations, then the PyTorch reference.
+std::vector<Config> BuildConfigs(const Options& o) {
   using prism::model::AttentionMode;
   using prism::model::CpuThreading;
-  auto ours = [&](std::string name, std::string schedule,
-                  AttentionMode attention, CpuThreading threading) {
-    Config c;
-    c.name = std::move(name);
-    c.schedule = std::move(schedule);
-    c.attention = attention;
-    c.threading = threading;
-    c.isa = o.host_level;
-    return c;
-  };
-  auto reference = [&](std::string name, std::string env, std::string args) {
-    Config c;
-    c.name = std::move(name);
-    c.schedule = uniform;
-    c.reference = true;
-    c.env = std::move(env);
-    c.args = std::move(args);
-    return c;
-  };
+  const std::string uniform = o.schedules.front();
+  const std::string threads = std::to_string(o.threads);
   std::vector<Config> configs;
   for (const std::string& s : o.schedules) {
-    configs.push_back(ours(absl::StrCat("prism ", s), s, AttentionMode::kAuto,
-                           CpuThreading::kShards));
+    configs.push_back(Ours(o, absl::StrCat("prism ", s), s,
+                           AttentionMode::kAuto, CpuThreading::kShards));
   }
   if (o.isa_levels) {
     for (const std::string& isa : IsaNames(o.host_level)) {
       // What a host with only this level would run: auto chooses between
       // the fused kernel at this level and masked softmax.
-      Config c = ours(absl::StrCat("prism auto, PRISM_ISA=", isa), uniform,
+      Config c = Ours(o, absl::StrCat("prism auto, PRISM_ISA=", isa), uniform,
                       AttentionMode::kAuto, CpuThreading::kShards);
       c.isa = isa;
       configs.push_back(c);
     }
   }
   if (o.ablations) {
-    configs.push_back(ours("prism masked-softmax attention", uniform,
+    configs.push_back(Ours(o, "prism masked-softmax attention", uniform,
                            AttentionMode::kMasked, CpuThreading::kShards));
-    configs.push_back(ours("prism fused, blas threading", uniform,
+    configs.push_back(Ours(o, "prism fused, blas threading", uniform,
                            AttentionMode::kFused, CpuThreading::kBlas));
-    configs.push_back(ours("prism masked-softmax, blas threading", uniform,
+    configs.push_back(Ours(o, "prism masked-softmax, blas threading", uniform,
                            AttentionMode::kMasked, CpuThreading::kBlas));
-    configs.push_back(ours("prism fused, both threading", uniform,
+    configs.push_back(Ours(o, "prism fused, both threading", uniform,
                            AttentionMode::kFused, CpuThreading::kBoth));
   }
   if (!o.reference.empty()) {
     // The reference at the thread settings a PyTorch user would pick, and
     // at ours (one shard per core) as an ablation.
-    configs.push_back(reference("reference torch 1 / openblas " + threads,
-                                "OPENBLAS_NUM_THREADS=" + threads,
-                                "--threads 1"));
-    configs.push_back(reference(
+    configs.push_back(
+        Reference(uniform, "reference torch 1 / openblas " + threads,
+                  "OPENBLAS_NUM_THREADS=" + threads, "--threads 1"));
+    configs.push_back(Reference(
+        uniform,
         "reference torch " + threads + " / openblas " + threads + " passive",
         "OMP_WAIT_POLICY=PASSIVE OPENBLAS_NUM_THREADS=" + threads,
         "--threads " + threads));
     if (o.ablations) {
-      configs.push_back(reference("reference, " + threads + " shard threads",
-                                  "OPENBLAS_NUM_THREADS=1",
-                                  "--threads 1 --shards " + threads));
+      configs.push_back(Reference(
+          uniform, "reference, " + threads + " shard threads",
+          "OPENBLAS_NUM_THREADS=1", "--threads 1 --shards " + threads));
     }
   }
+  return configs;
+}
 
-  std::vector<Measured> measured(configs.size());
-  // The matmul peak is measured once per round, next to the configurations,
-  // and the best is kept: MFU below is best tokens/s against best peak.
+// MeasureRounds trains every configuration once a round into *measured and
+// returns the best matmul peak: it is measured once per round, next to the
+// configurations, and MFU is best tokens/s against best peak. Returns the
+// peak measurement's error.
+absl::StatusOr<double> MeasureRounds(const Options& o,
+                                     const prism::ModelShape& shape,
+                                     const std::vector<Config>& configs,
+                                     std::vector<Measured>* measured) {
   double peak = 0.0;
   for (int round = 0; round < o.rounds; ++round) {
     absl::StatusOr<double> round_peak =
         prism::model::MeasurePeakMatmulFlops("auto", o.threads);
-    if (!round_peak.ok()) {
-      std::cerr << round_peak.status() << "\n";
-      return 1;
-    }
+    if (!round_peak.ok()) return round_peak.status();
     peak = std::max(peak, *round_peak);
     std::cerr << fmt::format("round {} matmul peak {:.1f} GFLOP/s\n", round + 1,
                              *round_peak / 1e9);
     std::vector<double> interleaved;
-    if (o.interleave)
-      interleaved = RunInterleaved(o, *shape, configs, &measured);
+    if (o.interleave) interleaved = RunInterleaved(o, shape, configs, measured);
     for (size_t i = 0; i < configs.size(); ++i) {
       const Config& c = configs[i];
+      Measured& m = (*measured)[i];
       const double tps = o.interleave  ? interleaved[i]
-                         : c.reference ? RunReference(o, *shape, c)
-                                       : RunOurs(o, *shape, c, &measured[i]);
-      measured[i].rounds.push_back(tps);
-      measured[i].best = std::max(measured[i].best, tps);
+                         : c.reference ? RunReference(o, shape, c)
+                                       : RunOurs(o, shape, c, &m);
+      m.rounds.push_back(tps);
+      m.best = std::max(m.best, tps);
       std::cerr << fmt::format("round {} {:<45} {:8.0f} tok/s\n", round + 1,
                                c.name, tps);
     }
   }
+  return peak;
+}
 
+// PrintTable prints the results table and the peak it measured MFU against.
+void PrintTable(const Options& o, const prism::ModelShape& shape,
+                const std::vector<Config>& configs,
+                const std::vector<Measured>& measured, double peak) {
   double reference_best = 0.0;
   for (size_t i = 0; i < configs.size(); ++i) {
     if (configs[i].reference &&
@@ -618,8 +634,8 @@ int main(int argc, char** argv) {
   std::cout << fmt::format(
       "preset {} (d_model {}, {} layers, context {}), batch {}, {} threads, "
       "{} timed steps, best of {} rounds\n",
-      shape->name, shape->d_model, shape->layers, shape->context,
-      o.batch > 0 ? o.batch : shape->batch_size, o.threads, o.steps, o.rounds);
+      shape.name, shape.d_model, shape.layers, shape.context,
+      o.batch > 0 ? o.batch : shape.batch_size, o.threads, o.steps, o.rounds);
   std::cout << "| configuration | schedule | attention | tokens/s (best) | "
                "rounds | MFU | vs uniform | vs uniform, paired | "
                "paired 95% CI | vs reference |\n"
@@ -646,5 +662,37 @@ int main(int argc, char** argv) {
   std::cout << fmt::format(
       "matmul peak (best of {} rounds, the MFU reference): {:.1f} GFLOP/s\n",
       o.rounds, peak / 1e9);
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  Options o;
+  CLI::App app{"Prism trainer throughput vs the PyTorch eager reference"};
+  AddOptions(app, &o);
+  CLI11_PARSE(app, argc, argv);
+  if (o.interleave && (o.isa_levels || o.ablations || !o.reference.empty())) {
+    std::cerr << "train_bench: --interleave compares the schedules only: add "
+                 "--no-isa-levels --no-ablations and drop --reference\n";
+    return 2;
+  }
+  if (std::optional<int> exit_code = EmulateHostLevel(o, argv)) {
+    return *exit_code;
+  }
+  absl::StatusOr<prism::ModelShape> shape = prism::FindPreset(o.preset);
+  if (!shape.ok()) {
+    std::cerr << shape.status() << "\n";
+    return 2;
+  }
+  if (o.schedules.empty()) o.schedules = DefaultSchedules(*shape);
+  PrintHost(o);
+  const std::vector<Config> configs = BuildConfigs(o);
+  std::vector<Measured> measured(configs.size());
+  absl::StatusOr<double> peak = MeasureRounds(o, *shape, configs, &measured);
+  if (!peak.ok()) {
+    std::cerr << peak.status() << "\n";
+    return 1;
+  }
+  PrintTable(o, *shape, configs, measured, *peak);
   return 0;
 }

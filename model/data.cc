@@ -283,6 +283,10 @@ absl::StatusOr<std::vector<std::string>> ExpandShardPaths(
   return files;
 }
 
+bool IsValShardName(absl::string_view file_name) {
+  return absl::StrContains(file_name, "val");
+}
+
 absl::StatusOr<ShardLists> SplitShardPaths(
     const std::vector<std::string>& paths) {
   ShardLists lists;
@@ -295,8 +299,7 @@ absl::StatusOr<ShardLists> SplitShardPaths(
       continue;
     }
     for (const std::string& file : *files) {
-      const bool val =
-          absl::StrContains(fs::path(file).filename().string(), "val");
+      const bool val = IsValShardName(fs::path(file).filename().string());
       (val ? lists.val : lists.train).push_back(file);
     }
   }

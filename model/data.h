@@ -98,10 +98,16 @@ struct ShardLists {
   std::vector<std::string> val;
 };
 
+// IsValShardName is whether a shard file found in a data directory, named
+// `file_name` (without its directory), holds val tokens: its name contains
+// "val" (llm.c's fineweb_val_000000.bin, `prism data prepare`'s
+// val_000000.bin). The coordinator's bill (server/core/plan.cc) counts train
+// tokens by the same rule.
+bool IsValShardName(absl::string_view file_name);
+
 // SplitShardPaths sorts files and directories into train and val shards: in
-// a directory, *.bin files whose name contains "val" (llm.c's
-// fineweb_val_000000.bin, `prism data prepare`'s val_000000.bin) are val and
-// the rest train; files named directly are train. Returns ExpandShardPaths'
+// a directory, *.bin files for which IsValShardName holds are val and the
+// rest train; files named directly are train. Returns ExpandShardPaths'
 // errors.
 absl::StatusOr<ShardLists> SplitShardPaths(
     const std::vector<std::string>& paths);

@@ -190,18 +190,21 @@ absl::Status ConfigMismatch(const ReplayFixture& fixture,
   return absl::OkStatus();
 }
 
-absl::StatusOr<model::TrainResult> ReplayTrainerLauncher::Train(
-    const model::TrainConfig& config, model::TrainObserver* observer) {
-  // The first fixture recorded with this recipe serves it (a ladder's rungs
-  // are one fixture per size); none: the first one's mismatch.
+// FindRecording returns the recorded run that serves `config`: the first
+// fixture recorded with its recipe (a ladder's rungs are one fixture per
+// size), none: the first one's mismatch; NotFound when that fixture has no
+// run of the schedule and seed.
+absl::StatusOr<const ReplayTrial*> FindRecording(
+    const std::vector<ReplayFixture>& fixtures,
+    const model::TrainConfig& config) {
   const ReplayFixture* fixture = nullptr;
-  for (const ReplayFixture& f : fixtures_) {
+  for (const ReplayFixture& f : fixtures) {
     if (ConfigMismatch(f, config).ok()) {
       fixture = &f;
       break;
     }
   }
-  if (fixture == nullptr) return ConfigMismatch(fixtures_.front(), config);
+  if (fixture == nullptr) return ConfigMismatch(fixtures.front(), config);
   const std::string schedule = config.schedule.ToString();
   auto found = fixture->trials.find({schedule, config.seed});
   if (found == fixture->trials.end()) {
@@ -209,23 +212,76 @@ absl::StatusOr<model::TrainResult> ReplayTrainerLauncher::Train(
         absl::StrCat("replay: the fixture has no recorded run of schedule ",
                      schedule, " seed ", config.seed));
   }
-  const ReplayTrial& recorded = found->second;
+  return &found->second;
+}
 
+// ResumeStep returns the step a trial starts from: its replay checkpoint's
+// when it resumes, else 0, and 0 for a checkpoint past max_resume_step (set
+// as result->discarded_checkpoint_step). Returns ReadCheckpoint's errors.
+absl::StatusOr<int64_t> ResumeStep(const model::TrainConfig& config,
+                                   const std::string& schedule,
+                                   model::TrainResult* result) {
   int64_t start = 0;
-  model::TrainResult result = recorded.metrics;
-  result.steps = 0;
-  result.diverged = false;
-  result.diverged_step = 0;
   if (config.resume && !config.checkpoint_dir.empty()) {
     absl::StatusOr<int64_t> step =
         ReadCheckpoint(config.checkpoint_dir, schedule, config.seed);
     if (!step.ok()) return step.status();
     start = *step;
     if (config.max_resume_step >= 0 && start > config.max_resume_step) {
-      result.discarded_checkpoint_step = start;
+      result->discarded_checkpoint_step = start;
       start = 0;
     }
   }
+  return start;
+}
+
+// AddWholeTrialLoss folds a recorded point into the whole-trial losses, as a
+// resumed trainer reports them.
+void AddWholeTrialLoss(const model::CurvePoint& point, bool* seen_val,
+                       model::TrainResult* result) {
+  if (point.split == model::CurveSplit::kVal) {
+    result->min_val_loss =
+        *seen_val ? std::min<double>(result->min_val_loss, point.loss)
+                  : point.loss;
+    result->final_val_loss = point.loss;
+    *seen_val = true;
+  } else {
+    result->final_train_loss = point.loss;
+  }
+}
+
+// CheckpointIfAllowed writes a replay checkpoint at `step` when the trial has
+// a checkpoint directory and the observer allows it. Returns WriteCheckpoint's
+// errors.
+absl::Status CheckpointIfAllowed(const model::TrainConfig& config,
+                                 const std::string& schedule, int64_t step,
+                                 model::TrainObserver* observer) {
+  if (config.checkpoint_dir.empty() || !observer->BeforeCheckpoint(step)) {
+    return absl::OkStatus();
+  }
+  if (absl::Status s =
+          WriteCheckpoint(config.checkpoint_dir, schedule, config.seed, step);
+      !s.ok()) {
+    return s;
+  }
+  observer->OnCheckpoint(step);
+  return absl::OkStatus();
+}
+
+absl::StatusOr<model::TrainResult> ReplayTrainerLauncher::Train(
+    const model::TrainConfig& config, model::TrainObserver* observer) {
+  absl::StatusOr<const ReplayTrial*> found = FindRecording(fixtures_, config);
+  if (!found.ok()) return found.status();
+  const ReplayTrial& recorded = **found;
+  const std::string schedule = config.schedule.ToString();
+
+  model::TrainResult result = recorded.metrics;
+  result.steps = 0;
+  result.diverged = false;
+  result.diverged_step = 0;
+  absl::StatusOr<int64_t> resumed = ResumeStep(config, schedule, &result);
+  if (!resumed.ok()) return resumed.status();
+  const int64_t start = *resumed;
   result.resumed_from_step = start;
   observer->OnStart(config, start);
 
@@ -246,16 +302,7 @@ absl::StatusOr<model::TrainResult> ReplayTrainerLauncher::Train(
                      absl::Seconds((point.step - start) / steps_per_second_) -
                      absl::Now());
     }
-    // Whole-trial numbers, as a resumed trainer reports them.
-    if (point.split == model::CurveSplit::kVal) {
-      result.min_val_loss =
-          seen_val ? std::min<double>(result.min_val_loss, point.loss)
-                   : point.loss;
-      result.final_val_loss = point.loss;
-      seen_val = true;
-    } else {
-      result.final_train_loss = point.loss;
-    }
+    AddWholeTrialLoss(point, &seen_val, &result);
     const bool emit = start == 0 ? true : point.step > start;
     if (!emit) continue;
     result.curve.push_back(point);
@@ -267,14 +314,12 @@ absl::StatusOr<model::TrainResult> ReplayTrainerLauncher::Train(
     if (observer->ShouldStop()) {
       result.steps = done;
       result.stopped = true;
-      if (!config.checkpoint_dir.empty() && done > start &&
-          observer->BeforeCheckpoint(done)) {
-        if (absl::Status s = WriteCheckpoint(config.checkpoint_dir, schedule,
-                                             config.seed, done);
+      if (done > start) {
+        if (absl::Status s =
+                CheckpointIfAllowed(config, schedule, done, observer);
             !s.ok()) {
           return s;
         }
-        observer->OnCheckpoint(done);
       }
       return result;
     }
@@ -283,15 +328,12 @@ absl::StatusOr<model::TrainResult> ReplayTrainerLauncher::Train(
   if (diverges) {
     result.diverged = true;
     result.diverged_step = recorded.metrics.diverged_step;
-  } else if (config.stop_at_step > 0 && !config.checkpoint_dir.empty() &&
-             observer->BeforeCheckpoint(end)) {
+  } else if (config.stop_at_step > 0) {
     // A rung: the next attempt resumes here.
-    if (absl::Status s =
-            WriteCheckpoint(config.checkpoint_dir, schedule, config.seed, end);
+    if (absl::Status s = CheckpointIfAllowed(config, schedule, end, observer);
         !s.ok()) {
       return s;
     }
-    observer->OnCheckpoint(end);
   }
   return result;
 }

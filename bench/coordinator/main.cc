@@ -58,6 +58,173 @@
 #include "base/mutex_mode.h"
 #include "bench/coordinator/scenarios.h"
 
+namespace {
+
+// BenchArgs are every subcommand's settings.
+struct BenchArgs {
+  int leases = 2000, trials = 10000, rank_points = 1000, val_every = 5;
+  std::string optuna = std::string(PRISM_SOURCE_DIR) +
+                       "/bench/reference/optuna_ingest_reference.py";
+  std::string db;
+  prism::bench::IngestLoad load;
+  std::string durability = "normal";
+  int rounds = 2;
+  prism::bench::SoakOptions soak;
+  prism::bench::HostileOptions hostile;
+  // hostile-clients: the clients process `hostile --clients-nice` starts.
+  prism::bench::HostileOptions clients;
+  prism::bench::HostileTarget clients_target;
+  int clients_seconds = 0;
+  std::string clients_ready;
+};
+
+CLI::App* AddIngest(CLI::App& app, BenchArgs* a) {
+  CLI::App* ingest =
+      app.add_subcommand("ingest", "Report ingest throughput and latency");
+  ingest->add_option("--workers", a->load.workers)->capture_default_str();
+  ingest->add_option("--seconds", a->load.seconds)->capture_default_str();
+  ingest->add_option("--points", a->load.points_per_report, "points per report")
+      ->capture_default_str();
+  ingest
+      ->add_option("--interval-ms", a->load.interval_ms,
+                   "each worker reports every N ms (0: closed loop)")
+      ->capture_default_str();
+  ingest
+      ->add_option("--durability", a->durability,
+                   "normal, full, or both (the two side by side)")
+      ->check(CLI::IsMember({"normal", "full", "both"}))
+      ->capture_default_str();
+  ingest
+      ->add_option("--rounds", a->rounds,
+                   "with --durability both: runs of each durability")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  ingest->add_option("--optuna", a->optuna, "reference script; '' skips it")
+      ->capture_default_str();
+  return ingest;
+}
+
+CLI::App* AddLease(CLI::App& app, BenchArgs* a) {
+  CLI::App* lease = app.add_subcommand("lease", "Lease latency");
+  lease->add_option("--leases", a->leases)->capture_default_str();
+  return lease;
+}
+
+CLI::App* AddRank(CLI::App& app, BenchArgs* a) {
+  CLI::App* rank =
+      app.add_subcommand("rank", "Rank latency on a large experiment");
+  rank->add_option("--trials", a->trials)->capture_default_str();
+  rank->add_option("--points", a->rank_points)->capture_default_str();
+  rank->add_option("--val-every", a->val_every,
+                   "every Nth point is a val point")
+      ->check(CLI::Range(2, 1000))
+      ->capture_default_str();
+  rank->add_option("--db", a->db, "reuse (or build once) this database file");
+  return rank;
+}
+
+CLI::App* AddSoak(CLI::App& app, prism::bench::SoakOptions* o) {
+  CLI::App* soak = app.add_subcommand(
+      "soak", "Reporting workers and Rank readers together for minutes");
+  soak->add_option("--minutes", o->minutes)
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  soak->add_option("--workers", o->workers)->capture_default_str();
+  soak->add_option("--readers", o->readers)->capture_default_str();
+  soak->add_option("--interval-ms", o->interval_ms,
+                   "each worker reports every N ms (0: closed loop)")
+      ->capture_default_str();
+  soak->add_option("--points", o->points_per_report, "points per report")
+      ->capture_default_str();
+  soak->add_option("--rank-trials", o->rank_trials,
+                   "completed trials of the experiment the readers rank")
+      ->capture_default_str();
+  return soak;
+}
+
+CLI::App* AddHostile(CLI::App& app, prism::bench::HostileOptions* o) {
+  CLI::App* hostile = app.add_subcommand(
+      "hostile",
+      "Reporting workers while hostile clients try every limit at once");
+  hostile->add_option("--seconds", o->seconds)
+      ->check(CLI::Range(10, 3600))
+      ->capture_default_str();
+  hostile->add_option("--workers", o->workers)->capture_default_str();
+  hostile
+      ->add_option("--coordinator-arg", o->coordinator_args,
+                   "an extra `prism coordinator` argument (repeatable), e.g. "
+                   "--coordinator-arg=--watch-interval-ms=500")
+      ->allow_extra_args(false);
+  hostile
+      ->add_option("--window-seconds", o->window_seconds,
+                   "seconds per line of figures")
+      ->check(CLI::Range(1, 60))
+      ->capture_default_str();
+  hostile->add_option("--watch-streams", o->watch_streams)
+      ->capture_default_str();
+  hostile->add_option("--slow-connections", o->slow_connections)
+      ->capture_default_str();
+  hostile
+      ->add_option("--list-threads", o->list_threads,
+                   "threads asking for maximal ScheduleService.List pages")
+      ->capture_default_str();
+  hostile
+      ->add_option("--oversized-threads", o->oversized_threads,
+                   "threads sending oversized specs over gRPC")
+      ->capture_default_str();
+  hostile
+      ->add_option("--body-threads", o->body_threads,
+                   "threads POSTing 32 MiB HTTP bodies")
+      ->capture_default_str();
+  hostile->add_option("--prism", o->prism, "the prism binary")
+      ->capture_default_str();
+  hostile
+      ->add_option("--rss-bound-mib", o->rss_bound_mib,
+                   "the whole process's RSS must stay under this")
+      ->capture_default_str();
+  hostile
+      ->add_option("--clients-nice", o->clients_nice,
+                   "run the hostile clients in a process of their own at "
+                   "this nice value, as clients on other hosts whose CPU is "
+                   "not the coordinator's (-1: threads of this process)")
+      ->check(CLI::Range(-1, 19))
+      ->capture_default_str();
+  hostile->add_flag(
+      "--clients-idle", o->clients_idle,
+      "run the hostile clients' process under SCHED_IDLE (implies "
+      "--clients-nice 19 if none is given): it gets a core only when the "
+      "coordinator and the workers leave one idle, closer to clients on "
+      "other hosts than nice 19, whose 1,000 Watch threads woken at once "
+      "outweigh the coordinator's");
+  return hostile;
+}
+
+// AddHostileClients adds the clients process `hostile --clients-nice`
+// starts (hidden: not for direct use).
+CLI::App* AddHostileClients(CLI::App& app, BenchArgs* a) {
+  CLI::App* clients = app.add_subcommand(
+      "hostile-clients", "the hostile clients alone (started by hostile)");
+  clients->group("");
+  prism::bench::HostileTarget& target = a->clients_target;
+  clients->add_option("--grpc", target.grpc_address)->required();
+  clients->add_option("--http-host", target.http_host)->required();
+  clients->add_option("--http-port", target.http_port)->required();
+  clients->add_option("--user-token", target.user_token)->required();
+  clients->add_option("--viewer-token", target.viewer_tokens)->required();
+  clients->add_option("--experiment", target.experiment_id)->required();
+  clients->add_option("--seconds", a->clients_seconds)->required();
+  clients->add_option("--watch-streams", a->clients.watch_streams);
+  clients->add_option("--list-threads", a->clients.list_threads);
+  clients->add_option("--oversized-threads", a->clients.oversized_threads);
+  clients->add_option("--body-threads", a->clients.body_threads);
+  clients->add_option("--slow-connections", a->clients.slow_connections);
+  clients->add_option("--ready-file", a->clients_ready)->required();
+  clients->add_flag("--sched-idle", a->clients.clients_idle);
+  return clients;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   // As `prism` runs (base/mutex_mode.h): PRISM_MUTEX_DEADLOCK_DETECTION=1
   // measures with Abseil's debug deadlock detector on.
@@ -68,156 +235,29 @@ int main(int argc, char** argv) {
   CLI::App app{"Coordinator benchmarks (see the file header)",
                "coordinator_bench"};
   app.require_subcommand(1);
-  int leases = 2000, trials = 10000, rank_points = 1000, val_every = 5;
-  std::string optuna = std::string(PRISM_SOURCE_DIR) +
-                       "/bench/reference/optuna_ingest_reference.py";
-  std::string db;
-  prism::bench::IngestLoad load;
-  std::string durability = "normal";
-  int rounds = 2;
-  CLI::App* ingest =
-      app.add_subcommand("ingest", "Report ingest throughput and latency");
-  ingest->add_option("--workers", load.workers)->capture_default_str();
-  ingest->add_option("--seconds", load.seconds)->capture_default_str();
-  ingest->add_option("--points", load.points_per_report, "points per report")
-      ->capture_default_str();
-  ingest
-      ->add_option("--interval-ms", load.interval_ms,
-                   "each worker reports every N ms (0: closed loop)")
-      ->capture_default_str();
-  ingest
-      ->add_option("--durability", durability,
-                   "normal, full, or both (the two side by side)")
-      ->check(CLI::IsMember({"normal", "full", "both"}))
-      ->capture_default_str();
-  ingest
-      ->add_option("--rounds", rounds,
-                   "with --durability both: runs of each durability")
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  ingest->add_option("--optuna", optuna, "reference script; '' skips it")
-      ->capture_default_str();
-  CLI::App* lease = app.add_subcommand("lease", "Lease latency");
-  lease->add_option("--leases", leases)->capture_default_str();
-  CLI::App* rank =
-      app.add_subcommand("rank", "Rank latency on a large experiment");
-  rank->add_option("--trials", trials)->capture_default_str();
-  rank->add_option("--points", rank_points)->capture_default_str();
-  rank->add_option("--val-every", val_every, "every Nth point is a val point")
-      ->check(CLI::Range(2, 1000))
-      ->capture_default_str();
-  rank->add_option("--db", db, "reuse (or build once) this database file");
-  prism::bench::SoakOptions soak_options;
-  CLI::App* soak = app.add_subcommand(
-      "soak", "Reporting workers and Rank readers together for minutes");
-  soak->add_option("--minutes", soak_options.minutes)
-      ->check(CLI::PositiveNumber)
-      ->capture_default_str();
-  soak->add_option("--workers", soak_options.workers)->capture_default_str();
-  soak->add_option("--readers", soak_options.readers)->capture_default_str();
-  soak->add_option("--interval-ms", soak_options.interval_ms,
-                   "each worker reports every N ms (0: closed loop)")
-      ->capture_default_str();
-  soak->add_option("--points", soak_options.points_per_report,
-                   "points per report")
-      ->capture_default_str();
-  soak->add_option("--rank-trials", soak_options.rank_trials,
-                   "completed trials of the experiment the readers rank")
-      ->capture_default_str();
-  prism::bench::HostileOptions hostile_options;
-  CLI::App* hostile = app.add_subcommand(
-      "hostile",
-      "Reporting workers while hostile clients try every limit at once");
-  hostile->add_option("--seconds", hostile_options.seconds)
-      ->check(CLI::Range(10, 3600))
-      ->capture_default_str();
-  hostile->add_option("--workers", hostile_options.workers)
-      ->capture_default_str();
-  hostile
-      ->add_option("--coordinator-arg", hostile_options.coordinator_args,
-                   "an extra `prism coordinator` argument (repeatable), e.g. "
-                   "--coordinator-arg=--watch-interval-ms=500")
-      ->allow_extra_args(false);
-  hostile
-      ->add_option("--window-seconds", hostile_options.window_seconds,
-                   "seconds per line of figures")
-      ->check(CLI::Range(1, 60))
-      ->capture_default_str();
-  hostile->add_option("--watch-streams", hostile_options.watch_streams)
-      ->capture_default_str();
-  hostile->add_option("--slow-connections", hostile_options.slow_connections)
-      ->capture_default_str();
-  hostile
-      ->add_option("--list-threads", hostile_options.list_threads,
-                   "threads asking for maximal ScheduleService.List pages")
-      ->capture_default_str();
-  hostile
-      ->add_option("--oversized-threads", hostile_options.oversized_threads,
-                   "threads sending oversized specs over gRPC")
-      ->capture_default_str();
-  hostile
-      ->add_option("--body-threads", hostile_options.body_threads,
-                   "threads POSTing 32 MiB HTTP bodies")
-      ->capture_default_str();
-  hostile->add_option("--prism", hostile_options.prism, "the prism binary")
-      ->capture_default_str();
-  hostile
-      ->add_option("--rss-bound-mib", hostile_options.rss_bound_mib,
-                   "the whole process's RSS must stay under this")
-      ->capture_default_str();
-  hostile
-      ->add_option("--clients-nice", hostile_options.clients_nice,
-                   "run the hostile clients in a process of their own at "
-                   "this nice value, as clients on other hosts whose CPU is "
-                   "not the coordinator's (-1: threads of this process)")
-      ->check(CLI::Range(-1, 19))
-      ->capture_default_str();
-  hostile->add_flag(
-      "--clients-idle", hostile_options.clients_idle,
-      "run the hostile clients' process under SCHED_IDLE (implies "
-      "--clients-nice 19 if none is given): it gets a core only when the "
-      "coordinator and the workers leave one idle, closer to clients on "
-      "other hosts than nice 19, whose 1,000 Watch threads woken at once "
-      "outweigh the coordinator's");
-  // hostile-clients: the clients process `hostile --clients-nice` starts
-  // (hidden: not for direct use).
-  prism::bench::HostileOptions clients_options;
-  prism::bench::HostileTarget clients_target;
-  int clients_seconds = 0;
-  std::string clients_ready;
-  CLI::App* clients = app.add_subcommand(
-      "hostile-clients", "the hostile clients alone (started by hostile)");
-  clients->group("");
-  clients->add_option("--grpc", clients_target.grpc_address)->required();
-  clients->add_option("--http-host", clients_target.http_host)->required();
-  clients->add_option("--http-port", clients_target.http_port)->required();
-  clients->add_option("--user-token", clients_target.user_token)->required();
-  clients->add_option("--viewer-token", clients_target.viewer_tokens)
-      ->required();
-  clients->add_option("--experiment", clients_target.experiment_id)->required();
-  clients->add_option("--seconds", clients_seconds)->required();
-  clients->add_option("--watch-streams", clients_options.watch_streams);
-  clients->add_option("--list-threads", clients_options.list_threads);
-  clients->add_option("--oversized-threads", clients_options.oversized_threads);
-  clients->add_option("--body-threads", clients_options.body_threads);
-  clients->add_option("--slow-connections", clients_options.slow_connections);
-  clients->add_option("--ready-file", clients_ready)->required();
-  clients->add_flag("--sched-idle", clients_options.clients_idle);
+  BenchArgs a;
+  CLI::App* ingest = AddIngest(app, &a);
+  CLI::App* lease = AddLease(app, &a);
+  AddRank(app, &a);
+  CLI::App* soak = AddSoak(app, &a.soak);
+  CLI::App* hostile = AddHostile(app, &a.hostile);
+  CLI::App* clients = AddHostileClients(app, &a);
   CLI11_PARSE(app, argc, argv);
   prism::SetLogLevel(prism::LogLevel::kWarning);
   if (hostile->parsed()) {
-    if (hostile_options.clients_idle && hostile_options.clients_nice < 0) {
-      hostile_options.clients_nice = 19;
+    if (a.hostile.clients_idle && a.hostile.clients_nice < 0) {
+      a.hostile.clients_nice = 19;
     }
-    return prism::bench::Hostile(hostile_options);
+    return prism::bench::Hostile(a.hostile);
   }
   if (clients->parsed()) {
-    return prism::bench::HostileClientsMain(clients_options, clients_target,
-                                            clients_seconds, clients_ready);
+    return prism::bench::HostileClientsMain(a.clients, a.clients_target,
+                                            a.clients_seconds, a.clients_ready);
   }
-  if (ingest->parsed())
-    return prism::bench::Ingest(load, durability, rounds, optuna);
-  if (lease->parsed()) return prism::bench::Lease(leases);
-  if (soak->parsed()) return prism::bench::Soak(soak_options);
-  return prism::bench::Rank(trials, rank_points, val_every, db);
+  if (ingest->parsed()) {
+    return prism::bench::Ingest(a.load, a.durability, a.rounds, a.optuna);
+  }
+  if (lease->parsed()) return prism::bench::Lease(a.leases);
+  if (soak->parsed()) return prism::bench::Soak(a.soak);
+  return prism::bench::Rank(a.trials, a.rank_points, a.val_every, a.db);
 }

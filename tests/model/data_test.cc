@@ -128,6 +128,31 @@ TEST_F(DataTest, ExpandShardPathsListsDirectoriesSorted) {
               HasSubstr("has no .bin shards"));
 }
 
+TEST(ShardNameTest, ValShardsAreTheFilesNamedVal) {
+  EXPECT_TRUE(IsValShardName("fineweb_val_000000.bin"));
+  EXPECT_TRUE(IsValShardName("val_000000.bin"));
+  EXPECT_FALSE(IsValShardName("fineweb_train_000001.bin"));
+  EXPECT_FALSE(IsValShardName("train_000000.bin"));
+}
+
+TEST_F(DataTest, SplitShardPathsSendsADirectorysValNamedShardsToVal) {
+  fs::create_directories(Path("shards"));
+  ASSERT_TRUE(WriteShard(Path("shards/train_000001.bin"), Ramp(10, 5)).ok());
+  ASSERT_TRUE(WriteShard(Path("shards/train_000000.bin"), Ramp(10, 5)).ok());
+  ASSERT_TRUE(WriteShard(Path("shards/val_000000.bin"), Ramp(10, 5)).ok());
+  // A file named directly is train, whatever its name.
+  ASSERT_TRUE(WriteShard(Path("val_extra.bin"), Ramp(10, 5)).ok());
+  absl::StatusOr<ShardLists> lists =
+      SplitShardPaths({Path("shards"), Path("val_extra.bin")});
+  ASSERT_TRUE(lists.ok()) << lists.status();
+  EXPECT_EQ(lists->train,
+            (std::vector<std::string>{Path("shards/train_000000.bin"),
+                                      Path("shards/train_000001.bin"),
+                                      Path("val_extra.bin")}));
+  EXPECT_EQ(lists->val,
+            (std::vector<std::string>{Path("shards/val_000000.bin")}));
+}
+
 TEST_F(DataTest, TrainWindowsArePureFunctionsOfTheirCoordinates) {
   ASSERT_TRUE(WriteShard(Path("t.bin"), Ramp(5000, 256)).ok());
   ASSERT_TRUE(WriteShard(Path("v.bin"), Ramp(800, 256)).ok());

@@ -19,6 +19,7 @@
 #include "absl/strings/str_join.h"
 #include "base/data_roots.h"
 #include "base/status_macros.h"
+#include "model/data.h"
 #include "scheduler/space/presets.h"
 #include "scheduler/strategy/asha.h"
 #include "scheduler/strategy/racing.h"
@@ -253,11 +254,9 @@ struct CorpusSummary {
   std::string sample;  // what was sampled, for the warnings
 };
 
-constexpr int32_t kShardMagic = 20240520;
-constexpr int kShardHeaderInts = 256;
-
 // ReadShard returns the token count of an llm.c shard, reading its
 // header and at most `sample` tokens (their largest id into *max_token).
+// It checks the magic alone: the workers check the rest when they open it.
 absl::StatusOr<int64_t> ReadShard(const std::string& path, int64_t sample,
                                   int* max_token) {
   // Never opened unless a regular file: a FIFO would block the submit.
@@ -269,9 +268,9 @@ absl::StatusOr<int64_t> ReadShard(const std::string& path, int64_t sample,
   }
   std::ifstream in(path, std::ios::binary);
   if (!in) return absl::NotFoundError(absl::StrCat(path, ": cannot open"));
-  int32_t header[kShardHeaderInts] = {};
+  int32_t header[model::kShardHeaderInts] = {};
   in.read(reinterpret_cast<char*>(header), sizeof(header));
-  if (in.gcount() != sizeof(header) || header[0] != kShardMagic) {
+  if (in.gcount() != sizeof(header) || header[0] != model::kShardMagic) {
     return absl::InvalidArgumentError(
         absl::StrCat(path, ": not an llm.c token shard"));
   }
@@ -290,8 +289,10 @@ absl::StatusOr<int64_t> ReadShard(const std::string& path, int64_t sample,
 }
 
 // TrainShards expands files and directories as the worker does
-// (model/data.h's SplitShardPaths: a directory's *.bin files without "val"
-// in the name), at most kCorpusMaxFiles.
+// (model/data.h's SplitShardPaths: a directory's *.bin files that are not
+// IsValShardName), at most kCorpusMaxFiles. It does not call SplitShardPaths:
+// that lists a whole directory and refuses what it cannot use, where the bill
+// stops listing past its limit and reports an unreadable shard as a warning.
 absl::StatusOr<std::vector<std::string>> TrainShards(
     const google::protobuf::RepeatedPtrField<std::string>& paths) {
   std::vector<std::string> files;
@@ -303,7 +304,7 @@ absl::StatusOr<std::vector<std::string>> TrainShards(
            fs::directory_iterator(path, ec)) {
         const std::string name = entry.path().filename().string();
         if (entry.path().extension() == ".bin" &&
-            !absl::StrContains(name, "val")) {
+            !model::IsValShardName(name)) {
           in_dir.push_back(entry.path().string());
           if (in_dir.size() > static_cast<size_t>(kCorpusMaxFiles)) break;
         }
