@@ -19,6 +19,7 @@
 #include "base/status_macros.h"
 #include "proto/enum_names.h"
 #include "proto/worker_protocol.h"
+#include "server/core/experiments/reconcile.h"
 #include "server/http/http_server.h"
 #include "server/rpc/auth_service.h"
 #include "server/rpc/experiment_service.h"
@@ -45,38 +46,6 @@ void SampleStorage(const StorageHealth& health, Metrics::Snapshot* s) {
   if (absl::StatusOr<int64_t> free = health.FreeBytes(); free.ok()) {
     s->db_free_bytes = *free;
   }
-}
-
-// ReconcileAfterRestart runs the seeds rounds and ladder advances a crash
-// left undone (both idempotent); with writes already failing it logs and
-// lets the coordinator serve, else a failure is returned.
-absl::Status ReconcileAfterRestart(SeedPlanner& seeds, LadderPlanner& ladder,
-                                   const StorageHealth& health) {
-  // A crash between a trial's finish and its seeds decision left the
-  // decision undone; rounds are idempotent, so run every open one again.
-  // On a filesystem that refuses writes the rounds wait for the next start
-  // (or their experiment's next finished trial); the coordinator serves.
-  absl::StatusOr<int> seeds_added = seeds.ReconcileAll();
-  if (!seeds_added.ok()) {
-    if (health.Ready().ok()) return seeds_added.status();
-    Log(LogLevel::kError, "open seeds rounds not run: writes fail")
-        .Kv("error", seeds_added.status().ToString());
-  } else if (*seeds_added > 0) {
-    Log(LogLevel::kInfo, "added seeds after start").Kv("trials", *seeds_added);
-  }
-
-  // Likewise a crash between a ladder's rung ending and the next rung being
-  // stored: the advance is idempotent, so run it for every done rung.
-  absl::StatusOr<int> rungs = ladder.ReconcileAll();
-  if (!rungs.ok()) {
-    if (health.Ready().ok()) return rungs.status();
-    Log(LogLevel::kError, "open ladder advances not run: writes fail")
-        .Kv("error", rungs.status().ToString());
-  } else if (*rungs > 0) {
-    Log(LogLevel::kInfo, "ladder rungs submitted after start")
-        .Kv("rungs", *rungs);
-  }
-  return absl::OkStatus();
 }
 
 // BuildGrpcServer starts the gRPC server with `services` and its limits,
@@ -112,37 +81,6 @@ std::unique_ptr<grpc::Server> BuildGrpcServer(
   for (grpc::Service* service : services) builder.RegisterService(service);
   builder.experimental().SetInterceptorCreators(MakeRpcObservers(metrics));
   return builder.BuildAndStart();
-}
-
-// ExtendLeasesAfterStart gives every live lease its restart grace and
-// returns health.disruptions() then, or -1 when writes fail and the
-// coordinator serves anyway (not ready); a failure on a healthy store is
-// returned.
-absl::StatusOr<int64_t> ExtendLeasesAfterStart(
-    QueueManager& queue, const StorageHealth& health,
-    const CoordinatorOptions& options) {
-  // The grace counts from the moment the servers accept calls (the
-  // contract in worker_protocol.h), not from before they were built: a
-  // start slowed by a loaded host must not eat into a worker's time to
-  // reconnect. Nothing expires leases before the expiry thread runs.
-  // On a filesystem that refuses writes this fails: serve anyway, not
-  // ready (health has the fault), and let the expiry loop extend the
-  // leases once a write succeeds (it sees the disruption).
-  absl::StatusOr<int> extended = queue.ExtendLeasesAfterRestart();
-  if (!extended.ok()) {
-    if (health.Ready().ok()) return extended.status();
-    Log(LogLevel::kError, "serving without write access to the database")
-        .Kv("error", extended.status().ToString());
-    return -1;
-  }
-  const int64_t disruptions = health.disruptions();
-  if (*extended > 0) {
-    Log(LogLevel::kInfo, "extended live leases after the servers started")
-        .Kv("leases", *extended)
-        .Kv("grace_ms", v1::RestartGraceMs(options.lease_seconds,
-                                           options.heartbeat_seconds));
-  }
-  return disruptions;
 }
 
 // ScalerDialAddress is the address the scaler's workers dial: the option,
@@ -407,6 +345,14 @@ Coordinator::Coordinator(const CoordinatorOptions& options, TlsPem tls,
   queue_ = std::make_unique<QueueManager>(
       store_.get(), store_.get(), store_.get(), store_.get(), store_.get(),
       clock_, &events_, ingest_.get(), queue_options, &finish_signal_);
+  LeaseExpiryOptions expiry_options;
+  expiry_options.interval_ms = options.expiry_interval_ms;
+  expiry_options.lease_seconds = options.lease_seconds;
+  expiry_options.heartbeat_seconds = options.heartbeat_seconds;
+  expiry_ = std::make_unique<LeaseExpiry>(
+      queue_.get(), &health_,
+      [store = store_.get()] { return store->ProbeWrite(); },
+      [this] { FlushTokenUses(); }, expiry_options);
   experiments_ = std::make_unique<ExperimentManager>(
       store_.get(), store_.get(), store_.get(), clock_, &events_, plan_options,
       limits, queue_.get());
@@ -469,10 +415,8 @@ absl::Status Coordinator::Start() {
   http_address_ = absl::StrCat(http_host.first, ":", http_port);
   http_->Start();
 
-  PRISM_ASSIGN_OR_RETURN(disruptions_at_extension_,
-                         ExtendLeasesAfterStart(*queue_, health_, options_));
-
-  expiry_thread_ = std::thread([this] { ExpiryLoop(); });
+  PRISM_RETURN_IF_ERROR(expiry_->ExtendAfterStart());
+  expiry_->Start();
   if (scaler_ != nullptr) {
     PRISM_RETURN_IF_ERROR(scaler_->Init());
     const std::string dial =
@@ -495,12 +439,8 @@ absl::Status Coordinator::Start() {
 void Coordinator::Shutdown() {
   if (shut_down_) return;
   shut_down_ = true;
-  {
-    absl::MutexLock lock(&mu_);
-    stopping_ = true;
-  }
   if (scaler_ != nullptr) scaler_->Stop();
-  if (expiry_thread_.joinable()) expiry_thread_.join();
+  expiry_->Stop();
   // Watchers first, so their streams end and do not hold the servers open.
   events_.Shutdown();
   http_->Stop();
@@ -535,59 +475,6 @@ Metrics::Snapshot Coordinator::SampleGauges() {
   s.report_batches = ingest.batches;
   SampleStorage(health_, &s);
   return s;
-}
-
-bool Coordinator::GraceAfterDisruption(int64_t* seen) {
-  if (!health_.normal()) {
-    // Nothing else may write for a while (no worker is connected): the
-    // probe ends a failing or stalled state once the disk takes a write.
-    if (!store_->ProbeWrite().ok() || !health_.normal()) return false;
-  }
-  const int64_t disruptions = health_.disruptions();
-  if (disruptions == *seen) return true;
-  // A heartbeat that waited behind a stalled commit may still be queued;
-  // heartbeats never lower a deadline, so the extension holds.
-  absl::StatusOr<int> extended = queue_->ExtendLeasesAfterRestart();
-  if (!extended.ok() || !health_.normal()) return false;
-  *seen = disruptions;
-  if (*extended > 0) {
-    Log(LogLevel::kInfo, "extended live leases after a storage disruption")
-        .Kv("leases", *extended)
-        .Kv("grace_ms", v1::RestartGraceMs(options_.lease_seconds,
-                                           options_.heartbeat_seconds));
-  }
-  return true;
-}
-
-void Coordinator::ExpiryLoop() {
-  int64_t seen_disruptions = disruptions_at_extension_;
-  while (true) {
-    {
-      absl::MutexLock lock(&mu_);
-      if (mu_.AwaitWithTimeout(
-              absl::Condition(&stopping_),
-              absl::Milliseconds(options_.expiry_interval_ms))) {
-        return;
-      }
-    }
-    // While writes fail or stall no heartbeat is recorded: expire nothing
-    // until commits are prompt again, then give every live lease a full
-    // period first.
-    if (!GraceAfterDisruption(&seen_disruptions)) continue;
-    // The expiry waits for the write lock like every write. A commit that
-    // stalls meanwhile holds back heartbeats as well, so the deadlines would
-    // be stale by the time the lock is ours: stand down if a stall or
-    // failure began since the check above (the next pass extends first).
-    const int64_t seen = seen_disruptions;
-    absl::StatusOr<int> expired = queue_->ExpireLeases([this, seen] {
-      return health_.normal() && health_.disruptions() == seen;
-    });
-    if (!expired.ok()) {
-      Log(LogLevel::kError, "lease expiry failed")
-          .Kv("error", expired.status().ToString());
-    }
-    FlushTokenUses();
-  }
 }
 
 void Coordinator::FlushTokenUses() {

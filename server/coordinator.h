@@ -74,6 +74,7 @@
 #include "server/core/infra/read_gate.h"
 #include "server/core/infra/storage_health.h"
 #include "server/core/queue/ingest.h"
+#include "server/core/queue/lease_expiry.h"
 #include "server/core/queue/queue.h"
 #include "server/core/queue/scaler.h"
 #include "server/http/http_server.h"
@@ -228,11 +229,6 @@ class Coordinator {
       std::unique_ptr<storage::Store> store, const Clock* clock);
   absl::Status Bootstrap();
   Metrics::Snapshot SampleGauges();
-  void ExpiryLoop();
-  // GraceAfterDisruption extends every live lease when writes were
-  // disrupted since `*seen` (or are still) and updates `*seen`; returns
-  // false while writes still fail or stall (expire nothing then).
-  bool GraceAfterDisruption(int64_t* seen);
   // FlushTokenUses writes the tokens' last uses (logging a failure).
   void FlushTokenUses();
 
@@ -254,6 +250,7 @@ class Coordinator {
   std::unique_ptr<SeedPlanner> seeds_;
   std::unique_ptr<LadderPlanner> ladder_;
   std::unique_ptr<Scaler> scaler_;
+  std::unique_ptr<LeaseExpiry> expiry_;
   std::unique_ptr<ExperimentServiceImpl> experiment_service_;
   std::unique_ptr<WorkerServiceImpl> worker_service_;
   std::unique_ptr<ResultsServiceImpl> results_service_;
@@ -265,14 +262,8 @@ class Coordinator {
   std::string grpc_address_;
   std::string http_address_;
 
-  absl::Mutex mu_;
-  bool stopping_ ABSL_GUARDED_BY(mu_) = false;
-  // health_.disruptions() when Start last extended the live leases (-1: it
-  // could not); then the expiry thread's.
-  int64_t disruptions_at_extension_ = 0;
   bool started_ = false;
   bool shut_down_ = false;
-  std::thread expiry_thread_;
 };
 
 }  // namespace prism::server
