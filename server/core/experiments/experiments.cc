@@ -464,26 +464,21 @@ absl::StatusOr<v1::ExtendResponse> ExperimentManager::Extend(
 
 absl::StatusOr<v1::Experiment> ExperimentManager::Pause(const Caller& caller,
                                                         int64_t id) {
-  PRISM_RETURN_IF_ERROR(CheckOwner(caller, id));
-  PRISM_ASSIGN_OR_RETURN(v1::Experiment e,
-                         experiments_->SetExperimentState(
-                             id, v1::EXPERIMENT_PAUSED, clock_->NowMs()));
-  Log(LogLevel::kInfo, "experiment paused")
-      .Kv("experiment", id)
-      .Kv("by", caller.user);
-  Publish(e);
-  return e;
+  return SetState(caller, id, v1::EXPERIMENT_PAUSED, "experiment paused");
 }
 
 absl::StatusOr<v1::Experiment> ExperimentManager::Resume(const Caller& caller,
                                                          int64_t id) {
+  return SetState(caller, id, v1::EXPERIMENT_ACTIVE, "experiment resumed");
+}
+
+absl::StatusOr<v1::Experiment> ExperimentManager::SetState(
+    const Caller& caller, int64_t id, v1::ExperimentState state,
+    const char* logged) {
   PRISM_RETURN_IF_ERROR(CheckOwner(caller, id));
-  PRISM_ASSIGN_OR_RETURN(v1::Experiment e,
-                         experiments_->SetExperimentState(
-                             id, v1::EXPERIMENT_ACTIVE, clock_->NowMs()));
-  Log(LogLevel::kInfo, "experiment resumed")
-      .Kv("experiment", id)
-      .Kv("by", caller.user);
+  PRISM_ASSIGN_OR_RETURN(v1::Experiment e, experiments_->SetExperimentState(
+                                               id, state, clock_->NowMs()));
+  Log(LogLevel::kInfo, logged).Kv("experiment", id).Kv("by", caller.user);
   Publish(e);
   return e;
 }

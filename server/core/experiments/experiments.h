@@ -123,6 +123,11 @@ class ExperimentManager {
 
  private:
   absl::Status CheckOwner(const Caller& caller, int64_t id);
+  // SetState is Pause and Resume: the owner's check, the store's ACTIVE <->
+  // PAUSED move, the log line `logged`, the event.
+  absl::StatusOr<v1::Experiment> SetState(const Caller& caller, int64_t id,
+                                          v1::ExperimentState state,
+                                          const char* logged);
   // CheckLadderDeletable is Delete's rule for a ladder's rung (OK for an
   // experiment that is not one).
   absl::Status CheckLadderDeletable(const v1::Experiment& experiment);

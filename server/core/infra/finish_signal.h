@@ -35,7 +35,8 @@ class FinishSignal {
  public:
   using Listener = std::function<void(int64_t experiment_id)>;
 
-  // Subscribe adds `listener`, named for the logs (the manager's name).
+  // Subscribe adds `listener` under `name` (the manager's; Names lists
+  // them in the order they run).
   void Subscribe(std::string name, Listener listener);
   // Publish tells every listener that one of the experiment's trials
   // finished.
